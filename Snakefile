@@ -1,0 +1,26 @@
+# prefix-audit: prefix-executability audit of tool-using LLM agents.
+# Stage chain: fetch → sample → rollouts → score → FED table → stats → tables (→ report).
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/fetch.smk"
+include: "workflow/rules/sample.smk"
+include: "workflow/rules/rollouts.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/stats.smk"
+
+
+report: "workflow/report/workflow.rst"
+
+
+rule all:
+    input:
+        all_outputs(),
+    default_target: True

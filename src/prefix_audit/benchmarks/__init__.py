@@ -1,0 +1,33 @@
+"""Benchmark adapters, one module each, behind :class:`~prefix_audit.benchmarks.base.Benchmark`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from .base import Benchmark
+
+DATASETS = ("bfcl_v3",)
+
+
+def open_benchmark(dataset: str, resources: str | Path, *, fetch: bool = True) -> Benchmark:
+    """The adapter for ``dataset`` on benchmark data under ``resources`` (fetched when absent)."""
+    if dataset == "bfcl_v3":
+        from .bfcl import BfclBenchmark, load_data
+
+        return BfclBenchmark(load_data(resources, fetch=fetch))
+    from ..scoring import UnknownDataset
+
+    raise UnknownDataset(f"unknown dataset {dataset!r} (known: {', '.join(DATASETS)})")
+
+
+def benchmark_resolver(resources: str | Path, *, fetch: bool = True) -> Callable[[str], Benchmark]:
+    """A per-process cache of adapters, keyed by dataset id."""
+    cache: dict[str, Benchmark] = {}
+
+    def resolve(dataset: str) -> Benchmark:
+        if dataset not in cache:
+            cache[dataset] = open_benchmark(dataset, resources, fetch=fetch)
+        return cache[dataset]
+
+    return resolve

@@ -1,0 +1,152 @@
+"""Facts about the bfcl-eval multi-turn environment classes that the replay checker needs.
+
+These are statements about the pinned package (bfcl-eval 2026.3.23), read off its classes and
+confirmed by replaying all 800 ground-truth entries (tests/test_bfcl_ground_truth.py): which
+module-level values instances mutate, which explicit state preconditions methods enforce, which
+parameters must name an existing object, and which methods delete objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+FUNC_DOC_FILES = {
+    "GorillaFileSystem": "gorilla_file_system.json",
+    "MathAPI": "math_api.json",
+    "MessageAPI": "message_api.json",
+    "TwitterAPI": "posting_api.json",
+    "TicketAPI": "ticket_api.json",
+    "TradingBot": "trading_bot.json",
+    "TravelAPI": "travel_booking.json",
+    "VehicleControlAPI": "vehicle_control.json",
+}
+
+CLASS_MODULES = {
+    "GorillaFileSystem": "gorilla_file_system",
+    "MathAPI": "math_api",
+    "MessageAPI": "message_api",
+    "TwitterAPI": "posting_api",
+    "TicketAPI": "ticket_api",
+    "TradingBot": "trading_bot",
+    "TravelAPI": "travel_booking",
+    "VehicleControlAPI": "vehicle_control",
+}
+
+STATELESS_CLASSES = frozenset({"MathAPI"})
+
+# Module-level values that instances reach by reference. The scenario loader puts the long-context
+# credit cards into an instance without copying them (so booking in one entry changed the balance
+# the next entry saw), and the long-context weather lookup writes into the module's own dict. We
+# deep-copy every instance right after loading it, which cuts the first link, and restore these
+# values in place when they differ from a snapshot taken at import.
+MUTABLE_MODULE_STATE: Mapping[str, tuple[str, ...]] = {
+    "long_context": ("CREDIT_CARD_EXTENSION", "BOOKING_RECORD_EXTENSION", "LONG_WEATHER_EXTENSION"),
+}
+
+# BFCL's executor refuses these names outright; we report the same result text.
+BLOCKED_NAMES = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
+
+# Constants any call may use without having seen them (file-system navigation).
+ALWAYS_AVAILABLE = frozenset({".", "..", "/", "~"})
+
+# Parameters whose value must name an object that already exists (a file, a ticket, a booking…):
+# a value that never appeared in the prompt, the initial state or an earlier output is a
+# dependency failure.
+REFERENCE_PARAMS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "GorillaFileSystem": {
+        "cat": ("file_name",), "cd": ("folder",), "cp": ("source",), "diff": ("file_name1", "file_name2"),
+        "echo": ("file_name",), "find": ("path",), "grep": ("file_name",), "mv": ("source",),
+        "rm": ("file_name",), "rmdir": ("dir_name",), "sort": ("file_name",), "tail": ("file_name",),
+        "wc": ("file_name",),
+    },
+    "MessageAPI": {
+        "get_user_id": ("user",), "message_login": ("user_id",), "send_message": ("receiver_id",),
+        "delete_message": ("receiver_id",),
+    },
+    "TwitterAPI": {
+        "comment": ("tweet_id",), "get_tweet": ("tweet_id",), "get_tweet_comments": ("tweet_id",),
+        "mention": ("tweet_id",), "retweet": ("tweet_id",), "unfollow_user": ("username_to_unfollow",),
+    },
+    "TicketAPI": {
+        "close_ticket": ("ticket_id",), "edit_ticket": ("ticket_id",), "get_ticket": ("ticket_id",),
+        "resolve_ticket": ("ticket_id",),
+    },
+    "TradingBot": {
+        "cancel_order": ("order_id",), "get_order_details": ("order_id",), "get_stock_info": ("symbol",),
+        "place_order": ("symbol",), "remove_stock_from_watchlist": ("symbol",),
+    },
+    "TravelAPI": {
+        "book_flight": ("access_token", "card_id"), "cancel_booking": ("access_token", "booking_id"),
+        "contact_customer_support": ("booking_id",), "get_booking_history": ("access_token",),
+        "get_credit_card_balance": ("access_token", "card_id"),
+        "purchase_insurance": ("access_token", "booking_id", "card_id"),
+        "register_credit_card": ("access_token",), "retrieve_invoice": ("access_token", "booking_id"),
+        "set_budget_limit": ("access_token",),
+    },
+}
+
+# Methods that can remove an object, so that a later reference to it is stale.
+DELETING_METHODS = frozenset({"rm", "rmdir", "mv", "delete_message", "cancel_booking",
+                              "remove_stock_from_watchlist", "unfollow_user"})
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """An explicit state requirement a class enforces before running ``methods``."""
+
+    description: str
+    methods: frozenset[str]
+    setter: str | None  # the method that establishes it (None: no tool can)
+    check: Callable[[Any, Mapping[str, Any]], bool]
+
+    def holds(self, instance: Any, arguments: Mapping[str, Any]) -> bool:
+        return self.check(instance, arguments)
+
+
+def _starting(arguments: Mapping[str, Any]) -> bool:
+    return arguments.get("ignitionMode") == "START"
+
+
+PRECONDITIONS: Mapping[str, tuple[Precondition, ...]] = {
+    "TwitterAPI": (Precondition(
+        "an authenticated Twitter session (authenticate_twitter)",
+        frozenset({"post_tweet", "retweet", "comment", "follow_user", "list_all_following", "unfollow_user"}),
+        "authenticate_twitter", lambda i, a: bool(i.authenticated)),),
+    "MessageAPI": (Precondition(
+        "a logged-in messaging user (message_login)",
+        frozenset({"send_message", "delete_message", "view_messages_sent", "search_messages", "get_message_stats"}),
+        "message_login", lambda i, a: bool(i.current_user)),),
+    "TicketAPI": (Precondition(
+        "a logged-in ticket user (ticket_login)", frozenset({"create_ticket", "get_user_tickets"}),
+        "ticket_login", lambda i, a: bool(i.current_user)),),
+    "TradingBot": (Precondition(
+        "a logged-in trading account (trading_login)",
+        frozenset({"place_order", "withdraw_funds", "get_account_info", "trading_logout", "fund_account",
+                   "remove_stock_from_watchlist", "get_watchlist", "get_order_history", "get_transaction_history"}),
+        "trading_login", lambda i, a: bool(i.authenticated)),
+        Precondition("an open market", frozenset({"withdraw_funds"}), None,
+                     lambda i, a: i.market_status == "Open"),
+    ),
+    "TravelAPI": (
+        Precondition("a travel access token (authenticate_travel)", frozenset({"register_credit_card"}),
+                     "authenticate_travel", lambda i, a: i.token_expires_in not in (None, 0)),
+        Precondition("an unexpired travel access token (authenticate_travel)",
+                     frozenset({"get_credit_card_balance", "book_flight", "retrieve_invoice", "get_booking_history",
+                                "cancel_booking", "set_budget_limit", "purchase_insurance"}),
+                     "authenticate_travel", lambda i, a: i.token_expires_in != 0),
+    ),
+    "VehicleControlAPI": (
+        Precondition("all doors locked before starting the engine (lockDoors)", frozenset({"startEngine"}),
+                     "lockDoors", lambda i, a: not _starting(a) or i.remainingUnlockedDoors == 0),
+        Precondition("the brake pedal fully pressed before starting the engine (pressBrakePedal)",
+                     frozenset({"startEngine"}), "pressBrakePedal",
+                     lambda i, a: not _starting(a) or (i.brakePedalStatus == "pressed"
+                                                       and i._brakePedalForce == 1000.0)),
+        Precondition("fuel in the tank before starting the engine (fillFuelTank)", frozenset({"startEngine"}),
+                     "fillFuelTank", lambda i, a: not _starting(a) or i.fuelLevel >= 0),
+        Precondition("a running engine (startEngine)", frozenset({"setCruiseControl"}), "startEngine",
+                     lambda i, a: i.engine_state != "stopped"),
+    ),
+}

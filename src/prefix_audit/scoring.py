@@ -1,0 +1,182 @@
+"""Score a file of rollouts: per-action and per-rollout (FED) Parquet, plus a quarantine file.
+
+Every input line ends up in exactly one place: an episode row, or a quarantine record with its
+location and reason. The counts are returned and logged so every denominator is visible.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from .benchmarks.base import Benchmark
+from .checker import EpisodeResult, UnscorableRollout, primary, replay
+from .io import atomic_write_text, write_parquet
+from .records import BadLine, Located, read_rollouts
+
+log = logging.getLogger(__name__)
+
+EPISODE_SCHEMA = pa.schema([
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("method", pa.string(), nullable=False),
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("rollout_id", pa.string(), nullable=False),
+    pa.field("source", pa.string(), nullable=False),
+    pa.field("T", pa.int32(), nullable=False),
+    pa.field("FED", pa.int32(), nullable=False),
+    pa.field("Y", pa.int8()),  # null: the benchmark could not decide success
+    pa.field("category", pa.string()),  # primary first-failure category; null when fully executable
+    pa.field("failure_code", pa.string()),
+    pa.field("failure_detail", pa.string()),
+    pa.field("failed_predicates", pa.list_(pa.string()), nullable=False),  # every failing category at FED
+    pa.field("n_turns", pa.int32(), nullable=False),
+    pa.field("y_detail", pa.string()),
+    pa.field("meta_json", pa.string(), nullable=False),
+])
+
+ACTION_SCHEMA = pa.schema([
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("method", pa.string(), nullable=False),
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("rollout_id", pa.string(), nullable=False),
+    pa.field("j", pa.int32(), nullable=False),
+    pa.field("turn", pa.int32(), nullable=False),
+    pa.field("step", pa.int32(), nullable=False),
+    pa.field("terminal", pa.bool_(), nullable=False),
+    pa.field("tool", pa.string()),
+    pa.field("call", pa.string()),
+    pa.field("V", pa.bool_()),  # null after the first failure: the prefix replay has stopped
+    pa.field("failure_categories", pa.list_(pa.string()), nullable=False),
+    pa.field("failure_codes", pa.list_(pa.string()), nullable=False),
+    pa.field("failure_details", pa.list_(pa.string()), nullable=False),
+    pa.field("accepted", pa.bool_()),  # the benchmark's verdict on the executed transition
+    pa.field("result", pa.string()),
+])
+
+MAX_RESULT_CHARS = 2_000
+
+
+@dataclass
+class ScoreReport:
+    lines_read: int = 0
+    scored: int = 0
+    quarantined: int = 0
+    quarantine_reasons: Counter = field(default_factory=Counter)
+    datasets: Counter = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.quarantine_reasons.items())) or "none"
+        return (f"rollout records read: {self.lines_read}; scored: {self.scored}; "
+                f"quarantined: {self.quarantined} ({reasons})")
+
+
+def _reason_kind(reason: str) -> str:
+    return reason.split(":", 1)[0].split(" (")[0][:60]
+
+
+def episode_row(ep: EpisodeResult) -> dict:
+    r = ep.rollout
+    ff = ep.first_failure
+    main = primary(ff.failures) if ff else None
+    return {
+        "dataset": r.dataset, "model": r.model, "method": r.method, "task_id": r.task_id,
+        "rollout_id": r.rollout_id, "source": r.source, "T": ep.T, "FED": ep.FED, "Y": ep.Y,
+        "category": main.category if main else None,
+        "failure_code": main.code if main else None,
+        "failure_detail": main.detail if main else None,
+        "failed_predicates": sorted({f.category for f in ff.failures}) if ff else [],
+        "n_turns": len(r.turns), "y_detail": ep.y_detail,
+        "meta_json": json.dumps(r.meta, sort_keys=True, ensure_ascii=False),
+    }
+
+
+def action_rows(ep: EpisodeResult) -> Iterable[dict]:
+    r = ep.rollout
+    for v in ep.verdicts:
+        call = v.action.call
+        yield {
+            "dataset": r.dataset, "model": r.model, "method": r.method, "task_id": r.task_id,
+            "rollout_id": r.rollout_id, "j": v.action.index, "turn": v.action.turn, "step": v.action.step,
+            "terminal": call is None, "tool": call.name if call else None,
+            "call": call.render() if call else v.action.text,
+            "V": v.valid,
+            "failure_categories": [f.category for f in v.failures],
+            "failure_codes": [f.code for f in v.failures],
+            "failure_details": [f.detail for f in v.failures],
+            "accepted": v.accepted,
+            "result": v.result[:MAX_RESULT_CHARS] if v.result is not None else None,
+        }
+
+
+class UnknownDataset(KeyError):
+    """No adapter is configured for a rollout's dataset."""
+
+
+def score_rollouts(items: Iterable[Located | BadLine], benchmark_for: Callable[[str], Benchmark],
+                   report: ScoreReport) -> tuple[list[EpisodeResult], list[BadLine]]:
+    """Replay every rollout; anything unusable becomes a located quarantine record."""
+    episodes: list[EpisodeResult] = []
+    bad: list[BadLine] = []
+    for item in items:
+        report.lines_read += 1
+        if isinstance(item, BadLine):
+            bad.append(item)
+            continue
+        rollout = item.rollout
+        try:
+            episodes.append(replay(rollout, benchmark_for(rollout.dataset)))
+            report.datasets[rollout.dataset] += 1
+        except (UnscorableRollout, UnknownDataset) as exc:
+            message = exc.args[0] if exc.args else str(exc)
+            bad.append(BadLine(item.path, item.line, str(message), rollout.rollout_id))
+        except Exception as exc:  # a defect in one record's replay must not lose the others
+            log.exception("replay of %s:%s failed", item.path, item.line)
+            bad.append(BadLine(item.path, item.line, f"replay error: {type(exc).__name__}: {exc}",
+                               rollout.rollout_id))
+    report.scored = len(episodes)
+    report.quarantined = len(bad)
+    report.quarantine_reasons.update(_reason_kind(b.reason) for b in bad)
+    return episodes, bad
+
+
+def _sort_key(ep: EpisodeResult) -> tuple:
+    r = ep.rollout
+    return (r.dataset, r.model, r.method, r.task_id, r.rollout_id)
+
+
+def write_scores(episodes: list[EpisodeResult], bad: list[BadLine], out_dir: str | Path) -> dict[str, Path]:
+    out = Path(out_dir)
+    episodes = sorted(episodes, key=_sort_key)
+    ids = Counter((e.rollout.dataset, e.rollout.model, e.rollout.method, e.rollout.rollout_id) for e in episodes)
+    dupes = [k for k, n in ids.items() if n > 1]
+    if dupes:
+        raise ValueError(f"duplicate rollout ids in input, e.g. {dupes[0]}; rollout_id must be unique per block")
+    ep_table = pa.Table.from_pylist([episode_row(e) for e in episodes], schema=EPISODE_SCHEMA)
+    act_table = pa.Table.from_pylist([row for e in episodes for row in action_rows(e)], schema=ACTION_SCHEMA)
+    paths = {
+        "episodes": write_parquet(ep_table, out / "episodes.parquet"),
+        "actions": write_parquet(act_table, out / "actions.parquet"),
+        "quarantine": atomic_write_text(out / "quarantine.jsonl", "".join(
+            json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for b in bad)),
+    }
+    return paths
+
+
+def score_file(rollouts_path: str | Path, out_dir: str | Path,
+               benchmark_for: Callable[[str], Benchmark]) -> ScoreReport:
+    """Score one rollout JSONL file into ``out_dir``; returns the counts."""
+    report = ScoreReport()
+    episodes, bad = score_rollouts(read_rollouts(rollouts_path), benchmark_for, report)
+    write_scores(episodes, bad, out_dir)
+    log.info(report.summary())
+    for b in bad:
+        log.warning("quarantined %s:%s: %s", b.path, b.line, b.reason)
+    return report

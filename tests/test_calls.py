@@ -1,0 +1,63 @@
+"""The call parser accepts only name(literal, ..., key=literal) and never evaluates anything."""
+
+import pytest
+
+from prefix_audit.calls import MAX_CALL_CHARS, decode_call_list, parse_call_string, structured_call
+
+
+def test_plain_call_with_positional_and_keyword_literals():
+    call = parse_call_string("sort('final_report.pdf', reverse=True, n=[1, 2.5, {'a': None}])")
+    assert call.well_formed
+    assert call.name == "sort"
+    assert call.args == ("final_report.pdf",)
+    assert call.kwargs == {"reverse": True, "n": [1, 2.5, {"a": None}]}
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os').system('touch CANARY')",
+    "os.system('touch CANARY')",
+    "cd(folder=__import__('os').getcwd())",
+    "cd(folder=(lambda: 'x')())",
+    "cd(folder=[c for c in 'abc'])",
+    "cd(folder=some_name)",
+    "cd(*['x'])",
+    "cd(**{'folder': 'x'})",
+    "cd(folder='a' + 'b')",
+    "cd(folder=f'{1}')",
+    "open('/etc/passwd').read()",
+    "cd(folder='x'); ls()",
+    "cd(folder='x', folder='y')",
+    "",
+    "cd(",
+])
+def test_anything_but_literal_calls_is_a_parse_error(text):
+    call = parse_call_string(text)
+    assert not call.well_formed
+    assert call.parse_error
+
+
+def test_oversized_call_text_is_rejected_without_parsing():
+    call = parse_call_string("f(x='" + "a" * MAX_CALL_CHARS + "')")
+    assert not call.well_formed and "exceeds" in call.parse_error
+
+
+def test_deeply_nested_literal_is_a_parse_error_not_a_crash():
+    call = parse_call_string("f(x=" + "[" * 5000 + "]" * 5000 + ")")
+    assert not call.well_formed
+
+
+def test_decode_call_list_distinguishes_prose_from_calls():
+    assert decode_call_list("I have moved the file for you.") is None
+    calls = decode_call_list("[cd(folder='a'), ls(a=True)]")
+    assert [c.name for c in calls] == ["cd", "ls"]
+    assert decode_call_list("[1, 2]") is None
+
+
+@pytest.mark.parametrize("arguments, ok", [
+    ({"folder": "x"}, True), ('{"folder": "x"}', True), ("", True), (None, True),
+    ("{not json", False), ("[1, 2]", False), (3, False),
+])
+def test_structured_calls(arguments, ok):
+    call = structured_call("cd", arguments)
+    assert call.well_formed is ok
+    assert call.structured

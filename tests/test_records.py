@@ -1,0 +1,53 @@
+"""Rollout records: round trip, terminal action, located errors for every kind of bad line."""
+
+import json
+
+from prefix_audit.calls import ToolCall
+from prefix_audit.records import BadLine, Located, Rollout, Step, actions_of, dumps, read_rollouts
+
+
+def _rollout(**kw):
+    base = dict(dataset="bfcl_v3", task_id="multi_turn_base_0", model="m", method="react", rollout_id="r1",
+                turns=((Step((ToolCall("cd", (), {"folder": "a"}, raw="cd(folder='a')"),)),),
+                       (Step((), "done"),)))
+    base.update(kw)
+    return Rollout(**base)
+
+
+def test_round_trip_and_terminal_action(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(dumps(_rollout()) + "\n")
+    (item,) = list(read_rollouts(path))
+    assert isinstance(item, Located) and item.line == 1
+    acts = actions_of(item.rollout)
+    assert [a.terminal for a in acts] == [False, True]
+    assert acts[0].call.kwargs == {"folder": "a"}
+    assert item.rollout.final_text == "done"
+
+
+def test_no_terminal_action_when_last_step_has_calls():
+    r = _rollout(turns=((Step((ToolCall("ls", raw="ls()"),), "thinking"),),))
+    assert r.final_text is None
+    assert len(actions_of(r)) == 1
+
+
+def test_bad_lines_are_located_and_the_rest_is_read(tmp_path):
+    good = dumps(_rollout())
+    lines = [
+        good,
+        "{not json",
+        json.dumps({"dataset": "bfcl_v3"}),
+        json.dumps({**json.loads(good), "turns": "nope"}),
+        json.dumps({**json.loads(good), "turns": [[{"calls": [42]}]]}),
+        json.dumps({**json.loads(good), "schema_version": 99}),
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(("\n".join(lines) + "\n").encode() + b"\xff\xfe{}\n")
+    items = list(read_rollouts(path))
+    assert isinstance(items[0], Located)
+    bad = [i for i in items if isinstance(i, BadLine)]
+    assert [b.line for b in bad] == [2, 3, 4, 5, 6, 7]
+    reasons = " | ".join(b.reason for b in bad)
+    for fragment in ["invalid JSON", "missing field", "'turns' must be a list", "calls[0]", "schema_version",
+                     "not UTF-8"]:
+        assert fragment in reasons

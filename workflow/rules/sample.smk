@@ -1,0 +1,14 @@
+rule sample_tasks:
+    """The deterministic, seeded task sample of one dataset, persisted as a task list."""
+    input:
+        lambda wc: fetched_marker(wc.dataset),
+    output:
+        f"{RESULTS}/tasks/{{dataset}}.json",
+    params:
+        n=lambda wc: config["benchmarks"][wc.dataset]["sample"]["n"],
+        seed=lambda wc: config["benchmarks"][wc.dataset]["sample"]["seed"],
+        resources=RESOURCES,
+    log:
+        f"{RESULTS}/logs/sample/{{dataset}}.log",
+    script:
+        "../scripts/sample_tasks.py"

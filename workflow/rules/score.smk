@@ -1,0 +1,29 @@
+rule score_rollouts:
+    """Replay every rollout: per-action and per-rollout (FED) Parquet, and a quarantine file."""
+    input:
+        rollouts=f"{RESULTS}/rollouts/{{dataset}}/{{source}}.jsonl",
+        package=lambda wc: fetched_marker(wc.dataset),
+    output:
+        actions=f"{RESULTS}/scored/{{dataset}}/{{source}}/actions.parquet",
+        episodes=f"{RESULTS}/scored/{{dataset}}/{{source}}/episodes.parquet",
+        quarantine=f"{RESULTS}/scored/{{dataset}}/{{source}}/quarantine.jsonl",
+    params:
+        resources=RESOURCES,
+    log:
+        f"{RESULTS}/logs/score/{{dataset}}/{{source}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/score/{{dataset}}/{{source}}.tsv"
+    script:
+        "../scripts/score_rollouts.py"
+
+
+rule fed_table:
+    """All scored blocks in one typed FED table."""
+    input:
+        block_episodes(),
+    output:
+        f"{RESULTS}/fed/episodes.parquet",
+    log:
+        f"{RESULTS}/logs/fed_table.log",
+    script:
+        "../scripts/fed_table.py"
