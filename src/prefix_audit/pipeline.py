@@ -34,6 +34,9 @@ def logging_to(path: str | Path | None) -> Iterator[None]:
         root.setLevel(logging.INFO)
         try:
             yield
+        except BaseException:
+            log.exception("stage failed")
+            raise
         finally:
             root.removeHandler(handler)
 
@@ -81,7 +84,7 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, setting
     kind = settings["kind"]
     rollouts: list[Rollout] = []
     if kind == "reference":
-        rollouts = [bench.reference_rollout(t) for t in task_ids]
+        rollouts = [_relabel(bench.reference_rollout(t), source, kind, {}) for t in task_ids]
     elif kind == "mutation":
         seed = int(settings["seed"])
         categories: Sequence[str] = settings["categories"]
@@ -107,9 +110,6 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, setting
                  len(rollouts), failures)
     else:
         raise ValueError(f"unknown rollout source kind {kind!r}")
-    for r in rollouts:
-        if r.model != source:
-            raise AssertionError("rollout model must name its source")
     n = write_rollouts(out, rollouts)
     log.info("wrote %d %s rollouts to %s", n, source, out)
     return n
@@ -128,8 +128,7 @@ def score(rollouts: str | Path, out_dir: str | Path, resources: str | Path) -> N
     from .benchmarks import benchmark_resolver
     from .scoring import score_file
 
-    report = score_file(rollouts, out_dir, benchmark_resolver(resources, fetch=False))
-    log.info(report.summary())
+    score_file(rollouts, out_dir, benchmark_resolver(resources, fetch=False))
 
 
 def merge_episodes(paths: Sequence[str | Path], out: str | Path) -> int:

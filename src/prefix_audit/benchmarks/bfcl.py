@@ -20,11 +20,12 @@ import importlib
 import inspect
 import json
 import os
+import pickle
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,8 @@ def _id_order(entry_id: str) -> tuple[str, int]:
 class _Backend:
     """Imports the environment modules once; builds isolated instances."""
 
+    PROTOTYPES_KEPT = 256  # pickled loaded entries kept for copying
+
     def __init__(self, root: Path) -> None:
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))
@@ -162,6 +165,7 @@ class _Backend:
         os.environ["TZ"] = "UTC"
         time.tzset()
         self.classes: dict[str, type] = {}
+        self._prototypes: dict[str, bytes] = {}
         self._pristine: list[tuple[Any, str, Any]] = []
         for cls_name, module_name in sem.CLASS_MODULES.items():
             module = importlib.import_module(f"{_BACKEND}.{module_name}")
@@ -181,6 +185,16 @@ class _Backend:
 
     def instantiate(self, entry: Entry) -> dict[str, Any]:
         """Fresh instances of the entry's classes, sharing nothing with the module or each other."""
+        if entry.id not in self._prototypes:
+            if len(self._prototypes) >= self.PROTOTYPES_KEPT:
+                self._prototypes.pop(next(iter(self._prototypes)))
+            self._prototypes[entry.id] = pickle.dumps(self._load(entry), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(self._prototypes[entry.id])
+
+    def _load(self, entry: Entry) -> dict[str, Any]:
+        # Loaded once per entry and copied (through pickle: a deep copy, much faster than
+        # copy.deepcopy) for every session. The copy keeps the seeded RNG state and cuts the links
+        # the loader leaves to module objects (long-context cards).
         self.reset_module_state()
         instances = {}
         for cls_name in entry.involved_classes:
@@ -188,7 +202,7 @@ class _Backend:
             if cls_name not in sem.STATELESS_CLASSES:
                 instance._load_scenario(copy.deepcopy(entry.initial_config.get(cls_name, {})),
                                         long_context=entry.long_context)
-            instances[cls_name] = copy.deepcopy(instance)
+            instances[cls_name] = instance
         return instances
 
 
@@ -225,12 +239,16 @@ def _is_error(value: Any) -> bool:
     return False
 
 
+@lru_cache(maxsize=None)
+def _parameters(function: Any) -> tuple[inspect.Parameter, ...]:
+    return tuple(inspect.signature(function).parameters.values())[1:]  # without self
+
+
 def _fresh_defaults(method: Any, call: ToolCall) -> dict[str, Any]:
     """Explicit copies of mutable defaults the call leaves out: a default list shared by every
     call (post_tweet's ``mentions=[]``) would otherwise carry state between instances."""
     extra = {}
-    params = list(inspect.signature(method).parameters.values())
-    for i, p in enumerate(params):
+    for i, p in enumerate(_parameters(method.__func__)):
         if (i >= len(call.args) and p.name not in call.kwargs
                 and isinstance(p.default, (list, dict, set))):
             extra[p.name] = copy.copy(p.default)

@@ -1,0 +1,1 @@
+"""Importers: external logs → rollout records."""

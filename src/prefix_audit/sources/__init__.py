@@ -1,0 +1,1 @@
+"""Rollout sources that need no model: the reference rollout and the mutation generator."""

@@ -1,0 +1,124 @@
+"""The mutation corpus as an oracle for the checker, and Y agreement with bfcl-eval's own checker."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+import pytest
+
+from prefix_audit.checker import CATEGORIES, replay
+from prefix_audit.importers.bfcl import import_result_file
+from prefix_audit.records import Rollout
+from prefix_audit.sources.mutation import mutated_rollout
+
+
+@pytest.fixture(scope="module")
+def corpus(bfcl):
+    """Every second entry × every category: about 1,470 confirmed mutants."""
+    mutants = []
+    for task_id in bfcl.task_ids()[::2]:
+        for category in CATEGORIES:
+            rollout = mutated_rollout(bfcl, task_id, category, seed=1)
+            if rollout is not None:
+                mutants.append(rollout)
+    return mutants
+
+
+def test_checker_recovers_injected_depth_and_category(bfcl, corpus):
+    assert len(corpus) >= 1000
+    confusion: Counter = Counter()
+    depths: dict[str, set[int]] = {c: set() for c in CATEGORIES}
+    wrong_depth = []
+    for rollout in corpus:
+        injected = rollout.meta["injected"]
+        episode = replay(rollout, bfcl)
+        confusion[(injected["category"], episode.category)] += 1
+        depths[injected["category"]].add(injected["depth"])
+        if episode.FED != injected["depth"]:
+            wrong_depth.append((rollout.task_id, injected, episode.FED))
+    print("\nconfusion matrix (rows: injected, columns: recovered)")
+    print(f"{'':>18}" + "".join(f"{c[:12]:>13}" for c in CATEGORIES))
+    for c in CATEGORIES:
+        print(f"{c:>18}" + "".join(f"{confusion[(c, g)]:>13}" for g in CATEGORIES))
+    assert not wrong_depth
+    assert all(confusion[(c, c)] > 0 for c in CATEGORIES)
+    agree = sum(confusion[(c, c)] for c in CATEGORIES)
+    assert agree / len(corpus) >= 0.99
+    assert all(len(d) >= 3 for d in depths.values()), depths
+
+
+def test_mutation_generator_is_deterministic(bfcl):
+    a = mutated_rollout(bfcl, "multi_turn_base_10", "dependency", seed=5)
+    b = mutated_rollout(bfcl, "multi_turn_base_10", "dependency", seed=5)
+    assert a == b
+
+
+# --- agreement with bfcl-eval's multi_turn_checker ---------------------------------------------
+
+def _decoded(rollout: Rollout) -> list[list[list[str]]]:
+    return [[[c.render() for c in step.calls] for step in turn if step.calls] for turn in rollout.turns]
+
+
+def _result_line(rollout: Rollout, structured: bool) -> dict:
+    turns = []
+    for turn in rollout.turns:
+        steps = []
+        for step in turn:
+            if structured and all(not c.args for c in step.calls):
+                steps.append([{c.name: json.dumps(c.kwargs)} for c in step.calls])
+            else:
+                steps.append([c.render() for c in step.calls])
+        turns.append(steps)
+    return {"id": rollout.task_id, "result": turns}
+
+
+@pytest.fixture(scope="module")
+def bfcl_checker(bfcl):
+    """bfcl-eval's own checker, called only on these generated inputs, with its instance cache and
+    the module state its classes mutate reset before every call."""
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker as checker_module
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
+    twitter = bfcl._backend.classes["TwitterAPI"]
+
+    def run(entry, decoded) -> int:
+        for name in [k for k in vars(multi_turn_utils) if k.endswith("_instance")]:
+            del vars(multi_turn_utils)[name]
+        bfcl._backend.reset_module_state()
+        twitter.post_tweet.__defaults__ = ([], [])
+        test_entry = {"id": entry.id, "initial_config": entry.initial_config,
+                      "involved_classes": list(entry.involved_classes)}
+        gt = [list(t) for t in entry.ground_truth]
+        if len(decoded) != len(gt):
+            return 0  # force-terminated, as BFCL's runner scores it
+        return int(checker_module.multi_turn_checker(decoded, gt, test_entry, entry.category, "audit")["valid"])
+
+    assert "bfcl_eval" in sys.modules
+    return run
+
+
+def test_y_agrees_with_bfcl_on_every_ground_truth_entry(bfcl, bfcl_checker):
+    for task_id in bfcl.task_ids():
+        rollout = bfcl.reference_rollout(task_id)
+        ours = replay(rollout, bfcl).Y
+        assert ours == bfcl_checker(bfcl.entry(task_id), _decoded(rollout)) == 1, task_id
+
+
+def test_y_agrees_with_bfcl_on_imported_mutants(bfcl, bfcl_checker, corpus, tmp_path):
+    sample = corpus[::5]
+    assert len(sample) >= 200
+    path = tmp_path / "audit" / "BFCL_v4_multi_turn_result.json"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(_result_line(r, structured=i % 2 == 1)) + "\n"
+                            for i, r in enumerate(sample)))
+    imported = list(import_result_file(path))
+    assert len(imported) == len(sample) and all(isinstance(r, Rollout) for r in imported)
+    outcomes = Counter()
+    for original, rollout in zip(sample, imported):
+        ours = replay(rollout, bfcl).Y
+        theirs = bfcl_checker(bfcl.entry(rollout.task_id), _decoded(original))
+        assert ours == theirs, (rollout.task_id, original.meta["injected"], ours, theirs)
+        outcomes[ours] += 1
+    assert outcomes[0] > 0 and outcomes[1] > 0  # both outcomes occur, so agreement means something

@@ -1,0 +1,122 @@
+"""Scoring files end to end: Parquet schemas, quarantine, the canary, the CLI contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from prefix_audit.cli import main
+from prefix_audit.records import dumps
+from prefix_audit.scoring import ACTION_SCHEMA, EPISODE_SCHEMA
+
+RESOURCES = Path(__file__).resolve().parents[1] / "resources"
+
+TASK = "multi_turn_base_0"
+
+
+def _line(bfcl, calls_per_turn, rollout_id, text=None, task=TASK):
+    """A rollout record for ``task`` with the given raw call strings per turn."""
+    ref = json.loads(dumps(bfcl.reference_rollout(task)))
+    turns = [[{"calls": [{"raw": c} for c in calls]}] if calls else [] for calls in calls_per_turn]
+    if text is not None:
+        turns[-1].append({"calls": [], "text": text})
+    return json.dumps({**ref, "model": "m", "method": "x", "rollout_id": rollout_id, "turns": turns})
+
+
+def test_canary_calls_are_schema_failures_and_never_run(bfcl, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    canary = tmp_path / "CANARY"
+    hostile = [
+        f"__import__('os').system('touch {canary}')",
+        f"open('{canary}', 'w').write('x')",
+        "cd(folder=(lambda: __import__('os').system('touch CANARY'))())",
+        "cd(folder=[__import__('os').system('touch CANARY') for _ in 'a'])",
+        "cd(folder=os.path)",
+    ]
+    lines = [_line(bfcl, [[h]], f"r{i}") for i, h in enumerate(hostile)]
+    src = tmp_path / "rollouts.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    assert main(["score", str(src), "-o", str(tmp_path / "out"), "--resources", str(RESOURCES)]) == 0
+    assert not canary.exists() and not (tmp_path / "CANARY").exists()
+    episodes = pl.read_parquet(tmp_path / "out" / "episodes.parquet")
+    assert episodes.height == len(hostile)
+    assert episodes["FED"].to_list() == [1] * len(hostile)
+    assert set(episodes["category"]) == {"schema"}
+    assert set(episodes["failure_code"]) == {"unparseable_call"}
+
+
+def test_scoring_writes_typed_parquet_and_quarantines_bad_lines(bfcl, tmp_path):
+    good = [
+        _line(bfcl, [list(t) for t in bfcl.entry(TASK).ground_truth], "gold"),
+        _line(bfcl, [["cd(folder='document')", "cat(file_name='nope_zz.txt')"]], "early", text="Done."),
+    ]
+    bad = ["{oops", json.dumps({"dataset": "bfcl_v3"}),
+           json.loads(good[0]) | {"dataset": "no_such_benchmark", "rollout_id": "u"},
+           json.loads(good[0]) | {"task_id": "multi_turn_base_99999", "rollout_id": "v"},
+           json.loads(good[0]) | {"rollout_id": "empty", "turns": [[]]}]
+    src = tmp_path / "r.jsonl"
+    src.write_text("\n".join([good[0], bad[0], bad[1], json.dumps(bad[2]), good[1], json.dumps(bad[3]),
+                              json.dumps(bad[4])]) + "\n")
+    out = tmp_path / "out"
+    assert main(["score", str(src), "-o", str(out), "--resources", str(RESOURCES)]) == 0
+    assert pq.read_schema(out / "episodes.parquet").equals(EPISODE_SCHEMA)
+    assert pq.read_schema(out / "actions.parquet").equals(ACTION_SCHEMA)
+    episodes = pl.read_parquet(out / "episodes.parquet").sort("rollout_id")
+    assert episodes["rollout_id"].to_list() == ["early", "gold"]
+    early, gold = episodes.to_dicts()
+    assert gold["FED"] == gold["T"] + 1 and gold["Y"] == 1 and gold["category"] is None
+    assert (early["T"], early["FED"], early["category"]) == (3, 2, "dependency")
+    assert early["Y"] == 0
+    quarantine = [json.loads(l) for l in (out / "quarantine.jsonl").read_text().splitlines()]
+    assert [q["line"] for q in quarantine] == [2, 3, 4, 6, 7]
+    text = " ".join(q["reason"] for q in quarantine)
+    for fragment in ["invalid JSON", "missing field", "unknown dataset", "unknown task_id", "T = 0"]:
+        assert fragment in text
+    actions = pl.read_parquet(out / "actions.parquet").filter(pl.col("rollout_id") == "early").sort("j")
+    assert actions["V"].to_list() == [True, False, None]
+    assert actions["terminal"].to_list() == [False, False, True]
+
+
+def test_cli_import_bfcl_and_plan(bfcl, tmp_path, capsys):
+    result = tmp_path / "gpt-x" / "BFCL_v4_multi_turn_base_result.json"
+    result.parent.mkdir()
+    entry = bfcl.entry(TASK)
+    steps = [[[c for c in turn], "All done."] if turn else ["Nothing to do."] for turn in entry.ground_truth]
+    result.write_text(json.dumps({"id": TASK, "result": steps}) + "\n" + "not json\n"
+                      + json.dumps({"id": TASK, "result": "oops"}) + "\n")
+    out = tmp_path / "rollouts.jsonl"
+    assert main(["import", "bfcl", str(result), "-o", str(out), "--resources", str(RESOURCES)]) == 0
+    (record,) = [json.loads(l) for l in out.read_text().splitlines()]
+    assert record["model"] == "gpt-x" and record["task_id"] == TASK
+    quarantine = out.with_name(out.name + ".quarantine.jsonl").read_text().splitlines()
+    assert len(quarantine) == 2
+    assert main(["score", str(out), "-o", str(tmp_path / "s"), "--resources", str(RESOURCES)]) == 0
+    (ep,) = pl.read_parquet(tmp_path / "s" / "episodes.parquet").to_dicts()
+    # gold calls plus one terminal no-tool action: the final turn had calls, so ending there is valid
+    assert ep["T"] == sum(len(t) for t in entry.ground_truth) + 1 and ep["FED"] == ep["T"] + 1 and ep["Y"] == 1
+
+    assert main(["plan", "--epsilon", "0.05"]) == 0
+    assert "N = 738" in capsys.readouterr().out
+
+
+def test_score_rejects_missing_input(tmp_path):
+    assert main(["score", str(tmp_path / "absent.jsonl"), "-o", str(tmp_path / "o")]) == 2
+
+
+def test_cli_stats_and_tables_on_scored_episodes(bfcl, tmp_path):
+    lines = [_line(bfcl, [list(t) for t in bfcl.entry(TASK).ground_truth], "gold"),
+             _line(bfcl, [["rmdir(dir_name='ghost_dir_zz')"]], "bad", task="multi_turn_base_1")]
+    src = tmp_path / "r.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    assert main(["score", str(src), "-o", str(tmp_path / "s"), "--resources", str(RESOURCES)]) == 0
+    assert main(["stats", str(tmp_path / "s" / "episodes.parquet"), "-o", str(tmp_path / "st"),
+                 "--resamples", "500", "--seed", "3"]) == 0
+    assert main(["tables", str(tmp_path / "st"), "-o", str(tmp_path / "t")]) == 0
+    stats = pl.read_parquet(tmp_path / "st" / "stats.parquet")
+    ter = stats.filter(pl.col("metric") == "ter")["estimate"].item()
+    assert ter == 0.5
+    assert "| bfcl_v3 | m | x | 2 |" in (tmp_path / "t" / "table_G1.md").read_text()
