@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = shutil.which("snakemake")
+# Prefer the snakemake installed beside this interpreter (a virtualenv need not be on PATH).
+_BESIDE = Path(sys.executable).parent / "snakemake"
+SNAKEMAKE = str(_BESIDE) if _BESIDE.exists() else shutil.which("snakemake")
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed (pip install '.[workflow]')")
 
 
