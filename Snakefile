@@ -1,9 +1,15 @@
 # prefix-audit: prefix-executability audit of tool-using LLM agents.
 # Stage chain: fetch → sample → rollouts → score → FED table → stats → tables (→ report).
 
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
+
+# Benchmark environments put Python sets into their messages (BFCL: "Must be one of {...}"), whose
+# order follows string hashing. Job scripts inherit a fixed hash seed so outputs are byte-identical.
+os.environ["PYTHONHASHSEED"] = "0"
 
 
 configfile: "config/config.yaml"

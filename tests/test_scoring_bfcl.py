@@ -120,3 +120,29 @@ def test_cli_stats_and_tables_on_scored_episodes(bfcl, tmp_path):
     ter = stats.filter(pl.col("metric") == "ter")["estimate"].item()
     assert ter == 0.5
     assert "| bfcl_v3 | m | x | 2 |" in (tmp_path / "t" / "table_G1.md").read_text()
+
+
+def test_cli_output_does_not_depend_on_the_hash_seed(bfcl, tmp_path):
+    """BFCL formats Python sets into some error messages; the console entry point pins the hash
+    seed so the same input gives the same bytes in every process."""
+    import os
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "prefix-audit"
+    if not exe.exists():
+        pytest.skip("prefix-audit console script is not installed beside this interpreter")
+    call = ("book_flight(access_token='abc123xyz', card_id='card1234', travel_date='2026-12-15', "
+            "travel_from='RMS', travel_to='GFD', travel_class='luxury')")
+    src = tmp_path / "r.jsonl"
+    src.write_text(_line(bfcl, [[call]], "set-message", task="multi_turn_base_153") + "\n")
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run([str(exe), "score", str(src), "-o", str(out), "--resources", str(RESOURCES)],
+                              env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append((out / "actions.parquet").read_bytes())
+    assert "Must be one of {" in pl.read_parquet(tmp_path / "out1" / "actions.parquet")["result"][0]
+    assert outputs[0] == outputs[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -17,17 +18,18 @@ SNAKEMAKE = str(_BESIDE) if _BESIDE.exists() else shutil.which("snakemake")
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed (pip install '.[workflow]')")
 
 
-def _run(tmp_path: Path, name: str, *extra: str, **overrides) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, name: str, *extra: str, hash_seed: str = "0", **overrides) -> subprocess.CompletedProcess:
     override = tmp_path / f"{name}.yaml"
     override.write_text(yaml.safe_dump({"results_dir": str(tmp_path / name),
                                         "resources_dir": str(ROOT / "resources"), **overrides}))
     cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "config/smoke.yaml", str(override), *extra]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}  # the Snakefile must pin it for its jobs
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
 
 
 def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
-    for name in ("a", "b"):
-        proc = _run(tmp_path, name)
+    for name, hash_seed in (("a", "1"), ("b", "2")):
+        proc = _run(tmp_path, name, hash_seed=hash_seed)
         assert proc.returncode == 0, proc.stderr[-3000:]
     outputs = ["fed/episodes.parquet", "stats/stats.parquet",
                "tables/table_G1.csv", "tables/table_G1.md", "tables/table_G1.tex"]

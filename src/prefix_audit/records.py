@@ -210,11 +210,17 @@ class Located:
     rollout: Rollout
 
 
-def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:
-    """Yield every rollout of a JSONL file, or a :class:`BadLine` for each unusable line.
+@dataclass(frozen=True)
+class JsonLine:
+    path: str
+    line: int
+    value: Any
+    excerpt: str
 
-    Bytes that are not UTF-8 are reported per line rather than failing the whole file.
-    """
+
+def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
+    """Decode a JSON Lines file line by line; a line that is not UTF-8 or not JSON becomes a
+    located :class:`BadLine` instead of failing the whole file. Blank lines are skipped."""
     path = Path(path)
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
@@ -222,20 +228,25 @@ def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:
                 continue
             excerpt = raw[:200].decode("utf-8", errors="replace")
             try:
-                text = raw.decode("utf-8")
+                yield JsonLine(str(path), lineno, json.loads(raw.decode("utf-8")), excerpt)
             except UnicodeDecodeError as exc:
                 yield BadLine(str(path), lineno, f"not UTF-8: {exc}", excerpt=excerpt)
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:
                 yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
-                continue
-            try:
-                yield Located(str(path), lineno, rollout_from_json(obj))
-            except RecordError as exc:
-                rid = obj.get("rollout_id") if isinstance(obj, dict) else None
-                yield BadLine(str(path), lineno, str(exc), rid if isinstance(rid, str) else None, excerpt)
+
+
+def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:
+    """Yield every rollout of a JSONL file, or a :class:`BadLine` for each unusable line."""
+    for item in iter_json_lines(path):
+        if isinstance(item, BadLine):
+            yield item
+            continue
+        try:
+            yield Located(item.path, item.line, rollout_from_json(item.value))
+        except RecordError as exc:
+            obj = item.value
+            rid = obj.get("rollout_id") if isinstance(obj, dict) else None
+            yield BadLine(item.path, item.line, str(exc), rid if isinstance(rid, str) else None, item.excerpt)
 
 
 def write_rollouts(path: str | Path, rollouts: Iterable[Rollout]) -> int:

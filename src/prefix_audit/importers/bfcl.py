@@ -14,13 +14,12 @@ quarantined with its location and reason; every other line is imported.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..calls import ToolCall, decode_call_list, parse_call_string, structured_call
-from ..records import BadLine, Rollout, Step, rollout_id_for
+from ..records import BadLine, Rollout, Step, iter_json_lines, rollout_id_for
 from ..benchmarks.bfcl import DATASET
 
 
@@ -81,18 +80,13 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
     """
     path = Path(path)
     model = model or path.parent.name or "unknown"
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            excerpt = raw[:200].decode("utf-8", errors="replace")
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-                yield rollout_from_result(obj, model, method)
-            except UnicodeDecodeError as exc:
-                yield BadLine(str(path), lineno, f"not UTF-8: {exc}", excerpt=excerpt)
-            except json.JSONDecodeError as exc:
-                yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
-            except StepError as exc:
-                rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
-                yield BadLine(str(path), lineno, f"unusable BFCL result: {exc}", rid, excerpt)
+    for item in iter_json_lines(path):
+        if isinstance(item, BadLine):
+            yield item
+            continue
+        try:
+            yield rollout_from_result(item.value, model, method)
+        except StepError as exc:
+            obj = item.value
+            rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
+            yield BadLine(item.path, item.line, f"unusable BFCL result: {exc}", rid, item.excerpt)

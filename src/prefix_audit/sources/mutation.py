@@ -126,6 +126,13 @@ def _kwargs_of(spec: ToolSpec, call: ToolCall) -> dict[str, Any]:
     return bound
 
 
+def _target(ctx: Context, j: int) -> tuple[ToolCall, ToolSpec, dict[str, Any]] | None:
+    """Action j's call, its spec, and its arguments by name (None for a tool the task lacks)."""
+    call = ctx.actions[j][1]
+    spec = ctx.tools.get(call.name or "")
+    return None if spec is None else (call, spec, _kwargs_of(spec, call))
+
+
 def _wrong_tool(ctx: Context, j: int) -> Iterator[Candidate]:
     turn, call = ctx.actions[j]
     hidden = sorted(set(ctx.tools) - ctx.exposed_by_turn[turn])
@@ -142,21 +149,17 @@ def _wrong_tool(ctx: Context, j: int) -> Iterator[Candidate]:
 
 
 def _unknown_argument(ctx: Context, j: int) -> Iterator[Candidate]:
-    _, call = ctx.actions[j]
-    spec = ctx.tools.get(call.name or "")
-    if spec is not None:
-        kwargs = _kwargs_of(spec, call)
+    if (target := _target(ctx, j)) is not None:
+        call, _, kwargs = target
         bogus = f"{next(iter(kwargs), 'arg')}_value"
         yield Candidate(_with(ctx, j, ToolCall(call.name, (), {**kwargs, bogus: "x"})),
                         Injection("schema", "unknown_argument", j + 1, f"added {bogus}"), False)
 
 
 def _wrong_type(ctx: Context, j: int) -> Iterator[Candidate]:
-    _, call = ctx.actions[j]
-    spec = ctx.tools.get(call.name or "")
-    if spec is None:
+    if (target := _target(ctx, j)) is None:
         return
-    kwargs = _kwargs_of(spec, call)
+    call, spec, kwargs = target
     props = spec.parameters.get("properties", {})
     typed = [p for p in kwargs if props.get(p, {}).get("type") in _WRONG_VALUE]
     if typed:
@@ -183,11 +186,9 @@ def _fabricate(value: Any, rng: random.Random) -> Any:
 
 
 def _references(ctx: Context, j: int) -> list[tuple[ToolSpec, ToolCall, dict[str, Any], str]]:
-    _, call = ctx.actions[j]
-    spec = ctx.tools.get(call.name or "")
-    if spec is None:
+    if (target := _target(ctx, j)) is None:
         return []
-    kwargs = _kwargs_of(spec, call)
+    call, spec, kwargs = target
     return [(spec, call, kwargs, p) for p in sorted(spec.reference_params & kwargs.keys())
             if isinstance(kwargs[p], (str, int, float)) and not isinstance(kwargs[p], bool)]
 
@@ -234,11 +235,9 @@ def _precondition_ops(ctx: Context, j: int) -> Iterator[Candidate]:
 
 
 def _state_ops(ctx: Context, j: int) -> Iterator[Candidate]:
-    turn, call = ctx.actions[j]
-    spec = ctx.tools.get(call.name or "")
-    if spec is None:
+    if (target := _target(ctx, j)) is None:
         return
-    kwargs = _kwargs_of(spec, call)
+    call, _, kwargs = target
     visible = sorted({v for v in ctx.facts.initial_values if isinstance(v, str) and 1 < len(v) <= 60})
     params = [p for p, v in kwargs.items() if isinstance(v, str)]
     ctx.rng.shuffle(params)
