@@ -83,3 +83,22 @@ def test_model_and_ground_truth_instances_share_no_state(bfcl):
     gt_cards = session._gt["TravelAPI"].credit_card_list
     shared = [card for card in model_cards if card in gt_cards and model_cards[card] is gt_cards[card]]
     assert model_cards and not shared
+
+
+def test_runaway_calls_are_cut_off_and_rejected(bfcl, monkeypatch):
+    """A model can ask for absurd work (logarithm at three million digits); the call is stopped and
+    scored as a rejected transition instead of hanging the job."""
+    import time
+
+    from prefix_audit.benchmarks import bfcl as adapter
+    from prefix_audit.calls import parse_call_string
+    from prefix_audit.records import Rollout, Step
+
+    monkeypatch.setattr(adapter, "CALL_TIME_LIMIT_S", 0.5)
+    task = next(t for t in bfcl.task_ids() if "MathAPI" in bfcl.entry(t).involved_classes)
+    calls = (parse_call_string("logarithm(value=10.0, base=3.0, precision=3000000)"),)
+    start = time.perf_counter()
+    episode = replay(Rollout("bfcl_v3", task, "m", "x", "r", ((Step(calls),),)), bfcl)
+    assert time.perf_counter() - start < 5
+    assert episode.FED == 1 and episode.category == "state_consistency"
+    assert "exceeded" in episode.verdicts[0].result

@@ -122,3 +122,18 @@ def test_y_agrees_with_bfcl_on_imported_mutants(bfcl, bfcl_checker, corpus, tmp_
         assert ours == theirs, (rollout.task_id, original.meta["injected"], ours, theirs)
         outcomes[ours] += 1
     assert outcomes[0] > 0 and outcomes[1] > 0  # both outcomes occur, so agreement means something
+
+
+@pytest.mark.parametrize("category", CATEGORIES)
+def test_a_chosen_depth_is_honoured(bfcl, category):
+    hits = 0
+    for task_id in bfcl.task_ids()[::7]:
+        if hits >= 6:
+            break
+        for depth in (1, 2, 3):
+            rollout = mutated_rollout(bfcl, task_id, category, seed=2, depth=depth)
+            if rollout is not None:
+                hits += 1
+                assert rollout.meta["injected"]["depth"] == depth
+                assert replay(rollout, bfcl).FED == depth
+    assert hits > 0

@@ -15,15 +15,18 @@ entry is force-terminated (Y = 0).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import inspect
 import json
 import os
 import pickle
+import signal
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -255,6 +258,36 @@ def _fresh_defaults(method: Any, call: ToolCall) -> dict[str, Any]:
     return extra
 
 
+CALL_TIME_LIMIT_S = 10.0
+
+
+class CallTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt a call that runs too long (pure-Python work such as mpmath at a huge precision).
+
+    Uses SIGALRM, so it applies only in the main thread of a POSIX process; single C-level
+    operations (one enormous integer power) cannot be interrupted this way.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise CallTimeout(f"call exceeded {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall) -> tuple[bool, Any, str]:
     """Run one parsed call; (accepted, raw return value, BFCL result text)."""
     if call.name in sem.BLOCKED_NAMES:
@@ -267,9 +300,10 @@ def _invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall) -> tuple[bool,
     # Copies: environments keep and mutate argument objects (a tweet stores its mentions list).
     args, kwargs = copy.deepcopy(call.args), copy.deepcopy(call.kwargs)
     try:
-        value = method(*args, **kwargs, **_fresh_defaults(method, call))
-        # Render at once: some methods return live module objects that later calls overwrite.
-        text = bfcl_result_text(value)
+        with _time_limit(CALL_TIME_LIMIT_S):
+            value = method(*args, **kwargs, **_fresh_defaults(method, call))
+            # Render at once: some methods return live module objects that later calls overwrite.
+            text = bfcl_result_text(value)
     except Exception as exc:  # the environment raising is a rejected transition, not our crash
         return False, None, f"Error during execution: {exc}"
     return not _is_error(value), value, text

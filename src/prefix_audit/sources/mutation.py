@@ -298,11 +298,11 @@ def _valid_reference_prefix(ctx: Context) -> int:
 
 
 def mutate(bench: MutableBenchmark, task_id: str, category: str, rng: random.Random,
-           depth_hint: int | None = None, max_confirmations: int = 12) -> tuple[tuple[FlatAction, ...], Injection] | None:
+           depth: int | None = None, max_confirmations: int = 12) -> tuple[tuple[FlatAction, ...], Injection] | None:
     """One confirmed injection of ``category`` into the task's reference rollout, or None.
 
-    Positions are tried in random order (``depth_hint`` first when given), so depths spread
-    over 1..T.
+    With ``depth`` the injected failure must sit exactly there; without it positions are tried in
+    random order, so depths spread over 1..T.
     """
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r}")
@@ -324,14 +324,15 @@ def mutate(bench: MutableBenchmark, task_id: str, category: str, rng: random.Ran
                   dry_run(bench, reference, actions, len(actions)))
     positions = list(range(_valid_reference_prefix(ctx)))
     rng.shuffle(positions)
-    if depth_hint is not None and 0 < depth_hint <= len(actions):
-        positions.remove(depth_hint - 1)
-        positions.insert(0, depth_hint - 1)
+    if depth is not None:  # the operators that insert or drop an action land one off j + 1
+        positions = [j for j in positions if abs(j + 1 - depth) <= 1]
     tries = 0
     for j in positions:
         operators = list(OPERATORS[category])
         rng.shuffle(operators)
         for cand in (c for op in operators for c in op(ctx, j)):
+            if depth is not None and cand.injection.depth != depth:
+                continue
             tries += 1
             if _confirmed(ctx, cand):
                 return cand.actions, cand.injection
@@ -341,14 +342,16 @@ def mutate(bench: MutableBenchmark, task_id: str, category: str, rng: random.Ran
 
 
 def mutated_rollout(bench: MutableBenchmark, task_id: str, category: str, seed: int, model: str = "mutator",
-                    method: str = "mutation") -> Rollout | None:
-    rng = random.Random(f"{seed}:{task_id}:{category}")
-    found = mutate(bench, task_id, category, rng)
+                    method: str = "mutation", depth: int | None = None) -> Rollout | None:
+    """The reference rollout of ``task_id`` with one confirmed ``category`` failure (at ``depth``
+    when given), or None when the task offers no such site."""
+    rng = random.Random(f"{seed}:{task_id}:{category}:{depth}")
+    found = mutate(bench, task_id, category, rng, depth)
     if found is None:
         return None
     actions, injection = found
     reference = bench.reference_rollout(task_id)
-    rid = rollout_id_for(reference.dataset, model, method, task_id, category, seed)
+    rid = rollout_id_for(reference.dataset, model, method, task_id, category, seed, depth)
     return assemble(reference, actions, model, method, rid, {"injected": injection.to_json(), "seed": seed})
 
 
