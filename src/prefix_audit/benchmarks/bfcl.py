@@ -22,6 +22,7 @@ import inspect
 import json
 import os
 import pickle
+import re
 import signal
 import sys
 import threading
@@ -52,6 +53,20 @@ _TYPE_MAP = {"dict": "object", "float": "number", "integer": "integer", "string"
              "boolean": "boolean", "array": "array", "tuple": "array", "any": None}
 
 
+# BFCL declares some enums in the description text: "[Enum]: [\"on\", \"off\"]" or "[Enum]: USD, RMB".
+_ENUM_IN_DESCRIPTION = re.compile(r"\[Enum\]:\s*(\[[^\]]*\]|[^.\n]+)")
+
+
+def _declared_enum(description: str) -> list[str] | None:
+    match = _ENUM_IN_DESCRIPTION.search(description)
+    if match is None:
+        return None
+    text = match.group(1).strip()
+    if text.startswith("["):
+        return [str(v) for v in json.loads(text)]
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
 def json_schema_of(doc_schema: Mapping[str, Any]) -> dict[str, Any]:
     """Translate one BFCL parameter schema (their type names) into JSON Schema."""
     out: dict[str, Any] = {}
@@ -61,10 +76,14 @@ def json_schema_of(doc_schema: Mapping[str, Any]) -> dict[str, Any]:
             raise ValueError(f"unknown BFCL type {bfcl_type!r}")
         if _TYPE_MAP[bfcl_type] is not None:
             out["type"] = _TYPE_MAP[bfcl_type]
-    if "enum" in doc_schema:
-        out["enum"] = list(doc_schema["enum"])
+    enum = list(doc_schema["enum"]) if "enum" in doc_schema else _declared_enum(doc_schema.get("description", ""))
+    if enum is not None:
+        if bfcl_type == "array":  # an enum on an array constrains its items
+            out["items"] = {"enum": enum}
+        else:
+            out["enum"] = enum
     if "items" in doc_schema:
-        out["items"] = json_schema_of(doc_schema["items"])
+        out["items"] = {**json_schema_of(doc_schema["items"]), **out.get("items", {})}
     if "properties" in doc_schema:
         out["properties"] = {k: json_schema_of(v) for k, v in doc_schema["properties"].items()}
     if bfcl_type == "dict" and "required" in doc_schema:
@@ -221,13 +240,17 @@ def bfcl_result_text(value: Any) -> str:
     return str(value)
 
 
+@lru_cache(maxsize=None)
+def _public_method_names(cls: type) -> tuple[str, ...]:
+    return tuple(name for name, _ in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_"))
+
+
 def _method_table(instances: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
     """Public method name → (class, bound method); later classes win, as in BFCL's executor."""
     table: dict[str, tuple[str, Any]] = {}
     for cls_name, instance in instances.items():
-        for name, method in inspect.getmembers(instance, predicate=inspect.ismethod):
-            if not name.startswith("_"):
-                table[name] = (cls_name, method)
+        for name in _public_method_names(type(instance)):
+            table[name] = (cls_name, getattr(instance, name))
     return table
 
 
@@ -265,6 +288,10 @@ class CallTimeout(Exception):
     pass
 
 
+def _expire(signum: int, frame: Any) -> None:
+    raise CallTimeout(f"call exceeded {CALL_TIME_LIMIT_S:g} s")
+
+
 @contextlib.contextmanager
 def _time_limit(seconds: float) -> Iterator[None]:
     """Interrupt a call that runs too long (pure-Python work such as mpmath at a huge precision).
@@ -275,17 +302,13 @@ def _time_limit(seconds: float) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
         yield
         return
-
-    def expire(signum: int, frame: Any) -> None:
-        raise CallTimeout(f"call exceeded {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
+    if signal.getsignal(signal.SIGALRM) is not _expire:
+        signal.signal(signal.SIGALRM, _expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall) -> tuple[bool, Any, str]:
@@ -326,6 +349,7 @@ class BfclBenchmark:
         self._backend = _Backend(data.root)
         self._specs: dict[str, dict[str, ToolSpec]] = {}
         self._facts: dict[str, TaskFacts] = {}
+        self._gt_calls: dict[str, tuple[tuple[ToolCall, ...], ...]] = {}
 
     def task_ids(self) -> Sequence[str]:
         return self._task_ids
@@ -365,12 +389,18 @@ class BfclBenchmark:
             self._facts[entry.id] = _task_facts(entry, initial)
         return self._facts[entry.id]
 
+    def ground_truth_calls(self, entry: Entry) -> tuple[tuple[ToolCall, ...], ...]:
+        """The entry's ground truth, parsed once (calls are immutable)."""
+        if entry.id not in self._gt_calls:
+            self._gt_calls[entry.id] = tuple(tuple(parse_call_string(c) for c in turn)
+                                             for turn in entry.ground_truth)
+        return self._gt_calls[entry.id]
+
     # hooks for the mutation generator ----------------------------------------------------------
     def reference_rollout(self, task_id: str) -> Rollout:
         """The ground truth as a rollout: one step per turn holding that turn's calls."""
         entry = self.entry(task_id)
-        turns = tuple((Step(tuple(parse_call_string(c) for c in calls)),) if calls else ()
-                      for calls in entry.ground_truth)
+        turns = tuple((Step(calls),) if calls else () for calls in self.ground_truth_calls(entry))
         return Rollout(DATASET, task_id, "ground_truth", "reference",
                        rollout_id_for(DATASET, "ground_truth", "reference", task_id), turns, "reference")
 
@@ -444,7 +474,7 @@ class BfclSession:
         self._model_methods = _method_table(self._model)
         self._gt = self._backend.instantiate(entry)
         self._gt_methods = _method_table(self._gt)
-        self._gt_calls = [[parse_call_string(c) for c in turn] for turn in entry.ground_truth]
+        self._gt_calls = bench.ground_truth_calls(entry)
         self.turn = -1
         self._exposed: dict[str, ToolSpec] = {}
         self._turn_calls = 0

@@ -169,6 +169,17 @@ def _wrong_type(ctx: Context, j: int) -> Iterator[Candidate]:
                         Injection("schema", "wrong_type", j + 1, f"{p}: {props[p]['type']} ← {wrong!r}"), False)
 
 
+def _outside_enum(ctx: Context, j: int) -> Iterator[Candidate]:
+    if (target := _target(ctx, j)) is None:
+        return
+    call, spec, kwargs = target
+    props = spec.parameters.get("properties", {})
+    for p in sorted(p for p in kwargs if "enum" in props.get(p, {})):
+        wrong = f"{props[p]['enum'][0]}_other"
+        yield Candidate(_with(ctx, j, ToolCall(call.name, (), {**kwargs, p: wrong})),
+                        Injection("schema", "outside_enum", j + 1, f"{p}={wrong!r}"), False)
+
+
 _WRONG_VALUE = {"string": 404, "integer": "four", "number": "4.5", "boolean": "yes",
                 "array": "not-a-list", "object": ["not", "an", "object"]}
 
@@ -237,9 +248,11 @@ def _precondition_ops(ctx: Context, j: int) -> Iterator[Candidate]:
 def _state_ops(ctx: Context, j: int) -> Iterator[Candidate]:
     if (target := _target(ctx, j)) is None:
         return
-    call, _, kwargs = target
+    call, spec, kwargs = target
     visible = sorted({v for v in ctx.facts.initial_values if isinstance(v, str) and 1 < len(v) <= 60})
-    params = [p for p, v in kwargs.items() if isinstance(v, str)]
+    # Free-form strings only: a value outside a declared enum is a schema failure, not this one.
+    props = spec.parameters.get("properties", {})
+    params = [p for p, v in kwargs.items() if isinstance(v, str) and "enum" not in props.get(p, {})]
     ctx.rng.shuffle(params)
     for p in params:
         options = [v for v in visible if v != kwargs[p]]
@@ -264,7 +277,7 @@ def _information_ops(ctx: Context, j: int) -> Iterator[Candidate]:
 
 
 OPERATORS: dict[str, tuple[Callable[[Context, int], Iterator[Candidate]], ...]] = {
-    "schema": (_wrong_tool, _unknown_argument, _wrong_type),
+    "schema": (_wrong_tool, _unknown_argument, _wrong_type, _outside_enum),
     "dependency": (_fabricated_reference, _stale_reference),
     "precondition": (_precondition_ops,),
     "state_consistency": (_state_ops,),
