@@ -113,8 +113,9 @@ def test_y_agrees_with_bfcl_on_imported_mutants(bfcl, bfcl_checker, corpus, tmp_
     path.parent.mkdir()
     path.write_text("".join(json.dumps(_result_line(r, structured=i % 2 == 1)) + "\n"
                             for i, r in enumerate(sample)))
-    imported = list(import_result_file(path))
-    assert len(imported) == len(sample) and all(isinstance(r, Rollout) for r in imported)
+    located = list(import_result_file(path))
+    assert [item.line for item in located] == list(range(1, len(sample) + 1))
+    imported = [item.rollout for item in located]
     outcomes = Counter()
     for original, rollout in zip(sample, imported):
         ours = replay(rollout, bfcl).Y

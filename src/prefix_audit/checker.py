@@ -22,7 +22,7 @@ import jsonschema
 
 from .benchmarks.base import Benchmark, Outcome, ReplaySession, TaskFacts, ToolSpec
 from .calls import ToolCall
-from .records import Action, Rollout
+from .records import Action, Rollout, actions_of
 
 CATEGORIES = ("schema", "dependency", "precondition", "state_consistency", "information")
 _PRIORITY = {c: i for i, c in enumerate(CATEGORIES)}
@@ -268,11 +268,11 @@ class _Replay:
                 bound, schema = bind_arguments(spec, call)
                 failures += schema
                 failures += dependency_failures(spec, bound, self.avail, self.session)
-                if not failures:
-                    failures += [Failure("precondition", "precondition", p)
-                                 for p in self.session.preconditions(spec, bound)]
-            failures += information_failures(call.name, argument_values(call), self.avail)
             schema_ok = not any(f.category == "schema" for f in failures)
+            if schema_ok:  # state predicates apply to well-formed calls only
+                failures += [Failure("precondition", "precondition", p)
+                             for p in self.session.preconditions(spec, bound)]
+            failures += information_failures(call.name, argument_values(call), self.avail)
             outcome = self.session.execute(call)
             if schema_ok and not outcome.accepted:
                 failures.append(Failure("state_consistency", "rejected_transition",
@@ -318,23 +318,22 @@ def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
         raise UnscorableRollout(f"unknown task_id {rollout.task_id!r} for dataset {rollout.dataset!r}")
     session = benchmark.open_session(rollout)
     run = _Replay(session, Availability(session.facts))
-    terminal_text = rollout.final_text
-    index = 0
-    last_turn = len(rollout.turns) - 1
-    for t, turn in enumerate(rollout.turns):
+    actions = actions_of(rollout)
+    if not actions:
+        raise UnscorableRollout("rollout has no scored action (T = 0): no tool call and no final message")
+    pending = iter(actions)
+    action = next(pending, None)
+    for t in range(len(rollout.turns)):
         session.start_turn(t)
         run.avail.reveal_turn(t)
-        for s, step in enumerate(turn):
-            for call in step.calls:
-                index += 1
-                run.check_call(Action(index, t, s, call))
-        if t == last_turn and terminal_text is not None:
-            index += 1
-            run.check_terminal(Action(index, t, len(turn) - 1, None, terminal_text))
+        while action is not None and action.turn == t:
+            if action.terminal:
+                run.check_terminal(action)
+            else:
+                run.check_call(action)
+            action = next(pending, None)
         session.end_turn()
-    if index == 0:
-        raise UnscorableRollout("rollout has no scored action (T = 0): no tool call and no final message")
+    T = len(actions)
     y = session.final_success()
-    fed = run.fed if run.fed is not None else index + 1
-    detail = getattr(session, "y_detail", None)
-    return EpisodeResult(rollout, index, fed, y, tuple(run.verdicts), detail)
+    fed = run.fed if run.fed is not None else T + 1
+    return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), getattr(session, "y_detail", None))

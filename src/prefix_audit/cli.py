@@ -29,10 +29,11 @@ def _import(args: argparse.Namespace) -> int:
     for item in import_result_file(args.source, model=args.model, method=args.method):
         if isinstance(item, BadLine):
             bad.append(item)
-        elif item.task_id not in data.entries:
-            bad.append(BadLine(str(args.source), 0, f"unknown BFCL multi-turn id {item.task_id!r}", item.task_id))
+        elif item.rollout.task_id not in data.entries:
+            bad.append(BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
+                               item.rollout.task_id))
         else:
-            good.append(item)
+            good.append(item.rollout)
     out = Path(args.output)
     atomic_write_text(out, "".join(dumps(r) + "\n" for r in good))
     quarantine = out.with_name(out.name + ".quarantine.jsonl")

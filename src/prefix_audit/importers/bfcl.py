@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..calls import ToolCall, decode_call_list, parse_call_string, structured_call
-from ..records import BadLine, Rollout, Step, iter_json_lines, rollout_id_for
+from ..records import BadLine, Located, Rollout, Step, iter_json_lines, rollout_id_for
 from ..benchmarks.bfcl import DATASET
 
 
@@ -72,8 +72,8 @@ def rollout_from_result(obj: Any, model: str, method: str) -> Rollout:
                    turns, source="import:bfcl", meta=meta)
 
 
-def import_result_file(path: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Rollout | BadLine]:
-    """Yield a rollout per usable line of a BFCL result file, a :class:`BadLine` otherwise.
+def import_result_file(path: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Located | BadLine]:
+    """Yield a located rollout per usable line of a BFCL result file, a :class:`BadLine` otherwise.
 
     ``model`` defaults to the result file's parent directory name, which is where BFCL puts the
     model name (``result/<model>/.../BFCL_v4_multi_turn_base_result.json``).
@@ -85,7 +85,7 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
             yield item
             continue
         try:
-            yield rollout_from_result(item.value, model, method)
+            yield Located(item.path, item.line, rollout_from_result(item.value, model, method))
         except StepError as exc:
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None

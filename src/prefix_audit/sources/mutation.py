@@ -22,7 +22,7 @@ import random
 
 import jsonschema
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..benchmarks.base import Benchmark, Outcome, TaskFacts, ToolSpec
@@ -366,7 +366,3 @@ def mutated_rollout(bench: MutableBenchmark, task_id: str, category: str, seed: 
     reference = bench.reference_rollout(task_id)
     rid = rollout_id_for(reference.dataset, model, method, task_id, category, seed, depth)
     return assemble(reference, actions, model, method, rid, {"injected": injection.to_json(), "seed": seed})
-
-
-def replace_identity(rollout: Rollout, model: str, method: str, rollout_id: str) -> Rollout:
-    return replace(rollout, model=model, method=method, rollout_id=rollout_id)
