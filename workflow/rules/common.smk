@@ -1,3 +1,4 @@
+import hashlib
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -10,6 +11,24 @@ RESULTS = config["results_dir"]
 DATASETS = sorted(config["benchmarks"])
 SOURCES = sorted(config["sources"])
 TABLES = [f"{RESULTS}/tables/table_G1.{ext}" for ext in ("csv", "md", "tex")]
+
+
+LIBRARY = Path(workflow.basedir) / "src" / "prefix_audit"
+
+
+def code_fingerprint(*parts):
+    """sha256 of the library modules a stage runs. Snakemake does not track modules a script
+    imports, so this goes into params: changing the checker reruns scoring, not the rollouts."""
+    digest = hashlib.sha256()
+    for part in parts:
+        target = LIBRARY / part
+        for path in sorted(target.rglob("*.py")) if target.is_dir() else [target]:
+            digest.update(path.relative_to(LIBRARY).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+REPLAY_CODE = ("benchmarks", "calls.py", "checker.py", "records.py")
 
 
 def package_pin(dataset):

@@ -8,6 +8,7 @@ rule generate_rollouts:
     params:
         settings=lambda wc: config["sources"][wc.source],
         resources=RESOURCES,
+        code=code_fingerprint(*REPLAY_CODE, "sources", "pipeline.py"),
     log:
         f"{RESULTS}/logs/rollouts/{{dataset}}/{{source}}.log",
     benchmark:

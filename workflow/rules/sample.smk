@@ -8,6 +8,7 @@ rule sample_tasks:
         n=lambda wc: config["benchmarks"][wc.dataset]["sample"]["n"],
         seed=lambda wc: config["benchmarks"][wc.dataset]["sample"]["seed"],
         resources=RESOURCES,
+        code=code_fingerprint("benchmarks", "pipeline.py"),
     log:
         f"{RESULTS}/logs/sample/{{dataset}}.log",
     script:

@@ -9,6 +9,7 @@ rule score_rollouts:
         quarantine=f"{RESULTS}/scored/{{dataset}}/{{source}}/quarantine.jsonl",
     params:
         resources=RESOURCES,
+        code=code_fingerprint(*REPLAY_CODE, "scoring.py", "io.py"),
     log:
         f"{RESULTS}/logs/score/{{dataset}}/{{source}}.log",
     benchmark:
@@ -23,6 +24,8 @@ rule fed_table:
         block_episodes(),
     output:
         f"{RESULTS}/fed/episodes.parquet",
+    params:
+        code=code_fingerprint("pipeline.py", "scoring.py", "io.py"),
     log:
         f"{RESULTS}/logs/fed_table.log",
     script:

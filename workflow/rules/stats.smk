@@ -9,6 +9,7 @@ rule statistics:
         seed=config["stats"]["seed"],
         k_max=config["stats"]["k_max"],
         confidence=config["stats"]["confidence"],
+        code=code_fingerprint("metrics.py", "bootstrap.py", "intervals.py", "stats.py", "io.py"),
     log:
         f"{RESULTS}/logs/stats.log",
     benchmark:
@@ -26,6 +27,8 @@ rule tables:
                    caption="../report/table_G1.rst"),
         md=f"{RESULTS}/tables/table_G1.md",
         tex=f"{RESULTS}/tables/table_G1.tex",
+    params:
+        code=code_fingerprint("tables.py", "io.py"),
     log:
         f"{RESULTS}/logs/tables.log",
     script:

@@ -106,10 +106,6 @@ class Entry:
         return "long_context" in self.category
 
 
-def category_of(entry_id: str) -> str:
-    return entry_id.rsplit("_", 1)[0].removeprefix("multi_turn_")
-
-
 def _read_jsonl(path: Path) -> list[dict]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
