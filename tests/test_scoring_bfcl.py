@@ -60,7 +60,7 @@ def test_scoring_writes_typed_parquet_and_quarantines_bad_lines(bfcl, tmp_path):
            json.loads(good[0]) | {"rollout_id": "empty", "turns": [[]]}]
     src = tmp_path / "r.jsonl"
     src.write_text("\n".join([good[0], bad[0], bad[1], json.dumps(bad[2]), good[1], json.dumps(bad[3]),
-                              json.dumps(bad[4])]) + "\n")
+                              json.dumps(bad[4]), good[0]]) + "\n")
     out = tmp_path / "out"
     assert main(["score", str(src), "-o", str(out), "--resources", str(RESOURCES)]) == 0
     assert pq.read_schema(out / "episodes.parquet").equals(EPISODE_SCHEMA)
@@ -72,9 +72,10 @@ def test_scoring_writes_typed_parquet_and_quarantines_bad_lines(bfcl, tmp_path):
     assert (early["T"], early["FED"], early["category"]) == (3, 2, "dependency")
     assert early["Y"] == 0
     quarantine = [json.loads(l) for l in (out / "quarantine.jsonl").read_text().splitlines()]
-    assert [q["line"] for q in quarantine] == [2, 3, 4, 6, 7]
+    assert sorted(q["line"] for q in quarantine) == [2, 3, 4, 6, 7, 8]
     text = " ".join(q["reason"] for q in quarantine)
-    for fragment in ["invalid JSON", "missing field", "unknown dataset", "unknown task_id", "T = 0"]:
+    for fragment in ["invalid JSON", "missing field", "unknown dataset", "unknown task_id", "T = 0",
+                     "duplicate rollout_id 'gold'"]:
         assert fragment in text
     actions = pl.read_parquet(out / "actions.parquet").filter(pl.col("rollout_id") == "early").sort("j")
     assert actions["V"].to_list() == [True, False, None]

@@ -125,12 +125,19 @@ def score_rollouts(items: Iterable[Located | BadLine], benchmark_for: Callable[[
     """Replay every rollout; anything unusable becomes a located quarantine record."""
     episodes: list[EpisodeResult] = []
     bad: list[BadLine] = []
+    seen: dict[tuple[str, str, str, str], int] = {}
     for item in items:
         report.lines_read += 1
         if isinstance(item, BadLine):
             bad.append(item)
             continue
         rollout = item.rollout
+        key = (rollout.dataset, rollout.model, rollout.method, rollout.rollout_id)
+        if key in seen:
+            bad.append(BadLine(item.path, item.line, f"duplicate rollout_id {rollout.rollout_id!r} in block "
+                               f"{'/'.join(key[:3])} (first on line {seen[key]})", rollout.rollout_id))
+            continue
+        seen[key] = item.line
         try:
             episodes.append(replay(rollout, benchmark_for(rollout.dataset)))
             report.datasets[rollout.dataset] += 1
@@ -155,10 +162,6 @@ def _sort_key(ep: EpisodeResult) -> tuple:
 def write_scores(episodes: list[EpisodeResult], bad: list[BadLine], out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     episodes = sorted(episodes, key=_sort_key)
-    ids = Counter((e.rollout.dataset, e.rollout.model, e.rollout.method, e.rollout.rollout_id) for e in episodes)
-    dupes = [k for k, n in ids.items() if n > 1]
-    if dupes:
-        raise ValueError(f"duplicate rollout ids in input, e.g. {dupes[0]}; rollout_id must be unique per block")
     ep_table = pa.Table.from_pylist([episode_row(e) for e in episodes], schema=EPISODE_SCHEMA)
     act_table = pa.Table.from_pylist([row for e in episodes for row in action_rows(e)], schema=ACTION_SCHEMA)
     paths = {
