@@ -71,7 +71,7 @@ def test_scoring_writes_typed_parquet_and_quarantines_bad_lines(bfcl, tmp_path):
     assert gold["FED"] == gold["T"] + 1 and gold["Y"] == 1 and gold["category"] is None
     assert (early["T"], early["FED"], early["category"]) == (3, 2, "dependency")
     assert early["Y"] == 0
-    quarantine = [json.loads(l) for l in (out / "quarantine.jsonl").read_text().splitlines()]
+    quarantine = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
     assert sorted(q["line"] for q in quarantine) == [2, 3, 4, 6, 7, 8]
     text = " ".join(q["reason"] for q in quarantine)
     for fragment in ["invalid JSON", "missing field", "unknown dataset", "unknown task_id", "T = 0",
@@ -91,7 +91,7 @@ def test_cli_import_bfcl_and_plan(bfcl, tmp_path, capsys):
                       + json.dumps({"id": TASK, "result": "oops"}) + "\n")
     out = tmp_path / "rollouts.jsonl"
     assert main(["import", "bfcl", str(result), "-o", str(out), "--resources", str(RESOURCES)]) == 0
-    (record,) = [json.loads(l) for l in out.read_text().splitlines()]
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["model"] == "gpt-x" and record["task_id"] == TASK
     quarantine = out.with_name(out.name + ".quarantine.jsonl").read_text().splitlines()
     assert len(quarantine) == 2

@@ -205,7 +205,7 @@ def _references(ctx: Context, j: int) -> list[tuple[ToolSpec, ToolCall, dict[str
 
 
 def _fabricated_reference(ctx: Context, j: int) -> Iterator[Candidate]:
-    for spec, call, kwargs, p in _references(ctx, j):
+    for _, call, kwargs, p in _references(ctx, j):
         fake = _fabricate(kwargs[p], ctx.rng)
         if fake is not None:
             yield Candidate(_with(ctx, j, ToolCall(call.name, (), {**kwargs, p: fake})),
@@ -264,9 +264,9 @@ def _state_ops(ctx: Context, j: int) -> Iterator[Candidate]:
 
 def _information_ops(ctx: Context, j: int) -> Iterator[Candidate]:
     turn, _ = ctx.actions[j]
-    later = [(k, c) for k, (t, c) in enumerate(ctx.actions) if k >= j and c.name in ctx.exposed_by_turn[turn]]
+    later = [c for _, c in ctx.actions[j:] if c.name in ctx.exposed_by_turn[turn]]
     ctx.rng.shuffle(later)
-    for k, c in later:
+    for c in later:
         early = [v for v in scalars(argument_values(c)) if ctx.facts.user_facts.get(v, -1) > turn]
         if early:
             acts = list(ctx.actions)
