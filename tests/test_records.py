@@ -3,7 +3,7 @@
 import json
 
 from prefix_audit.calls import ToolCall
-from prefix_audit.records import BadLine, Located, Rollout, Step, actions_of, dumps, read_rollouts
+from prefix_audit.records import BadLine, Located, Rollout, Step, Usage, actions_of, dumps, read_rollouts
 
 
 def _rollout(**kw):
@@ -16,13 +16,15 @@ def _rollout(**kw):
 
 def test_round_trip_and_terminal_action(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text(dumps(_rollout()) + "\n")
+    usage = (Usage("planner", 10, 3, 0.5), Usage("executor", 20, 4, 0.25, reasoning_tokens=2))
+    path.write_text(dumps(_rollout(usage=usage)) + "\n")
     (item,) = list(read_rollouts(path))
     assert isinstance(item, Located) and item.line == 1
     acts = actions_of(item.rollout)
     assert [a.terminal for a in acts] == [False, True]
     assert acts[0].call.kwargs == {"folder": "a"}
     assert item.rollout.final_text == "done"
+    assert item.rollout.usage == usage
 
 
 def test_no_terminal_action_when_last_step_has_calls():
@@ -40,14 +42,18 @@ def test_bad_lines_are_located_and_the_rest_is_read(tmp_path):
         json.dumps({**json.loads(good), "turns": "nope"}),
         json.dumps({**json.loads(good), "turns": [[{"calls": [42]}]]}),
         json.dumps({**json.loads(good), "schema_version": 99}),
+        json.dumps({**json.loads(good), "usage": [{"role": "oracle", "input_tokens": 1, "output_tokens": 1,
+                                                   "latency_s": 0.1}]}),
+        json.dumps({**json.loads(good), "usage": [{"role": "executor", "input_tokens": -1, "output_tokens": 1,
+                                                   "latency_s": 0.1}]}),
     ]
     path = tmp_path / "r.jsonl"
     path.write_bytes(("\n".join(lines) + "\n").encode() + b"\xff\xfe{}\n")
     items = list(read_rollouts(path))
     assert isinstance(items[0], Located)
     bad = [i for i in items if isinstance(i, BadLine)]
-    assert [b.line for b in bad] == [2, 3, 4, 5, 6, 7]
+    assert [b.line for b in bad] == [2, 3, 4, 5, 6, 7, 8, 9]
     reasons = " | ".join(b.reason for b in bad)
     for fragment in ["invalid JSON", "missing field", "'turns' must be a list", "calls[0]", "schema_version",
-                     "not UTF-8"]:
+                     "usage[0].role", "usage[0].input_tokens", "not UTF-8"]:
         assert fragment in reasons

@@ -87,7 +87,10 @@ def test_cli_import_bfcl_and_plan(bfcl, tmp_path, capsys):
     result.parent.mkdir()
     entry = bfcl.entry(TASK)
     steps = [[[c for c in turn], "All done."] if turn else ["Nothing to do."] for turn in entry.ground_truth]
-    result.write_text(json.dumps({"id": TASK, "result": steps}) + "\n" + "not json\n"
+    accounting = {"input_token_count": [[100, 120] if t else [90] for t in entry.ground_truth],
+                  "output_token_count": [[10, 5] if t else [7] for t in entry.ground_truth],
+                  "latency": [[0.5, 0.25] if t else [0.125] for t in entry.ground_truth]}
+    result.write_text(json.dumps({"id": TASK, "result": steps, **accounting}) + "\n" + "not json\n"
                       + json.dumps({"id": TASK, "result": "oops"}) + "\n")
     out = tmp_path / "rollouts.jsonl"
     assert main(["import", "bfcl", str(result), "-o", str(out), "--resources", str(RESOURCES)]) == 0
@@ -99,6 +102,12 @@ def test_cli_import_bfcl_and_plan(bfcl, tmp_path, capsys):
     (ep,) = pl.read_parquet(tmp_path / "s" / "episodes.parquet").to_dicts()
     # gold calls plus one terminal no-tool action: the final turn had calls, so ending there is valid
     assert ep["T"] == sum(len(t) for t in entry.ground_truth) + 1 and ep["FED"] == ep["T"] + 1 and ep["Y"] == 1
+    busy = sum(1 for t in entry.ground_truth if t)
+    idle = len(entry.ground_truth) - busy
+    assert ep["agent_calls"] == 2 * busy + idle
+    assert ep["agent_tokens"] == busy * (100 + 120 + 10 + 5) + idle * (90 + 7)
+    assert ep["agent_latency_s"] == busy * 0.75 + idle * 0.125
+    assert ep["user_sim_tokens"] == 0
 
     assert main(["plan", "--epsilon", "0.05"]) == 0
     assert "N = 738" in capsys.readouterr().out

@@ -36,6 +36,32 @@ class Step:
     text: str | None = None
 
 
+AGENT_ROLES = ("planner", "verifier", "revision", "executor")
+OTHER_ROLES = ("user_simulator", "evaluator")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Accounting of one model call: who made it, provider-reported tokens, client-side latency.
+
+    Agent tokens are input + output over the agent roles; reasoning tokens are already inside
+    output and are kept only for reference (SPEC §4).
+    """
+
+    role: str
+    input_tokens: int
+    output_tokens: int
+    latency_s: float
+    reasoning_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "input_tokens": self.input_tokens,
+                               "output_tokens": self.output_tokens, "latency_s": self.latency_s}
+        if self.reasoning_tokens is not None:
+            out["reasoning_tokens"] = self.reasoning_tokens
+        return out
+
+
 @dataclass(frozen=True)
 class Rollout:
     dataset: str
@@ -47,6 +73,7 @@ class Rollout:
     source: str = "unknown"
     meta: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    usage: tuple[Usage, ...] = ()
 
     @property
     def final_text(self) -> str | None:
@@ -123,6 +150,7 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
         "source": rollout.source,
         "turns": turns,
         "meta": rollout.meta,
+        **({"usage": [u.to_json() for u in rollout.usage]} if rollout.usage else {}),
         **rollout.extra,
     }
 
@@ -145,6 +173,33 @@ def _call_from_json(obj: Any, where: str) -> ToolCall:
     if "name" in obj:
         return structured_call(obj["name"], obj.get("arguments"), call_id)
     raise RecordError(f"{where}: a call needs 'raw' or 'name'")
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+        raise RecordError(f"{where} must be a non-negative whole number, got {value!r}")
+    return int(value)
+
+
+def _usage_from_json(items: Any) -> tuple[Usage, ...]:
+    if not isinstance(items, list):
+        raise RecordError("field 'usage' must be a list of call records")
+    out = []
+    for i, item in enumerate(items):
+        where = f"usage[{i}]"
+        if not isinstance(item, dict):
+            raise RecordError(f"{where} must be an object")
+        role = item.get("role")
+        if role not in AGENT_ROLES + OTHER_ROLES:
+            raise RecordError(f"{where}.role must be one of {', '.join(AGENT_ROLES + OTHER_ROLES)}, got {role!r}")
+        latency = item.get("latency_s")
+        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not latency >= 0:
+            raise RecordError(f"{where}.latency_s must be a non-negative number, got {latency!r}")
+        reasoning = item.get("reasoning_tokens")
+        out.append(Usage(role, _count(item.get("input_tokens"), f"{where}.input_tokens"),
+                         _count(item.get("output_tokens"), f"{where}.output_tokens"), float(latency),
+                         None if reasoning is None else _count(reasoning, f"{where}.reasoning_tokens")))
+    return tuple(out)
 
 
 def rollout_from_json(obj: Any) -> Rollout:
@@ -180,10 +235,11 @@ def rollout_from_json(obj: Any) -> Rollout:
     meta = obj.get("meta", {})
     if not isinstance(meta, dict):
         raise RecordError("field 'meta' must be an object")
-    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta"}
+    usage = _usage_from_json(obj.get("usage", []))
+    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage"}
     extra = {k: v for k, v in obj.items() if k not in known}
     return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"],
-                   tuple(turns), str(obj.get("source", "unknown")), meta, extra)
+                   tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage)
 
 
 @dataclass(frozen=True)

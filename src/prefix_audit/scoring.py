@@ -18,7 +18,7 @@ import pyarrow as pa
 from .benchmarks.base import Benchmark
 from .checker import EpisodeResult, UnscorableRollout, primary, replay
 from .io import atomic_write_text, write_parquet
-from .records import BadLine, Located, read_rollouts
+from .records import AGENT_ROLES, BadLine, Located, Rollout, read_rollouts
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,12 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("failed_predicates", pa.list_(pa.string()), nullable=False),  # every failing category at FED
     pa.field("n_turns", pa.int32(), nullable=False),
     pa.field("y_detail", pa.string()),
+    # Accounting (SPEC §4, Table F.2); null when the rollout carries none.
+    pa.field("agent_calls", pa.int32()),
+    pa.field("agent_tokens", pa.int64()),  # input + output over planner, verifier, revision, executor
+    pa.field("agent_latency_s", pa.float64()),  # summed client-side latency of those calls
+    pa.field("user_sim_tokens", pa.int64()),
+    pa.field("user_sim_latency_s", pa.float64()),
     pa.field("meta_json", pa.string(), nullable=False),
 ])
 
@@ -82,6 +88,21 @@ def _reason_kind(reason: str) -> str:
     return reason.split(":", 1)[0].split(" (")[0][:60]
 
 
+def _accounting(rollout: Rollout) -> dict:
+    if not rollout.usage:
+        return dict.fromkeys(("agent_calls", "agent_tokens", "agent_latency_s", "user_sim_tokens",
+                              "user_sim_latency_s"))
+    agent = [u for u in rollout.usage if u.role in AGENT_ROLES]
+    user = [u for u in rollout.usage if u.role == "user_simulator"]
+    return {
+        "agent_calls": len(agent),
+        "agent_tokens": sum(u.input_tokens + u.output_tokens for u in agent),
+        "agent_latency_s": sum(u.latency_s for u in agent),
+        "user_sim_tokens": sum(u.input_tokens + u.output_tokens for u in user),
+        "user_sim_latency_s": sum(u.latency_s for u in user),
+    }
+
+
 def episode_row(ep: EpisodeResult) -> dict:
     r = ep.rollout
     ff = ep.first_failure
@@ -94,6 +115,7 @@ def episode_row(ep: EpisodeResult) -> dict:
         "failure_detail": main.detail if main else None,
         "failed_predicates": sorted({f.category for f in ff.failures}) if ff else [],
         "n_turns": len(r.turns), "y_detail": ep.y_detail,
+        **_accounting(r),
         "meta_json": json.dumps(r.meta, sort_keys=True, ensure_ascii=False),
     }
 

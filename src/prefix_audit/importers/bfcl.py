@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..calls import ToolCall, decode_call_list, parse_call_string, structured_call
-from ..records import BadLine, Located, Rollout, Step, iter_json_lines, rollout_id_for
+from ..records import BadLine, Located, Rollout, Step, Usage, iter_json_lines, rollout_id_for
 from ..benchmarks.bfcl import DATASET
 
 
@@ -67,9 +67,29 @@ def rollout_from_result(obj: Any, model: str, method: str) -> Rollout:
     turns = tuple(tuple(step_from_result(step, f"result[{t}][{s}]") for s, step in enumerate(turn))
                   for t, turn in enumerate(result))
     task_id = obj["id"]
-    meta = {k: obj[k] for k in ("input_token_count", "output_token_count", "latency") if k in obj}
     return Rollout(DATASET, task_id, model, method, rollout_id_for(DATASET, model, method, task_id),
-                   turns, source="import:bfcl", meta=meta)
+                   turns, source="import:bfcl", usage=_usage(obj))
+
+
+def _flat(value: Any, where: str) -> list[float]:
+    """BFCL accounting is nested per turn and step; numbers must be non-negative."""
+    if isinstance(value, list):
+        return [x for item in value for x in _flat(item, where)]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise StepError(f"{where} holds {value!r}, not a non-negative number")
+    return [value]
+
+
+def _usage(obj: dict) -> tuple[Usage, ...]:
+    """One executor call record per model step, from BFCL's per-step token counts and latency."""
+    keys = ("input_token_count", "output_token_count", "latency")
+    if not all(k in obj for k in keys):
+        return ()
+    inputs, outputs, latency = (_flat(obj[k], k) for k in keys)
+    if not len(inputs) == len(outputs) == len(latency):
+        raise StepError(f"token counts and latency have different lengths "
+                        f"({len(inputs)}, {len(outputs)}, {len(latency)})")
+    return tuple(Usage("executor", int(i), int(o), float(t)) for i, o, t in zip(inputs, outputs, latency))
 
 
 def import_result_file(path: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Located | BadLine]:
