@@ -21,6 +21,7 @@ include: "workflow/rules/sample.smk"
 include: "workflow/rules/rollouts.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/stats.smk"
+include: "workflow/rules/figures.smk"
 
 
 report: "workflow/report/workflow.rst"

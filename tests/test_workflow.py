@@ -40,11 +40,17 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     assert "| bfcl_v3 | reference | reference | 12 |" in table
     assert "quarantined: 0" in (tmp_path / "a" / "logs" / "score" / "bfcl_v3" / "mutator.log").read_text()
 
-    # A new bootstrap seed reruns statistics and tables only.
+    figures = sorted(p.name for p in (tmp_path / "a" / "figures").iterdir() if not p.name.startswith("."))
+    assert figures and figures == sorted(p.name for p in (tmp_path / "b" / "figures").iterdir()
+                                         if not p.name.startswith("."))
+    for name in figures:
+        assert (tmp_path / "a" / "figures" / name).read_bytes() == (tmp_path / "b" / "figures" / name).read_bytes()
+
+    # A new bootstrap seed reruns statistics and what is drawn from them only.
     stats = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["stats"] | {"seed": 99}
     dry = _run(tmp_path, "a", "--dry-run", stats=stats)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert _planned_jobs(dry.stdout) == {"statistics", "tables", "all"}, dry.stdout
+    assert _planned_jobs(dry.stdout) == {"statistics", "tables", "figures", "all"}, dry.stdout
 
 
 def _planned_jobs(dry_run_output: str) -> set[str]:

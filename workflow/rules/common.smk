@@ -45,7 +45,7 @@ def block_episodes():
 
 
 def all_outputs():
-    return [f"{RESULTS}/fed/episodes.parquet", f"{RESULTS}/stats/stats.parquet", *TABLES]
+    return [f"{RESULTS}/fed/episodes.parquet", f"{RESULTS}/stats/stats.parquet", *TABLES, f"{RESULTS}/figures"]
 
 
 wildcard_constraints:

@@ -1,0 +1,152 @@
+"""Figures: files per block, decodable PNG, byte-identical rewrites, empty input, planning note."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.image as mpimg
+import numpy as np
+import polars as pl
+import pytest
+
+from prefix_audit.figures import (
+    CATEGORIES,
+    _category_counts,
+    failure_categories_by_depth,
+    pec_curves,
+    planning_note,
+    safe_name,
+    write_figures,
+)
+from prefix_audit.intervals import hoeffding_sample_size
+from prefix_audit.stats import STATS_SCHEMA, compute_stats
+
+EPISODE_SCHEMA = {
+    "dataset": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8, "task_id": pl.Utf8,
+    "rollout_id": pl.Utf8, "T": pl.Int32, "FED": pl.Int32, "Y": pl.Int8, "category": pl.Utf8,
+}
+
+
+def synthetic_episodes(n_tasks: int = 24, seed: int = 7) -> pl.DataFrame:
+    """Two models (one with a name that needs sanitising) × two methods; T up to 13 so FED reaches 10+."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in ("m-small", "org/model x"):
+        for method in ("react", "plan"):
+            for t in range(n_tasks):
+                T = int(rng.integers(1, 14))
+                fed = int(rng.integers(1, T + 2))  # T + 1 means fully executable
+                category = None if fed == T + 1 else CATEGORIES[int(rng.integers(len(CATEGORIES)))]
+                rows.append({
+                    "dataset": "synth", "model": model, "method": method, "task_id": f"t{t}",
+                    "rollout_id": f"{model}-{method}-{t}", "T": T, "FED": fed,
+                    "Y": int(rng.integers(0, 2)), "category": category,
+                })
+    return pl.DataFrame(rows, schema=EPISODE_SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    episodes = synthetic_episodes()
+    stats = compute_stats(episodes, resamples=200, seed=1, k_max=4)
+    d = tmp_path_factory.mktemp("inputs")
+    episodes.write_parquet(d / "episodes.parquet")
+    stats.write_parquet(d / "stats.parquet")
+    return d / "stats.parquet", d / "episodes.parquet"
+
+
+def test_all_figures_written_and_indexed(inputs, tmp_path):
+    out = tmp_path / "figures"
+    paths = write_figures(*inputs, out)
+    stems = {f"{kind}_synth_{model}" for kind in ("pec", "depth", "categories")
+             for model in ("m-small", "org-model-x")}
+    expected = sorted(out / f"{stem}.{ext}" for stem in stems for ext in ("png", "pdf"))
+    assert paths == expected
+    index = json.loads((out / "index.json").read_text())
+    assert index["figures"] == sorted(p.name for p in expected)
+    assert index["planning"] == "planning.txt"
+    assert "N = 24" in (out / "planning.txt").read_text()
+    for path in paths:
+        if path.suffix == ".png":
+            image = mpimg.imread(path)
+            assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 300
+            assert image.std() > 0  # something was drawn
+        else:
+            assert path.read_bytes().startswith(b"%PDF")
+    assert not list(out.glob(".*.tmp"))  # atomic writes leave no temporaries behind
+
+
+def test_rewrite_is_byte_identical(inputs, tmp_path):
+    first = write_figures(*inputs, tmp_path / "a")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
+    write_figures(*inputs, tmp_path / "a")  # over the existing files
+    second = write_figures(*inputs, tmp_path / "b")  # into a fresh directory
+    assert [p.name for p in first] == [p.name for p in second]
+    for name, data in before.items():
+        assert (tmp_path / "a" / name).read_bytes() == data, name
+        assert (tmp_path / "b" / name).read_bytes() == data, name
+
+
+def test_empty_inputs_give_an_empty_index(tmp_path):
+    stats_path, episodes_path = tmp_path / "stats.parquet", tmp_path / "episodes.parquet"
+    pl.DataFrame(schema=STATS_SCHEMA).write_parquet(stats_path)
+    pl.DataFrame(schema=EPISODE_SCHEMA).write_parquet(episodes_path)
+    assert write_figures(stats_path, episodes_path, tmp_path / "figures") == []
+    index = json.loads((tmp_path / "figures" / "index.json").read_text())
+    assert index["figures"] == []
+    assert "N = 0" in (tmp_path / "figures" / "planning.txt").read_text()
+
+
+def test_undefined_eligible_pec_does_not_break_plotting(tmp_path):
+    # Every rollout has T = 1: eligible PEC at k >= 2 is undefined (no rollout reached depth k).
+    episodes = pl.DataFrame(
+        [{"dataset": "d", "model": "m", "method": "x", "task_id": f"t{i}", "rollout_id": f"r{i}",
+          "T": 1, "FED": 1 + i % 2, "Y": 1, "category": None if i % 2 else "schema"} for i in range(6)],
+        schema=EPISODE_SCHEMA,
+    )
+    stats = compute_stats(episodes, resamples=50, seed=0)
+    assert stats.filter(pl.col("metric") == "eligible_pec")["estimate"].null_count() > 0
+    stats_path, episodes_path = tmp_path / "s.parquet", tmp_path / "e.parquet"
+    stats.write_parquet(stats_path)
+    episodes.write_parquet(episodes_path)
+    assert len(write_figures(stats_path, episodes_path, tmp_path / "f")) == 6
+
+
+def test_category_counts_cap_deep_failures_into_the_last_bin():
+    block = pl.DataFrame(
+        {"T": [12, 20, 3, 2, 5], "FED": [10, 15, 2, 3, 1],
+         "category": ["schema", "dependency", "information", None, None]},
+        schema={"T": pl.Int32, "FED": pl.Int32, "category": pl.Utf8},
+    )
+    counts, full = _category_counts(block, cap=10)
+    assert full == 1  # FED = T + 1 only for the rollout with T = 2
+    assert counts["schema"][9] == 1 and counts["dependency"][9] == 1
+    assert counts["information"][1] == 1
+    assert counts["unclassified"][0] == 1  # a failure without a category is not dropped
+    assert sum(int(c.sum()) for c in counts.values()) + full == block.height
+
+
+def test_names_are_sanitised_and_collisions_rejected(inputs, tmp_path):
+    assert safe_name("org/model x") == "org-model-x"
+    assert safe_name("../..") == "unnamed"
+    stats = pl.read_parquet(inputs[0])
+    clash = stats.filter(pl.col("model") == "m-small").with_columns(model=pl.lit("m small"))
+    stats_path = tmp_path / "clash.parquet"
+    pl.concat([stats, clash]).write_parquet(stats_path)
+    with pytest.raises(ValueError, match="same figure name"):
+        write_figures(stats_path, inputs[1], tmp_path / "f")
+
+
+def test_single_functions_write_png_and_pdf(inputs, tmp_path):
+    stats, episodes = pl.read_parquet(inputs[0]), pl.read_parquet(inputs[1])
+    assert [p.name for p in pec_curves(stats.filter(pl.col("model") == "m-small"), tmp_path)] == [
+        "pec_synth_m-small.png", "pec_synth_m-small.pdf"]
+    with pytest.raises(ValueError, match="FED"):
+        failure_categories_by_depth(episodes.drop("FED"), tmp_path)
+
+
+def test_planning_note_uses_hoeffding():
+    note = planning_note(200, epsilon=0.05)
+    assert f"needs N >= {hoeffding_sample_size(0.05)}" in note
+    assert "N = 200" in note
+    assert "(vacuous)" in planning_note(10, epsilon=0.05)
