@@ -123,13 +123,19 @@ def test_cli_stats_and_tables_on_scored_episodes(bfcl, tmp_path):
     src = tmp_path / "r.jsonl"
     src.write_text("\n".join(lines) + "\n")
     assert main(["score", str(src), "-o", str(tmp_path / "s"), "--resources", str(RESOURCES)]) == 0
+    pairs = tmp_path / "pairs.yaml"
+    pairs.write_text("- {label: self, dataset: bfcl_v3, condition: {model: m, method: x}, "
+                     "baseline: {model: m, method: x}}\n")
     assert main(["stats", str(tmp_path / "s" / "episodes.parquet"), "-o", str(tmp_path / "st"),
-                 "--resamples", "500", "--seed", "3"]) == 0
+                 "--resamples", "500", "--seed", "3", "--pairs", str(pairs), "--paired-resamples", "1000"]) == 0
     assert main(["tables", str(tmp_path / "st"), "-o", str(tmp_path / "t")]) == 0
     stats = pl.read_parquet(tmp_path / "st" / "stats.parquet")
     ter = stats.filter(pl.col("metric") == "ter")["estimate"].item()
     assert ter == 0.5
     assert "| bfcl_v3 | m | x | 2 |" in (tmp_path / "t" / "table_G1.md").read_text()
+    # a block paired with itself: every difference is exactly zero
+    assert "| self | bfcl_v3 | m/x | m/x | 2 |" in (tmp_path / "t" / "table_F3.md").read_text()
+    assert "+0.000 [+0.000, +0.000]" in (tmp_path / "t" / "table_F3.md").read_text()
 
 
 def test_cli_output_does_not_depend_on_the_hash_seed(bfcl, tmp_path):

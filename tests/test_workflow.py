@@ -31,13 +31,16 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     for name, hash_seed in (("a", "1"), ("b", "2")):
         proc = _run(tmp_path, name, hash_seed=hash_seed)
         assert proc.returncode == 0, proc.stderr[-3000:]
-    outputs = ["fed/episodes.parquet", "stats/stats.parquet",
-               "tables/table_G1.csv", "tables/table_G1.md", "tables/table_G1.tex"]
+    outputs = ["fed/episodes.parquet", "stats/stats.parquet", "stats/paired.parquet",
+               *(f"tables/table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3") for ext in ("csv", "md", "tex"))]
     for rel in outputs:
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
     table = (tmp_path / "a" / "tables" / "table_G1.md").read_text()
     assert "| bfcl_v3 | mutator | mutation | 12 |" in table
     assert "| bfcl_v3 | reference | reference | 12 |" in table
+    f3 = (tmp_path / "a" / "tables" / "table_F3.md").read_text()
+    assert "mutation vs reference" in f3
+    assert "no tau_airline/tau_retail blocks" in (tmp_path / "a" / "tables" / "table_F1.md").read_text()
     assert "quarantined: 0" in (tmp_path / "a" / "logs" / "score" / "bfcl_v3" / "mutator.log").read_text()
 
     figures = sorted(p.name for p in (tmp_path / "a" / "figures").iterdir() if not p.name.startswith("."))
@@ -50,7 +53,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     stats = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["stats"] | {"seed": 99}
     dry = _run(tmp_path, "a", "--dry-run", stats=stats)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert _planned_jobs(dry.stdout) == {"statistics", "tables", "figures", "all"}, dry.stdout
+    assert _planned_jobs(dry.stdout) == {"statistics", "paired_statistics", "tables", "figures", "all"}, dry.stdout
 
 
 def _planned_jobs(dry_run_output: str) -> set[str]:

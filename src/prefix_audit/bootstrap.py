@@ -1,12 +1,14 @@
-"""Vectorised task-level percentile bootstrap for one block (SPEC §5).
+"""Vectorised task-level percentile bootstrap (SPEC §5).
 
-Rows with identical ``(FED, T, Y)`` are exchangeable, so resampling N rows with
-replacement is the same as drawing multinomial counts over the distinct tuples
-with probabilities multiplicity / N. Every resampled metric is then a linear
-function of the counts (or a ratio of two), computed for all resamples at once
-as ``counts @ per_tuple_values``. One count draw per resample is shared by all
-metrics. Because the distinct tuples are sorted, the result does not depend on
-row order.
+A resample draws N rows with replacement. Rows with identical values are
+exchangeable, so only how often each distinct row is drawn matters: row indices
+are drawn in chunks, mapped to their distinct tuple, counted per resample with
+one ``bincount`` per chunk, and every resampled sum is ``counts @ tuple_values``
+for all resamples of a chunk at once. One index draw per resample is shared by
+all metrics of a block. The caller fixes the row order (``bootstrap_replicates``
+sorts the tuples), so results do not depend on the order rows arrive in; they do
+not depend on the chunk size either, because NumPy draws bounded integers below
+2**32 one 32-bit word at a time from a stream that chunk boundaries do not cut.
 """
 
 from __future__ import annotations
@@ -18,22 +20,76 @@ import numpy.typing as npt
 
 from prefix_audit.metrics import FloatArray, validate_block
 
-# Bound on the per-chunk counts matrix (int64 draw plus its float64 copy).
-_CHUNK_BYTES = 64 * 2**20
+# Per-chunk working set (index draw, tuple codes, counts); small chunks stay in cache.
+_CHUNK_BYTES = 2 * 2**20
 _Y_UNKNOWN = 2
 
 PER_DEPTH = ("pec", "depth_support", "eligible_pec")
 
 
+def resampled_sums(values: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
+    """Column sums of ``values`` (rows x columns) over ``resamples`` row resamples of size N.
+
+    Resample b draws N row indices uniformly with replacement, in the row order given.
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    n = values.shape[0]
+    if n == 0:
+        raise ValueError("cannot resample zero rows")
+    distinct, codes = np.unique(values, axis=0, return_inverse=True)
+    codes = codes.reshape(-1).astype(np.int64)
+    u = distinct.shape[0]
+    chunk = max(1, _CHUNK_BYTES // (16 * n + 16 * u))
+    offsets = np.arange(chunk, dtype=np.int64)[:, None] * u
+    sums = np.empty((resamples, values.shape[1]))
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        drawn = codes[rng.integers(0, n, size=(size, n))]
+        drawn += offsets[:size]
+        counts = np.bincount(drawn.reshape(-1), minlength=size * u).reshape(size, u)
+        sums[start : start + size] = counts @ distinct
+    return sums
+
+
+def percentile_bounds(replicates: FloatArray, confidence: float) -> tuple[FloatArray, FloatArray]:
+    """``(1 - c)/2`` and ``(1 + c)/2`` quantiles of each column of ``replicates`` (resamples x columns).
+
+    ``numpy.percentile(method="linear")`` (Hyndman-Fan definition 7). NaN resamples (a
+    ratio with a zero denominator) are dropped column by column; a bound is NaN if every
+    resample of its column is NaN.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    q = [50.0 * (1.0 - confidence), 50.0 * (1.0 + confidence)]
+    # One partition pass over all columns; only columns holding NaN take the slow NaN-aware path.
+    lo, hi = np.percentile(replicates, q, axis=0, method="linear")
+    nan_columns = np.isnan(replicates).any(axis=0)
+    if nan_columns.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns → NaN bound
+            lo[nan_columns], hi[nan_columns] = np.nanpercentile(
+                replicates[:, nan_columns], q, axis=0, method="linear"
+            )
+    return lo, hi
+
+
+def ratio(num: FloatArray, den: FloatArray) -> FloatArray:
+    """``num / den`` elementwise, NaN where ``den`` is 0."""
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
 def _tuple_values(
     fed: npt.NDArray[np.int64], T: npt.NDArray[np.int64], Y: FloatArray, k_max: int
-) -> tuple[FloatArray, FloatArray]:
-    """Return (per-tuple value matrix U x (2k_max + 5), multiplicity probabilities)."""
+) -> FloatArray:
+    """Per-rollout value matrix N x (2k_max + 5), rows in sorted (canonical) order."""
     y_code = np.where(np.isnan(Y), _Y_UNKNOWN, np.nan_to_num(Y)).astype(np.int64)
     distinct, mult = np.unique(np.stack([fed, T, y_code], axis=1), axis=0, return_counts=True)
-    fed_u, t_u, y_u = distinct.T
+    fed_u, t_u, y_u = np.repeat(distinct, mult, axis=0).T
     ks = np.arange(1, k_max + 1)
-    values = np.column_stack(
+    return np.column_stack(
         [
             fed_u[:, None] > ks[None, :],  # E_k
             t_u[:, None] >= ks[None, :],  # reaches depth k
@@ -44,7 +100,6 @@ def _tuple_values(
             y_u == 1,  # Y known and 1
         ]
     ).astype(np.float64)
-    return values, mult / fed.size
 
 
 def bootstrap_replicates(
@@ -62,35 +117,20 @@ def bootstrap_replicates(
     """
     fed_a, t_a, y_a = validate_block(fed, T, Y)
     assert y_a is not None
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
     if k_max < 1:
         raise ValueError(f"k_max must be >= 1, got {k_max}")
     n = fed_a.size
-    values, p = _tuple_values(fed_a, t_a, y_a, k_max)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _CHUNK_BYTES // (16 * values.shape[0]))
-    sums = np.empty((resamples, values.shape[1]))
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        counts = rng.multinomial(n, p, size=stop - start)
-        sums[start:stop] = counts.astype(np.float64) @ values
-
+    sums = resampled_sums(_tuple_values(fed_a, t_a, y_a, k_max), resamples, np.random.default_rng(seed))
     k = k_max
     reached = sums[:, k : 2 * k]
-    eligible = np.full((resamples, k), np.nan)
-    np.divide(sums[:, :k], reached, out=eligible, where=reached > 0)
-    known, succ = sums[:, 2 * k + 3], sums[:, 2 * k + 4]
-    success = np.full(resamples, np.nan)
-    np.divide(succ, known, out=success, where=known > 0)
     return {
         "pec": sums[:, :k] / n,
         "depth_support": reached / n,
-        "eligible_pec": eligible,
+        "eligible_pec": ratio(sums[:, :k], reached),
         "ter": sums[:, 2 * k] / n,
         "auc_pec": sums[:, 2 * k + 1] / n,
         "mean_fed": sums[:, 2 * k + 2] / n,
-        "final_success": success,
+        "final_success": ratio(sums[:, 2 * k + 4], sums[:, 2 * k + 3]),
     }
 
 
@@ -103,25 +143,22 @@ def percentile_bootstrap(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, tuple[FloatArray | float, FloatArray | float]]:
-    """Percentile-bootstrap ``(lo, hi)`` for every metric of one block.
+    """Percentile-bootstrap ``(lo, hi)`` for every metric of one block (see ``percentile_bounds``).
 
-    Bounds are the ``(1 - c)/2`` and ``(1 + c)/2`` quantiles of the resampled
-    statistic, computed with ``numpy.percentile(method="linear")`` (Hyndman-Fan
-    definition 7). For the ratio metrics, resamples with a zero denominator are
-    dropped (``numpy.nanpercentile``); a bound is NaN if every resample is
-    undefined. Per-depth metrics give arrays of length k_max, the rest floats.
+    For the ratio metrics, resamples with a zero denominator are dropped. Per-depth
+    metrics give arrays of length k_max, the rest floats.
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     reps = bootstrap_replicates(fed, T, Y, k_max, resamples=resamples, seed=seed)
-    q = [50.0 * (1.0 - confidence), 50.0 * (1.0 + confidence)]
+    columns = np.column_stack(list(reps.values()))
+    lo, hi = percentile_bounds(columns, confidence)
     out: dict[str, tuple[FloatArray | float, FloatArray | float]] = {}
+    start = 0
     for name, r in reps.items():
-        if name in ("eligible_pec", "final_success"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns → NaN bound
-                lo, hi = np.nanpercentile(r, q, axis=0, method="linear")
+        if name in PER_DEPTH:
+            out[name] = (lo[start : start + k_max], hi[start : start + k_max])
         else:
-            lo, hi = np.percentile(r, q, axis=0, method="linear")
-        out[name] = (lo, hi) if name in PER_DEPTH else (float(lo), float(hi))
+            out[name] = (float(lo[start]), float(hi[start]))
+        start += 1 if r.ndim == 1 else r.shape[1]
     return out

@@ -57,11 +57,20 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from .stats import write_stats
+    import yaml
 
-    path = write_stats(args.episodes, args.output, resamples=args.resamples, seed=args.seed,
-                       k_max=args.k_max, confidence=args.confidence)
-    print(f"wrote {path}", file=sys.stderr)
+    from .paired import pair_specs, write_paired
+    from .stats import TAU_POOL, write_stats
+
+    paths = [write_stats(args.episodes, args.output, resamples=args.resamples, seed=args.seed, k_max=args.k_max,
+                         confidence=args.confidence, pools=TAU_POOL, workers=args.workers)]
+    if args.pairs:
+        pairs = pair_specs(yaml.safe_load(Path(args.pairs).read_text()))  # YAML is a superset of JSON
+        paths.append(write_paired(args.episodes, pairs, args.output, resamples=args.paired_resamples,
+                                  seed=args.seed, confidence=args.confidence, pools=TAU_POOL,
+                                  workers=args.workers))
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
     return 0
 
 
@@ -113,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--seed", type=int, default=0)
     st.add_argument("--k-max", type=int, default=4)
     st.add_argument("--confidence", type=float, default=0.95)
+    st.add_argument("--pairs", help="YAML/JSON list of pairs (label, dataset, condition/baseline {model, method}) "
+                                    "for paired differences (Table F.3)")
+    st.add_argument("--paired-resamples", type=int, default=100_000)
+    st.add_argument("--workers", type=int, default=1, help="threads for independent blocks")
     st.set_defaults(func=_stats)
 
     tb = sub.add_parser("tables", help="stats → paper tables (CSV, Markdown, LaTeX)")
@@ -145,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, KeyError, TypeError) as exc:
         print(f"prefix-audit {args.command}: {exc}", file=sys.stderr)
         return 2
 

@@ -6,19 +6,25 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import polars as pl
 
 from prefix_audit.bootstrap import percentile_bootstrap
-from prefix_audit.io import atomic_write
 from prefix_audit.intervals import wilson_interval
+from prefix_audit.io import atomic_write
 from prefix_audit.metrics import block_metrics, check_identities
 
 BLOCK_KEYS = ("dataset", "model", "method")
 METRICS = ("pec", "depth_support", "eligible_pec", "ter", "auc_pec", "mean_fed", "final_success", "rr")
 REQUIRED_COLUMNS = (*BLOCK_KEYS, "task_id", "T", "FED", "Y")
+# Optional accounting columns; when present, each block gets a point-estimate row per column.
+COST_METRICS = ("agent_tokens", "agent_latency_s")
+TAU_POOL: Mapping[str, tuple[str, ...]] = MappingProxyType({"tau": ("tau_airline", "tau_retail")})
 
 STATS_SCHEMA = pl.Schema(
     {
@@ -86,7 +92,22 @@ def _row(
     }
 
 
-def _check_episodes(episodes: pl.DataFrame) -> None:
+def check_pools(pools: Mapping[str, Sequence[str]], datasets: set[str]) -> None:
+    """Raise ValueError on a pool without members or a pool name that is also a dataset."""
+    for name, members in pools.items():
+        if not members:
+            raise ValueError(f"pool {name!r} has no member datasets")
+        if name in datasets:
+            raise ValueError(f"pool name {name!r} is also a dataset in the episodes")
+
+
+def pool_members(pools: Mapping[str, Sequence[str]], dataset: str) -> tuple[str, ...]:
+    """The datasets a dataset id or pool name stands for."""
+    return tuple(pools.get(dataset, (dataset,)))
+
+
+def check_episodes(episodes: pl.DataFrame) -> None:
+    """Raise ValueError if the episodes lack a required column or hold nulls where none may be."""
     missing = [c for c in REQUIRED_COLUMNS if c not in episodes.columns]
     if missing:
         raise ValueError(f"episodes lack required column(s): {', '.join(missing)}")
@@ -102,18 +123,22 @@ def _check_episodes(episodes: pl.DataFrame) -> None:
 def _block_rows(
     key: tuple[str, str, str],
     block: pl.DataFrame,
+    unit: Sequence[str],
     *,
     resamples: int,
     seed: int,
     k_max: int,
     confidence: float,
 ) -> list[dict[str, object]]:
-    dup = block.filter(pl.col("task_id").is_duplicated())["task_id"]
-    if dup.len():
+    dup = block.filter(pl.struct(unit).is_duplicated()).select(unit)
+    if dup.height:
         # The bootstrap resamples rows as tasks; repeated tasks would need a clustered resample.
+        first = dup.row(0)
+        times = block.filter(pl.all_horizontal(pl.col(c) == v for c, v in zip(unit, first))).height
+        shown = "/".join(map(str, first))
         raise ValueError(
             f"block {'/'.join(key)}: task-level bootstrap needs one rollout per task, "
-            f"but task_id {dup[0]!r} occurs {int((block['task_id'] == dup[0]).sum())} times"
+            f"but {'/'.join(unit)} {shown!r} occurs {times} times"
         )
     fed = block["FED"].to_numpy().astype(np.int64)
     T = block["T"].to_numpy().astype(np.int64)
@@ -152,6 +177,11 @@ def _block_rows(
     wilson = wilson_interval(m.rr_successes, m.rr_n, confidence)
     lo, hi = wilson if wilson is not None else (None, None)
     rows.append(common | _row("rr", None, m.rr, lo, hi, m.rr_n, "wilson", successes=m.rr_successes))
+    for metric in COST_METRICS:
+        if metric in block.columns:
+            known = block[metric].drop_nulls()
+            mean = float(known.cast(pl.Float64).mean()) if known.len() else None
+            rows.append(common | _row(metric, None, mean, None, None, known.len(), "none"))
     return rows
 
 
@@ -162,20 +192,42 @@ def compute_stats(
     seed: int,
     k_max: int = 4,
     confidence: float = 0.95,
+    pools: Mapping[str, Sequence[str]] | None = None,
+    workers: int = 1,
 ) -> pl.DataFrame:
     """Long table of every metric, interval and denominator per (dataset, model, method) block.
 
+    ``pools`` maps a pool name to member datasets, e.g. ``TAU_POOL``: every (model, method)
+    with rows in a member dataset also gets a block with dataset = pool name over the union
+    of the members' rows, resampled per (dataset, task_id), so each task weighs the same.
+    Accounting columns (``COST_METRICS``), when present, add point-estimate rows (interval
+    "none", n = rollouts with accounting) after ``METRICS``.
     Blocks come in sorted key order, metrics in ``METRICS`` order, per-depth rows by k.
+    ``workers`` threads compute blocks concurrently (NumPy releases the GIL while drawing);
+    every block has its own seed, so the table does not depend on it.
     Raises IdentityViolation if any block breaks Propositions 1-3, ValueError on bad input.
     """
-    _check_episodes(episodes)
-    rows: list[dict[str, object]] = []
-    blocks = episodes.partition_by(list(BLOCK_KEYS), as_dict=True)
-    for key in sorted(blocks):
-        rows += _block_rows(
-            key, blocks[key], resamples=resamples, seed=seed, k_max=k_max, confidence=confidence
+    check_episodes(episodes)
+    pools = pools or {}
+    check_pools(pools, set(episodes["dataset"].unique().to_list()))
+    blocks = {
+        key: (frame, ("task_id",))
+        for key, frame in episodes.partition_by(list(BLOCK_KEYS), as_dict=True).items()
+    }
+    for name, members in pools.items():
+        pooled = episodes.filter(pl.col("dataset").is_in(list(members)))
+        for (model, method), frame in pooled.partition_by(["model", "method"], as_dict=True).items():
+            blocks[(name, model, method)] = (frame, ("dataset", "task_id"))
+
+    def rows_of(key: tuple[str, str, str]) -> list[dict[str, object]]:
+        frame, unit = blocks[key]
+        return _block_rows(
+            key, frame, unit, resamples=resamples, seed=seed, k_max=k_max, confidence=confidence
         )
-    return pl.DataFrame(rows, schema=STATS_SCHEMA)
+
+    with ThreadPoolExecutor(max_workers=workers) as executor:
+        per_block = list(executor.map(rows_of, sorted(blocks)))
+    return pl.DataFrame([row for rows in per_block for row in rows], schema=STATS_SCHEMA)
 
 
 def write_stats(
@@ -186,10 +238,18 @@ def write_stats(
     seed: int,
     k_max: int = 4,
     confidence: float = 0.95,
+    pools: Mapping[str, Sequence[str]] | None = TAU_POOL,
+    workers: int = 1,
 ) -> Path:
-    """Compute statistics of an episodes Parquet file; write ``out_dir/stats.parquet`` atomically."""
+    """Compute statistics of an episodes Parquet file; write ``out_dir/stats.parquet`` atomically.
+
+    Pools default to ``TAU_POOL`` (Table F.1); a pool only adds blocks where members have rows.
+    """
     episodes = pl.read_parquet(episodes_path)
-    stats = compute_stats(episodes, resamples=resamples, seed=seed, k_max=k_max, confidence=confidence)
+    stats = compute_stats(
+        episodes, resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, pools=pools,
+        workers=workers,
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return atomic_write(

@@ -1,17 +1,21 @@
-"""Paper tables from the long stats table, rendered as CSV, Markdown and LaTeX (booktabs)."""
+"""Paper tables from the long stats and paired tables, rendered as CSV, Markdown and LaTeX (booktabs)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from prefix_audit.io import atomic_write_text
-from prefix_audit.stats import BLOCK_KEYS
+from prefix_audit.paired import INTERVAL_METRICS, PAIRED_SCHEMA
+from prefix_audit.stats import BLOCK_KEYS, COST_METRICS, TAU_POOL
 
 EMPTY_NOTE = "No blocks were present."
+# Display order of the product's methods; any other method follows, sorted.
+METHOD_ORDER = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
+F2_BASELINES = ("react", "plan_conditioned")
 _MISSING = "n/a"
 _LATEX_SPECIALS = {
     "\\": r"\textbackslash{}",
@@ -27,6 +31,7 @@ _LATEX_SPECIALS = {
     "|": r"\textbar{}",
     "<": r"\textless{}",
     ">": r"\textgreater{}",
+    "Δ": r"$\Delta$",
 }
 
 
@@ -65,6 +70,197 @@ def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+def _method_rank(method: str) -> tuple[int, str]:
+    return (METHOD_ORDER.index(method), "") if method in METHOD_ORDER else (len(METHOD_ORDER), method)
+
+
+def _signed_ci(est: float | None, lo: float | None, hi: float | None) -> str:
+    if est is None:
+        return _MISSING
+    # + 0.0 turns a negative zero into "+0.000".
+    if lo is None or hi is None:
+        return f"{est + 0.0:+.3f}"
+    return f"{est + 0.0:+.3f} [{lo + 0.0:+.3f}, {hi + 0.0:+.3f}]"
+
+
+def _estimates(stats: pl.DataFrame, dataset: str | None = None) -> dict[tuple[str, ...], dict[str, dict]]:
+    """Scalar (k-less) rows by block key, then by metric."""
+    rows = stats.filter(pl.col("k").is_null())
+    if dataset is not None:
+        rows = rows.filter(pl.col("dataset") == dataset)
+    out: dict[tuple[str, ...], dict[str, dict]] = {}
+    for r in rows.iter_rows(named=True):
+        out.setdefault(tuple(r[key] for key in BLOCK_KEYS), {})[r["metric"]] = r
+    return out
+
+
+F1_METRICS = (
+    ("TER", "ter"), ("mean FED", "mean_fed"), ("AUC-PEC", "auc_pec"), ("final success", "final_success")
+)
+F3_METRICS = (("ΔTER", "delta_ter"), ("ΔAUC-PEC", "delta_auc_pec"), ("Δfinal success", "delta_final_success"))
+F3_COSTS = (("Δtokens", "agent_tokens", "{:+,.0f}"), ("Δlatency", "agent_latency_s", "{:+.2f} s"))
+
+
+def table_f1(stats: pl.DataFrame, pool: str = "tau") -> pl.DataFrame:
+    """Table F.1: TER, mean FED, AUC-PEC, final success with CIs and RR (s/n, Wilson) of a pooled dataset.
+
+    One row per model x method of the blocks with dataset = ``pool``; numeric columns kept for CSV.
+    """
+    schema: dict[str, pl.DataType] = {"model": pl.Utf8(), "method": pl.Utf8(), "N": pl.Int64()}
+    schema |= {title: pl.Utf8() for title, _ in F1_METRICS} | {"RR": pl.Utf8()}
+    for _, m in F1_METRICS:
+        schema |= {m: pl.Float64(), f"{m}_lo": pl.Float64(), f"{m}_hi": pl.Float64()}
+    schema |= {"final_success_n": pl.Int64(), "rr_s": pl.Int64(), "rr_n": pl.Int64()}
+    schema |= {"rr": pl.Float64(), "rr_lo": pl.Float64(), "rr_hi": pl.Float64()}
+
+    blocks = _estimates(stats, pool)
+    rows = []
+    for key in sorted(blocks, key=lambda k: (k[1], _method_rank(k[2]))):
+        metrics = blocks[key]
+        row: dict[str, object] = {"model": key[1], "method": key[2], "N": metrics["ter"]["n"]}
+        for title, m in F1_METRICS:
+            r = metrics[m]
+            row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"]}
+            row[title] = _fmt_ci(r["estimate"], r["ci_low"], r["ci_high"])
+        success = metrics["final_success"]
+        row["final_success_n"] = success["n"]
+        if success["n"] != row["N"]:
+            row["final success"] = f"{row['final success']} (n = {success['n']})"
+        rr = metrics["rr"]
+        row |= {"rr_s": rr["successes"], "rr_n": rr["n"], "rr": rr["estimate"]}
+        row |= {"rr_lo": rr["ci_low"], "rr_hi": rr["ci_high"]}
+        if rr["estimate"] is None:
+            row["RR"] = f"{rr['successes']}/{rr['n']} (undefined)"
+        else:
+            ci = _fmt_ci(rr["estimate"], rr["ci_low"], rr["ci_high"])
+            row["RR"] = f"{rr['successes']}/{rr['n']} = {ci}"
+        rows.append(row)
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _fmt_tokens(x: float | None) -> str:
+    return _MISSING if x is None else f"{x / 1000:.2f}k"
+
+
+def _fmt_latency(x: float | None) -> str:
+    return _MISSING if x is None else f"{x:.2f} s"
+
+
+def _fmt_rel(x: float | None) -> str:
+    return _MISSING if x is None else f"{x + 0.0:+.1%}"
+
+
+def _relative(new: float | None, base: float | None) -> float | None:
+    return None if new is None or not base else new / base - 1.0
+
+
+def table_f2(stats: pl.DataFrame) -> pl.DataFrame:
+    """Table F.2: mean agent tokens / mean cumulative agent latency per episode, by dataset x model.
+
+    One column per method (``METHOD_ORDER`` first, then any other method with accounting rows)
+    holding ``"12.35k / 45.60 s (164/164)"``: the means over episodes with accounting and that
+    count over all episodes of the block ("n/a" for a method without a block or without
+    accounting), then Dual-Loop's relative change vs ReAct and vs Plan-Conditioned
+    (tokens / latency). Only dataset x model pairs with accounting rows appear.
+    """
+    blocks = _estimates(stats.filter(pl.col("metric").is_in(["ter", *COST_METRICS])))
+    costed = {key for key, metrics in blocks.items() if any(m in metrics for m in COST_METRICS)}
+    extra = sorted({key[2] for key in costed} - set(METHOD_ORDER))
+    methods = (*METHOD_ORDER, *extra)
+    schema: dict[str, pl.DataType] = {"dataset": pl.Utf8(), "model": pl.Utf8()}
+    schema |= {m: pl.Utf8() for m in methods}
+    schema |= {f"dual_loop vs {b}": pl.Utf8() for b in F2_BASELINES}
+    for m in methods:
+        schema[f"{m}_N"] = pl.Int64()
+        for c in COST_METRICS:
+            schema |= {f"{m}_{c}": pl.Float64(), f"{m}_{c}_n": pl.Int64()}
+    for b in F2_BASELINES:
+        schema |= {f"dual_loop_vs_{b}_{c}": pl.Float64() for c in COST_METRICS}
+
+    rows = []
+    for dataset, model in sorted({key[:2] for key in costed}):
+        row: dict[str, object] = {"dataset": dataset, "model": model}
+        for m in methods:
+            metrics = blocks.get((dataset, model, m))
+            if metrics is None:
+                row[m] = _MISSING
+                continue
+            n_all = metrics["ter"]["n"]
+            row[f"{m}_N"] = n_all
+            est = {c: metrics[c]["estimate"] if c in metrics else None for c in COST_METRICS}
+            den = {c: metrics[c]["n"] if c in metrics else 0 for c in COST_METRICS}
+            for c in COST_METRICS:
+                row |= {f"{m}_{c}": est[c], f"{m}_{c}_n": den[c]}
+            tokens, latency = den.values()
+            if tokens == latency:
+                counts = f"{tokens}/{n_all}"
+            else:
+                counts = f"tokens {tokens}/{n_all}, latency {latency}/{n_all}"
+            cost = f"{_fmt_tokens(est['agent_tokens'])} / {_fmt_latency(est['agent_latency_s'])}"
+            row[m] = f"{cost} ({counts})"
+        for b in F2_BASELINES:
+            rel = {c: _relative(row.get(f"dual_loop_{c}"), row.get(f"{b}_{c}")) for c in COST_METRICS}
+            row |= {f"dual_loop_vs_{b}_{c}": rel[c] for c in COST_METRICS}
+            row[f"dual_loop vs {b}"] = " / ".join(_fmt_rel(rel[c]) for c in COST_METRICS)
+        rows.append(row)
+    return pl.DataFrame(rows, schema=schema)
+
+
+def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
+    """Table F.3: paired differences (condition - baseline) per pair label, in the paired table's order.
+
+    ΔTER, ΔAUC-PEC and Δfinal success with paired percentile-bootstrap CIs; Δ mean agent tokens
+    and Δ mean latency as points with their relative change; paired and unpaired task counts.
+    """
+    schema: dict[str, pl.DataType] = {
+        "label": pl.Utf8(), "dataset": pl.Utf8(), "condition": pl.Utf8(), "baseline": pl.Utf8(),
+        "pairs": pl.Int64(), "unpaired": pl.Utf8(),
+        "ΔTER": pl.Utf8(), "ΔAUC-PEC": pl.Utf8(), "Δfinal success": pl.Utf8(),
+        "Δtokens": pl.Utf8(), "Δlatency": pl.Utf8(),
+        "n_condition_only": pl.Int64(), "n_baseline_only": pl.Int64(),
+    }
+    for m in INTERVAL_METRICS:
+        schema |= {m: pl.Float64(), f"{m}_lo": pl.Float64(), f"{m}_hi": pl.Float64(), f"{m}_n": pl.Int64()}
+    for c in COST_METRICS:
+        schema |= {f"delta_{c}": pl.Float64(), f"delta_{c}_n": pl.Int64(), f"rel_{c}": pl.Float64()}
+
+    labels = paired["label"].unique(maintain_order=True).to_list()
+    rows = []
+    for label in labels:
+        metrics = {r["metric"]: r for r in paired.filter(pl.col("label") == label).iter_rows(named=True)}
+        first = next(iter(metrics.values()))
+        row: dict[str, object] = {
+            "label": label,
+            "dataset": first["dataset"],
+            "condition": f"{first['condition_model']}/{first['condition_method']}",
+            "baseline": f"{first['baseline_model']}/{first['baseline_method']}",
+            "pairs": first["n_pairs"],
+            "unpaired": (
+                f"{first['n_condition_only']} condition-only, {first['n_baseline_only']} baseline-only"
+            ),
+            "n_condition_only": first["n_condition_only"],
+            "n_baseline_only": first["n_baseline_only"],
+        }
+        for m in INTERVAL_METRICS:
+            r = metrics[m]
+            row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"], f"{m}_n": r["n"]}
+        for title, m in F3_METRICS:
+            row[title] = _signed_ci(row[m], row[f"{m}_lo"], row[f"{m}_hi"])
+        if row["delta_final_success_n"] != row["pairs"]:
+            row["Δfinal success"] = f"{row['Δfinal success']} (n = {row['delta_final_success_n']})"
+        for c in COST_METRICS:
+            delta, rel = metrics[f"delta_{c}"], metrics[f"rel_{c}"]
+            row |= {f"delta_{c}": delta["estimate"], f"delta_{c}_n": delta["n"], f"rel_{c}": rel["estimate"]}
+        for title, c, spec in F3_COSTS:
+            delta = row[f"delta_{c}"]
+            text = _MISSING if delta is None else f"{spec.format(delta + 0.0)} ({_fmt_rel(row[f'rel_{c}'])})"
+            if delta is not None and row[f"delta_{c}_n"] != row["pairs"]:
+                text += f" (n = {row[f'delta_{c}_n']})"
+            row[title] = text
+        rows.append(row)
+    return pl.DataFrame(rows, schema=schema)
+
+
 def _cell(value: object) -> str:
     if value is None:
         return ""
@@ -73,8 +269,8 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def to_markdown(df: pl.DataFrame) -> str:
-    """GitHub-flavoured Markdown table; numeric columns right-aligned; a note line if empty."""
+def to_markdown(df: pl.DataFrame, note: str = EMPTY_NOTE) -> str:
+    """GitHub-flavoured Markdown table; numeric columns right-aligned; ``note`` line if empty."""
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(c.replace("|", r"\|").replace("\n", " ") for c in cells) + " |"
 
@@ -84,7 +280,7 @@ def to_markdown(df: pl.DataFrame) -> str:
     ]
     out += [line([_cell(v) for v in row]) for row in df.iter_rows()]
     if df.is_empty():
-        out += ["", f"_{EMPTY_NOTE}_"]
+        out += ["", f"_{note}_"]
     return "\n".join(out) + "\n"
 
 
@@ -95,8 +291,8 @@ def latex_escape(text: str) -> str:
     return "{}" + escaped if escaped.startswith("[") else escaped
 
 
-def to_latex_booktabs(df: pl.DataFrame, caption: str, label: str) -> str:
-    """A ``table`` float with a booktabs ``tabular``; the caption is escaped, the label is not."""
+def to_latex_booktabs(df: pl.DataFrame, caption: str, label: str, note: str = EMPTY_NOTE) -> str:
+    """A ``table`` float with a booktabs ``tabular``; caption and note are escaped, the label is not."""
     spec = "".join("r" if dt.is_numeric() else "l" for dt in df.dtypes)
     out = [
         r"\begin{table}[htbp]",
@@ -110,7 +306,7 @@ def to_latex_booktabs(df: pl.DataFrame, caption: str, label: str) -> str:
     ]
     out += [" & ".join(latex_escape(_cell(v)) for v in row) + r" \\" for row in df.iter_rows()]
     if df.is_empty():
-        out.append(rf"\multicolumn{{{df.width}}}{{c}}{{{EMPTY_NOTE}}} \\")
+        out.append(rf"\multicolumn{{{df.width}}}{{c}}{{{latex_escape(note)}}} \\")
     out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(out) + "\n"
 
@@ -122,31 +318,95 @@ def write_table(
     caption: str,
     *,
     display: Sequence[str] | None = None,
+    note: str = EMPTY_NOTE,
 ) -> list[Path]:
-    """Write ``stem.csv`` (all columns) and ``stem.md``/``stem.tex`` (``display`` columns) atomically."""
+    """Write ``stem.csv`` (all columns) and ``stem.md``/``stem.tex`` (``display`` columns) atomically.
+
+    An empty table gets its header, plus ``note`` in the Markdown and LaTeX files.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     shown = df.select(display) if display is not None else df
     return [
         atomic_write_text(out / f"{stem}.csv", df.write_csv()),
-        atomic_write_text(out / f"{stem}.md", to_markdown(shown)),
-        atomic_write_text(out / f"{stem}.tex", to_latex_booktabs(shown, caption, f"tab:{stem}")),
+        atomic_write_text(out / f"{stem}.md", to_markdown(shown, note)),
+        atomic_write_text(out / f"{stem}.tex", to_latex_booktabs(shown, caption, f"tab:{stem}", note)),
     ]
 
 
-def _confidence_text(stats: pl.DataFrame) -> str:
-    levels = stats["confidence"].unique().to_list()
+def _confidence_text(frame: pl.DataFrame) -> str:
+    levels = frame["confidence"].unique().to_list()
     return f"{100 * levels[0]:g}% " if len(levels) == 1 else ""
 
 
-def write_tables(stats_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write every table built from ``stats.parquet`` (a file, or a directory holding it)."""
+def _display(df: pl.DataFrame) -> list[str]:
+    """The text columns and the block size; the numeric columns go to the CSV only."""
+    return [c for c, dt in df.schema.items() if dt == pl.Utf8 or c in ("N", "pairs")]
+
+
+def write_tables(
+    stats_path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    paired_path: str | os.PathLike[str] | None = None,
+    pools: Mapping[str, Sequence[str]] = TAU_POOL,
+) -> list[Path]:
+    """Write tables G.1, F.1, F.2 and F.3 (CSV, Markdown, LaTeX each); return the 12 paths.
+
+    ``stats_path`` is ``stats.parquet`` or a directory holding it; F.3 reads ``paired_path``,
+    or else ``paired.parquet`` beside ``stats.parquet`` when the directory holds one. Every
+    table is always written; an empty one carries a note on which blocks were absent.
+    """
     path = Path(stats_path)
-    stats = pl.read_parquet(path / "stats.parquet" if path.is_dir() else path)
-    g1 = table_g1(stats)
+    stats_file = path / "stats.parquet" if path.is_dir() else path
+    stats = pl.read_parquet(stats_file)
+    if paired_path is None and (stats_file.parent / "paired.parquet").is_file():
+        paired_path = stats_file.parent / "paired.parquet"
+    paired = pl.read_parquet(paired_path) if paired_path is not None else pl.DataFrame(schema=PAIRED_SCHEMA)
+    conf = _confidence_text(stats)
+
+    # G.1 is per dataset; pooled pseudo-datasets belong to F.1.
+    g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))))
     caption = (
-        f"PEC@k with {_confidence_text(stats)}percentile-bootstrap confidence intervals "
+        f"PEC@k with {conf}percentile-bootstrap confidence intervals "
         "per dataset, model and method block."
     )
-    display = [c for c in g1.columns if not c.startswith("pec_")]
-    return write_table(g1, out_dir, "table_G1", caption, display=display)
+    paths = write_table(g1, out_dir, "table_G1", caption, display=_display(g1))
+
+    pool = "tau"
+    f1 = table_f1(stats, pool)
+    members = pools.get(pool, TAU_POOL[pool])
+    joined = "/".join(members)
+    if stats["dataset"].is_in(list(members)).any():
+        absent = f"{joined} blocks are present but were not pooled (compute_stats pools=TAU_POOL)"
+    else:
+        absent = f"no {joined} blocks in the FED table"
+    paths += write_table(
+        f1, out_dir, "table_F1",
+        f"{joined} pooled per task: TER, mean FED, AUC-PEC and final success with {conf}task-level "
+        "percentile-bootstrap intervals; RR as recovered/eligible with a Wilson interval.",
+        display=_display(f1),
+        note=f"No {pool} blocks in the stats table: {absent}.",
+    )
+
+    f2 = table_f2(stats)
+    paths += write_table(
+        f2, out_dir, "table_F2",
+        "Mean agent tokens / mean cumulative agent call latency per episode (k = thousand tokens), "
+        "episodes with accounting / all; relative change of Dual-Loop (tokens / latency).",
+        display=_display(f2),
+        note="No blocks in the stats table." if stats.is_empty() else (
+            "No agent accounting in the stats table: the FED table has no "
+            f"{'/'.join(COST_METRICS)} columns."
+        ),
+    )
+
+    f3 = table_f3(paired)
+    reason = "no paired.parquet was given" if paired_path is None else f"{Path(paired_path).name} has no rows"
+    paths += write_table(
+        f3, out_dir, "table_F3",
+        f"Paired differences (condition - baseline) with {_confidence_text(paired)}paired task-level "
+        "percentile-bootstrap intervals; cost differences as points (relative change).",
+        display=_display(f3),
+        note=f"No paired differences: {reason}.",
+    )
+    return paths

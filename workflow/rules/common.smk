@@ -10,7 +10,8 @@ RESOURCES = config["resources_dir"]
 RESULTS = config["results_dir"]
 DATASETS = sorted(config["benchmarks"])
 SOURCES = sorted(config["sources"])
-TABLES = [f"{RESULTS}/tables/table_G1.{ext}" for ext in ("csv", "md", "tex")]
+TABLE_NAMES = ("G1", "F1", "F2", "F3")
+TABLES = [f"{RESULTS}/tables/table_{t}.{ext}" for t in TABLE_NAMES for ext in ("csv", "md", "tex")]
 
 
 LIBRARY = Path(workflow.basedir) / "src" / "prefix_audit"
@@ -45,7 +46,8 @@ def block_episodes():
 
 
 def all_outputs():
-    return [f"{RESULTS}/fed/episodes.parquet", f"{RESULTS}/stats/stats.parquet", *TABLES, f"{RESULTS}/figures"]
+    return [f"{RESULTS}/fed/episodes.parquet", f"{RESULTS}/stats/stats.parquet", f"{RESULTS}/stats/paired.parquet",
+            *TABLES, f"{RESULTS}/figures"]
 
 
 wildcard_constraints:

@@ -1,5 +1,6 @@
 rule statistics:
-    """Point estimates, Proposition 1-3 identity checks, percentile bootstrap and Wilson intervals."""
+    """Point estimates, Proposition 1-3 identity checks (a violation fails the rule), percentile
+    bootstrap and Wilson intervals, per block and per pool."""
     input:
         f"{RESULTS}/fed/episodes.parquet",
     output:
@@ -9,7 +10,9 @@ rule statistics:
         seed=config["stats"]["seed"],
         k_max=config["stats"]["k_max"],
         confidence=config["stats"]["confidence"],
+        pools=config["stats"]["pools"],
         code=code_fingerprint("metrics.py", "bootstrap.py", "intervals.py", "stats.py", "io.py"),
+    threads: 2
     log:
         f"{RESULTS}/logs/stats.log",
     benchmark:
@@ -18,17 +21,46 @@ rule statistics:
         "../scripts/statistics.py"
 
 
-rule tables:
-    """The paper tables as CSV, Markdown and LaTeX."""
+rule paired_statistics:
+    """Paired task-level bootstrap of condition − baseline on shared tasks (Table F.3)."""
     input:
-        f"{RESULTS}/stats/stats.parquet",
+        f"{RESULTS}/fed/episodes.parquet",
     output:
-        csv=report(f"{RESULTS}/tables/table_G1.csv", category="Tables",
-                   caption="../report/table_G1.rst"),
-        md=f"{RESULTS}/tables/table_G1.md",
-        tex=f"{RESULTS}/tables/table_G1.tex",
+        f"{RESULTS}/stats/paired.parquet",
     params:
-        code=code_fingerprint("tables.py", "io.py"),
+        pairs=config["stats"]["pairs"],
+        resamples=config["stats"]["paired_resamples"],
+        seed=config["stats"]["seed"],
+        confidence=config["stats"]["confidence"],
+        pools=config["stats"]["pools"],
+        code=code_fingerprint("paired.py", "metrics.py", "stats.py", "io.py"),
+    threads: 2
+    log:
+        f"{RESULTS}/logs/paired.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/paired.tsv"
+    script:
+        "../scripts/paired_statistics.py"
+
+
+rule tables:
+    """Tables G.1, F.1, F.2 and F.3 as CSV, Markdown and LaTeX."""
+    input:
+        stats=f"{RESULTS}/stats/stats.parquet",
+        paired=f"{RESULTS}/stats/paired.parquet",
+    output:
+        **{
+            f"{table}_{ext}": (
+                report(f"{RESULTS}/tables/table_{table}.{ext}", category="Tables",
+                       caption=f"../report/table_{table}.rst")
+                if ext == "csv" else f"{RESULTS}/tables/table_{table}.{ext}"
+            )
+            for table in TABLE_NAMES
+            for ext in ("csv", "md", "tex")
+        },
+    params:
+        pools=config["stats"]["pools"],
+        code=code_fingerprint("tables.py", "stats.py", "paired.py", "io.py"),
     log:
         f"{RESULTS}/logs/tables.log",
     script:

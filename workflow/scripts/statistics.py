@@ -5,4 +5,5 @@ from prefix_audit.stats import write_stats
 
 with logging_to(snakemake.log[0]):
     write_stats(snakemake.input[0], Path(snakemake.output[0]).parent, resamples=snakemake.params.resamples,
-                seed=snakemake.params.seed, k_max=snakemake.params.k_max, confidence=snakemake.params.confidence)
+                seed=snakemake.params.seed, k_max=snakemake.params.k_max, confidence=snakemake.params.confidence,
+                pools=dict(snakemake.params.pools), workers=snakemake.threads)

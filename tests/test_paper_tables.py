@@ -1,0 +1,259 @@
+"""Pooled blocks, accounting rows and Tables F.1, F.2, F.3 on synthetic episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from prefix_audit.intervals import wilson_interval
+from prefix_audit.paired import PAIRED_SCHEMA, PairSpec, paired_differences, write_paired
+from prefix_audit.stats import STATS_SCHEMA, TAU_POOL, block_seed, compute_stats, write_stats
+from prefix_audit.tables import METHOD_ORDER, table_f1, table_f2, table_f3, write_tables
+
+EPISODE_SCHEMA = {
+    "dataset": pl.Utf8,
+    "model": pl.Utf8,
+    "method": pl.Utf8,
+    "task_id": pl.Utf8,
+    "rollout_id": pl.Utf8,
+    "T": pl.Int32,
+    "FED": pl.Int32,
+    "Y": pl.Int8,
+    "category": pl.Utf8,
+    "agent_tokens": pl.Int64,
+    "agent_latency_s": pl.Float64,
+    "user_sim_tokens": pl.Int64,
+    "user_sim_latency_s": pl.Float64,
+}
+SIZES = {"tau_airline": 12, "tau_retail": 20, "bfcl_v3": 10}
+MODELS = ("sim-strong", "sim-weak")
+RESAMPLES = 500
+TABLE_STEMS = [f"table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3") for ext in ("csv", "md", "tex")]
+
+
+def make_episodes(seed: int = 0) -> pl.DataFrame:
+    """τ blocks for every model x method (sim-weak lacks prompt_planning), with accounting;
+    BFCL reference rollouts without accounting; a sensitivity condition for F.3."""
+    rng = np.random.default_rng(seed)
+    rows = []
+
+    def add(dataset: str, model: str, method: str, tasks: range, accounted: float) -> None:
+        for i in tasks:
+            t = int(rng.integers(1, 7))
+            fed = int(min(rng.integers(1, 10), t + 1))
+            has_cost = dataset.startswith("tau") and rng.random() < accounted
+            rows.append({
+                "dataset": dataset, "model": model, "method": method, "task_id": f"task-{i:03d}",
+                "rollout_id": f"{dataset}/{model}/{method}/{i}", "T": t, "FED": fed,
+                "Y": [0, 1, None][int(rng.choice(3, p=[0.45, 0.45, 0.1]))],
+                "category": None if fed == t + 1 else "schema",
+                "agent_tokens": int(rng.integers(800, 4000)) if has_cost else None,
+                "agent_latency_s": float(rng.uniform(1, 30)) if has_cost else None,
+                "user_sim_tokens": None, "user_sim_latency_s": None,
+            })
+
+    for dataset in ("tau_airline", "tau_retail"):
+        for model in MODELS:
+            for method in METHOD_ORDER:
+                if (model, method) != ("sim-weak", "prompt_planning"):
+                    add(dataset, model, method, range(SIZES[dataset]), 0.8 if method == "react" else 1.0)
+        add(dataset, "sim-strong", "deterministic_accept", range(2, SIZES[dataset]), 1.0)
+    add("bfcl_v3", "reference", "reference", range(SIZES["bfcl_v3"]), 0.0)
+    return pl.DataFrame(rows, schema=EPISODE_SCHEMA)
+
+
+PAIRS = [
+    PairSpec("deterministic accept", "tau", ("sim-strong", "deterministic_accept"), ("sim-strong", "plan_conditioned")),
+    PairSpec("dual-loop", "tau", ("sim-strong", "dual_loop"), ("sim-strong", "plan_conditioned")),
+]
+
+
+@pytest.fixture(scope="module")
+def episodes() -> pl.DataFrame:
+    return make_episodes()
+
+
+@pytest.fixture(scope="module")
+def stats(episodes) -> pl.DataFrame:
+    return compute_stats(episodes, resamples=RESAMPLES, seed=1, pools=TAU_POOL)
+
+
+@pytest.fixture(scope="module")
+def paired(episodes) -> pl.DataFrame:
+    return paired_differences(episodes, PAIRS, resamples=RESAMPLES, seed=1, pools=TAU_POOL)
+
+
+def metric(stats: pl.DataFrame, dataset: str, model: str, method: str, name: str) -> dict:
+    return stats.filter(
+        (pl.col("dataset") == dataset) & (pl.col("model") == model) & (pl.col("method") == method)
+        & (pl.col("metric") == name) & pl.col("k").is_null()
+    ).row(0, named=True)
+
+
+def test_pooled_blocks_cover_the_union_of_members(episodes, stats):
+    assert stats.schema == STATS_SCHEMA
+    pooled = stats.filter(pl.col("dataset") == "tau")
+    keys = set(zip(pooled["model"], pooled["method"]))
+    member_keys = set(episodes.filter(pl.col("dataset").str.starts_with("tau")).select("model", "method").iter_rows())
+    assert keys == member_keys
+    union = episodes.filter(pl.col("dataset").is_in(TAU_POOL["tau"]) & (pl.col("model") == "sim-strong")
+                            & (pl.col("method") == "dual_loop"))
+    ter = metric(stats, "tau", "sim-strong", "dual_loop", "ter")
+    assert ter["n"] == SIZES["tau_airline"] + SIZES["tau_retail"] == union.height
+    assert ter["estimate"] == pytest.approx((union["FED"] == union["T"] + 1).mean())
+    assert ter["seed"] == block_seed(1, "tau", "sim-strong", "dual_loop")
+    # Blocks stay sorted: the pool sorts among the datasets by name.
+    assert stats["dataset"].unique(maintain_order=True).to_list() == ["bfcl_v3", "tau", "tau_airline", "tau_retail"]
+
+
+def test_worker_threads_do_not_change_the_table(episodes, stats):
+    assert compute_stats(episodes, resamples=RESAMPLES, seed=1, pools=TAU_POOL, workers=3).equals(stats)
+
+
+def test_pool_requires_member_rows_and_checks_units(episodes):
+    only_airline = episodes.filter(pl.col("dataset") != "tau_retail")
+    out = compute_stats(only_airline, resamples=50, seed=0, pools=TAU_POOL)
+    assert metric(out, "tau", "sim-strong", "react", "ter")["n"] == SIZES["tau_airline"]
+    no_tau = episodes.filter(pl.col("dataset") == "bfcl_v3")
+    assert "tau" not in compute_stats(no_tau, resamples=50, seed=0, pools=TAU_POOL)["dataset"].to_list()
+    dup = pl.concat([episodes, episodes.filter(pl.col("dataset") == "tau_retail").head(1)])
+    with pytest.raises(ValueError, match="one rollout per task.*tau_retail/task-000"):
+        compute_stats(dup, resamples=50, seed=0, pools=TAU_POOL)
+    with pytest.raises(ValueError, match="also a dataset"):
+        compute_stats(episodes, resamples=50, seed=0, pools={"bfcl_v3": ["tau_airline"]})
+
+
+def test_accounting_rows_are_points_over_accounted_rollouts(episodes, stats):
+    block = episodes.filter((pl.col("dataset") == "tau_airline") & (pl.col("model") == "sim-weak")
+                            & (pl.col("method") == "react"))
+    tokens = metric(stats, "tau_airline", "sim-weak", "react", "agent_tokens")
+    assert tokens["n"] == block["agent_tokens"].drop_nulls().len() < block.height
+    assert tokens["estimate"] == pytest.approx(block["agent_tokens"].drop_nulls().mean())
+    assert tokens["interval"] == "none" and tokens["ci_low"] is None
+    bfcl = metric(stats, "bfcl_v3", "reference", "reference", "agent_latency_s")
+    assert bfcl["n"] == 0 and bfcl["estimate"] is None
+    assert "user_sim_tokens" not in stats["metric"].to_list()
+
+
+def test_table_f1_cells(stats):
+    f1 = table_f1(stats)
+    assert f1.height == 2 * 4 - 1 + 1  # sim-weak lacks prompt_planning; sim-strong has deterministic_accept
+    strong = f1.filter(pl.col("model") == "sim-strong")["method"].to_list()
+    assert strong == [*METHOD_ORDER, "deterministic_accept"]
+    row = f1.row(0, named=True)
+    ter = metric(stats, "tau", row["model"], row["method"], "ter")
+    assert row["N"] == 32 and row["TER"] == f"{ter['estimate']:.3f} [{ter['ci_low']:.3f}, {ter['ci_high']:.3f}]"
+    rr = metric(stats, "tau", row["model"], row["method"], "rr")
+    lo, hi = wilson_interval(rr["successes"], rr["n"])
+    assert row["RR"] == f"{rr['successes']}/{rr['n']} = {rr['successes'] / rr['n']:.3f} [{lo:.3f}, {hi:.3f}]"
+    # Where some Y is unknown, the final-success denominator is shown.
+    for r in f1.iter_rows(named=True):
+        success = metric(stats, "tau", r["model"], r["method"], "final_success")
+        assert r["final_success_n"] == success["n"]
+        assert r["final success"].endswith(f"(n = {success['n']})") == (success["n"] < r["N"])
+    assert (f1["final_success_n"] < f1["N"]).any()
+
+
+def test_table_f1_undefined_rr():
+    rows = [{"dataset": "tau_retail", "model": "m", "method": "react", "task_id": f"t{i}", "rollout_id": f"r{i}",
+             "T": 2, "FED": 3, "Y": 1} for i in range(4)]
+    stats = compute_stats(pl.DataFrame(rows, schema={k: EPISODE_SCHEMA[k] for k in rows[0]}),
+                          resamples=50, seed=0, pools=TAU_POOL)
+    f1 = table_f1(stats)
+    assert f1["RR"].to_list() == ["0/0 (undefined)"] and f1["rr"].to_list() == [None]
+
+
+def test_table_f2_costs_relative_changes_and_gaps(episodes):
+    # Latency missing on a few react episodes that do have token counts: two denominators.
+    lost = (pl.col("method") == "react") & pl.col("agent_tokens").is_not_null() & pl.col("task_id").is_in(["task-001", "task-002"])
+    episodes = episodes.with_columns(pl.when(lost).then(None).otherwise(pl.col("agent_latency_s")).alias("agent_latency_s"))
+    stats = compute_stats(episodes, resamples=50, seed=0, pools=TAU_POOL)
+    f2 = table_f2(stats)
+    assert f2.columns[:7] == ["dataset", "model", *METHOD_ORDER, "deterministic_accept"]
+    row = f2.filter((pl.col("dataset") == "tau") & (pl.col("model") == "sim-weak")).row(0, named=True)
+    assert row["prompt_planning"] == "n/a" and row["deterministic_accept"] == "n/a"
+    react = metric(stats, "tau", "sim-weak", "react", "agent_tokens")
+    latency = metric(stats, "tau", "sim-weak", "react", "agent_latency_s")
+    assert latency["n"] < react["n"] < 32
+    assert row["react"].endswith(f"(tokens {react['n']}/32, latency {latency['n']}/32)")
+    assert row["react"].startswith(f"{react['estimate'] / 1000:.2f}k / {latency['estimate']:.2f} s")
+    dual = metric(stats, "tau", "sim-weak", "dual_loop", "agent_tokens")
+    assert row["dual_loop"].endswith("(32/32)")
+    rel = dual["estimate"] / react["estimate"] - 1
+    assert row["dual_loop_vs_react_agent_tokens"] == pytest.approx(rel)
+    assert row["dual_loop vs react"].startswith(f"{rel:+.1%} / ")
+    bfcl = f2.filter(pl.col("dataset") == "bfcl_v3").row(0, named=True)
+    assert bfcl["react"] == "n/a" and bfcl["dual_loop vs react"] == "n/a / n/a"
+    # The reference source passes through as its own column, without accounting.
+    assert bfcl["reference"] == "n/a / n/a (0/10)"
+
+
+def test_table_f3_rows(paired):
+    f3 = table_f3(paired)
+    assert f3["label"].to_list() == [p.label for p in PAIRS]
+    row = f3.row(0, named=True)
+    assert (row["pairs"], row["n_condition_only"], row["n_baseline_only"]) == (28, 0, 4)
+    assert row["unpaired"] == "0 condition-only, 4 baseline-only"
+    ter = paired.filter((pl.col("label") == "deterministic accept") & (pl.col("metric") == "delta_ter")).row(0, named=True)
+    assert row["ΔTER"] == f"{ter['estimate'] + 0.0:+.3f} [{ter['ci_low'] + 0.0:+.3f}, {ter['ci_high'] + 0.0:+.3f}]"
+    assert row["Δtokens"].endswith("%)") and row["Δlatency"].split()[1] == "s"
+
+
+def test_write_tables_is_complete_and_byte_identical(episodes, tmp_path):
+    path = tmp_path / "episodes.parquet"
+    episodes.write_parquet(path)
+    for out in ("a", "b"):
+        write_stats(path, tmp_path / out, resamples=RESAMPLES, seed=1)
+        write_paired(path, PAIRS, tmp_path / out, resamples=RESAMPLES, seed=1, pools=TAU_POOL)
+    first = write_tables(tmp_path / "a", tmp_path / "ta")  # paired.parquet found beside stats.parquet
+    second = write_tables(tmp_path / "b" / "stats.parquet", tmp_path / "tb", tmp_path / "b" / "paired.parquet")
+    assert [p.name for p in first] == [p.name for p in second] == TABLE_STEMS
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    md = {p.name: p.read_text() for p in first if p.suffix == ".md"}
+    assert "| sim-strong | dual_loop | 32 |" in md["table_F1.md"]
+    assert "| deterministic accept | tau | sim-strong/deterministic_accept |" in md["table_F3.md"]
+    tex = (tmp_path / "ta" / "table_F3.tex").read_text()
+    assert r"$\Delta$TER" in tex and "Δ" not in tex
+
+
+def test_seed_moves_intervals_not_estimates(episodes, stats):
+    other = compute_stats(episodes, resamples=RESAMPLES, seed=2, pools=TAU_POOL)
+    a, b = table_f1(stats), table_f1(other)
+    estimates = ["N", "ter", "mean_fed", "auc_pec", "final_success", "rr", "rr_lo", "rr_hi"]
+    assert a.select(estimates).equals(b.select(estimates))
+    assert not a.select("ter_lo", "ter_hi", "auc_pec_lo").equals(b.select("ter_lo", "ter_hi", "auc_pec_lo"))
+    assert table_f2(stats).equals(table_f2(other))
+    p1 = paired_differences(episodes, PAIRS, resamples=RESAMPLES, seed=1, pools=TAU_POOL)
+    p2 = paired_differences(episodes, PAIRS, resamples=RESAMPLES, seed=2, pools=TAU_POOL)
+    f3a, f3b = table_f3(p1), table_f3(p2)
+    assert f3a.select("delta_ter", "delta_agent_tokens").equals(f3b.select("delta_ter", "delta_agent_tokens"))
+    assert not f3a.select("delta_ter_lo", "delta_auc_pec_hi").equals(f3b.select("delta_ter_lo", "delta_auc_pec_hi"))
+
+
+def test_empty_inputs_write_headers_and_notes(episodes, tmp_path):
+    # Only BFCL, no accounting columns, no paired file: F.1, F.2 and F.3 are empty with notes.
+    bfcl = episodes.filter(pl.col("dataset") == "bfcl_v3").drop("agent_tokens", "agent_latency_s")
+    stats_dir = tmp_path / "stats"
+    bfcl.write_parquet(tmp_path / "episodes.parquet")
+    write_stats(tmp_path / "episodes.parquet", stats_dir, resamples=50, seed=0)
+    paths = write_tables(stats_dir, tmp_path / "out")
+    assert [p.name for p in paths] == TABLE_STEMS
+    text = {p.name: p.read_text() for p in paths}
+    assert text["table_G1.csv"].count("\n") == 2
+    for stem in ("F1", "F2", "F3"):
+        assert text[f"table_{stem}.csv"].count("\n") == 1, stem
+    assert "No tau blocks in the stats table: no tau_airline/tau_retail blocks in the FED table." in text["table_F1.md"]
+    assert "the FED table has no agent_tokens/agent_latency_s columns" in text["table_F2.md"]
+    assert "No paired differences: no paired.parquet was given." in text["table_F3.md"]
+    assert r"no tau\_airline/tau\_retail blocks" in text["table_F1.tex"]
+
+    # τ blocks without pooling, and an empty paired table.
+    unpooled = compute_stats(episodes, resamples=50, seed=0)
+    unpooled.write_parquet(tmp_path / "unpooled.parquet")
+    pl.DataFrame(schema=PAIRED_SCHEMA).write_parquet(tmp_path / "paired.parquet")
+    paths = write_tables(tmp_path / "unpooled.parquet", tmp_path / "out2", tmp_path / "paired.parquet")
+    text = {p.name: p.read_text() for p in paths}
+    assert "blocks are present but were not pooled" in text["table_F1.md"]
+    assert "No paired differences: paired.parquet has no rows." in text["table_F3.md"]
