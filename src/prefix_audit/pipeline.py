@@ -13,7 +13,7 @@ import polars as pl
 
 from .fetch import PackagePin, fetch_wheel
 from .io import atomic_write_text, write_parquet
-from .records import Rollout, write_rollouts
+from .records import Rollout, rollout_id_for
 
 log = logging.getLogger(__name__)
 
@@ -73,54 +73,49 @@ def read_task_list(path: str | Path) -> list[str]:
 
 def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, settings: Mapping[str, Any],
                       resources: str | Path, out: str | Path) -> int:
-    """Rollouts of one source (``reference`` or ``mutation``) for every sampled task."""
+    """Rollouts of one source (``reference`` or ``mutation``) for every sampled task.
+
+    Each finished rollout is stored durably as it completes (:mod:`prefix_audit.rollout_store`),
+    so a killed job resumes where it stopped.
+    """
     import random
 
+    from .rollout_store import store_all
     from .sources.mutation import mutated_rollout
 
     bench = _adapter(dataset, resources)
-    task_ids = read_task_list(tasks_file)
     kind = settings["kind"]
-    rollouts: list[Rollout] = []
-    if kind == "reference":
-        rollouts = [_relabel(bench.reference_rollout(t), source, kind, {}) for t in task_ids]
-    elif kind == "mutation":
-        seed = int(settings["seed"])
-        categories: Sequence[str] = settings["categories"]
-        clean = float(settings.get("clean_fraction", 0.0))
-        failures = 0
-        for task_id in task_ids:
-            rng = random.Random(f"{seed}:{task_id}")
-            if rng.random() < clean:
-                ref = bench.reference_rollout(task_id)
-                rollouts.append(_relabel(ref, source, kind, {"injected": None, "seed": seed}))
-                continue
-            order = list(categories)
-            rng.shuffle(order)
-            for category in order:  # fall back to another category where one has no site
-                found = mutated_rollout(bench, task_id, category, seed, model=source, method=kind)
-                if found is not None:
-                    rollouts.append(found)
-                    break
-            else:
-                failures += 1
-                log.warning("no injection site for %s in any category; task left out of %s", task_id, source)
-        log.info("mutation source %s: %d rollouts, %d tasks without an injection site", source,
-                 len(rollouts), failures)
-    else:
+    if kind not in ("reference", "mutation"):
         raise ValueError(f"unknown rollout source kind {kind!r}")
-    n = write_rollouts(out, rollouts)
+    seed = int(settings.get("seed", 0))
+
+    def produce(task_id: str) -> Rollout | None:
+        rollout_id = rollout_id_for(dataset, source, kind, task_id)
+        if kind == "reference":
+            return _relabel(bench.reference_rollout(task_id), source, kind, rollout_id, {})
+        rng = random.Random(f"{seed}:{task_id}")
+        if rng.random() < float(settings.get("clean_fraction", 0.0)):
+            return _relabel(bench.reference_rollout(task_id), source, kind, rollout_id,
+                            {"injected": None, "seed": seed})
+        order = list(settings["categories"])
+        rng.shuffle(order)
+        for category in order:  # fall back to another category where one has no site
+            found = mutated_rollout(bench, task_id, category, seed, model=source, method=kind)
+            if found is not None:
+                return _relabel(found, source, kind, rollout_id, found.meta)
+        log.warning("no injection site for %s in any category; task left out of %s", task_id, source)
+        return None
+
+    planned = ((rollout_id_for(dataset, source, kind, t), t) for t in read_task_list(tasks_file))
+    n = store_all(out, planned, produce)
     log.info("wrote %d %s rollouts to %s", n, source, out)
     return n
 
 
-def _relabel(rollout: Rollout, model: str, method: str, meta: dict[str, Any]) -> Rollout:
+def _relabel(rollout: Rollout, model: str, method: str, rollout_id: str, meta: dict[str, Any]) -> Rollout:
     from dataclasses import replace
 
-    from .records import rollout_id_for
-
-    return replace(rollout, model=model, method=method, meta=meta,
-                   rollout_id=rollout_id_for(rollout.dataset, model, method, rollout.task_id))
+    return replace(rollout, model=model, method=method, rollout_id=rollout_id, meta=meta)
 
 
 def score(rollouts: str | Path, out_dir: str | Path, resources: str | Path) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -303,12 +303,3 @@ def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:
             obj = item.value
             rid = obj.get("rollout_id") if isinstance(obj, dict) else None
             yield BadLine(item.path, item.line, str(exc), rid if isinstance(rid, str) else None, item.excerpt)
-
-
-def write_rollouts(path: str | Path, rollouts: Iterable[Rollout]) -> int:
-    """Write rollouts atomically (temp file + rename); returns the count."""
-    from .io import atomic_write_text
-
-    lines = [dumps(r) for r in rollouts]
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
-    return len(lines)
