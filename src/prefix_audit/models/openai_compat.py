@@ -51,7 +51,7 @@ class _Secret:
         return "<redacted>"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Session:
     """Client and concurrency gate of one event loop; both are bound to the loop that made them."""
 
@@ -164,7 +164,8 @@ class OpenAICompatibleBackend:
         session = self._current_session()
         # The gate is held through backoff too, so a rate-limited server sees fewer requests, not more.
         async with session.gate:
-            for attempt in range(self.max_retries + 1):
+            attempt = 0
+            while True:
                 start = time.perf_counter()
                 try:
                     completion = await session.client.chat.completions.create(**body)
@@ -172,12 +173,12 @@ class OpenAICompatibleBackend:
                     if not is_retryable(exc) or attempt == self.max_retries:
                         raise
                     delay = self._backoff_s(attempt)
+                    attempt += 1
                     log.warning("%s: %s (status %s); retry %d/%d in %.2fs", self.name, type(exc).__name__,
-                                getattr(exc, "status_code", "-"), attempt + 1, self.max_retries, delay)
+                                getattr(exc, "status_code", "-"), attempt, self.max_retries, delay)
                     await asyncio.sleep(delay)
                     continue
                 return self._response(completion, time.perf_counter() - start, params, role)
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _response(self, completion: Any, latency_s: float, params: Mapping[str, Any], role: str) -> ModelResponse:
         if not completion.choices:

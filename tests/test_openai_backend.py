@@ -1,0 +1,212 @@
+"""OpenAI-compatible backend against a scripted local server: parsing, retries, cache, secrets."""
+
+from __future__ import annotations
+
+import logging
+
+import openai
+import pytest
+from fake_openai_server import FakeOpenAIServer, Reply, completion, error, tool_call
+
+from prefix_audit.models import (
+    GenerationParams,
+    Message,
+    ModelRequest,
+    ModelToolCall,
+    OpenAICompatibleBackend,
+    ToolSchema,
+    complete_many,
+    to_tool_call,
+)
+
+KEY_ENV = "PREFIX_AUDIT_TEST_KEY"
+KEY = "sk-test-DISTINCTIVE-7f3a9c1e5b"
+
+CD = ToolSchema("cd", "Change directory.", {"type": "object", "properties": {"folder": {"type": "string"}},
+                                            "required": ["folder"]})
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def make_backend(server, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+    def make(**options) -> OpenAICompatibleBackend:
+        settings = {"base_url": server.base_url, "api_key_env": KEY_ENV, "timeout_s": 2.0,
+                    "backoff_base_s": 0.001, "backoff_cap_s": 0.005, **options}
+        return OpenAICompatibleBackend("fake-model", **settings)
+
+    return make
+
+
+def ask(text: str = "go to documents", role: str = "executor", params: GenerationParams | None = None):
+    messages = (Message("system", "You are an agent."), Message("user", text))
+    return ModelRequest(messages, (CD,), params or GenerationParams(), role)
+
+
+def run_one(backend, request=None):
+    return complete_many(backend, [request or ask()])[0]
+
+
+def test_tool_calls_are_parsed_and_usage_and_params_recorded(server, make_backend):
+    args = '{"folder": "document"}'  # spacing must survive untouched
+    server.push(completion("Moving.", [tool_call("call_1", "cd", args), tool_call("call_2", "ls", "{}")],
+                           prompt_tokens=42, completion_tokens=9, finish_reason="tool_calls"))
+    response = run_one(make_backend(), ask(role="planner"))
+
+    assert response.tool_calls == (ModelToolCall("call_1", "cd", args), ModelToolCall("call_2", "ls", "{}"))
+    assert response.text == "Moving." and response.finish_reason == "tool_calls" and not response.cached
+    call = to_tool_call(response.tool_calls[0])
+    assert (call.name, call.kwargs, call.call_id, call.parse_error) == ("cd", {"folder": "document"}, "call_1", None)
+    usage = response.usage
+    assert (usage.role, usage.input_tokens, usage.output_tokens, usage.reasoning_tokens) == ("planner", 42, 9, None)
+    assert 0 < usage.latency_s < 2
+    expected = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 4000, "presence_penalty": 0.0,
+                "frequency_penalty": 0.0}
+    assert response.sent_params == expected
+    body = server.received[0].body
+    assert {k: body[k] for k in expected} == expected
+    assert "reasoning_effort" not in body and "max_completion_tokens" not in body
+    assert body["tools"] == [{"type": "function", "function": {"name": "cd", "description": "Change directory.",
+                                                               "parameters": dict(CD.parameters)}}]
+    assert body["model"] == "fake-model"
+
+
+def test_history_with_tool_results_goes_out_in_openai_format(server, make_backend):
+    server.push(completion(None, [tool_call("call_9", "cd", '{"folder": "x"}')], finish_reason="tool_calls"),
+                completion("Done."))
+    backend = make_backend()
+    first = run_one(backend)
+    history = ask().messages + (first.as_message(), Message("tool", '{"ok": true}', tool_call_id="call_9"))
+    assert run_one(backend, ModelRequest(history, (CD,))).text == "Done."
+    sent = server.received[1].body["messages"][2:]
+    emitted = {"id": "call_9", "type": "function", "function": {"name": "cd", "arguments": '{"folder": "x"}'}}
+    assert sent == [{"role": "assistant", "content": None, "tool_calls": [emitted]},
+                    {"role": "tool", "content": '{"ok": true}', "tool_call_id": "call_9"}]
+
+
+@pytest.mark.parametrize("failure", [error(429), error(500), error(503), Reply(delay_s=1.0)],
+                         ids=["429", "500", "503", "timeout"])
+def test_transient_failures_are_retried(server, make_backend, failure):
+    server.push(failure, completion("ok"))
+    response = run_one(make_backend(timeout_s=0.25))
+    assert response.text == "ok"
+    assert server.request_count == 2
+    assert response.usage.latency_s < 0.25  # the successful attempt only
+
+
+def test_client_errors_are_not_retried(server, make_backend):
+    server.push(error(400), completion("never reached"))
+    with pytest.raises(openai.BadRequestError):
+        run_one(make_backend())
+    assert server.request_count == 1
+
+
+def test_retries_stop_after_max_retries(server, make_backend):
+    server.push(*[error(502)] * 3, completion("too late"))
+    with pytest.raises(openai.InternalServerError):
+        run_one(make_backend(max_retries=2))
+    assert server.request_count == 3
+
+
+def test_second_run_is_served_from_cache_with_original_usage(server, make_backend, tmp_path):
+    cache_dir = tmp_path / "cache"
+    server.push(completion("a", prompt_tokens=5, completion_tokens=3),
+                completion(None, [tool_call("c1", "cd", '{"folder": "b"}')], finish_reason="tool_calls"))
+    requests = [ask("first"), ask("second")]
+    first = complete_many(make_backend(cache_dir=cache_dir), requests)
+    assert server.request_count == 2
+
+    again = complete_many(make_backend(cache_dir=cache_dir), requests)
+    assert server.request_count == 2
+    assert all(r.cached for r in again) and not any(r.cached for r in first)
+    for before, after in zip(first, again):
+        assert (after.text, after.tool_calls, after.finish_reason) == (before.text, before.tool_calls,
+                                                                       before.finish_reason)
+        assert after.usage == before.usage and after.sent_params == before.sent_params
+
+    entries = sorted(p.relative_to(cache_dir) for p in cache_dir.rglob("*.json"))
+    assert len(entries) == 2
+    assert all(len(p.parts) == 2 and len(p.parts[0]) == 2 and len(p.stem) == 62 for p in entries)
+
+
+def test_cache_key_covers_the_sent_parameters(server, make_backend, tmp_path):
+    server.push(completion("short"), completion("long"))
+    backend = make_backend(cache_dir=tmp_path)
+    assert run_one(backend, ask(params=GenerationParams(max_tokens=10))).text == "short"
+    assert run_one(backend, ask(params=GenerationParams(max_tokens=20))).text == "long"
+    assert server.request_count == 2
+
+
+def test_unreadable_cache_entry_is_a_miss_and_is_replaced(server, make_backend, tmp_path):
+    server.push(completion("first"), completion("refetched"))
+    backend = make_backend(cache_dir=tmp_path)
+    run_one(backend)
+    (entry,) = tmp_path.rglob("*.json")
+    entry.write_text("{truncated")
+    assert run_one(backend).text == "refetched"
+    hit = run_one(backend)
+    assert server.request_count == 2 and hit.cached and hit.text == "refetched"
+
+
+def test_api_key_is_never_written_or_logged(server, make_backend, tmp_path, caplog, capsys):
+    caplog.set_level(logging.DEBUG)
+    server.push(error(429), completion("ok"), error(500), completion("ok"))
+    backend = make_backend(cache_dir=tmp_path / "cache")
+    complete_many(backend, [ask("one")])
+    complete_many(backend, [ask("two")])
+
+    assert server.received[0].headers["Authorization"] == f"Bearer {KEY}"  # the key was in use
+    assert "retry" in caplog.text
+    assert KEY not in caplog.text
+    captured = capsys.readouterr()
+    assert KEY not in captured.out and KEY not in captured.err
+    assert KEY not in repr(backend) and KEY not in repr(vars(backend))
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        assert KEY.encode() not in data and b"Authorization" not in data
+
+
+def test_missing_key_names_the_variable(monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(ValueError, match=KEY_ENV):
+        OpenAICompatibleBackend("fake-model", base_url="http://127.0.0.1:9/v1", api_key_env=KEY_ENV)
+
+
+def test_malformed_tool_arguments_become_a_parse_error(server, make_backend):
+    server.push(completion(None, [tool_call("call_x", "cd", "{not json")], finish_reason="tool_calls"))
+    response = run_one(make_backend())
+    assert response.tool_calls == (ModelToolCall("call_x", "cd", "{not json"),)
+    call = to_tool_call(response.tool_calls[0])
+    assert call.name == "cd" and call.raw == "{not json" and call.call_id == "call_x"
+    assert call.parse_error is not None and not call.well_formed
+
+
+def test_reasoning_model_gets_effort_and_output_cap_only(server, make_backend):
+    server.push(completion("thought", prompt_tokens=20, completion_tokens=300, reasoning_tokens=250))
+    response = run_one(make_backend(reasoning=True),
+                       ask(params=GenerationParams(max_tokens=4000, reasoning_effort="high")))
+    body = server.received[0].body
+    for sampling in ("temperature", "top_p", "presence_penalty", "frequency_penalty", "max_tokens"):
+        assert sampling not in body
+    assert body["max_completion_tokens"] == 4000 and body["reasoning_effort"] == "high"
+    assert response.sent_params == {"max_completion_tokens": 4000, "reasoning_effort": "high"}
+    # Reasoning tokens are already inside the completion count; they are recorded, not added.
+    assert (response.usage.output_tokens, response.usage.reasoning_tokens) == (300, 250)
+
+
+def test_effort_without_a_reasoning_backend_is_rejected(make_backend):
+    with pytest.raises(ValueError, match="reasoning"):
+        run_one(make_backend(), ask(params=GenerationParams(reasoning_effort="low")))
+
+
+def test_request_role_must_be_a_model_role():
+    with pytest.raises(ValueError, match="evaluator"):
+        ModelRequest((Message("user", "hi"),), role="evaluator")
