@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
+from prefix_audit import scoring
 from prefix_audit.paired import (
     INTERVAL_METRICS,
     PAIRED_METRICS,
@@ -23,19 +24,9 @@ from prefix_audit.paired import (
 )
 from prefix_audit.stats import TAU_POOL
 
-EPISODE_SCHEMA = {
-    "dataset": pl.Utf8,
-    "model": pl.Utf8,
-    "method": pl.Utf8,
-    "task_id": pl.Utf8,
-    "rollout_id": pl.Utf8,
-    "T": pl.Int32,
-    "FED": pl.Int32,
-    "Y": pl.Int8,
-    "category": pl.Utf8,
-    "agent_tokens": pl.Int64,
-    "agent_latency_s": pl.Float64,
-}
+# The product's own episode schema, restricted to the columns these tests build.
+EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()
+                  if name in ("dataset", "model", "method", "task_id", "rollout_id", "T", "FED", "Y", "category", "agent_tokens", "agent_latency_s")}
 COND, BASE = ("m", "dual_loop"), ("m", "plan_conditioned")
 PAIR = PairSpec("dl-vs-pc", "d", COND, BASE)
 

@@ -6,26 +6,26 @@ import numpy as np
 import polars as pl
 import pytest
 
+from prefix_audit import scoring
 from prefix_audit.intervals import wilson_interval
-from prefix_audit.paired import PAIRED_SCHEMA, PairSpec, paired_differences, write_paired
-from prefix_audit.stats import STATS_SCHEMA, TAU_POOL, block_seed, compute_stats, write_stats
+from prefix_audit.paired import (
+    PAIRED_SCHEMA,
+    PairSpec,
+    paired_differences,
+    write_paired,
+)
+from prefix_audit.stats import (
+    STATS_SCHEMA,
+    TAU_POOL,
+    block_seed,
+    compute_stats,
+    write_stats,
+)
 from prefix_audit.tables import METHOD_ORDER, table_f1, table_f2, table_f3, write_tables
 
-EPISODE_SCHEMA = {
-    "dataset": pl.Utf8,
-    "model": pl.Utf8,
-    "method": pl.Utf8,
-    "task_id": pl.Utf8,
-    "rollout_id": pl.Utf8,
-    "T": pl.Int32,
-    "FED": pl.Int32,
-    "Y": pl.Int8,
-    "category": pl.Utf8,
-    "agent_tokens": pl.Int64,
-    "agent_latency_s": pl.Float64,
-    "user_sim_tokens": pl.Int64,
-    "user_sim_latency_s": pl.Float64,
-}
+# The product's own episode schema, restricted to the columns these tests build.
+EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()
+                  if name in ("dataset", "model", "method", "task_id", "rollout_id", "T", "FED", "Y", "category", "agent_tokens", "agent_latency_s", "user_sim_tokens", "user_sim_latency_s")}
 SIZES = {"tau_airline": 12, "tau_retail": 20, "bfcl_v3": 10}
 MODELS = ("sim-strong", "sim-weak")
 RESAMPLES = 500

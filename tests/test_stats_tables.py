@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from prefix_audit import scoring
 from prefix_audit import stats as stats_module
 from prefix_audit.metrics import block_metrics, check_identities
 from prefix_audit.stats import (
@@ -20,16 +21,9 @@ from prefix_audit.stats import (
 )
 from prefix_audit.tables import table_g1, write_tables
 
-EPISODE_SCHEMA = {
-    "dataset": pl.Utf8,
-    "model": pl.Utf8,
-    "method": pl.Utf8,
-    "task_id": pl.Utf8,
-    "rollout_id": pl.Utf8,
-    "T": pl.Int32,
-    "FED": pl.Int32,
-    "Y": pl.Int8,
-}
+# The product's own episode schema, restricted to the columns these tests build.
+EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()
+                  if name in ("dataset", "model", "method", "task_id", "rollout_id", "T", "FED", "Y")}
 K_MAX = 4
 PEC1 = (pl.col("metric") == "pec") & (pl.col("k") == 1)
 
