@@ -72,3 +72,13 @@ def test_bad_config_is_rejected_before_anything_runs(tmp_path):
     proc = _run(tmp_path, "bad", "--dry-run", stats={"resamples": "many"})
     assert proc.returncode != 0
     assert "Error validating config file" in proc.stdout + proc.stderr
+
+
+def test_an_agent_source_validates_and_plans_its_own_jobs(tmp_path):
+    sources = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["sources"] | {
+        "gpt-x": {"kind": "agent", "method": "react",
+                  "backend": {"type": "openai", "model": "gpt-x", "base_url": "http://127.0.0.1:9/v1",
+                              "api_key_env": "SOME_KEY"}}}
+    dry = _run(tmp_path, "agent", "--dry-run", sources=sources)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    assert "rollouts/bfcl_v3/gpt-x.jsonl" in dry.stdout

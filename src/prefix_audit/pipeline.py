@@ -71,12 +71,49 @@ def read_task_list(path: str | Path) -> list[str]:
     return list(json.loads(Path(path).read_text())["task_ids"])
 
 
+def _model_backend(settings: Mapping[str, Any], cache_dir: str | Path):
+    backend = settings["backend"]
+    if backend["type"] != "openai":
+        raise ValueError(f"unknown model backend {backend['type']!r}")
+    from .models.openai_compat import OpenAICompatibleBackend
+
+    return OpenAICompatibleBackend(backend["model"], base_url=backend.get("base_url"),
+                                   api_key_env=backend.get("api_key_env", "OPENAI_API_KEY"),
+                                   concurrency=int(backend.get("concurrency", 16)),
+                                   reasoning=bool(backend.get("reasoning", False)), cache_dir=cache_dir)
+
+
+def _agent_rollout(bench, task_id: str, backend, settings: Mapping[str, Any], model: str, rollout_id: str) -> Rollout:
+    """One episode of an agent method against a live environment, as a rollout record."""
+    import asyncio
+
+    from .agents.executor import K_EXEC, run_executor
+    from .models.base import GenerationParams
+
+    if settings["method"] != "react":
+        raise ValueError(f"agent method {settings['method']!r} is not available yet (only react)")
+    effort = settings["backend"].get("reasoning_effort")
+
+    async def episode():
+        try:
+            return await run_executor(backend, bench.agent_environment(task_id),
+                                      params=GenerationParams(reasoning_effort=effort),
+                                      max_steps=int(settings.get("max_steps", K_EXEC)))
+        finally:
+            await backend.aclose()
+
+    result = asyncio.run(episode())
+    return Rollout(bench.dataset, task_id, model, settings["method"], rollout_id, result.turns, "agent",
+                   {"force_terminated": result.force_terminated}, usage=result.usage)
+
+
 def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, settings: Mapping[str, Any],
-                      resources: str | Path, out: str | Path) -> int:
-    """Rollouts of one source (``reference`` or ``mutation``) for every sampled task.
+                      resources: str | Path, out: str | Path, cache_dir: str | Path | None = None) -> int:
+    """Rollouts of one source (``reference``, ``mutation`` or ``agent``) for every sampled task.
 
     Each finished rollout is stored durably as it completes (:mod:`prefix_audit.rollout_store`),
-    so a killed job resumes where it stopped.
+    so a killed job resumes where it stopped. Agent sources cache model responses under
+    ``cache_dir``, so a rerun makes no model calls.
     """
     import random
 
@@ -85,12 +122,15 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, setting
 
     bench = _adapter(dataset, resources)
     kind = settings["kind"]
-    if kind not in ("reference", "mutation"):
+    if kind not in ("reference", "mutation", "agent"):
         raise ValueError(f"unknown rollout source kind {kind!r}")
     seed = int(settings.get("seed", 0))
+    backend = _model_backend(settings, cache_dir or Path(out).parent / "model-cache") if kind == "agent" else None
 
     def produce(task_id: str) -> Rollout | None:
         rollout_id = rollout_id_for(dataset, source, kind, task_id)
+        if kind == "agent":
+            return _agent_rollout(bench, task_id, backend, settings, source, rollout_id)
         if kind == "reference":
             return _relabel(bench.reference_rollout(task_id), source, kind, rollout_id, {})
         rng = random.Random(f"{seed}:{task_id}")

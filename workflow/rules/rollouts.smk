@@ -8,7 +8,8 @@ rule generate_rollouts:
     params:
         settings=lambda wc: config["sources"][wc.source],
         resources=RESOURCES,
-        code=code_fingerprint(*REPLAY_CODE, "sources", "pipeline.py"),
+        cache_dir=f"{RESULTS}/cache/model-responses",
+        code=code_fingerprint(*REPLAY_CODE, "sources", "agents", "models", "rollout_store.py", "pipeline.py"),
     log:
         f"{RESULTS}/logs/rollouts/{{dataset}}/{{source}}.log",
     benchmark:

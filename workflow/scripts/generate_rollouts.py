@@ -2,4 +2,5 @@ from prefix_audit.pipeline import generate_rollouts, logging_to
 
 with logging_to(snakemake.log[0]):
     generate_rollouts(snakemake.wildcards.dataset, snakemake.input.tasks, snakemake.wildcards.source,
-                      dict(snakemake.params.settings), snakemake.params.resources, snakemake.output[0])
+                      dict(snakemake.params.settings), snakemake.params.resources, snakemake.output[0],
+                      snakemake.params.cache_dir)

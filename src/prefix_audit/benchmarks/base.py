@@ -27,6 +27,7 @@ class ToolSpec:
 
     name: str
     parameters: Mapping[str, Any]  # JSON Schema of the argument object
+    description: str = ""
     positional_order: tuple[str, ...] = ()  # how positional arguments bind, in order
     reference_params: frozenset[str] = frozenset()  # values that must name an existing object
     validators: Mapping[str, Validator] = field(default_factory=dict)

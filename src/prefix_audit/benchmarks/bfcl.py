@@ -38,6 +38,7 @@ from ..checker import argument_values, mentions, scalars
 from ..fetch import PackagePin, fetch_wheel, package_dir
 from ..records import Rollout, Step, rollout_id_for
 from . import bfcl_semantics as sem
+from ..models.base import ToolSchema
 from .base import Outcome, TaskFacts, ToolSpec
 
 DATASET = "bfcl_v3"
@@ -368,7 +369,7 @@ class BfclBenchmark:
                 order = tuple(p.name for p in signature.parameters.values()
                               if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
                 refs = frozenset(sem.REFERENCE_PARAMS.get(cls_name, {}).get(name, ()))
-                specs[name] = ToolSpec(name, params, order, refs)
+                specs[name] = ToolSpec(name, params, doc.get("description", ""), order, refs)
             self._specs[cls_name] = specs
         return self._specs[cls_name]
 
@@ -423,6 +424,10 @@ class BfclBenchmark:
     @cached_property
     def _fs_tools(self) -> frozenset[str]:
         return frozenset(self.specs_for_class("GorillaFileSystem"))
+
+    def agent_environment(self, task_id: str) -> BfclAgentEnvironment:
+        """A live environment for generating a rollout of ``task_id`` with an agent."""
+        return BfclAgentEnvironment(self, self.entry(task_id))
 
     def open_session(self, rollout: Rollout) -> BfclSession:
         entry = self.entry(rollout.task_id)
@@ -563,3 +568,35 @@ class BfclSession:
             self.y_detail = (f"multi_turn:force_terminated ({self._turns_checked} of "
                              f"{len(self.entry.ground_truth)} turns)")
         return int(self.y_detail is None)
+
+
+class BfclAgentEnvironment:
+    """BFCL as an agent sees it during generation: per-turn questions and tools, and execution on
+    fresh instances with BFCL's result texts as observations (the benchmark executes any public
+    method of the entry's classes, exposed or not; the replay checker judges exposure later)."""
+
+    def __init__(self, bench: BfclBenchmark, entry: Entry) -> None:
+        self.task_id = entry.id
+        self._entry = entry
+        self._tools = bench.tools_of(entry)
+        self._methods = _method_table(bench._backend.instantiate(entry))
+
+    def turn_count(self) -> int:
+        return len(self._entry.question)
+
+    def user_message(self, turn: int) -> str:
+        text = " ".join(str(m.get("content", "")) for m in self._entry.question[turn] if m.get("role") == "user")
+        if text:
+            return text
+        # A turn without a question is where withheld functions arrive; say what BFCL says there.
+        from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+
+        return DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+
+    def tools(self, turn: int) -> tuple[ToolSchema, ...]:
+        held = self._entry.held_out
+        return tuple(ToolSchema(spec.name, spec.description, spec.parameters)
+                     for name, spec in self._tools.items() if held.get(name, -1) <= turn)
+
+    def execute(self, call: ToolCall) -> str:
+        return _invoke(self._methods, call)[2]

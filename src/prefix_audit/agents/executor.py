@@ -1,0 +1,70 @@
+"""The executor loop shared by every ReAct-style method (SPEC §4).
+
+Per user turn the model is called with the conversation so far and the turn's tools; each tool call
+it emits is executed and its observation appended, for at most ``max_steps`` tool-action
+iterations; a reply without tool calls ends the turn. A turn that uses up its steps stops the
+episode, as a force-terminated run does in the benchmarks. Every model call's accounting is kept
+with the rollout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..calls import ToolCall
+from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, to_tool_call
+from ..records import Step, Usage
+from .environment import AgentEnvironment
+
+K_EXEC = 10
+
+REACT_SYSTEM_PROMPT = (
+    "You are an assistant that completes the user's requests by calling the provided tools. "
+    "Think about which tool to call next, call it, and read its result before deciding what to do. "
+    "When a request is done, or cannot be done with the tools you have, reply briefly without "
+    "calling a tool."
+)
+
+
+@dataclass(frozen=True)
+class Episode:
+    turns: tuple[tuple[Step, ...], ...]
+    usage: tuple[Usage, ...]
+    force_terminated: bool
+
+
+def _observation(call: ToolCall, env: AgentEnvironment) -> str:
+    if not call.well_formed:
+        return f"Error: the tool call could not be read: {call.parse_error}"
+    return env.execute(call)
+
+
+async def run_executor(backend: ModelBackend, env: AgentEnvironment, *, system_prompt: str = REACT_SYSTEM_PROMPT,
+                       params: GenerationParams | None = None, max_steps: int = K_EXEC) -> Episode:
+    params = params or GenerationParams()
+    messages: list[Message] = [Message("system", system_prompt)]
+    turns: list[tuple[Step, ...]] = []
+    usage: list[Usage] = []
+    for turn in range(env.turn_count()):
+        messages.append(Message("user", env.user_message(turn)))
+        tools = env.tools(turn)
+        steps: list[Step] = []
+        finished = False
+        for _ in range(max_steps + 1):  # max_steps tool actions, then one chance to answer
+            response = await backend.complete(ModelRequest(tuple(messages), tools, params, "executor"))
+            usage.append(response.usage)
+            messages.append(response.as_message())
+            if not response.tool_calls:
+                steps.append(Step((), response.text or ""))
+                finished = True
+                break
+            if len(steps) == max_steps:
+                break  # a further tool call past the limit is not executed
+            calls = tuple(to_tool_call(c) for c in response.tool_calls)
+            steps.append(Step(calls, response.text))
+            for model_call, call in zip(response.tool_calls, calls, strict=True):
+                messages.append(Message("tool", _observation(call, env), tool_call_id=model_call.id))
+        turns.append(tuple(steps))
+        if not finished:
+            return Episode(tuple(turns), tuple(usage), True)
+    return Episode(tuple(turns), tuple(usage), False)

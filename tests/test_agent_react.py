@@ -1,0 +1,92 @@
+"""ReAct over an OpenAI-compatible endpoint (a local fake server) on a real BFCL task, end to end:
+generation with accounting, scoring, and a cached rerun that makes no request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+pytest.importorskip("openai")
+
+from fake_openai_server import FakeOpenAIServer, completion, tool_call  # noqa: E402
+
+from prefix_audit.pipeline import generate_rollouts, score  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "multi_turn_base_0"
+KEY = "sk-test-0123456789-do-not-leak"
+
+
+def _script(bfcl) -> list:
+    """The model's replies: each gold call of a turn as its own tool call, then a short answer."""
+    entry = bfcl.entry(TASK)
+    tools = bfcl.tools_of(entry)
+    replies = []
+    for t, calls in enumerate(bfcl.ground_truth_calls(entry)):
+        for i, call in enumerate(calls):
+            named = dict(zip(tools[call.name].positional_order, call.args)) | call.kwargs
+            replies.append(completion(tool_calls=[tool_call(f"call_{t}_{i}", call.name, json.dumps(named))],
+                                      prompt_tokens=100 + i, completion_tokens=10, finish_reason="tool_calls"))
+        replies.append(completion(content="Done.", prompt_tokens=120, completion_tokens=3))
+    return replies
+
+
+def test_react_rollout_through_an_openai_compatible_server(bfcl, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_API_KEY", KEY)
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps({"task_ids": [TASK]}))
+    out = tmp_path / "rollouts" / "react.jsonl"
+    cache = tmp_path / "cache"
+    replies = _script(bfcl)
+    with FakeOpenAIServer() as server:
+        settings = {"kind": "agent", "method": "react",
+                    "backend": {"type": "openai", "model": "fake-model", "base_url": server.base_url,
+                                "api_key_env": "FAKE_API_KEY"}}
+        server.push(*replies)
+        assert generate_rollouts("bfcl_v3", tasks, "fake", settings, ROOT / "resources", out, cache) == 1
+        assert server.request_count == len(replies)
+        first = out.read_bytes()
+
+        out.unlink()  # regenerate from scratch: every response now comes from the cache
+        assert generate_rollouts("bfcl_v3", tasks, "fake", settings, ROOT / "resources", out, cache) == 1
+        assert server.request_count == len(replies)
+        assert out.read_bytes() == first
+        sent = server.received[0]
+    assert sent.headers.get("Authorization") == f"Bearer {KEY}"
+    assert sent.body["temperature"] == 0 and sent.body["max_tokens"] == 4000
+    assert {t["function"]["name"] for t in sent.body["tools"]} >= {"cd", "mkdir", "mv"}
+
+    score(out, tmp_path / "scored", ROOT / "resources")
+    (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
+    gold = sum(len(t) for t in bfcl.entry(TASK).ground_truth)
+    assert ep["T"] == gold + 1  # every gold call plus the final answer
+    assert ep["FED"] == ep["T"] + 1 and ep["Y"] == 1
+    assert ep["agent_calls"] == len(replies)
+    assert ep["agent_tokens"] == sum(r.body["usage"]["total_tokens"] for r in replies)
+    assert ep["agent_latency_s"] > 0
+
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_malformed_tool_call_is_an_emitted_invalid_action(bfcl, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_API_KEY", KEY)
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps({"task_ids": [TASK]}))
+    out = tmp_path / "r.jsonl"
+    turns = len(bfcl.entry(TASK).ground_truth)
+    with FakeOpenAIServer() as server:
+        server.push(completion(tool_calls=[tool_call("c1", "cd", "{not json")], finish_reason="tool_calls"),
+                    *[completion(content="I could not do that.") for _ in range(turns)])
+        settings = {"kind": "agent", "method": "react",
+                    "backend": {"type": "openai", "model": "fake-model", "base_url": server.base_url,
+                                "api_key_env": "FAKE_API_KEY"}}
+        generate_rollouts("bfcl_v3", tasks, "fake", settings, ROOT / "resources", out, tmp_path / "cache")
+    score(out, tmp_path / "scored", ROOT / "resources")
+    (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
+    assert (ep["FED"], ep["category"], ep["failure_code"]) == (1, "schema", "unparseable_call")
+    assert ep["Y"] == 0
