@@ -72,7 +72,11 @@ def read_task_list(path: str | Path) -> list[str]:
 
 
 def _model_backend(settings: Mapping[str, Any], cache_dir: str | Path):
+    """The shared backend of an agent source; None for the simulated model, which is made per
+    episode because it carries that task's reference through its side channel."""
     backend = settings["backend"]
+    if backend["type"] == "simulated":
+        return None
     if backend["type"] != "openai":
         raise ValueError(f"unknown model backend {backend['type']!r}")
     from .models.openai_compat import OpenAICompatibleBackend
@@ -107,6 +111,18 @@ def _agent_rollout(bench, task_id: str, backend, settings: Mapping[str, Any], mo
                    {"force_terminated": result.force_terminated}, usage=result.usage)
 
 
+def _simulated_backend(bench, task_id: str, settings: Mapping[str, Any], source: str, seed: int):
+    import random
+
+    from .models.simulated import SimulatedBackend, SimulatedProfile
+    from .sources.mutation import task_context
+
+    profile = SimulatedProfile.from_config(source, settings["backend"]["profile"])
+    episode_seed = f"{seed}:{bench.dataset}:{task_id}:{source}:{settings['method']}"
+    return SimulatedBackend(profile, task_context(bench, task_id, random.Random(episode_seed)), episode_seed,
+                            name=f"simulated:{source}")
+
+
 def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, settings: Mapping[str, Any],
                       resources: str | Path, out: str | Path, cache_dir: str | Path | None = None) -> int:
     """Rollouts of one source (``reference``, ``mutation`` or ``agent``) for every sampled task.
@@ -130,7 +146,8 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, setting
     def produce(task_id: str) -> Rollout | None:
         rollout_id = rollout_id_for(dataset, source, kind, task_id)
         if kind == "agent":
-            return _agent_rollout(bench, task_id, backend, settings, source, rollout_id)
+            episode_backend = backend or _simulated_backend(bench, task_id, settings, source, seed)
+            return _agent_rollout(bench, task_id, episode_backend, settings, source, rollout_id)
         if kind == "reference":
             return _relabel(bench.reference_rollout(task_id), source, kind, rollout_id, {})
         rng = random.Random(f"{seed}:{task_id}")

@@ -310,15 +310,9 @@ def _valid_reference_prefix(ctx: Context) -> int:
     return len(ctx.actions)
 
 
-def mutate(bench: MutableBenchmark, task_id: str, category: str, rng: random.Random,
-           depth: int | None = None, max_confirmations: int = 12) -> tuple[tuple[FlatAction, ...], Injection] | None:
-    """One confirmed injection of ``category`` into the task's reference rollout, or None.
-
-    With ``depth`` the injected failure must sit exactly there; without it positions are tried in
-    random order, so depths spread over 1..T.
-    """
-    if category not in CATEGORIES:
-        raise ValueError(f"unknown category {category!r}")
+def task_context(bench: MutableBenchmark, task_id: str, rng: random.Random) -> Context:
+    """Everything the operators need about one task: its reference actions, tools per turn,
+    facts, and the environment's verdict on each reference action."""
     reference = bench.reference_rollout(task_id)
     actions = flatten(reference)
     session = bench.open_session(reference)
@@ -333,17 +327,34 @@ def mutate(bench: MutableBenchmark, task_id: str, category: str, rng: random.Ran
         spec = session.known_tool(name)
         if spec is not None:
             tools.setdefault(name, spec)
-    ctx = Context(bench, reference, actions, session.facts, tools, exposed_by_turn, rng,
-                  dry_run(bench, reference, actions, len(actions)))
+    return Context(bench, reference, actions, session.facts, tools, exposed_by_turn, rng,
+                   dry_run(bench, reference, actions, len(actions)))
+
+
+def candidates(ctx: Context, j: int, category: str) -> Iterator[Candidate]:
+    """Unconfirmed injections of ``category`` at reference position j, operators in random order."""
+    operators = list(OPERATORS[category])
+    ctx.rng.shuffle(operators)
+    return (c for op in operators for c in op(ctx, j))
+
+
+def mutate(bench: MutableBenchmark, task_id: str, category: str, rng: random.Random,
+           depth: int | None = None, max_confirmations: int = 12) -> tuple[tuple[FlatAction, ...], Injection] | None:
+    """One confirmed injection of ``category`` into the task's reference rollout, or None.
+
+    With ``depth`` the injected failure must sit exactly there; without it positions are tried in
+    random order, so depths spread over 1..T.
+    """
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown category {category!r}")
+    ctx = task_context(bench, task_id, rng)
     positions = list(range(_valid_reference_prefix(ctx)))
     rng.shuffle(positions)
     if depth is not None:  # the operators that insert or drop an action land one off j + 1
         positions = [j for j in positions if abs(j + 1 - depth) <= 1]
     tries = 0
     for j in positions:
-        operators = list(OPERATORS[category])
-        rng.shuffle(operators)
-        for cand in (c for op in operators for c in op(ctx, j)):
+        for cand in candidates(ctx, j, category):
             if depth is not None and cand.injection.depth != depth:
                 continue
             tries += 1
