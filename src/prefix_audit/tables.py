@@ -35,12 +35,15 @@ _LATEX_SPECIALS = {
 }
 
 
-def _fmt_ci(est: float | None, lo: float | None, hi: float | None) -> str:
+def _fmt_ci(est: float | None, lo: float | None, hi: float | None, signed: bool = False) -> str:
+    """``est [lo, hi]`` to 3 decimals; ``signed`` adds the sign (differences in F.3)."""
     if est is None:
         return _MISSING
+    spec = "+.3f" if signed else ".3f"
+    # + 0.0 turns a negative zero into "0.000".
     if lo is None or hi is None:
-        return f"{est:.3f}"
-    return f"{est:.3f} [{lo:.3f}, {hi:.3f}]"
+        return f"{est + 0.0:{spec}}"
+    return f"{est + 0.0:{spec}} [{lo + 0.0:{spec}}, {hi + 0.0:{spec}}]"
 
 
 def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
@@ -72,15 +75,6 @@ def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
 
 def _method_rank(method: str) -> tuple[int, str]:
     return (METHOD_ORDER.index(method), "") if method in METHOD_ORDER else (len(METHOD_ORDER), method)
-
-
-def _signed_ci(est: float | None, lo: float | None, hi: float | None) -> str:
-    if est is None:
-        return _MISSING
-    # + 0.0 turns a negative zero into "+0.000".
-    if lo is None or hi is None:
-        return f"{est + 0.0:+.3f}"
-    return f"{est + 0.0:+.3f} [{lo + 0.0:+.3f}, {hi + 0.0:+.3f}]"
 
 
 def _estimates(stats: pl.DataFrame, dataset: str | None = None) -> dict[tuple[str, ...], dict[str, dict]]:
@@ -245,7 +239,7 @@ def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
             r = metrics[m]
             row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"], f"{m}_n": r["n"]}
         for title, m in F3_METRICS:
-            row[title] = _signed_ci(row[m], row[f"{m}_lo"], row[f"{m}_hi"])
+            row[title] = _fmt_ci(row[m], row[f"{m}_lo"], row[f"{m}_hi"], signed=True)
         if row["delta_final_success_n"] != row["pairs"]:
             row["Δfinal success"] = f"{row['Δfinal success']} (n = {row['delta_final_success_n']})"
         for c in COST_METRICS:
