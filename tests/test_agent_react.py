@@ -46,12 +46,12 @@ def test_react_rollout_through_an_openai_compatible_server(bfcl, tmp_path, monke
                     "backend": {"type": "openai", "model": "fake-model", "base_url": server.base_url,
                                 "api_key_env": "FAKE_API_KEY"}}
         server.push(*replies)
-        assert generate_rollouts("bfcl_v3", tasks, "fake", settings, ROOT / "resources", out, cache) == 1
+        assert generate_rollouts("bfcl_v3", tasks, "fake", "react", settings, ROOT / "resources", out, cache) == 1
         assert server.request_count == len(replies)
         first = out.read_bytes()
 
         out.unlink()  # regenerate from scratch: every response now comes from the cache
-        assert generate_rollouts("bfcl_v3", tasks, "fake", settings, ROOT / "resources", out, cache) == 1
+        assert generate_rollouts("bfcl_v3", tasks, "fake", "react", settings, ROOT / "resources", out, cache) == 1
         assert server.request_count == len(replies)
         assert out.read_bytes() == first
         sent = server.received[0]
@@ -85,8 +85,46 @@ def test_malformed_tool_call_is_an_emitted_invalid_action(bfcl, tmp_path, monkey
         settings = {"kind": "agent", "method": "react",
                     "backend": {"type": "openai", "model": "fake-model", "base_url": server.base_url,
                                 "api_key_env": "FAKE_API_KEY"}}
-        generate_rollouts("bfcl_v3", tasks, "fake", settings, ROOT / "resources", out, tmp_path / "cache")
+        generate_rollouts("bfcl_v3", tasks, "fake", "react", settings, ROOT / "resources", out, tmp_path / "cache")
     score(out, tmp_path / "scored", ROOT / "resources")
     (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
     assert (ep["FED"], ep["category"], ep["failure_code"]) == (1, "schema", "unparseable_call")
     assert ep["Y"] == 0
+
+
+def test_dual_loop_through_an_openai_compatible_server(bfcl, tmp_path, monkeypatch):
+    from prefix_audit.agents.plans import plan_of_calls
+    from prefix_audit.records import read_rollouts
+
+    monkeypatch.setenv("FAKE_API_KEY", KEY)
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps({"task_ids": [TASK]}))
+    entry = bfcl.entry(TASK)
+    positional = {name: spec.positional_order for name, spec in bfcl.tools_of(entry).items()}
+    replies = []
+    for calls in bfcl.ground_truth_calls(entry):
+        plan = plan_of_calls(calls, positional).dumps()
+        replies += [completion(content=f"```json\n{plan}\n```", prompt_tokens=300, completion_tokens=60),
+                    completion(content='{"verdict": "accept"}', prompt_tokens=400, completion_tokens=5),
+                    completion(content="Done.", prompt_tokens=120, completion_tokens=3)]
+    out = tmp_path / "dual.jsonl"
+    with FakeOpenAIServer() as server:
+        server.push(*replies)
+        settings = {"kind": "agent", "method": "dual_loop",
+                    "backend": {"type": "openai", "model": "fake-model", "base_url": server.base_url,
+                                "api_key_env": "FAKE_API_KEY"}}
+        generate_rollouts("bfcl_v3", tasks, "fake", "dual_loop", settings, ROOT / "resources", out, tmp_path / "c")
+        bodies = [r.body for r in server.received]
+    assert len(bodies) == len(replies)
+    planner, verifier, executor = bodies[:3]
+    assert "tools" not in planner and "tools" not in verifier and "tools" in executor
+    assert '"turn": 0' in planner["messages"][-1]["content"] and '"plan"' in verifier["messages"][-1]["content"]
+    assert "verified" in executor["messages"][-1]["content"]  # the plan reaches the executor
+    (located,) = list(read_rollouts(out))
+    rollout = located.rollout
+    assert [u.role for u in rollout.usage] == ["planner", "verifier", "executor"] * len(entry.ground_truth)
+    assert {t["status"] for t in rollout.meta["planning"]} == {"verified"}
+    score(out, tmp_path / "scored", ROOT / "resources")
+    (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
+    assert ep["T"] == 1  # the closing answer: planner and verifier output is never an action
+    assert ep["agent_tokens"] == sum(r.body["usage"]["total_tokens"] for r in replies)

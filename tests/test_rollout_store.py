@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,8 +15,11 @@ from prefix_audit.records import Rollout, Step
 from prefix_audit.rollout_store import RolloutStore, store_all
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = {"kind": "mutation", "seed": 4, "clean_fraction": 0.1,
-            "categories": ["schema", "dependency", "precondition", "state_consistency", "information"]}
+# A Dual-Loop block on a simulated model: planner, verifier and revision calls in every episode.
+RATES = dict.fromkeys(["schema", "dependency", "precondition", "state_consistency", "information"], 0.03)
+SETTINGS = {"kind": "agent", "method": "dual_loop", "seed": 4,
+            "backend": {"type": "simulated", "profile": {"p_error": RATES, "p_plan_error": RATES,
+                                                         "p_detect": dict.fromkeys(RATES, 0.8)}}}
 
 
 def _rollout(i: int) -> Rollout:
@@ -31,11 +35,11 @@ def test_torn_last_line_is_cut_and_the_rest_resumed(tmp_path):
         fh.write(b'{"dataset": "bfcl_v3", "task_')  # killed while writing rollout 3
     produced = []
 
-    def produce(i: int) -> Rollout:
+    async def produce(i: int) -> Rollout:
         produced.append(i)
         return _rollout(i)
 
-    assert store_all(out, ((f"r{i}", i) for i in range(5)), produce) == 5
+    assert asyncio.run(store_all(out, [(f"r{i}", i) for i in range(5)], produce)) == 5
     assert produced == [3, 4]
     lines = out.read_text().splitlines()
     assert [json.loads(line)["rollout_id"] for line in lines] == [f"r{i}" for i in range(5)]
@@ -44,7 +48,8 @@ def test_torn_last_line_is_cut_and_the_rest_resumed(tmp_path):
 
 def _generate(tasks: Path, out: Path) -> subprocess.Popen:
     code = ("import sys, json; from prefix_audit.pipeline import generate_rollouts; "
-            "generate_rollouts('bfcl_v3', sys.argv[1], 'mutator', json.loads(sys.argv[2]), sys.argv[3], sys.argv[4])")
+            "generate_rollouts('bfcl_v3', sys.argv[1], 'sim', 'dual_loop', json.loads(sys.argv[2]), sys.argv[3], "
+            "sys.argv[4])")
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT / "src")}
     return subprocess.Popen([sys.executable, "-c", code, str(tasks), json.dumps(SETTINGS), str(ROOT / "resources"),
                              str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

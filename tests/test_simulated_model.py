@@ -3,6 +3,7 @@ metrics in the expected direction."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def tasks(bfcl, tmp_path_factory) -> Path:
 def _run(tasks: Path, tmp: Path, name: str, profile: dict, seed: int = 1) -> pl.DataFrame:
     out = tmp / f"{name}.jsonl"
     settings = {"kind": "agent", "method": "react", "seed": seed, "backend": {"type": "simulated", "profile": profile}}
-    generate_rollouts("bfcl_v3", tasks, name, settings, ROOT / "resources", out)
+    generate_rollouts("bfcl_v3", tasks, name, "react", settings, ROOT / "resources", out)
     score(out, tmp / name, ROOT / "resources")
     return pl.read_parquet(tmp / name / "episodes.parquet")
 
@@ -64,3 +65,64 @@ def test_profile_rates_are_validated():
         SimulatedProfile("x", {"typo": 0.1})
     with pytest.raises(ValueError, match="probabilities"):
         SimulatedProfile("x", dict.fromkeys(ALL, 0.3))
+
+
+# --- planning methods ---------------------------------------------------------------------------
+
+PLANNING = {"p_error": dict.fromkeys(ALL, 0.01), "p_stop": 0.0, "p_recover": 0.5,
+            "p_plan_error": dict.fromkeys(ALL, 0.06), "p_follow_plan": 1.0}
+
+
+def _run_method(tasks: Path, tmp: Path, name: str, method: str, profile: dict, **settings) -> pl.DataFrame:
+    out = tmp / f"{name}.jsonl"
+    generate_rollouts("bfcl_v3", tasks, "sim", method,
+                      {"kind": "agent", "method": method.split(".")[0], "seed": 1,
+                       "backend": {"type": "simulated", "profile": profile}, **settings},
+                      ROOT / "resources", out)
+    score(out, tmp / name, ROOT / "resources")
+    return pl.read_parquet(tmp / name / "episodes.parquet")
+
+
+def _pec(episodes: pl.DataFrame, k: int) -> float:
+    return float((episodes["FED"] > k).mean())
+
+
+def test_verifier_detection_rate_moves_dual_loop_executability(tasks, tmp_path):
+    blind = _run_method(tasks, tmp_path, "blind", "dual_loop", PLANNING | {"p_detect": dict.fromkeys(ALL, 0.0)})
+    sharp = _run_method(tasks, tmp_path, "sharp", "dual_loop", PLANNING | {"p_detect": dict.fromkeys(ALL, 1.0)})
+    conditioned = _run_method(tasks, tmp_path, "conditioned", "plan_conditioned", PLANNING)
+    for k in (1, 2, 3):
+        assert _pec(sharp, k) > _pec(blind, k)
+    # a verifier that detects nothing leaves Dual-Loop where Plan-Conditioned is: the same first
+    # plans (seeded by model and task), followed verbatim
+    assert [_pec(blind, k) for k in (1, 2, 3)] == [_pec(conditioned, k) for k in (1, 2, 3)]
+    tokens = {name: d["agent_tokens"].mean() for name, d in (("blind", blind), ("sharp", sharp))}
+    assert tokens["sharp"] > tokens["blind"]  # revisions cost tokens
+
+
+def test_every_method_of_a_model_starts_from_the_same_plan(bfcl):
+    from prefix_audit.agents.prompts import PlanningContext, planner_messages
+    from prefix_audit.models.base import ModelRequest
+    from prefix_audit.pipeline import _simulated_backend
+
+    backend = {"type": "simulated", "profile": PLANNING}
+    task = "multi_turn_base_3"
+    context = PlanningContext(0, ("request",), (), ())
+    request = ModelRequest(planner_messages(context), role="planner")
+    replies = set()
+    for method in ("plan_conditioned", "dual_loop", "dual_loop.accept"):
+        sim = _simulated_backend(bfcl, task, "m", backend, f"1:bfcl_v3:{task}:m:{method}", f"1:bfcl_v3:{task}:m")
+        replies.add(asyncio.run(sim.complete(request)).text)
+    assert len(replies) == 1
+    other_model = _simulated_backend(bfcl, task, "m2", {"type": "simulated", "profile": PLANNING | {
+        "p_plan_error": dict.fromkeys(ALL, 0.19)}}, "x", "y")
+    assert asyncio.run(other_model.complete(request)).text not in replies
+
+
+def test_planning_rates_are_validated():
+    with pytest.raises(ValueError, match="detection"):
+        SimulatedProfile("x", p_detect={"schema": 1.5})
+    with pytest.raises(ValueError, match="plan error"):
+        SimulatedProfile("x", p_plan_error=dict.fromkeys(ALL, 0.25))
+    with pytest.raises(ValueError, match="probabilities"):
+        SimulatedProfile("x", p_follow_plan=1.2)

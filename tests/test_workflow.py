@@ -41,7 +41,11 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     f3 = (tmp_path / "a" / "tables" / "table_F3.md").read_text()
     assert "mutation vs reference" in f3
     assert "no tau_airline/tau_retail blocks" in (tmp_path / "a" / "tables" / "table_F1.md").read_text()
-    assert "quarantined: 0" in (tmp_path / "a" / "logs" / "score" / "bfcl_v3" / "mutator.log").read_text()
+    for method in ("react", "prompt_planning", "plan_conditioned", "dual_loop"):
+        assert f"| bfcl_v3 | sim-weak | {method} | 12 |" in table
+    for condition in ("dual_loop", "dual_loop.accept", "dual_loop.replay", "dual_loop.verifier-sim-weak"):
+        assert f"{condition} vs plan_conditioned" in f3
+    assert "quarantined: 0" in (tmp_path / "a" / "logs" / "score" / "bfcl_v3" / "mutator" / "mutation.log").read_text()
 
     figures = sorted(p.name for p in (tmp_path / "a" / "figures").iterdir() if not p.name.startswith("."))
     assert figures and figures == sorted(p.name for p in (tmp_path / "b" / "figures").iterdir()
@@ -74,11 +78,12 @@ def test_bad_config_is_rejected_before_anything_runs(tmp_path):
     assert "Error validating config file" in proc.stdout + proc.stderr
 
 
-def test_an_agent_source_validates_and_plans_its_own_jobs(tmp_path):
-    sources = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["sources"] | {
-        "gpt-x": {"kind": "agent", "method": "react",
-                  "backend": {"type": "openai", "model": "gpt-x", "base_url": "http://127.0.0.1:9/v1",
-                              "api_key_env": "SOME_KEY"}}}
-    dry = _run(tmp_path, "agent", "--dry-run", sources=sources)
+def test_a_real_model_entry_validates_and_plans_its_own_jobs(tmp_path):
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    models = config["models"] | {"gpt-x": {"type": "openai", "model": "gpt-x", "base_url": "http://127.0.0.1:9/v1",
+                                           "api_key_env": "SOME_KEY"}}
+    agents = config["agents"] | {"models": [*config["agents"]["models"], "gpt-x"]}
+    dry = _run(tmp_path, "agent", "--dry-run", models=models, agents=agents)
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
-    assert "rollouts/bfcl_v3/gpt-x.jsonl" in dry.stdout
+    for method in config["agents"]["methods"]:
+        assert f"rollouts/bfcl_v3/gpt-x/{method}.jsonl" in dry.stdout

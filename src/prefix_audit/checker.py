@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -22,7 +22,7 @@ import jsonschema
 
 from .benchmarks.base import Benchmark, Outcome, ReplaySession, TaskFacts, ToolSpec
 from .calls import ToolCall
-from .records import Action, Rollout, actions_of
+from .records import Action, Rollout, Step, actions_of
 
 CATEGORIES = ("schema", "dependency", "precondition", "state_consistency", "information")
 _PRIORITY = {c: i for i, c in enumerate(CATEGORIES)}
@@ -243,6 +243,7 @@ class _Replay:
     avail: Availability
     verdicts: list[ActionVerdict] = field(default_factory=list)
     fed: int | None = None
+    last_outcome: Outcome | None = None  # the benchmark's raw outcome of the latest checked call
 
     def check_call(self, action: Action) -> None:
         call = action.call
@@ -274,12 +275,20 @@ class _Replay:
                              for p in self.session.preconditions(spec, bound)]
             failures += information_failures(call.name, argument_values(call), self.avail)
             outcome = self.session.execute(call)
+            self.last_outcome = outcome
             if schema_ok and not outcome.accepted:
                 failures.append(Failure("state_consistency", "rejected_transition",
                                         f"{call.name}: {outcome.error or 'rejected by the environment'}"))
         self._record(action, failures, outcome)
         if not failures and outcome is not None:
             self.avail.add_value(list(bound.values()))
+            self.avail.add_value(outcome.result)
+
+    def absorb(self, call: ToolCall) -> None:
+        """Bring state and availability up to date with a call already executed live, unjudged."""
+        outcome = self.session.execute(call) if call.well_formed else None
+        if outcome is not None and outcome.accepted:
+            self.avail.add_value(argument_values(call))
             self.avail.add_value(outcome.result)
 
     def check_terminal(self, action: Action) -> None:
@@ -337,3 +346,38 @@ def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
     y = session.final_success()
     fed = run.fed if run.fed is not None else T + 1
     return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), getattr(session, "y_detail", None))
+
+
+class DryRun:
+    """Judge proposed calls one at a time with the replay predicates, on a fresh copy of the state
+    a live episode has reached; the live environment is never touched (SPEC §4: deterministic
+    verifier).
+
+    ``history`` holds the calls already executed, one sequence per user turn up to and including
+    ``turn``; they are re-executed unjudged, so a failure earlier in the episode does not stop the
+    judgement of what is proposed now.
+    """
+
+    def __init__(self, benchmark: Benchmark, dataset: str, task_id: str,
+                 history: Sequence[Sequence[ToolCall]], turn: int) -> None:
+        turns = tuple((Step(tuple(history[t]) if t < len(history) else ()),) for t in range(turn + 1))
+        session = benchmark.open_session(Rollout(dataset, task_id, "dry-run", "dry-run", "dry-run", turns))
+        self._run = _Replay(session, Availability(session.facts))
+        for t in range(turn + 1):
+            session.start_turn(t)
+            self._run.avail.reveal_turn(t)
+            for call in history[t] if t < len(history) else ():
+                self._run.absorb(call)
+            if t < turn:
+                session.end_turn()
+        self._turn = turn
+        self._index = 0
+
+    def check(self, call: ToolCall) -> tuple[ActionVerdict, Outcome | None]:
+        """The verdict on ``call`` after every call checked before it (failed ones included), and
+        the benchmark's raw outcome (None when the call could not be executed at all)."""
+        self._index += 1
+        self._run.fed = None
+        self._run.last_outcome = None
+        self._run.check_call(Action(self._index, self._turn, self._index - 1, call))
+        return self._run.verdicts[-1], self._run.last_outcome

@@ -71,10 +71,9 @@ def read_task_list(path: str | Path) -> list[str]:
     return list(json.loads(Path(path).read_text())["task_ids"])
 
 
-def _model_backend(settings: Mapping[str, Any], cache_dir: str | Path):
-    """The shared backend of an agent source; None for the simulated model, which is made per
+def _real_backend(backend: Mapping[str, Any], cache_dir: str | Path):
+    """The shared backend of a real model; None for the simulated model, which is made per
     episode because it carries that task's reference through its side channel."""
-    backend = settings["backend"]
     if backend["type"] == "simulated":
         return None
     if backend["type"] != "openai":
@@ -87,50 +86,76 @@ def _model_backend(settings: Mapping[str, Any], cache_dir: str | Path):
                                    reasoning=bool(backend.get("reasoning", False)), cache_dir=cache_dir)
 
 
-def _agent_rollout(bench, task_id: str, backend, settings: Mapping[str, Any], model: str, rollout_id: str) -> Rollout:
-    """One episode of an agent method against a live environment, as a rollout record."""
-    import asyncio
-
-    from .agents.executor import K_EXEC, run_executor
-    from .models.base import GenerationParams
-
-    if settings["method"] != "react":
-        raise ValueError(f"agent method {settings['method']!r} is not available yet (only react)")
-    effort = settings["backend"].get("reasoning_effort")
-
-    async def episode():
-        try:
-            return await run_executor(backend, bench.agent_environment(task_id),
-                                      params=GenerationParams(reasoning_effort=effort),
-                                      max_steps=int(settings.get("max_steps", K_EXEC)))
-        finally:
-            await backend.aclose()
-
-    result = asyncio.run(episode())
-    return Rollout(bench.dataset, task_id, model, settings["method"], rollout_id, result.turns, "agent",
-                   {"force_terminated": result.force_terminated}, usage=result.usage)
-
-
-def _simulated_backend(bench, task_id: str, settings: Mapping[str, Any], source: str, seed: int):
+def _simulated_backend(bench, task_id: str, model: str, backend: Mapping[str, Any], episode_seed: str,
+                       plan_seed: str):
     import random
 
     from .models.simulated import SimulatedBackend, SimulatedProfile
     from .sources.mutation import task_context
 
-    profile = SimulatedProfile.from_config(source, settings["backend"]["profile"])
-    episode_seed = f"{seed}:{bench.dataset}:{task_id}:{source}:{settings['method']}"
+    profile = SimulatedProfile.from_config(model, backend["profile"])
     return SimulatedBackend(profile, task_context(bench, task_id, random.Random(episode_seed)), episode_seed,
-                            name=f"simulated:{source}")
+                            name=f"simulated:{model}", plan_seed=plan_seed)
 
 
-def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, settings: Mapping[str, Any],
+class _AgentBlock:
+    """Episodes of one model × method block: backends, verifier condition, and one episode per task."""
+
+    def __init__(self, bench, model: str, method: str, settings: Mapping[str, Any], cache_dir: str | Path) -> None:
+        from .agents.methods import MethodSpec
+
+        self.bench, self.model, self.method, self.settings = bench, model, method, settings
+        self.spec = MethodSpec(settings["method"], settings.get("verifier", "model"),
+                               int(settings.get("max_steps", 10)), int(settings.get("max_candidates", 5)))
+        self.seed = int(settings.get("seed", 0))
+        self.executor = _real_backend(settings["backend"], cache_dir)
+        verifier = settings.get("verifier_backend")
+        self.verifier = _real_backend(verifier["backend"], cache_dir) if verifier else None
+        self.concurrency = int(settings.get("episodes_in_flight", 1))
+
+    async def episode(self, task_id: str, rollout_id: str) -> Rollout:
+        from .agents.methods import ReplayVerifier, run_method
+        from .models.base import GenerationParams
+
+        dataset = self.bench.dataset
+        # The episode stream depends on the method; the first plan of each turn only on the model.
+        episode_seed = f"{self.seed}:{dataset}:{task_id}:{self.model}:{self.method}"
+        plan_seed = f"{self.seed}:{dataset}:{task_id}:{self.model}"
+        executor = self.executor or _simulated_backend(self.bench, task_id, self.model, self.settings["backend"],
+                                                       episode_seed, plan_seed)
+        verifier_settings = self.settings.get("verifier_backend")
+        verifier = None
+        if verifier_settings:
+            name = verifier_settings["model"]
+            verifier = self.verifier or _simulated_backend(self.bench, task_id, name, verifier_settings["backend"],
+                                                           f"{episode_seed}:verifier:{name}", f"{plan_seed}:{name}")
+        replay = ReplayVerifier(self.bench, dataset, task_id) if self.spec.verifier == "replay" else None
+        params = GenerationParams(reasoning_effort=self.settings["backend"].get("reasoning_effort"))
+        result = await run_method(self.spec, executor, self.bench.agent_environment(task_id), verifier=verifier,
+                                  replay=replay, params=params)
+        meta: dict[str, Any] = {"force_terminated": result.force_terminated}
+        if result.planning:
+            meta["planning"] = list(result.planning)
+        return Rollout(dataset, task_id, self.model, self.method, rollout_id, result.turns, "agent", meta,
+                       usage=result.usage)
+
+    async def aclose(self) -> None:
+        for backend in (self.executor, self.verifier):
+            if backend is not None:
+                await backend.aclose()
+
+
+def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: str, settings: Mapping[str, Any],
                       resources: str | Path, out: str | Path, cache_dir: str | Path | None = None) -> int:
-    """Rollouts of one source (``reference``, ``mutation`` or ``agent``) for every sampled task.
+    """Rollouts of one block (``model`` × ``method``) for every sampled task.
 
+    ``settings["kind"]`` says where they come from: ``reference`` (the ground truth), ``mutation``
+    (seeded single-failure injections) or ``agent`` (an agent method driving a model backend).
     Each finished rollout is stored durably as it completes (:mod:`prefix_audit.rollout_store`),
-    so a killed job resumes where it stopped. Agent sources cache model responses under
+    so a killed job resumes where it stopped. Agent blocks cache model responses under
     ``cache_dir``, so a rerun makes no model calls.
     """
+    import asyncio
     import random
 
     from .rollout_store import store_all
@@ -141,31 +166,42 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, source: str, setting
     if kind not in ("reference", "mutation", "agent"):
         raise ValueError(f"unknown rollout source kind {kind!r}")
     seed = int(settings.get("seed", 0))
-    backend = _model_backend(settings, cache_dir or Path(out).parent / "model-cache") if kind == "agent" else None
 
-    def produce(task_id: str) -> Rollout | None:
-        rollout_id = rollout_id_for(dataset, source, kind, task_id)
-        if kind == "agent":
-            episode_backend = backend or _simulated_backend(bench, task_id, settings, source, seed)
-            return _agent_rollout(bench, task_id, episode_backend, settings, source, rollout_id)
+    def static(task_id: str, rollout_id: str) -> Rollout | None:
         if kind == "reference":
-            return _relabel(bench.reference_rollout(task_id), source, kind, rollout_id, {})
+            return _relabel(bench.reference_rollout(task_id), model, method, rollout_id, {})
         rng = random.Random(f"{seed}:{task_id}")
         if rng.random() < float(settings.get("clean_fraction", 0.0)):
-            return _relabel(bench.reference_rollout(task_id), source, kind, rollout_id,
+            return _relabel(bench.reference_rollout(task_id), model, method, rollout_id,
                             {"injected": None, "seed": seed})
         order = list(settings["categories"])
         rng.shuffle(order)
         for category in order:  # fall back to another category where one has no site
-            found = mutated_rollout(bench, task_id, category, seed, model=source, method=kind)
+            found = mutated_rollout(bench, task_id, category, seed, model=model, method=method)
             if found is not None:
-                return _relabel(found, source, kind, rollout_id, found.meta)
-        log.warning("no injection site for %s in any category; task left out of %s", task_id, source)
+                return _relabel(found, model, method, rollout_id, found.meta)
+        log.warning("no injection site for %s in any category; task left out of %s/%s", task_id, model, method)
         return None
 
-    planned = ((rollout_id_for(dataset, source, kind, t), t) for t in read_task_list(tasks_file))
-    n = store_all(out, planned, produce)
-    log.info("wrote %d %s rollouts to %s", n, source, out)
+    planned = [(rollout_id_for(dataset, model, method, t), t) for t in read_task_list(tasks_file)]
+    label = f"{dataset}/{model}/{method}"
+
+    async def run() -> int:
+        if kind != "agent":
+            async def produce_static(task_id):
+                return static(task_id, rollout_id_for(dataset, model, method, task_id))
+
+            return await store_all(out, planned, produce_static, label=label)
+        block = _AgentBlock(bench, model, method, settings, cache_dir or Path(out).parent / "model-cache")
+        try:
+            return await store_all(out, planned,
+                                   lambda task_id: block.episode(task_id, rollout_id_for(dataset, model, method, task_id)),
+                                   concurrency=block.concurrency, label=label)
+        finally:
+            await block.aclose()
+
+    n = asyncio.run(run())
+    log.info("wrote %d rollouts of %s to %s", n, label, out)
     return n
 
 

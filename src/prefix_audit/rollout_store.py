@@ -9,11 +9,15 @@ file is removed: an interrupted and an uninterrupted run give the same bytes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+
+from tqdm import tqdm
 
 from .io import atomic_write_text
 from .records import Rollout, dumps
@@ -72,28 +76,37 @@ class RolloutStore:
         return len(order)
 
 
-def store_all(output: str | Path, planned: Iterable[tuple[str, object]], produce) -> int:
+async def store_all(output: str | Path, planned: Sequence[tuple[str, object]],
+                    produce: Callable[[object], Awaitable[Rollout | None]], *, concurrency: int = 1,
+                    label: str = "rollouts") -> int:
     """Produce every planned rollout not stored yet, then write the output in plan order.
 
-    ``planned`` yields ``(rollout_id, spec)``; ``produce(spec)`` returns the Rollout (with that id)
-    or None when there is nothing to generate for it (it is then left out of the output).
+    ``planned`` holds ``(rollout_id, spec)``; ``produce(spec)`` returns the Rollout (with that id)
+    or None when there is nothing to generate for it (it is then left out of the output). Up to
+    ``concurrency`` rollouts are produced at once, each stored the moment it is finished; the
+    output's order is the plan's whatever the order of finishing. A progress bar goes to stderr.
     """
     store = RolloutStore(output)
-    resumed = len(store)
-    order: list[str] = []
-    skipped = 0
-    for rollout_id, spec in planned:
-        if rollout_id in store:
-            order.append(rollout_id)
-            continue
-        rollout = produce(spec)
-        if rollout is None:
-            skipped += 1
-            continue
-        if rollout.rollout_id != rollout_id:
-            raise ValueError(f"planned rollout id {rollout_id} but produced {rollout.rollout_id}")
-        store.append(rollout)
-        order.append(rollout_id)
+    resumed = sum(1 for rollout_id, _ in planned if rollout_id in store)
+    todo = [(rollout_id, spec) for rollout_id, spec in planned if rollout_id not in store]
+    skipped: set[str] = set()
+    gate = asyncio.Semaphore(concurrency)
+    with tqdm(total=len(planned), initial=resumed, desc=label, unit="rollout", file=sys.stderr, ncols=100,
+              mininterval=2.0, ascii=True) as bar:
+
+        async def one(rollout_id: str, spec: object) -> None:
+            async with gate:
+                rollout = await produce(spec)
+            if rollout is None:
+                skipped.add(rollout_id)
+            elif rollout.rollout_id != rollout_id:
+                raise ValueError(f"planned rollout id {rollout_id} but produced {rollout.rollout_id}")
+            else:
+                store.append(rollout)
+            bar.update()
+
+        await asyncio.gather(*(one(rollout_id, spec) for rollout_id, spec in todo))
+    order = [rollout_id for rollout_id, _ in planned if rollout_id not in skipped]
     log.info("%d rollouts: %d resumed from an earlier run, %d produced now, %d planned without anything "
-             "to generate", len(order), resumed, len(store) - resumed, skipped)
+             "to generate", len(order), resumed, len(todo) - len(skipped), len(skipped))
     return store.finish(order)

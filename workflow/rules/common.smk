@@ -1,7 +1,10 @@
 import hashlib
+import re
 from pathlib import Path
 
 from snakemake.utils import validate
+
+from prefix_audit.grid import blocks, condition_pairs
 
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -9,7 +12,9 @@ validate(config, schema="../schemas/config.schema.yaml")
 RESOURCES = config["resources_dir"]
 RESULTS = config["results_dir"]
 DATASETS = sorted(config["benchmarks"])
-SOURCES = sorted(config["sources"])
+# Every block of the run: (model, method) -> settings; reference/mutation sources and the agent grid.
+BLOCKS = blocks(config)
+PAIRS = config["stats"]["pairs"] + condition_pairs(config)
 TABLE_NAMES = ("G1", "F1", "F2", "F3")
 TABLES = [f"{RESULTS}/tables/table_{t}.{ext}" for t in TABLE_NAMES for ext in ("csv", "md", "tex")]
 
@@ -41,8 +46,13 @@ def fetched_marker(dataset):
     return f"{RESOURCES}/{pin['name']}-{pin['version']}/FETCHED.json"
 
 
+def block_settings(wildcards):
+    return BLOCKS[(wildcards.model, wildcards.method)]
+
+
 def block_episodes():
-    return expand(f"{RESULTS}/scored/{{dataset}}/{{source}}/episodes.parquet", dataset=DATASETS, source=SOURCES)
+    return [f"{RESULTS}/scored/{dataset}/{model}/{method}/episodes.parquet"
+            for dataset in DATASETS for model, method in BLOCKS]
 
 
 def all_outputs():
@@ -51,5 +61,6 @@ def all_outputs():
 
 
 wildcard_constraints:
-    dataset="|".join(DATASETS),
-    source="|".join(SOURCES),
+    dataset="|".join(map(re.escape, DATASETS)),
+    model="|".join(sorted({re.escape(model) for model, _ in BLOCKS})),
+    method="|".join(sorted({re.escape(method) for _, method in BLOCKS})),

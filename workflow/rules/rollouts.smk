@@ -1,18 +1,18 @@
 rule generate_rollouts:
-    """Rollouts of one source for every sampled task (JSON Lines, one rollout per line)."""
+    """Rollouts of one model × method block for every sampled task (JSON Lines, one rollout per line)."""
     input:
         tasks=f"{RESULTS}/tasks/{{dataset}}.json",
         package=lambda wc: fetched_marker(wc.dataset),
     output:
-        f"{RESULTS}/rollouts/{{dataset}}/{{source}}.jsonl",
+        f"{RESULTS}/rollouts/{{dataset}}/{{model}}/{{method}}.jsonl",
     params:
-        settings=lambda wc: config["sources"][wc.source],
+        settings=block_settings,
         resources=RESOURCES,
         cache_dir=f"{RESULTS}/cache/model-responses",
         code=code_fingerprint(*REPLAY_CODE, "sources", "agents", "models", "rollout_store.py", "pipeline.py"),
     log:
-        f"{RESULTS}/logs/rollouts/{{dataset}}/{{source}}.log",
+        f"{RESULTS}/logs/rollouts/{{dataset}}/{{model}}/{{method}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/rollouts/{{dataset}}/{{source}}.tsv"
+        f"{RESULTS}/benchmarks/rollouts/{{dataset}}/{{model}}/{{method}}.tsv"
     script:
         "../scripts/generate_rollouts.py"

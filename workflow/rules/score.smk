@@ -1,19 +1,19 @@
 rule score_rollouts:
     """Replay every rollout: per-action and per-rollout (FED) Parquet, and a quarantine file."""
     input:
-        rollouts=f"{RESULTS}/rollouts/{{dataset}}/{{source}}.jsonl",
+        rollouts=f"{RESULTS}/rollouts/{{dataset}}/{{model}}/{{method}}.jsonl",
         package=lambda wc: fetched_marker(wc.dataset),
     output:
-        actions=f"{RESULTS}/scored/{{dataset}}/{{source}}/actions.parquet",
-        episodes=f"{RESULTS}/scored/{{dataset}}/{{source}}/episodes.parquet",
-        quarantine=f"{RESULTS}/scored/{{dataset}}/{{source}}/quarantine.jsonl",
+        actions=f"{RESULTS}/scored/{{dataset}}/{{model}}/{{method}}/actions.parquet",
+        episodes=f"{RESULTS}/scored/{{dataset}}/{{model}}/{{method}}/episodes.parquet",
+        quarantine=f"{RESULTS}/scored/{{dataset}}/{{model}}/{{method}}/quarantine.jsonl",
     params:
         resources=RESOURCES,
         code=code_fingerprint(*REPLAY_CODE, "scoring.py", "io.py"),
     log:
-        f"{RESULTS}/logs/score/{{dataset}}/{{source}}.log",
+        f"{RESULTS}/logs/score/{{dataset}}/{{model}}/{{method}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/score/{{dataset}}/{{source}}.tsv"
+        f"{RESULTS}/benchmarks/score/{{dataset}}/{{model}}/{{method}}.tsv"
     script:
         "../scripts/score_rollouts.py"
 

@@ -28,7 +28,7 @@ rule paired_statistics:
     output:
         f"{RESULTS}/stats/paired.parquet",
     params:
-        pairs=config["stats"]["pairs"],
+        pairs=PAIRS,
         resamples=config["stats"]["paired_resamples"],
         seed=config["stats"]["seed"],
         confidence=config["stats"]["confidence"],

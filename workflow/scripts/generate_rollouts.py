@@ -1,6 +1,7 @@
 from prefix_audit.pipeline import generate_rollouts, logging_to
 
 with logging_to(snakemake.log[0]):
-    generate_rollouts(snakemake.wildcards.dataset, snakemake.input.tasks, snakemake.wildcards.source,
+    generate_rollouts(snakemake.wildcards.dataset, snakemake.input.tasks, snakemake.wildcards.model,
+                      snakemake.wildcards.method,
                       dict(snakemake.params.settings), snakemake.params.resources, snakemake.output[0],
                       snakemake.params.cache_dir)

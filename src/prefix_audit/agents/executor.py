@@ -5,25 +5,38 @@ it emits is executed and its observation appended, for at most ``max_steps`` too
 iterations; a reply without tool calls ends the turn. A turn that uses up its steps stops the
 episode, as a force-terminated run does in the benchmarks. Every model call's accounting is kept
 with the rollout.
+
+Planning methods hook in before each turn's first executor call (``briefing``): what they return is
+appended to the user's request, and their model calls are accounted but never enter T.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..calls import ToolCall
 from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, to_tool_call
 from ..records import Step, Usage
 from .environment import AgentEnvironment
+from .prompts import REACT_SYSTEM_PROMPT
 
 K_EXEC = 10
 
-REACT_SYSTEM_PROMPT = (
-    "You are an assistant that completes the user's requests by calling the provided tools. "
-    "Think about which tool to call next, call it, and read its result before deciding what to do. "
-    "When a request is done, or cannot be done with the tools you have, reply briefly without "
-    "calling a tool."
-)
+
+@dataclass(frozen=True)
+class TurnBriefing:
+    """What a planning method adds to a user turn: text for the executor, its own model calls'
+    accounting, and a trace of what happened (kept in the rollout's meta)."""
+
+    text: str | None
+    usage: tuple[Usage, ...] = ()
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+# (turn, conversation so far ending with the turn's user message, the turn's tools) → briefing
+Briefing = Callable[[int, tuple[Message, ...], tuple], Awaitable[TurnBriefing]]
 
 
 @dataclass(frozen=True)
@@ -31,6 +44,7 @@ class Episode:
     turns: tuple[tuple[Step, ...], ...]
     usage: tuple[Usage, ...]
     force_terminated: bool
+    planning: tuple[dict[str, Any], ...] = ()
 
 
 def _observation(call: ToolCall, env: AgentEnvironment) -> str:
@@ -40,14 +54,23 @@ def _observation(call: ToolCall, env: AgentEnvironment) -> str:
 
 
 async def run_executor(backend: ModelBackend, env: AgentEnvironment, *, system_prompt: str = REACT_SYSTEM_PROMPT,
-                       params: GenerationParams | None = None, max_steps: int = K_EXEC) -> Episode:
+                       params: GenerationParams | None = None, max_steps: int = K_EXEC,
+                       briefing: Briefing | None = None) -> Episode:
     params = params or GenerationParams()
     messages: list[Message] = [Message("system", system_prompt)]
     turns: list[tuple[Step, ...]] = []
     usage: list[Usage] = []
+    planning: list[dict[str, Any]] = []
     for turn in range(env.turn_count()):
-        messages.append(Message("user", env.user_message(turn)))
+        request = env.user_message(turn)
         tools = env.tools(turn)
+        messages.append(Message("user", request))
+        if briefing is not None:
+            brief = await briefing(turn, tuple(messages), tools)
+            usage.extend(brief.usage)
+            planning.append(brief.trace)
+            if brief.text:
+                messages[-1] = Message("user", f"{request}\n\n{brief.text}")
         steps: list[Step] = []
         finished = False
         for _ in range(max_steps + 1):  # max_steps tool actions, then one chance to answer
@@ -66,5 +89,5 @@ async def run_executor(backend: ModelBackend, env: AgentEnvironment, *, system_p
                 messages.append(Message("tool", _observation(call, env), tool_call_id=model_call.id))
         turns.append(tuple(steps))
         if not finished:
-            return Episode(tuple(turns), tuple(usage), True)
-    return Episode(tuple(turns), tuple(usage), False)
+            return Episode(tuple(turns), tuple(usage), True, tuple(planning))
+    return Episode(tuple(turns), tuple(usage), False, tuple(planning))

@@ -1,0 +1,68 @@
+"""The run grid a config asks for: blocks, their settings (what reruns them) and the F.3 pairs."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from prefix_audit.grid import blocks, condition_pairs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def config() -> dict:
+    return yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+def test_the_default_config_is_valid_and_asks_for_the_paper_methods(config):
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    jsonschema.Draft202012Validator(schema).validate(config)
+    grid = blocks(config)
+    agents = {key for key, settings in grid.items() if settings["kind"] == "agent"}
+    assert {(m, meth) for m in ("sim-strong", "sim-medium", "sim-weak")
+            for meth in ("react", "prompt_planning", "plan_conditioned", "dual_loop")} <= agents
+    assert {("sim-medium", f"dual_loop.{c}") for c in ("accept", "replay", "verifier-sim-weak")} <= agents
+    assert len(agents) == 15 and {("reference", "reference"), ("mutator", "mutation")} <= set(grid)
+    swapped = grid[("sim-medium", "dual_loop.verifier-sim-weak")]
+    assert swapped["verifier_backend"]["model"] == "sim-weak" and swapped["method"] == "dual_loop"
+    assert grid[("sim-medium", "dual_loop.accept")]["verifier"] == "accept"
+    assert grid[("sim-medium", "dual_loop")]["verifier"] == "model"
+
+
+def test_one_model_edit_changes_only_the_settings_of_blocks_that_use_it(config):
+    before = blocks(config)
+    edited = copy.deepcopy(config)
+    edited["models"]["sim-weak"]["profile"]["p_stop"] = 0.2
+    after = blocks(edited)
+    changed = {key for key in before if before[key] != after[key]}
+    assert changed == {("sim-weak", m) for m in config["agents"]["methods"]} | {("sim-medium", "dual_loop.verifier-sim-weak")}
+
+
+def test_condition_pairs_compare_each_condition_with_plan_conditioned(config):
+    pairs = condition_pairs(config)
+    assert {p["condition"]["method"] for p in pairs} == {"dual_loop", "dual_loop.accept", "dual_loop.replay",
+                                                         "dual_loop.verifier-sim-weak"}
+    assert {(p["baseline"]["model"], p["baseline"]["method"]) for p in pairs} == {("sim-medium", "plan_conditioned")}
+    assert {p["dataset"] for p in pairs} == set(config["benchmarks"])
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["agents"]["methods"].append("tree_of_thought"), "unknown method"),
+    (lambda c: c["agents"]["models"].append("gpt-9"), "not defined"),
+    (lambda c: c["agents"]["verifier_conditions"]["conditions"].update(odd={"verifier": "oracle"}), "neither"),
+])
+def test_grid_mistakes_are_named(config, edit, message):
+    edit(config)
+    with pytest.raises(ValueError, match=message):
+        blocks(config)
+
+
+def test_conditions_need_the_plan_conditioned_baseline(config):
+    config["agents"]["methods"] = ["react", "dual_loop"]
+    with pytest.raises(ValueError, match="plan_conditioned block"):
+        condition_pairs(config)
