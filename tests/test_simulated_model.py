@@ -126,3 +126,10 @@ def test_planning_rates_are_validated():
         SimulatedProfile("x", p_plan_error=dict.fromkeys(ALL, 0.25))
     with pytest.raises(ValueError, match="probabilities"):
         SimulatedProfile("x", p_follow_plan=1.2)
+
+
+def test_episodes_in_flight_do_not_change_the_rollouts(tasks, tmp_path):
+    profile = PLANNING | {"p_detect": dict.fromkeys(ALL, 0.7)}
+    _run_method(tasks, tmp_path / "one", "d", "dual_loop", profile)
+    _run_method(tasks, tmp_path / "four", "d", "dual_loop", profile, episodes_in_flight=4)
+    assert (tmp_path / "one" / "d.jsonl").read_bytes() == (tmp_path / "four" / "d.jsonl").read_bytes()
