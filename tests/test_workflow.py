@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -57,18 +58,40 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     stats = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["stats"] | {"seed": 99}
     dry = _run(tmp_path, "a", "--dry-run", stats=stats)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert _planned_jobs(dry.stdout) == {"statistics", "paired_statistics", "tables", "figures", "all"}, dry.stdout
+    assert set(_planned_jobs(dry.stdout)) == {"statistics", "paired_statistics", "tables", "figures", "all"}, dry.stdout
+
+    # Editing one model reruns its four blocks and the verifier condition that borrows it, onward.
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    models = copy.deepcopy(config["models"])
+    models["sim-weak"]["profile"]["p_stop"] = 0.2
+    dry = _run(tmp_path, "a", "--dry-run", models=models)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 1, "all": 1}
+    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 5, "score_rollouts": 5, **downstream}, dry.stdout
+    assert "rollouts/bfcl_v3/sim-medium/dual_loop.verifier-sim-weak.jsonl" in dry.stdout
+
+    # Adding a block (here a verifier condition) adds only its jobs.
+    conditions = config["agents"]["verifier_conditions"]["conditions"] | {"accept-again": {"verifier": "accept"}}
+    agents = config["agents"] | {"verifier_conditions": {"models": ["sim-medium"], "conditions": conditions}}
+    dry = _run(tmp_path, "a", "--dry-run", agents=agents)
+    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 1, "score_rollouts": 1, **downstream}, dry.stdout
+
+    # Rescoring regenerates nothing.
+    dry = _run(tmp_path, "a", "--dry-run", "--forcerun", "score_rollouts")
+    jobs = _planned_jobs(dry.stdout)
+    assert "generate_rollouts" not in jobs and jobs["score_rollouts"] == 17, dry.stdout
 
 
-def _planned_jobs(dry_run_output: str) -> set[str]:
-    """Rule names from the first "Job stats" table of a dry run."""
+def _planned_jobs(dry_run_output: str) -> dict[str, int]:
+    """Rule name → job count from the first "Job stats" table of a dry run."""
     lines = dry_run_output.splitlines()
     start = lines.index("Job stats:") + 3  # title, header, rule line
-    jobs = set()
+    jobs = {}
     for line in lines[start:]:
         if line.startswith("total"):
             return jobs
-        jobs.add(line.split()[0])
+        name, count = line.split()[:2]
+        jobs[name] = int(count)
     raise AssertionError("no job table in dry-run output")
 
 

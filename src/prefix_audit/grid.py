@@ -9,6 +9,7 @@ adding a method adds only its blocks.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,8 +23,18 @@ def condition_method(condition: str) -> str:
     return f"dual_loop.{condition}"
 
 
+def _canonical(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys sorted at every level: Snakemake compares params by their text, and reordering keys in
+    a config file changes nothing a block depends on."""
+    return json.loads(json.dumps(settings, sort_keys=True))
+
+
 def blocks(config: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(model, method) → settings of every block of the run, in a stable order."""
+    return {key: _canonical(settings) for key, settings in _blocks(config).items()}
+
+
+def _blocks(config: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     grid: dict[tuple[str, str], dict[str, Any]] = {}
     for name, source in sorted(config.get("sources", {}).items()):
         grid[(name, source["kind"])] = dict(source)
