@@ -313,8 +313,11 @@ def _settings_and_utility_families() -> Iterator[Draft]:
 def _multi_turn_families() -> Iterator[Draft]:
     for k, name in enumerate(("Bruno Okafor", "Dmitri Volkov", "Esme Hartley", "Hiro Tanaka")):
         phone, content = _CONTACT[name][0], MESSAGES[(k + 3) % len(MESSAGES)]
-        yield Draft("message_multi_turn", (f"I'd like to send a text to {name}.", f"Tell them: {content}"),
-                    ((call("search_contacts", name=name),),
+        check = k % 2 == 1  # half of them also check the cellular service first
+        opening = f"I'd like to send a text to {name}." + (" Is my cellular service on?" if check else "")
+        first = (call("get_cellular_service_status"),) if check else ()
+        yield Draft("message_multi_turn", (opening, f"Tell them: {content}"),
+                    ((*first, call("search_contacts", name=name)),
                      (call("send_message_with_phone_number", phone_number=phone, content=content),)),
                     (_sent(phone, content),), user_facts=((content, 1),))
     for name in ("Chiara Rossi", "Greta Nilsson", "Ines Duarte"):
@@ -330,8 +333,8 @@ def _multi_turn_families() -> Iterator[Draft]:
                     user_facts=((phone, 1),))
     for task, hours in (("book the train tickets", 3), ("water the tomatoes", 6), ("send the invoice", 4)):
         due = NOW + hours * 3600
-        yield Draft("reminder_multi_turn", ("What time is it right now?", f"Remind me to {task} in {hours} hours."),
-                    ((call("get_current_timestamp"),),
+        yield Draft("reminder_multi_turn", ("What are the time and date right now?", f"Remind me to {task} in {hours} hours."),
+                    ((call("get_current_timestamp"), call("timestamp_to_datetime_info", timestamp=NOW)),
                      (call("shift_timestamp", timestamp=NOW, hours=hours), call("add_reminder", content=task, reminder_timestamp=due))),
                     (StateTarget("reminders", (("content", text(task)), ("reminder_timestamp", close(due, 1.0)))),),
                     ("CANONICALIZATION",), user_facts=((task, 1), (hours, 1)))
