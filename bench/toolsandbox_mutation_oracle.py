@@ -1,20 +1,17 @@
 """The mutation oracle on the native ToolSandbox: every scenario × every category, one confirmed mutant each.
 
-Usage: python bench/toolsandbox_mutation_oracle.py [--step 1] [--seed 1]
+Usage: PYTHONPATH=src python bench/toolsandbox_mutation_oracle.py [--step 1] [--seed 1]
 Prints how often the checker recovers the injected depth and category, the confusion matrix, the
 scenarios without an injection site per category, and every miss.
-(tests/test_toolsandbox_mutations.py runs the same check on a subset.)
+(tests/test_toolsandbox_mutations.py runs the same check on every second scenario.)
 """
 
 from __future__ import annotations
 
 import argparse
-import time
-from collections import Counter
 
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark
-from prefix_audit.checker import CATEGORIES, replay
-from prefix_audit.sources.mutation import mutated_rollout
+from prefix_audit.sources.oracle import run_oracle
 
 
 def main() -> None:
@@ -23,41 +20,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     bench = ToolSandboxBenchmark()
-    start = time.perf_counter()
-    confusion: Counter = Counter()
-    operators: Counter = Counter()
-    no_site: Counter = Counter()
-    depths: Counter = Counter()
-    depth_ok = 0
-    misses = []
-    for task_id in bench.task_ids()[:: args.step]:
-        for category in CATEGORIES:
-            rollout = mutated_rollout(bench, task_id, category, seed=args.seed)
-            if rollout is None:
-                no_site[category] += 1
-                continue
-            injected = rollout.meta["injected"]
-            episode = replay(rollout, bench)
-            operators[injected["operator"]] += 1
-            depths[injected["depth"]] += 1
-            confusion[(category, episode.category)] += 1
-            depth_ok += episode.FED == injected["depth"]
-            if episode.FED != injected["depth"] or episode.category != category:
-                first = episode.first_failure
-                misses.append((task_id, injected, episode.FED,
-                               [f.detail for f in first.failures] if first else None))
-    n = sum(confusion.values())
-    agree = sum(confusion[(c, c)] for c in CATEGORIES)
-    print(f"{n} mutants from {len(bench.task_ids()[:: args.step])} scenarios in {time.perf_counter() - start:.1f} s; "
-          f"depth recovered {depth_ok}/{n}; category recovered {agree}/{n} ({agree / n:.2%})")
-    print(f"scenarios without a site, per category: {dict(no_site)}")
-    print(f"operators: {dict(operators.most_common())}")
-    print(f"injected depths: {dict(sorted(depths.items()))}")
-    print(f"{'injected / recovered':>22}" + "".join(f"{c[:12]:>13}" for c in CATEGORIES))
-    for c in CATEGORIES:
-        print(f"{c:>22}" + "".join(f"{confusion[(c, g)]:>13}" for g in CATEGORIES))
-    for miss in misses:
-        print("miss:", miss)
+    print("\n".join(run_oracle(bench, bench.task_ids()[:: args.step], args.seed).lines()))
 
 
 if __name__ == "__main__":

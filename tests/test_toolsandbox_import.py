@@ -225,7 +225,7 @@ def test_scoring_twice_is_byte_identical(run_folder, tmp_path: Path):
     path = tmp_path / "rollouts.jsonl"
     path.write_text("".join(dumps(r) + "\n" for r in rollouts))
     assert sum(1 for _ in read_rollouts(path)) == len(rollouts)
-    resolve = lambda dataset: open_benchmark(dataset, "unused")  # noqa: E731
+    resolve = lambda dataset: open_benchmark(dataset, "unused")
     first, second = score_file(path, tmp_path / "one", resolve), score_file(path, tmp_path / "two", resolve)
     assert first.scored == second.scored == len(rollouts) and first.quarantined == 0
     for name in ("episodes.parquet", "actions.parquet", "quarantine.jsonl"):

@@ -3,13 +3,12 @@ scenario × every category; bench/toolsandbox_mutation_oracle.py runs all of the
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark
 from prefix_audit.checker import CATEGORIES, replay
 from prefix_audit.sources.mutation import mutated_rollout
+from prefix_audit.sources.oracle import run_oracle
 
 
 @pytest.fixture(scope="module")
@@ -18,33 +17,24 @@ def bench() -> ToolSandboxBenchmark:
 
 
 @pytest.fixture(scope="module")
-def corpus(bench):
-    return [r for task_id in bench.task_ids()[::2] for category in CATEGORIES
-            if (r := mutated_rollout(bench, task_id, category, seed=1)) is not None]
+def oracle(bench):
+    return run_oracle(bench, bench.task_ids()[::2], seed=1)
 
 
-def test_checker_recovers_injected_depth_and_category(bench, corpus):
-    assert len(corpus) >= 200
-    confusion: Counter = Counter()
-    depths: dict[str, set[int]] = {c: set() for c in CATEGORIES}
-    wrong_depth = []
-    for rollout in corpus:
-        injected = rollout.meta["injected"]
-        episode = replay(rollout, bench)
-        confusion[(injected["category"], episode.category)] += 1
-        depths[injected["category"]].add(injected["depth"])
-        if episode.FED != injected["depth"]:
-            wrong_depth.append((rollout.task_id, injected, episode.FED))
-    assert not wrong_depth
-    assert all(confusion[(c, c)] >= 5 for c in CATEGORIES), confusion
-    assert sum(confusion[(c, c)] for c in CATEGORIES) / len(corpus) >= 0.99
-    assert all(len(d) >= 2 for d in depths.values()), depths
+def test_checker_recovers_injected_depth_and_category(oracle):
+    assert oracle.mutants >= 200
+    assert oracle.depth_recovered == oracle.mutants, oracle.misses
+    assert all(oracle.confusion[(c, c)] >= 5 for c in CATEGORIES), oracle.confusion
+    assert oracle.category_recovered / oracle.mutants >= 0.99, oracle.misses
+    assert all(len(d) >= 2 for d in oracle.depths.values()), oracle.depths
 
 
-def test_paper_style_state_consistency_mutants(bench, corpus):
+def test_paper_style_state_consistency_mutants(bench):
     """The generator's state-consistency mutants include the paper's phone-number-as-contact-id."""
-    details = [r.meta["injected"]["detail"] for r in corpus if r.meta["injected"]["category"] == "state_consistency"]
-    assert any(d.startswith("person_id='+1415555") for d in details)
+    rollout = mutated_rollout(bench, "remove_contact_by_phone_03", "state_consistency", seed=1)
+    assert rollout is not None and rollout.meta["injected"]["detail"].startswith("person_id='+1415555")
+    episode = replay(rollout, bench)
+    assert (episode.FED, episode.category) == (2, "state_consistency")
 
 
 def test_mutation_generator_is_deterministic(bench):

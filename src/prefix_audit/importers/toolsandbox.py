@@ -42,7 +42,7 @@ _RUN_NAME = re.compile(r"^agent_(?P<agent>.+?)_user_(?P<user>.+?)_\d{2}_\d{2}_\d
 _PARAMETERS = re.compile(r"^(\w+)_parameters = (.*)$")
 _RESPONSE = re.compile(r"^\w+_response = (\w+)\(")
 _DISALLOWED = re.compile(r"agent_facing_tool_name='([^']*)' is not a known allowed tool")
-_IMPORTS = re.compile(r"^from \S+ import (.+)$", re.M)
+_IMPORTS = re.compile(r"^from \S+ import (.+)$", re.MULTILINE)
 _ID_COLUMNS = {"CONTACT": "person_id", "MESSAGING": "message_id", "REMINDER": "reminder_id"}
 
 
@@ -51,8 +51,11 @@ class ScenarioError(ValueError):
 
 
 def run_folders(source: str | Path) -> list[Path]:
-    """The run folder ``source`` itself, or the run folders directly inside it, sorted."""
+    """The run folder ``source`` (or the one whose result_summary.json it is), or the run folders
+    directly inside it, sorted."""
     source = Path(source)
+    if source.name == "result_summary.json" and source.is_file():
+        return [source.parent]
     if (source / "result_summary.json").is_file():
         return [source]
     if source.is_dir():

@@ -33,7 +33,8 @@ from ...models.base import ToolSchema
 from ...records import Rollout, Step, rollout_id_for
 from ..base import Outcome, TaskFacts, ToolSpec
 from .evaluation import Evaluation, Position, evaluate
-from .scenarios import Scenario, all_scenarios, sample_task_ids as _sample
+from .scenarios import Scenario, all_scenarios
+from .scenarios import sample_task_ids as _sample
 from .tools import DELETERS, PRECONDITION_GUARDS, TOOLS, execute
 from .world import World, device_phone_numbers, starting_world
 

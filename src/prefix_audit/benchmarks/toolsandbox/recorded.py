@@ -41,9 +41,9 @@ DATASET = "toolsandbox_recorded"
 RECORD_KEY = "toolsandbox"
 REFERENCE_PARAMS = frozenset({"person_id", "message_id", "reminder_id", "sender_person_id", "recipient_person_id"})
 
-_ADDRESS_EXPR = re.compile(r"<(\w+) \[.*?\] at 0x[0-9a-fA-F]+>", re.S)
+_ADDRESS_EXPR = re.compile(r"<(\w+) \[.*?\] at 0x[0-9a-fA-F]+>", re.DOTALL)
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_CARETS = re.compile(r"^[ \t]*[\^~]+[ \t]*$\n?", re.M)
+_CARETS = re.compile(r"^[ \t]*[\^~]+[ \t]*$\n?", re.MULTILINE)
 _QUALIFIED = re.compile(r"^(?:[A-Za-z_][\w]*\.)+([A-Za-z_]\w*(?:Error|Exception|Warning)?):")
 
 
@@ -86,6 +86,11 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
 
 
+def _rejecting(table: dict[str, str]):
+    """A validator that rejects exactly the values ToolSandbox rejected, with its message."""
+    return lambda value: table.get(_canonical(value))
+
+
 @dataclass
 class _LearnedInterface:
     """What ToolSandbox's interface errors in this run reveal about one tool."""
@@ -100,8 +105,7 @@ class _LearnedInterface:
             schema["required"] = sorted(self.required)
         if self.min_properties is not None:
             schema["minProperties"] = self.min_properties
-        validators = {param: (lambda table: lambda value: table.get(_canonical(value)))(table)
-                      for param, table in self.rejected.items()}
+        validators = {param: _rejecting(table) for param, table in self.rejected.items()}
         return ToolSpec(name, schema, "", (), REFERENCE_PARAMS, validators)
 
     def learn(self, arguments: Mapping[str, Any], error: str) -> None:
@@ -166,6 +170,15 @@ class RecordedRun:
             if not (error is None or isinstance(error, str)) or not isinstance(gone, list):
                 raise RecordError(f"{where}: call {cid!r} must have 'error' (string or null) and 'gone' (list)")
             self.calls[cid] = RecordedCall(error, item.get("result"), frozenset(map(str, gone)))
+        self.ordered: list[ToolCall] = []
+        for action in actions_of(rollout):
+            if action.call is not None and action.call.well_formed:
+                if action.call.call_id not in self.calls:
+                    raise RecordError(f"tool call {action.call.call_id!r} ({action.call.name}) has no recorded outcome")
+                self.ordered.append(action.call)
+        # A tool that executed without ToolSandbox refusing it by name was available, even when the
+        # run's import statement is missing.
+        universe |= {c.name for c in self.ordered if exception_name(self.calls[c.call_id].error or "") != "KeyError"}
         self.exposed_names = sorted((universe if allowed is None else set(allowed)) - set(denied or ()))
         self.universe = universe
         meta = rollout.meta.get(RECORD_KEY)
@@ -176,12 +189,6 @@ class RecordedRun:
         self.detail = (f"ToolSandbox similarity {self.similarity:g} (milestone {meta.get('milestone_similarity')}, "
                        f"minefield {meta.get('minefield_similarity')})"
                        + (f"; aborted by {meta['exception_type']}" if meta.get("exception_type") else ""))
-        self.ordered: list[ToolCall] = []
-        for action in actions_of(rollout):
-            if action.call is not None and action.call.well_formed:
-                if action.call.call_id not in self.calls:
-                    raise RecordError(f"tool call {action.call.call_id!r} ({action.call.name}) has no recorded outcome")
-                self.ordered.append(action.call)
         self.interfaces: dict[str, _LearnedInterface] = {}
         for c in self.ordered:
             error = self.calls[c.call_id].error  # type: ignore[index]

@@ -20,7 +20,7 @@ import json
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -141,7 +141,7 @@ def _reminders() -> list[dict[str, Any]]:
 
 
 def _when(year: int, month: int, day: int, hour: int) -> tuple[float, str]:
-    moment = datetime(year, month, day, hour, tzinfo=timezone.utc)
+    moment = datetime(year, month, day, hour, tzinfo=UTC)
     return moment.timestamp(), f"{moment:%B} {day}, {year} at {hour:02d}:00 UTC"
 
 
@@ -252,7 +252,7 @@ def _reminder_families() -> Iterator[Draft]:
 
 def _holiday_time(name: str) -> float:
     day = HOLIDAYS[name](utc(NOW).year)
-    return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
+    return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
 
 
 def _settings_and_utility_families() -> Iterator[Draft]:

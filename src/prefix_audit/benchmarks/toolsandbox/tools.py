@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from ..base import Outcome, ToolSpec
 from ...calls import ToolCall
 from ...checker import Failure, bind_arguments
+from ..base import Outcome, ToolSpec
 from . import validation
 from .text import fuzzy_match
 from .utilities import UtilityError, convert_units, haversine_km, holiday_timestamp, utc
@@ -284,11 +285,9 @@ def _datetime_info(world: World, args: dict[str, Any]) -> dict[str, int]:
 
 
 def _datetime_to_timestamp(world: World, args: dict[str, Any]) -> float:
-    from datetime import datetime, timezone
-
     try:
         return datetime(args["year"], args["month"], args["day"], args["hour"], args["minute"], args["second"],
-                        tzinfo=timezone.utc).timestamp()
+                        tzinfo=UTC).timestamp()
     except (ValueError, OverflowError) as exc:
         raise ToolError("ValueError", str(exc)) from None
 

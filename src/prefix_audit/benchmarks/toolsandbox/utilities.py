@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import calendar
 import math
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from .text import match_score, ratio
 
@@ -122,11 +122,11 @@ def holiday_timestamp(name: str, year: int) -> float | None:
     if score <= 90:
         return None
     day = HOLIDAYS[best](year)
-    return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
+    return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
 
 
 def utc(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc)
+    return datetime.fromtimestamp(timestamp, tz=UTC)
 
 
 def haversine_km(lat0: float, lon0: float, lat1: float, lon1: float) -> float:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import copy
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 # 2025-03-14 09:00:00 UTC: every "now" in the sandbox.
-NOW = datetime(2025, 3, 14, 9, 0, tzinfo=timezone.utc).timestamp()
+NOW = datetime(2025, 3, 14, 9, 0, tzinfo=UTC).timestamp()
 _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "prefix-audit/toolsandbox")
 
 TABLES = ("contacts", "messages", "reminders", "settings")
