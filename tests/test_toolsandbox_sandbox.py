@@ -122,9 +122,10 @@ def test_sample_is_deterministic_stratified_and_seeded():
 
 
 def test_registered_dataset():
-    assert "toolsandbox" in DATASETS
+    assert {"toolsandbox", "toolsandbox_recorded"} <= set(DATASETS)
     bench = open_benchmark("toolsandbox", "unused-resources-dir")
     assert bench.dataset == "toolsandbox" and len(bench.task_ids()) == len(list_task_ids())
+    assert len(bench.scenario_set_sha256) == 64 and bench.scenario_set_sha256 == ToolSandboxBenchmark().scenario_set_sha256
 
 
 # --- the paper's delete-contact example (Table C.1) --------------------------------------------

@@ -438,12 +438,8 @@ def scenario_set_sha256() -> str:
             return {"name": obj.name, "arguments": obj.kwargs}
         return repr(obj)
 
-    payload = json.dumps([scenario_fields(s) for s in _all()], default=default, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def scenario_fields(scenario: Scenario) -> dict[str, Any]:
-    return {f: getattr(scenario, f) for f in scenario.__dataclass_fields__}
+    fields = [{f: getattr(s, f) for f in s.__dataclass_fields__} for s in _all()]
+    return hashlib.sha256(json.dumps(fields, default=default, sort_keys=True).encode()).hexdigest()
 
 
 def sample_task_ids(n: int = 200, seed: int = 0) -> list[str]:
