@@ -14,15 +14,10 @@ from . import __version__
 DEFAULT_RESOURCES = "resources"
 
 
-def _import(args: argparse.Namespace) -> int:
-    from .io import atomic_write_text
-    from .records import BadLine, dumps
-
-    if args.kind != "bfcl":
-        print(f"import {args.kind}: not available in this build (only bfcl)", file=sys.stderr)
-        return 2
+def _imported_bfcl(args: argparse.Namespace) -> tuple[list, list]:
     from .benchmarks.bfcl import load_data
     from .importers.bfcl import import_result_file
+    from .records import BadLine
 
     data = load_data(args.resources)  # the importer needs the entries; fetch the pin when absent
     good, bad = [], []
@@ -34,6 +29,31 @@ def _import(args: argparse.Namespace) -> int:
                                item.rollout.task_id))
         else:
             good.append(item.rollout)
+    return good, bad
+
+
+def _imported_toolsandbox(args: argparse.Namespace) -> tuple[list, list]:
+    from .importers.toolsandbox import import_runs
+    from .records import BadLine
+
+    good, bad = [], []
+    for item in import_runs(args.source, model=args.model, method=args.method):
+        if isinstance(item, BadLine):
+            bad.append(item)
+        else:
+            good.append(item.rollout)
+    return good, bad
+
+
+def _import(args: argparse.Namespace) -> int:
+    from .io import atomic_write_text
+    from .records import dumps
+
+    readers = {"bfcl": _imported_bfcl, "toolsandbox": _imported_toolsandbox}
+    if args.kind not in readers:
+        print(f"import {args.kind}: not available in this build (only {', '.join(readers)})", file=sys.stderr)
+        return 2
+    good, bad = readers[args.kind](args)
     out = Path(args.output)
     atomic_write_text(out, "".join(dumps(r) + "\n" for r in good))
     quarantine = out.with_name(out.name + ".quarantine.jsonl")
@@ -104,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("kind", choices=["bfcl", "tau", "toolsandbox"])
     imp.add_argument("source")
     imp.add_argument("-o", "--output", required=True)
-    imp.add_argument("--model", help="model name (default: the result file's folder name)")
+    imp.add_argument("--model", help="model name (default: the result file's folder name; for toolsandbox the "
+                                     "agent named in the run folder)")
     imp.add_argument("--method", default="imported")
     imp.add_argument("--resources", default=DEFAULT_RESOURCES)
     imp.set_defaults(func=_import)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .base import Benchmark
 
-DATASETS = ("bfcl_v3",)
+DATASETS = ("bfcl_v3", "toolsandbox", "toolsandbox_recorded")
 
 
 def open_benchmark(dataset: str, resources: str | Path, *, fetch: bool = True) -> Benchmark:
@@ -16,6 +16,14 @@ def open_benchmark(dataset: str, resources: str | Path, *, fetch: bool = True) -
         from .bfcl import BfclBenchmark, load_data
 
         return BfclBenchmark(load_data(resources, fetch=fetch))
+    if dataset == "toolsandbox":  # our own scenarios: nothing to fetch
+        from .toolsandbox import ToolSandboxBenchmark
+
+        return ToolSandboxBenchmark()
+    if dataset == "toolsandbox_recorded":  # imported ToolSandbox runs carry their recorded facts
+        from .toolsandbox.recorded import RecordedToolSandboxBenchmark
+
+        return RecordedToolSandboxBenchmark()
     from ..scoring import UnknownDataset
 
     raise UnknownDataset(f"unknown dataset {dataset!r} (known: {', '.join(DATASETS)})")

@@ -1,0 +1,325 @@
+"""Import real ToolSandbox run folders into rollout records (dataset ``toolsandbox_recorded``).
+
+A run folder (``agent_<agent>_user_<user>_<date>``) holds ``result_summary.json`` (per scenario:
+name, categories, similarity, milestone/minefield similarity, ``exception_type`` and ``traceback``
+when the scenario aborted) and ``trajectories/<scenario>/`` with ``execution_context.json`` (the
+message log ``_dbs.SANDBOX``, database snapshots, allow/deny lists) and, unless the scenario
+aborted, ``conversation.json`` (the agent's OpenAI-format view).
+
+The rollout is rebuilt from the message log, which every scenario has: a user message to the
+agent opens a turn; consecutive agent tool-call requests form one step (a parallel tool-call
+message); an agent message to the user is a text step. Call arguments are read from the logged
+``<id>_parameters = {...}`` line with :func:`ast.literal_eval` (literals only, never executed),
+the tool from the ``<id>_response = <tool>(...)`` line. Each call's recorded outcome is matched by
+its tool-call id, never by position (ToolSandbox executes a parallel message in the first ordering
+that fails). When ``conversation.json`` exists its tool calls must agree with the log.
+
+A scenario that aborted on a tool outside the allow list (``KeyError``) has no conversation and
+the rejected call only in ``result_summary.json``: it is appended as a call of that tool with
+unknown arguments. A scenario aborted by anything else, or whose files are missing, malformed or
+inconsistent, is quarantined with its reason; the other scenarios are still imported.
+
+Y comes from ToolSandbox's similarity (1.0 = success); the raw similarities, categories, turn
+count and exception are kept in ``meta.toolsandbox``. Exception texts are normalised
+(:func:`~prefix_audit.benchmarks.toolsandbox.recorded.normalize_exception`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..benchmarks.toolsandbox.recorded import DATASET, RECORD_KEY, normalize_exception
+from ..calls import ToolCall, structured_call
+from ..records import BadLine, Located, Rollout, Step, rollout_id_for
+
+ABORTED_CALL_ID = "toolsandbox-aborted-call"
+_RUN_NAME = re.compile(r"^agent_(?P<agent>.+?)_user_(?P<user>.+?)_\d{2}_\d{2}_\d{4}_\d{2}_\d{2}_\d{2}$")
+_PARAMETERS = re.compile(r"^(\w+)_parameters = (.*)$")
+_RESPONSE = re.compile(r"^\w+_response = (\w+)\(")
+_DISALLOWED = re.compile(r"agent_facing_tool_name='([^']*)' is not a known allowed tool")
+_IMPORTS = re.compile(r"^from \S+ import (.+)$", re.MULTILINE)
+_ID_COLUMNS = {"CONTACT": "person_id", "MESSAGING": "message_id", "REMINDER": "reminder_id"}
+
+
+class ScenarioError(ValueError):
+    pass
+
+
+def run_folders(source: str | Path) -> list[Path]:
+    """The run folder ``source`` (or the one whose result_summary.json it is), or the run folders
+    directly inside it, sorted."""
+    source = Path(source)
+    if source.name == "result_summary.json" and source.is_file():
+        return [source.parent]
+    if (source / "result_summary.json").is_file():
+        return [source]
+    if source.is_dir():
+        runs = sorted(p for p in source.iterdir() if (p / "result_summary.json").is_file())
+        if runs:
+            return runs
+    raise FileNotFoundError(f"no ToolSandbox run folder (a folder with result_summary.json) at {source}")
+
+
+def model_of(run: Path) -> str:
+    match = _RUN_NAME.match(run.name)
+    return match.group("agent") if match else run.name
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(f"missing {path.name}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path.name} is not UTF-8: {exc}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ScenarioError(f"{path.name} is not valid JSON: {exc}") from None
+
+
+# --- the message log -----------------------------------------------------------------------------
+
+
+def _rows(context: Any, namespace: str) -> list[dict[str, Any]]:
+    dbs = context.get("_dbs") if isinstance(context, dict) else None
+    rows = dbs.get(namespace) if isinstance(dbs, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("sandbox_message_index"), int)
+                                             for r in rows):
+        raise ScenarioError(f"execution_context.json: _dbs.{namespace} must be a list of rows with a sandbox_message_index")
+    return rows
+
+
+def _request(row: dict[str, Any]) -> ToolCall:
+    where = f"message {row['sandbox_message_index']}"
+    lines = str(row.get("content") or "").splitlines()
+    params = _PARAMETERS.match(lines[0]) if lines else None
+    response = _RESPONSE.match(lines[1]) if len(lines) > 1 else None
+    if params is None or response is None:
+        raise ScenarioError(f"{where}: not a logged tool call")
+    try:
+        arguments = ast.literal_eval(params.group(2))
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise ScenarioError(f"{where}: tool-call arguments are not a literal: {exc}") from None
+    call_id = row.get("openai_tool_call_id") or params.group(1)
+    return structured_call(response.group(1), arguments, str(call_id))
+
+
+def _result(row: dict[str, Any]) -> Any:
+    traces = row.get("tool_trace") or []
+    for trace in traces:
+        try:
+            return json.loads(trace)["result"]
+        except (TypeError, ValueError, KeyError):
+            continue
+    return row.get("content")
+
+
+def _first_user_index(sandbox: list[dict[str, Any]]) -> int:
+    """Where the scenario starts: the first user message that is not a user-simulator example."""
+    for row in sandbox:
+        if row.get("sender") == "USER" and row.get("visible_to") != ["USER"]:
+            return row["sandbox_message_index"]
+    raise ScenarioError("the message log has no user message")
+
+
+def _snapshots(context: Any) -> list[tuple[int, frozenset[str]]]:
+    """(index, object ids present) after every database snapshot, in index order. A table without
+    a snapshot at an index keeps its previous contents; the all-null headguard row is no object."""
+    per_table: dict[str, dict[int, set[str]]] = {}
+    for namespace, column in _ID_COLUMNS.items():
+        snaps = per_table[namespace] = {}
+        for row in _rows(context, namespace):
+            ids = snaps.setdefault(row["sandbox_message_index"], set())
+            if row.get(column) is not None:
+                ids.add(str(row[column]))
+    current: dict[str, set[str]] = {ns: set() for ns in _ID_COLUMNS}
+    merged = []
+    for index in sorted({i for snaps in per_table.values() for i in snaps}):
+        for namespace, snaps in per_table.items():
+            current[namespace] = snaps.get(index, current[namespace])
+        merged.append((index, frozenset().union(*current.values())))
+    return merged
+
+
+def _gone_before(snapshots: list[tuple[int, frozenset[str]]], index: int) -> list[str]:
+    seen: set[str] = set()
+    now: frozenset[str] = frozenset()
+    for at, present in snapshots:
+        if at > index:
+            break
+        seen |= present
+        now = present
+    return sorted(seen - now)
+
+
+def _universe(sandbox: list[dict[str, Any]]) -> list[str]:
+    for row in sandbox:
+        if row.get("sender") == "SYSTEM" and row.get("recipient") == "EXECUTION_ENVIRONMENT":
+            return sorted({name.strip() for line in _IMPORTS.findall(str(row.get("content") or ""))
+                           for name in line.split(",") if name.strip()})
+    return []
+
+
+class _Builder:
+    """Walks the message log of one scenario into turns, steps and recorded outcomes."""
+
+    def __init__(self, context: Any) -> None:
+        self.sandbox = sorted((r for r in _rows(context, "SANDBOX") if r.get("sender") is not None),
+                              key=lambda r: r["sandbox_message_index"])
+        self.start = _first_user_index(self.sandbox)
+        self.snapshots = _snapshots(context)
+        self.turns: list[list[Step]] = []
+        self.user_turns: list[str] = []
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.requests: list[tuple[int, ToolCall]] = []
+        self.answered: set[str] = set()
+        pending: list[ToolCall] = []
+        for row in self.sandbox:
+            if row["sandbox_message_index"] < self.start:
+                continue
+            route = (row.get("sender"), row.get("recipient"))
+            if route == ("AGENT", "EXECUTION_ENVIRONMENT"):
+                call = _request(row)
+                if call.call_id in self.calls:
+                    raise ScenarioError(f"tool-call id {call.call_id!r} appears twice")
+                self.calls[call.call_id] = {"error": None, "result": None,  # type: ignore[index]
+                                            "gone": _gone_before(self.snapshots, row["sandbox_message_index"])}
+                self.requests.append((row["sandbox_message_index"], call))
+                pending.append(call)
+                continue
+            if pending:
+                self.add_step(Step(tuple(pending)))
+                pending = []
+            if route == ("USER", "AGENT"):
+                self.user_turns.append(str(row.get("content") or ""))
+                self.turns.append([])
+            elif route == ("AGENT", "USER"):
+                self.add_step(Step((), str(row.get("content") or "")))
+            elif route == ("EXECUTION_ENVIRONMENT", "AGENT"):
+                self._response(row)
+        if pending:
+            self.add_step(Step(tuple(pending)))
+
+    def add_step(self, step: Step) -> None:
+        if not self.turns:  # an agent message before any user message belongs to the first turn
+            self.turns.append([])
+            self.user_turns.append("")
+        self.turns[-1].append(step)
+
+    def _response(self, row: dict[str, Any]) -> None:
+        cid = row.get("openai_tool_call_id")
+        if cid not in self.calls:
+            raise ScenarioError(f"message {row['sandbox_message_index']}: response to unknown tool call {cid!r}")
+        exception = row.get("tool_call_exception")
+        entry = self.calls[cid]
+        self.answered.add(cid)
+        if exception:
+            entry["error"] = normalize_exception(str(exception))
+        else:
+            entry["result"] = _result(row)
+
+
+def _check_conversation(path: Path, requests: list[tuple[int, ToolCall]], sandbox: list[dict[str, Any]]) -> None:
+    """The tool calls of conversation.json, in order, must be the logged requests."""
+    conversation = _load_json(path)
+    if not isinstance(conversation, list):
+        raise ScenarioError("conversation.json must be a list of messages")
+    names = {r.get("openai_tool_call_id"): r.get("openai_function_name") for r in sandbox}
+    emitted = []
+    for message in conversation:
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            for tc in message.get("tool_calls") or []:
+                fn = tc.get("function", {}) if isinstance(tc, dict) else {}
+                try:
+                    arguments = json.loads(fn.get("arguments") or "{}")
+                except (TypeError, ValueError):
+                    arguments = fn.get("arguments")
+                emitted.append((tc.get("id") if isinstance(tc, dict) else None, fn.get("name"), arguments))
+    logged = [(c.call_id, names.get(c.call_id), c.kwargs) for _, c in requests]
+    if emitted != logged:
+        raise ScenarioError(f"conversation.json tool calls {[e[:2] for e in emitted]} disagree with the "
+                            f"execution log {[entry[:2] for entry in logged]}")
+
+
+def _summary_entry(entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
+        raise ScenarioError("a per_scenario_results entry needs a non-empty 'name'")
+    similarity = entry.get("similarity")
+    if isinstance(similarity, bool) or not isinstance(similarity, (int, float)) or not 0.0 <= similarity <= 1.0:
+        raise ScenarioError(f"similarity must be a number in [0, 1], got {similarity!r}")
+    if "/" in entry["name"] or entry["name"] in (".", ".."):
+        raise ScenarioError(f"scenario name {entry['name']!r} is not a folder name")
+    return entry
+
+
+def _aborted_call(entry: dict[str, Any]) -> tuple[ToolCall, str]:
+    traceback = normalize_exception(str(entry.get("traceback") or ""))
+    last = next((line for line in reversed(traceback.splitlines()) if line.strip()), "")
+    match = _DISALLOWED.search(last)
+    if entry.get("exception_type") != "KeyError" or match is None:
+        raise ScenarioError(f"scenario aborted by {entry.get('exception_type')} outside a recorded agent tool call: "
+                            f"{last[:300]}")
+    return ToolCall(match.group(1), (), {}, call_id=ABORTED_CALL_ID, structured=True), last
+
+
+def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
+    entry = _summary_entry(entry)
+    name = entry["name"]
+    folder = run / "trajectories" / name
+    context = _load_json(folder / "execution_context.json")
+    if not isinstance(context, dict):
+        raise ScenarioError("execution_context.json must be an object")
+    built = _Builder(context)
+    unanswered = [cid for cid in built.calls if cid not in built.answered]
+    aborted = entry.get("exception_type")
+    if aborted:
+        call, error = _aborted_call(entry)
+        built.add_step(Step((call,)))
+        built.calls[ABORTED_CALL_ID] = {"error": error, "result": None, "gone": [], "arguments_unknown": True}
+    if unanswered:
+        raise ScenarioError(f"tool call(s) without a recorded response: {', '.join(unanswered)}")
+    if (folder / "conversation.json").exists():
+        _check_conversation(folder / "conversation.json", built.requests, built.sandbox)
+    elif not aborted:
+        raise ScenarioError("missing conversation.json although the scenario did not abort")
+    record = {"user_turns": built.user_turns, "allowed": context.get("tool_allow_list"),
+              "denied": context.get("tool_deny_list"), "tools": _universe(built.sandbox), "calls": built.calls}
+    meta = {RECORD_KEY: {"run": run.name, "scenario": name, "similarity": entry["similarity"],
+                         "milestone_similarity": entry.get("milestone_similarity"),
+                         "minefield_similarity": entry.get("minefield_similarity"),
+                         "categories": entry.get("categories"), "turn_count": entry.get("turn_count"),
+                         "exception_type": aborted or None}}
+    rid = rollout_id_for(DATASET, model, method, name, run.name)
+    return Rollout(DATASET, name, model, method, rid, tuple(tuple(t) for t in built.turns), "import:toolsandbox",
+                   meta, {RECORD_KEY: record})
+
+
+def import_runs(source: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Located | BadLine]:
+    """A located rollout per usable scenario of every run folder under ``source``, a
+    :class:`BadLine` (path, 1-based position in ``per_scenario_results``, reason) otherwise."""
+    for run in run_folders(source):
+        summary_path = run / "result_summary.json"
+        try:
+            summary = _load_json(summary_path)
+            entries = summary.get("per_scenario_results") if isinstance(summary, dict) else None
+            if not isinstance(entries, list):
+                raise ScenarioError("result_summary.json has no 'per_scenario_results' list")
+        except ScenarioError as exc:
+            yield BadLine(str(summary_path), 0, f"unusable ToolSandbox run: {exc}")
+            continue
+        seen: set[str] = set()
+        for position, entry in enumerate(entries, start=1):
+            label = entry.get("name") if isinstance(entry, dict) and isinstance(entry.get("name"), str) else None
+            try:
+                if label in seen:
+                    raise ScenarioError(f"scenario {label!r} listed twice")
+                rollout = scenario_rollout(run, entry, model or model_of(run), method)
+                seen.add(label)  # type: ignore[arg-type]
+                yield Located(str(summary_path), position, rollout)
+            except ScenarioError as exc:
+                yield BadLine(str(summary_path), position, f"unusable ToolSandbox scenario {label!r}: {exc}",
+                              excerpt=str(label or "")[:200])

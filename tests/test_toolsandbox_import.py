@@ -1,0 +1,278 @@
+"""Importing ToolSandbox run folders and scoring them from their recorded outcomes (hand-computed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SHARED
+from toolsandbox_runs import BRUNO, Call, ScenarioRun, disallowed_traceback, write_run
+
+from prefix_audit.benchmarks import open_benchmark
+from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark
+from prefix_audit.benchmarks.toolsandbox.recorded import error_category, normalize_exception
+from prefix_audit.checker import replay
+from prefix_audit.cli import main
+from prefix_audit.importers.toolsandbox import import_runs
+from prefix_audit.records import BadLine, dumps, read_rollouts
+from prefix_audit.scoring import score_file
+from prefix_audit.sources.mutation import mutated_rollout
+
+FIXTURES = SHARED / "fixtures" / "toolsandbox-runs"
+PHONE = BRUNO["phone_number"]
+NO_DATA = ("polars.exceptions.NoDataError: No db entry matching predicate=<Expr ['[([(col(\"person_id\")) == "
+           "(Stri…'] at 0x7F253EDBB0D0> found")
+
+
+def search(cid: str, **arguments) -> Call:
+    return Call(cid, "search_contacts", arguments, result=[BRUNO])
+
+
+SCENARIOS = [
+    # search, then remove_contact, which the deny list forbids: ToolSandbox aborts with KeyError
+    ScenarioRun("abort_disallowed_tool",
+                [("user", f"Remove {PHONE} from my contacts"), ("calls", [search("c1", phone_number=PHONE)])],
+                similarity=0, allowed=["search_contacts", "end_conversation"], denied=["remove_contact"],
+                exception_type="KeyError", traceback=disallowed_traceback("remove_contact", ["search_contacts"]),
+                categories=("INSUFFICIENT_INFORMATION",)),
+    # cellular is off: ConnectionError, then the agent turns it on and resends
+    ScenarioRun("cellular_off_repair",
+                [("user", "Text Bruno Okafor: see you at ten"), ("calls", [search("c1", name="Bruno Okafor")]),
+                 ("calls", [Call("c2", "send_message_with_phone_number", {"phone_number": PHONE, "content": "see you at ten"},
+                                 error="ConnectionError: Cellular service is not enabled")]),
+                 ("calls", [Call("c3", "set_cellular_service_status", {"on": True})]),
+                 ("calls", [Call("c4", "send_message_with_phone_number", {"phone_number": PHONE, "content": "see you at ten"},
+                                 result="m-1")]),
+                 ("agent", "Sent.")],
+                allowed=["search_contacts", "send_message_with_phone_number", "set_cellular_service_status",
+                         "end_conversation"], categories=("STATE_DEPENDENCY", "MULTIPLE_TOOL_CALL")),
+    # a parallel message; ToolSandbox records the failing ordering: responses must go by id
+    ScenarioRun("parallel_by_id",
+                [("user", "Turn on cellular"),
+                 ("calls", [Call("a", "set_low_battery_mode_status", {"on": False}),
+                            Call("b", "set_cellular_service_status", {"on": True},
+                                 error="PermissionError: Cellular service cannot be turned on in low battery mode")],
+                  ["b", "a"]),
+                 ("calls", [Call("c", "set_cellular_service_status", {"on": True})]), ("agent", "Cellular is on.")],
+                allowed=["set_low_battery_mode_status", "set_cellular_service_status", "end_conversation"]),
+    # the contact is removed, then modified: the id is stale (a dependency failure); similarity 0.5
+    ScenarioRun("stale_after_removal",
+                [("user", "Remove Bruno Okafor, then call him my boss"), ("calls", [search("c1", name="Bruno Okafor")]),
+                 ("calls", [Call("c2", "remove_contact", {"person_id": "p-bruno"}, removes=("p-bruno",))]),
+                 ("calls", [Call("c3", "modify_contact", {"person_id": "p-bruno", "relationship": "boss"}, error=NO_DATA)]),
+                 ("agent", "Done.")], similarity=0.5, allowed=["search_contacts", "remove_contact", "modify_contact"]),
+    # a phone number where the id belongs (state-consistency) vs a guessed id (dependency)
+    ScenarioRun("phone_as_id",
+                [("user", f"Remove {PHONE} from my contacts"),
+                 ("calls", [Call("c1", "remove_contact", {"person_id": PHONE}, error=NO_DATA)]),
+                 ("calls", [search("c2", phone_number=PHONE)]),
+                 ("calls", [Call("c3", "remove_contact", {"person_id": "p-bruno"}, removes=("p-bruno",))])],
+                allowed=["search_contacts", "remove_contact"]),
+    ScenarioRun("guessed_id",
+                [("user", f"Remove {PHONE} from my contacts"),
+                 ("calls", [Call("c1", "remove_contact", {"person_id": "5f0c2a7e-guess"}, error=NO_DATA)]),
+                 ("agent", "Nothing was removed.")], similarity=0, allowed=["remove_contact"]),
+    # the agent uses the number before the user gives it (turn 2), and a type error on 'on'
+    ScenarioRun("number_before_given",
+                [("user", "I want to delete someone"), ("calls", [search("c1", phone_number=PHONE)]),
+                 ("agent", "Who?"), ("user", f"It is {PHONE}"),
+                 ("calls", [Call("c2", "remove_contact", {"person_id": "p-bruno"}, removes=("p-bruno",))])],
+                allowed=["search_contacts", "remove_contact"]),
+    ScenarioRun("wifi_type_error",
+                [("user", "Turn off wifi"),
+                 ("calls", [Call("c1", "set_wifi_status", {"on": "off"},
+                                 error="TypeError: Parameter 'on' is of type '<class 'str'>', but expected "
+                                       "'<class 'bool'>'.")]),
+                 ("calls", [Call("c2", "set_wifi_status", {"on": False})]), ("agent", "Wifi is off.")],
+                allowed=["set_wifi_status"]),
+    ScenarioRun("national_number",
+                [("user", "Add Kofi, 4155550201"),
+                 ("calls", [Call("c1", "add_contact", {"name": "Kofi", "phone_number": "4155550201"},
+                                 error="phonenumbers.phonenumberutil.NumberParseException: (0) Missing or invalid "
+                                       "default region.")]),
+                 ("calls", [Call("c2", "add_contact", {"name": "Kofi", "phone_number": "+14155550201"}, result="p-kofi")])],
+                allowed=["add_contact"]),
+]
+# (T, FED, Y, category, first failure code), computed by hand from the scenarios above
+EXPECTED = {
+    "abort_disallowed_tool": (2, 2, 0, "schema", "tool_not_exposed"),
+    "cellular_off_repair": (5, 2, 1, "precondition", "precondition"),
+    "parallel_by_id": (4, 2, 1, "precondition", "precondition"),
+    "stale_after_removal": (4, 3, 0, "dependency", "stale_reference"),
+    "phone_as_id": (3, 1, 1, "state_consistency", "rejected_transition"),
+    "guessed_id": (2, 1, 0, "dependency", "missing_reference"),
+    "number_before_given": (2, 1, 1, "information", "fact_not_yet_given"),
+    "wifi_type_error": (3, 1, 1, "schema", "validator"),
+    "national_number": (2, 1, 1, "schema", "validator"),
+}
+
+
+@pytest.fixture()
+def run_folder(tmp_path: Path) -> Path:
+    return write_run(tmp_path, SCENARIOS)
+
+
+def _episodes(source: Path) -> dict:
+    bench = open_benchmark("toolsandbox_recorded", "unused")
+    out = {}
+    for item in import_runs(source):
+        assert not isinstance(item, BadLine), item
+        rollout = item.rollout
+        episode = replay(rollout, bench)
+        first = episode.first_failure
+        out[rollout.task_id] = (episode.T, episode.FED, episode.Y, episode.category,
+                                first.failures[0].code if first else None), rollout, episode
+    return out
+
+
+def test_hand_computed_fed_and_y(run_folder):
+    episodes = _episodes(run_folder)
+    assert {k: v[0] for k, v in episodes.items()} == EXPECTED
+
+
+def test_abort_and_record_details(run_folder):
+    episodes = _episodes(run_folder)
+    _, aborted, _ = episodes["abort_disallowed_tool"]
+    assert not (run_folder / "trajectories" / "abort_disallowed_tool" / "conversation.json").exists()
+    last = aborted.turns[-1][-1].calls[0]
+    assert (last.name, last.kwargs) == ("remove_contact", {})
+    assert aborted.extra["toolsandbox"]["calls"][last.call_id]["arguments_unknown"] is True
+    assert aborted.meta["toolsandbox"]["exception_type"] == "KeyError"
+    assert aborted.model == "fake_gpt" and aborted.dataset == "toolsandbox_recorded"
+    _, stale, episode = episodes["stale_after_removal"]
+    assert stale.meta["toolsandbox"]["similarity"] == 0.5 and "similarity 0.5" in episode.y_detail
+    error = stale.extra["toolsandbox"]["calls"]["c3"]["error"]
+    assert error == "NoDataError: No db entry matching predicate=<Expr …> found"
+    _, parallel, _ = episodes["parallel_by_id"]
+    assert [c.call_id for c in parallel.turns[0][0].calls] == ["a", "b"]  # emitted order kept
+
+
+def test_normalize_and_classify_exceptions():
+    text = ("Traceback (most recent call last):\n  x = f()\n      ^^^^^\npolars.exceptions.NoDataError: "
+            "No db entry matching predicate=<Expr ['[(col(\"a\"))]'] at 0x7FAD76FCC130> found")
+    assert normalize_exception(text) == ("Traceback (most recent call last):\n  x = f()\n"
+                                         "polars.exceptions.NoDataError: No db entry matching predicate=<Expr …> found")
+    assert normalize_exception(NO_DATA) == "NoDataError: No db entry matching predicate=<Expr …> found"
+    assert normalize_exception("<object at 0xdeadbeef>") == "<object>"
+    assert [error_category(e) for e in ("TypeError: x", "NumberParseException: (0)", "ConnectionError: x",
+                                        "PermissionError: x", "ValueError: wifi already enabled",
+                                        "ValueError: Parameter 'latitude' is larger than its valid range maximum",
+                                        "NoDataError: x", "DuplicateError: x", "ZeroDivisionError: x")] == [
+        "schema", "schema", "precondition", "precondition", "precondition", "schema", "state_consistency",
+        "state_consistency", "state_consistency"]
+
+
+def test_bad_scenarios_are_quarantined_with_reasons(tmp_path: Path):
+    good = SCENARIOS[1]
+    run = write_run(tmp_path, [good, ScenarioRun("missing_folder", [("user", "hi")]),
+                               ScenarioRun("bad_json", [("user", "hi")]), ScenarioRun("rate_limited", [("user", "hi")]),
+                               ScenarioRun("disagreeing", [("user", "hi"), ("calls", [search("c1", name="Bruno")])]),
+                               ScenarioRun("unanswered", [("user", "hi"), ("calls", [search("c1", name="Bruno")])])])
+    traj = run / "trajectories"
+    import shutil
+
+    shutil.rmtree(traj / "missing_folder")
+    (traj / "bad_json" / "execution_context.json").write_text("{not json")
+    summary = json.loads((run / "result_summary.json").read_text())
+    summary["per_scenario_results"][3].update(exception_type="RateLimitError",
+                                              traceback="openai.RateLimitError: Error code: 429")
+    summary["per_scenario_results"].append(dict(summary["per_scenario_results"][0]))  # listed twice
+    summary["per_scenario_results"].append({"name": "no_similarity"})
+    (run / "result_summary.json").write_text(json.dumps(summary))
+    conversation = json.loads((traj / "disagreeing" / "conversation.json").read_text())
+    conversation[2]["tool_calls"][0]["function"]["name"] = "remove_contact"
+    (traj / "disagreeing" / "conversation.json").write_text(json.dumps(conversation))
+    context = json.loads((traj / "unanswered" / "execution_context.json").read_text())
+    context["_dbs"]["SANDBOX"] = [r for r in context["_dbs"]["SANDBOX"] if r["sender"] != "EXECUTION_ENVIRONMENT"
+                                  or r["recipient"] != "AGENT"]
+    (traj / "unanswered" / "execution_context.json").write_text(json.dumps(context))
+
+    items = list(import_runs(run))
+    assert [type(i).__name__ for i in items] == ["Located"] + ["BadLine"] * 7
+    reasons = {i.line: i.reason for i in items if isinstance(i, BadLine)}
+    assert "missing execution_context.json" in reasons[2]
+    assert "not valid JSON" in reasons[3]
+    assert "aborted by RateLimitError outside a recorded agent tool call" in reasons[4]
+    assert "disagree with the execution log" in reasons[5]
+    assert "without a recorded response: c1" in reasons[6]
+    assert "listed twice" in reasons[7]
+    assert "similarity must be a number" in reasons[8]
+    assert all(i.path.endswith("result_summary.json") for i in items)
+
+
+def test_cli_import_is_deterministic_and_scores(run_folder, tmp_path: Path):
+    out_a, out_b = tmp_path / "a" / "r.jsonl", tmp_path / "b" / "r.jsonl"
+    assert main(["import", "toolsandbox", str(run_folder.parent), "-o", str(out_a)]) == 0
+    assert main(["import", "toolsandbox", str(run_folder), "-o", str(out_b)]) == 0
+    assert out_a.read_bytes() == out_b.read_bytes() and len(out_a.read_text().splitlines()) == len(SCENARIOS)
+    assert (tmp_path / "a" / "r.jsonl.quarantine.jsonl").read_text() == ""
+    assert main(["score", str(out_a), "-o", str(tmp_path / "scores")]) == 0
+    import polars as pl
+
+    table = pl.read_parquet(tmp_path / "scores" / "episodes.parquet")
+    got = {r["task_id"]: (r["T"], r["FED"], r["Y"], r["category"]) for r in table.iter_rows(named=True)}
+    assert got == {k: v[:4] for k, v in EXPECTED.items()}
+    assert main(["import", "toolsandbox", str(tmp_path / "nowhere"), "-o", str(tmp_path / "x.jsonl")]) == 2
+
+
+def test_scoring_twice_is_byte_identical(run_folder, tmp_path: Path):
+    bench = ToolSandboxBenchmark()
+    rollouts = [bench.reference_rollout(t) for t in bench.task_ids()[:20]]
+    rollouts += [r for t in bench.task_ids()[:40] for c in ("schema", "state_consistency", "precondition")
+                 if (r := mutated_rollout(bench, t, c, seed=3)) is not None]
+    rollouts += [item.rollout for item in import_runs(run_folder)]
+    path = tmp_path / "rollouts.jsonl"
+    path.write_text("".join(dumps(r) + "\n" for r in rollouts))
+    assert sum(1 for _ in read_rollouts(path)) == len(rollouts)
+    resolve = lambda dataset: open_benchmark(dataset, "unused")
+    first, second = score_file(path, tmp_path / "one", resolve), score_file(path, tmp_path / "two", resolve)
+    assert first.scored == second.scored == len(rollouts) and first.quarantined == 0
+    for name in ("episodes.parquet", "actions.parquet", "quarantine.jsonl"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def test_recorded_rollout_without_its_record_is_quarantined(run_folder, tmp_path: Path):
+    from dataclasses import replace
+
+    rollout = next(import_runs(run_folder)).rollout
+    path = tmp_path / "r.jsonl"
+    path.write_text(dumps(replace(rollout, extra={})) + "\n")
+    report = score_file(path, tmp_path / "s", lambda d: open_benchmark(d, "unused"))
+    assert report.quarantined == 1
+    assert "not an imported ToolSandbox run" in (tmp_path / "s" / "quarantine.jsonl").read_text()
+
+
+# --- real ToolSandbox output (shared fixtures; absent in a fresh clone) --------------------------
+
+REAL = {  # (T, FED, Y, category): counted by hand from the real run folders
+    ("scripted_main", "find_days_till_holiday"): (4, 5, 1, None),
+    ("scripted_main", "remove_contact_by_phone"): (4, 2, 1, "state_consistency"),
+    ("scripted_main", "send_message_with_contact_content_cellular_off"): (5, 2, 1, "precondition"),
+    ("scripted_main", "turn_on_wifi_low_battery_mode"): (4, 1, 1, "precondition"),
+    ("scripted_main", "add_contact_with_name_and_phone_number"): (3, 1, 1, "schema"),
+    ("scripted_main", "remove_contact_by_phone_no_remove_contact_insufficient_information"): (2, 2, 0, "schema"),
+    ("scripted_main", "remove_contact_by_phone_no_search_contacts_insufficient_information"): (1, 2, 1, None),
+    ("scripted_main", "remove_contact_by_phone_multiple_user_turn"): (4, 1, 1, "schema"),
+    ("scripted_main", "wifi_off"): (3, 1, 1, "precondition"),
+    ("scripted_main", "modify_contact_with_message_recency"): (4, 5, 0, None),
+    ("scripted_main", "update_contact_relationship_with_relationship"): (4, 5, 1, None),
+    ("scripted_main", "turn_on_cellular_low_battery_mode"): (4, 2, 1, "precondition"),
+    ("scripted_variants", "remove_contact_by_phone"): (2, 2, 0, "schema"),
+    ("scripted_variants", "remove_contact_by_phone_no_search_contacts_insufficient_information"): (2, 1, 0, "dependency"),
+    ("scripted_variants", "turn_on_wifi_low_battery_mode"): (3, 2, 0, "precondition"),
+    ("scripted_variants", "wifi_off"): (3, 1, 1, "schema"),
+}
+
+
+def test_real_toolsandbox_runs():
+    if not FIXTURES.is_dir():
+        pytest.skip("shared ToolSandbox fixtures are not available")
+    bench = open_benchmark("toolsandbox_recorded", "unused")
+    got = {}
+    for item in import_runs(FIXTURES):
+        assert not isinstance(item, BadLine), item
+        episode = replay(item.rollout, bench)
+        got[(item.rollout.model, item.rollout.task_id)] = (episode.T, episode.FED, episode.Y, episode.category)
+        assert "0x" not in dumps(item.rollout)  # memory addresses normalised away
+    assert got == REAL
