@@ -42,8 +42,10 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     f3 = (tmp_path / "a" / "tables" / "table_F3.md").read_text()
     assert "mutation vs reference" in f3
     assert "no tau_airline/tau_retail blocks" in (tmp_path / "a" / "tables" / "table_F1.md").read_text()
-    for method in ("react", "prompt_planning", "plan_conditioned", "dual_loop"):
-        assert f"| bfcl_v3 | sim-weak | {method} | 12 |" in table
+    for dataset in ("bfcl_v3", "toolsandbox"):
+        for method in ("react", "prompt_planning", "plan_conditioned", "dual_loop"):
+            assert f"| {dataset} | sim-weak | {method} | 12 |" in table
+        assert f"| {dataset} | reference | reference | 12 | 1.000 [1.000, 1.000] |" in table
     for condition in ("dual_loop", "dual_loop.accept", "dual_loop.replay", "dual_loop.verifier-sim-weak"):
         assert f"{condition} vs plan_conditioned" in f3
     assert "quarantined: 0" in (tmp_path / "a" / "logs" / "score" / "bfcl_v3" / "mutator" / "mutation.log").read_text()
@@ -67,19 +69,19 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     dry = _run(tmp_path, "a", "--dry-run", models=models)
     assert dry.returncode == 0, dry.stderr[-3000:]
     downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 1, "all": 1}
-    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 5, "score_rollouts": 5, **downstream}, dry.stdout
+    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 10, "score_rollouts": 10, **downstream}, dry.stdout
     assert "rollouts/bfcl_v3/sim-medium/dual_loop.verifier-sim-weak.jsonl" in dry.stdout
 
     # Adding a block (here a verifier condition) adds only its jobs.
     conditions = config["agents"]["verifier_conditions"]["conditions"] | {"accept-again": {"verifier": "accept"}}
     agents = config["agents"] | {"verifier_conditions": {"models": ["sim-medium"], "conditions": conditions}}
     dry = _run(tmp_path, "a", "--dry-run", agents=agents)
-    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 1, "score_rollouts": 1, **downstream}, dry.stdout
+    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 2, "score_rollouts": 2, **downstream}, dry.stdout
 
     # Rescoring regenerates nothing.
     dry = _run(tmp_path, "a", "--dry-run", "--forcerun", "score_rollouts")
     jobs = _planned_jobs(dry.stdout)
-    assert "generate_rollouts" not in jobs and jobs["score_rollouts"] == 17, dry.stdout
+    assert "generate_rollouts" not in jobs and jobs["score_rollouts"] == 2 * 17, dry.stdout
 
 
 def _planned_jobs(dry_run_output: str) -> dict[str, int]:

@@ -245,9 +245,9 @@ def paired_differences(
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     datasets = set(episodes["dataset"].unique().to_list())
     check_pools(pools or {}, datasets)
-    labels = [p.label for p in pairs]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"pair labels must be unique, got {labels}")
+    keys = [(p.label, p.dataset) for p in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"pair labels must be unique per dataset, got {keys}")
 
     rows_of = partial(
         _pair_rows, episodes, pools or {}, resamples=resamples, seed=seed, confidence=confidence

@@ -54,14 +54,10 @@ def _adapter(dataset: str, resources: str | Path):
 
 def write_task_list(dataset: str, resources: str | Path, n: int, seed: int, out: str | Path) -> list[str]:
     """Persist the seeded task sample with enough provenance to tell samples apart."""
-    if dataset != "bfcl_v3":
-        raise ValueError(f"no task sampler for dataset {dataset!r}")
-    from .benchmarks.bfcl import DEFAULT_PIN, load_data, sample_task_ids
+    from .benchmarks import sample_tasks
 
-    data = load_data(resources, fetch=False)
-    ids = sample_task_ids(data, n, seed)
-    doc = {"dataset": dataset, "n": len(ids), "seed": seed, "package": DEFAULT_PIN.dirname,
-           "data_sha256": data.data_sha256, "task_ids": ids}
+    ids, provenance = sample_tasks(dataset, resources, n, seed)
+    doc = {"dataset": dataset, "n": len(ids), "seed": seed, **provenance, "task_ids": ids}
     atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
     log.info("sampled %d %s tasks (seed %d)", len(ids), dataset, seed)
     return ids

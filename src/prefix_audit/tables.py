@@ -201,7 +201,8 @@ def table_f2(stats: pl.DataFrame) -> pl.DataFrame:
 
 
 def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
-    """Table F.3: paired differences (condition - baseline) per pair label, in the paired table's order.
+    """Table F.3: paired differences (condition - baseline) per pair label and dataset, in the
+    paired table's order.
 
     ΔTER, ΔAUC-PEC and Δfinal success with paired percentile-bootstrap CIs; Δ mean agent tokens
     and Δ mean latency as points with their relative change; paired and unpaired task counts.
@@ -218,10 +219,11 @@ def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
     for c in COST_METRICS:
         schema |= {f"delta_{c}": pl.Float64(), f"delta_{c}_n": pl.Int64(), f"rel_{c}": pl.Float64()}
 
-    labels = paired["label"].unique(maintain_order=True).to_list()
+    keys = paired.select("label", "dataset").unique(maintain_order=True).iter_rows()
     rows = []
-    for label in labels:
-        metrics = {r["metric"]: r for r in paired.filter(pl.col("label") == label).iter_rows(named=True)}
+    for label, dataset in keys:
+        rows_of_pair = paired.filter((pl.col("label") == label) & (pl.col("dataset") == dataset))
+        metrics = {r["metric"]: r for r in rows_of_pair.iter_rows(named=True)}
         first = next(iter(metrics.values()))
         row: dict[str, object] = {
             "label": label,

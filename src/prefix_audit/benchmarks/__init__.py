@@ -29,6 +29,20 @@ def open_benchmark(dataset: str, resources: str | Path, *, fetch: bool = True) -
     raise UnknownDataset(f"unknown dataset {dataset!r} (known: {', '.join(DATASETS)})")
 
 
+def sample_tasks(dataset: str, resources: str | Path, n: int, seed: int) -> tuple[list[str], dict[str, str]]:
+    """The seeded task sample of ``dataset`` and the provenance that tells samples apart."""
+    if dataset == "bfcl_v3":
+        from .bfcl import DEFAULT_PIN, load_data, sample_task_ids
+
+        data = load_data(resources, fetch=False)
+        return sample_task_ids(data, n, seed), {"package": DEFAULT_PIN.dirname, "data_sha256": data.data_sha256}
+    if dataset == "toolsandbox":
+        from .toolsandbox import ToolSandboxBenchmark, sample_task_ids
+
+        return sample_task_ids(n, seed), {"scenario_set_sha256": ToolSandboxBenchmark().scenario_set_sha256}
+    raise ValueError(f"no task sampler for dataset {dataset!r}")
+
+
 def benchmark_resolver(resources: str | Path, *, fetch: bool = True) -> Callable[[str], Benchmark]:
     """A per-process cache of adapters, keyed by dataset id."""
     cache: dict[str, Benchmark] = {}

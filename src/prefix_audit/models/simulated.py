@@ -52,6 +52,9 @@ from ..sources.mutation import Context, candidates
 from .base import Message, ModelRequest, ModelResponse, ModelToolCall
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+# An observation that reports a failure: BFCL's {"error": ...}, ToolSandbox's "SomeError: ..." or
+# "...Exception: ...".
+_REPORTS_ERROR = re.compile(r"error|exception", re.IGNORECASE)
 _CATEGORY_OF_CHECK = {check: category for category, check in CHECK_OF_CATEGORY.items()}
 
 
@@ -267,7 +270,7 @@ class SimulatedBackend:
         p, rng = self.profile, self._rng
         if self._pending_error and last.role == "tool":
             self._pending_error = False
-            if "error" in (last.content or "").lower():
+            if _REPORTS_ERROR.search(last.content or ""):
                 if rng.random() >= p.p_recover:
                     self._cursor = self._end
                     return "I could not complete this request.", ()
