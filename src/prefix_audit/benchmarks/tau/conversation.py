@@ -1,0 +1,239 @@
+"""The half-duplex side of τ-bench: what the agent is told, the tools it gets, and a user.
+
+* :class:`TauAgentEnvironment` — the agent's system prompt (the domain policy), its tools as
+  :class:`~prefix_audit.models.base.ToolSchema`, and ``execute`` on a live environment.
+* :class:`ScriptedUser` — an offline, deterministic stand-in for τ's LLM user simulator. It opens
+  with the task's reason for calling and afterwards reveals only what the task says the user knows
+  (its ``known_info`` and ``task_instructions`` sentences, never ``unknown_info``), and only when the
+  agent asks for it; it confirms when asked to confirm and otherwise ends the conversation with τ's
+  stop token. It does not read the scenario's behavioural instructions ("refuse unless refunded"):
+  that needs a language model (:class:`ModelUser`), so offline runs approximate τ's user.
+* :class:`ModelUser` — τ's user simulator as a model call (role ``user_simulator``) through any
+  :class:`~prefix_audit.models.base.ModelBackend`, prompted with tau2's own simulation guidelines
+  (read from the package at run time) and the task scenario.
+
+What counts as "asking" is keyword matching on the agent's message (:data:`REQUEST_KEYWORDS`); a
+fact sentence belongs to the categories whose patterns it matches (:data:`FACT_PATTERNS`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...calls import ToolCall
+from ...models.base import Message, ModelBackend, ModelRequest, ToolSchema
+from ...records import Usage
+from . import semantics as sem
+from .data import TauTask
+from .environment import DomainBackend, LiveEnvironment
+
+# Our own wording; the policy itself comes from the task data.
+AGENT_INSTRUCTIONS = (
+    "You are a customer service agent. Help the user according to the policy below. In each turn either "
+    "send one message to the user or make tool calls, not both. Follow the policy strictly and emit valid JSON "
+    "arguments for every tool call."
+)
+
+_EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+_USER_ID = r"\b[a-z]+_[a-z]+_\d+\b"
+_ORDER_ID = r"#?W\d{7}\b"
+_RESERVATION = r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}\b"
+# Identifier shapes the τ domains use; the scripted user and the fact extraction share them.
+IDENTIFIER_PATTERNS = tuple(re.compile(p) for p in (_EMAIL, _USER_ID, _ORDER_ID, _RESERVATION))
+
+FACT_PATTERNS: dict[str, re.Pattern[str]] = {
+    "email": re.compile(rf"{_EMAIL}|\bemails?\b", re.I),
+    "user_id": re.compile(rf"{_USER_ID}|\buser id\b", re.I),
+    "name": re.compile(r"\bname\b|^\s*you(?:'re| are) (?:an? [\w ]*called )?[A-Z][a-z]+", re.M),
+    "zip": re.compile(r"\bzip|\b\d{5}\b", re.I),
+    "address": re.compile(r"\baddress|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b", re.I),
+    "reservation": re.compile(rf"{_RESERVATION}|\breservation|\bconfirmation\b|\bbooking\b"),
+    "order": re.compile(rf"{_ORDER_ID}|\border\b", re.I),
+    "payment": re.compile(r"\bcard\b|\bgift card|\bcertificate|\bpaypal|\bpay(?:ment)?\b", re.I),
+    "passenger": re.compile(r"\bpassenger|\bborn\b|\bbirth|\bdob\b|\btravel(?:l)?er", re.I),
+}
+REQUEST_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "email": ("email", "e-mail"),
+    "user_id": ("user id", "user_id", "userid", "account id"),
+    "name": ("name",),
+    "zip": ("zip", "postal"),
+    "address": ("address",),
+    "reservation": ("reservation", "confirmation number", "booking"),
+    "order": ("order",),
+    "payment": ("payment", "card", "pay with", "pay for"),
+    "passenger": ("passenger", "birth", "traveler", "traveller"),
+}
+IDENTITY = ("email", "user_id", "name", "zip")
+IDENTITY_KEYWORDS = ("identity", "verify", "authenticate", "look up your account", "locate your account")
+DETAIL_KEYWORDS = ("details", "more information", "anything else", "what else")
+CONFIRM_KEYWORDS = ("confirm", "proceed", "go ahead", "shall i", "should i", "would you like me to", "yes/no")
+
+CONFIRMATION = "Yes, please go ahead."
+NOT_KNOWN = "I'm sorry, I don't have that information."
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])|\n+")
+
+
+def sentences(text: str | None) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
+
+
+@dataclass(frozen=True)
+class Fact:
+    text: str
+    categories: frozenset[str]
+
+
+def known_facts(task: TauTask) -> tuple[Fact, ...]:
+    """The sentences the user may reveal: ``known_info`` and ``task_instructions``, in that order."""
+    return tuple(Fact(s, frozenset(c for c, p in FACT_PATTERNS.items() if p.search(s)))
+                 for s in [*sentences(task.known_info), *sentences(task.task_instructions)])
+
+
+def requested_categories(agent_text: str) -> set[str]:
+    lowered = agent_text.lower()
+    asked = {c for c, words in REQUEST_KEYWORDS.items() if any(w in lowered for w in words)}
+    if any(w in lowered for w in IDENTITY_KEYWORDS):
+        asked |= set(IDENTITY)
+    return asked
+
+
+def _asks(agent_text: str, words: Sequence[str]) -> bool:
+    lowered = agent_text.lower()
+    return any(w in lowered for w in words)
+
+
+# What the reference agent says in its first turn when the user holds facts beyond the first message:
+# a request the scripted user answers with everything it knows.
+IDENTITY_REQUEST = "To help you, I first need to verify your identity. Could you please share your details?"
+
+
+@dataclass
+class ScriptedUser:
+    """An offline user for one task (see the module docstring); ``done`` once it has stopped."""
+
+    task: TauTask
+    done: bool = False
+    _facts: tuple[Fact, ...] = field(init=False)
+    _revealed: set[int] = field(default_factory=set, init=False)
+    _last: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self._facts = known_facts(self.task)
+
+    def first_message(self) -> str:
+        return self.task.reason_for_call
+
+    def _stop(self) -> str:
+        self.done = True
+        return sem.STOP_TOKEN
+
+    def reply(self, agent_text: str) -> str:
+        """The user's answer to the agent's message (the stop token once there is nothing to add)."""
+        if self.done:
+            raise RuntimeError("the user has already ended the conversation")
+        if sem.AGENT_STOP_TOKEN in agent_text:
+            return self._stop()
+        answer = self._answer(agent_text)
+        if answer is None or answer == self._last:  # nothing new to say: the conversation is over
+            return self._stop()
+        self._last = answer
+        return answer
+
+    def _answer(self, agent_text: str) -> str | None:
+        asked = requested_categories(agent_text)
+        picked = [i for i, f in enumerate(self._facts) if f.categories & asked]
+        if _asks(agent_text, DETAIL_KEYWORDS):
+            picked = sorted(set(picked) | (set(range(len(self._facts))) - self._revealed))
+        if picked:
+            self._revealed |= set(picked)
+            return " ".join(self._facts[i].text for i in picked)
+        if asked and not _asks(agent_text, CONFIRM_KEYWORDS):
+            return NOT_KNOWN
+        if _asks(agent_text, CONFIRM_KEYWORDS):
+            return CONFIRMATION
+        return None
+
+
+def needs_identity_turn(task: TauTask) -> bool:
+    """Whether the reference conversation has an opening turn in which the agent asks for details:
+    only when the user knows something beyond the first message."""
+    return bool(known_facts(task))
+
+
+def reference_user_turns(task: TauTask) -> tuple[str, ...]:
+    """The user's messages in the reference conversation, produced by the scripted user itself."""
+    user = ScriptedUser(task)
+    turns = [user.first_message()]
+    if needs_identity_turn(task):
+        turns.append(user.reply(IDENTITY_REQUEST))
+    return tuple(turns)
+
+
+def closing_message(task: TauTask) -> str:
+    """The reference agent's last message: it states every fact τ's communicate check looks for."""
+    facts = f" Key details: {', '.join(task.communicate_info)}." if task.communicate_info else ""
+    return f"Thank you for your patience. I have completed your request.{facts}"
+
+
+def agent_system_prompt(policy: str) -> str:
+    return f"<instructions>\n{AGENT_INSTRUCTIONS}\n</instructions>\n<policy>\n{policy}\n</policy>"
+
+
+class TauAgentEnvironment:
+    """A live τ environment for generating one rollout with an agent (half-duplex; the orchestrator
+    decides turns). ``errors`` counts tool results flagged as errors, for τ's :data:`~.semantics.MAX_ERRORS`."""
+
+    def __init__(self, backend: DomainBackend, task: TauTask) -> None:
+        self.task_id = task.id
+        self.task = task
+        self.system_prompt = agent_system_prompt(backend.domain.policy)
+        self.first_agent_message = sem.FIRST_AGENT_MESSAGE
+        self._tools = tuple(ToolSchema(i.spec.name, i.spec.description, i.schema) for i in backend.tools.values())
+        self._live = LiveEnvironment(backend)
+
+    @property
+    def errors(self) -> int:
+        return self._live.errors
+
+    def tools(self, turn: int = 0) -> tuple[ToolSchema, ...]:
+        """Every tool of the domain, in every turn."""
+        return self._tools
+
+    def execute(self, call: ToolCall) -> str:
+        """Run one call on the live state; the observation text τ's environment would return."""
+        if not call.well_formed:
+            self._live.errors += 1
+            return f"Error: the tool call could not be read: {call.parse_error}"
+        return self._live.call(call.name or "", dict(call.kwargs), call.call_id or "")[1]
+
+
+def user_simulator_prompt(task: TauTask, guidelines_path: Path) -> str:
+    """τ's user-simulator system prompt: tau2's guidelines file and the task scenario."""
+    guidelines = guidelines_path.read_text(encoding="utf-8")
+    return f"{guidelines}\n\n<scenario>\n{task.scenario_text}\n</scenario>"
+
+
+class ModelUser:
+    """τ's user simulator as a model (role ``user_simulator``). The conversation is presented from
+    the user's side: the agent's messages are the simulator's input, its own replies the assistant's."""
+
+    def __init__(self, backend: ModelBackend, task: TauTask, guidelines_path: Path) -> None:
+        self._backend = backend
+        self._messages: list[Message] = [Message("system", user_simulator_prompt(task, guidelines_path))]
+        self.usage: list[Usage] = []
+        self.done = False
+
+    async def reply(self, agent_text: str) -> str:
+        if self.done:
+            raise RuntimeError("the user has already ended the conversation")
+        self._messages.append(Message("user", agent_text))
+        response = await self._backend.complete(ModelRequest(tuple(self._messages), (), role="user_simulator"))
+        self.usage.append(response.usage)
+        text = response.text or ""
+        self._messages.append(Message("assistant", text))
+        self.done = any(token in text for token in sem.USER_STOP_TOKENS)
+        return text
