@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...calls import ToolCall
+from ...checker import scalars
 from ...models.base import Message, ModelBackend, ModelRequest, ToolSchema
-from ...records import Usage
+from ...records import Step, Usage
 from . import semantics as sem
 from .data import TauTask
 from .environment import DomainBackend, LiveEnvironment
@@ -47,9 +48,9 @@ IDENTIFIER_PATTERNS = tuple(re.compile(p) for p in (_EMAIL, _USER_ID, _ORDER_ID,
 FACT_PATTERNS: dict[str, re.Pattern[str]] = {
     "email": re.compile(rf"{_EMAIL}|\bemails?\b", re.I),
     "user_id": re.compile(rf"{_USER_ID}|\buser id\b", re.I),
-    "name": re.compile(r"\bname\b|^\s*you(?:'re| are) (?:an? [\w ]*called )?[A-Z][a-z]+", re.M),
+    "name": re.compile(r"\bname\b|^\s*[Yy]ou(?:'re| are) (?:an? [\w ]*called )?[A-Z][a-z]+", re.M),
     "zip": re.compile(r"\bzip|\b\d{5}\b", re.I),
-    "address": re.compile(r"\baddress|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b", re.I),
+    "address": re.compile(r"\baddress(?:es)?\b|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b", re.I),
     "reservation": re.compile(rf"{_RESERVATION}|\breservation|\bconfirmation\b|\bbooking\b"),
     "order": re.compile(rf"{_ORDER_ID}|\border\b", re.I),
     "payment": re.compile(r"\bcard\b|\bgift card|\bcertificate|\bpaypal|\bpay(?:ment)?\b", re.I),
@@ -94,7 +95,7 @@ def known_facts(task: TauTask) -> tuple[Fact, ...]:
 
 
 def requested_categories(agent_text: str) -> set[str]:
-    lowered = agent_text.lower()
+    lowered = agent_text.lower().replace("email address", "email")
     asked = {c for c, words in REQUEST_KEYWORDS.items() if any(w in lowered for w in words)}
     if any(w in lowered for w in IDENTITY_KEYWORDS):
         asked |= set(IDENTITY)
@@ -104,11 +105,6 @@ def requested_categories(agent_text: str) -> set[str]:
 def _asks(agent_text: str, words: Sequence[str]) -> bool:
     lowered = agent_text.lower()
     return any(w in lowered for w in words)
-
-
-# What the reference agent says in its first turn when the user holds facts beyond the first message:
-# a request the scripted user answers with everything it knows.
-IDENTITY_REQUEST = "To help you, I first need to verify your identity. Could you please share your details?"
 
 
 @dataclass
@@ -151,26 +147,78 @@ class ScriptedUser:
         if picked:
             self._revealed |= set(picked)
             return " ".join(self._facts[i].text for i in picked)
-        if asked and not _asks(agent_text, CONFIRM_KEYWORDS):
-            return NOT_KNOWN
         if _asks(agent_text, CONFIRM_KEYWORDS):
             return CONFIRMATION
-        return None
+        return NOT_KNOWN if asked else None
 
 
-def needs_identity_turn(task: TauTask) -> bool:
-    """Whether the reference conversation has an opening turn in which the agent asks for details:
-    only when the user knows something beyond the first message."""
-    return bool(known_facts(task))
+def said(value: str, text: str) -> bool:
+    """Whether a message states a fact: case-insensitive, and an order id's '#' is optional."""
+    return value.lstrip("#").lower() in text.lower()
 
 
-def reference_user_turns(task: TauTask) -> tuple[str, ...]:
-    """The user's messages in the reference conversation, produced by the scripted user itself."""
+def identifiers(text: str) -> set[str]:
+    return {m for pattern in IDENTIFIER_PATTERNS for m in pattern.findall(text)}
+
+
+def user_fact_values(task: TauTask) -> frozenset[str]:
+    """The task's user facts: values of information parameters in the gold actions that the user's
+    scenario states, and every identifier (email, user id, order id, reservation code) it states."""
+    knowable = "\n".join(p for p in (task.reason_for_call, task.known_info, task.task_instructions) if p)
+    params = sem.INFORMATION_PARAMS[task.domain]
+    values = identifiers(knowable)
+    for action in task.gold:
+        for param, value in action.arguments.items():
+            if param in params:
+                values |= {v for v in scalars(value) if isinstance(v, str) and len(v) >= 2 and said(v, knowable)}
+    return frozenset(values)
+
+
+def request_for(categories: set[str], details: bool) -> str:
+    """An agent message asking for facts of these categories (and for any other details)."""
+    asked = [REQUEST_KEYWORDS[c][0] for c in sorted(categories)]
+    if details:
+        asked.append("any other details of your request")
+    listed = asked[0] if len(asked) == 1 else f"{', '.join(asked[:-1])} and {asked[-1]}"
+    return f"Could you please tell me your {listed}?"
+
+
+@dataclass(frozen=True)
+class ReferenceConversation:
+    """The gold actions as a conversation with the scripted user: per turn, the agent's steps; and the
+    user's message that opened each turn."""
+
+    turns: tuple[tuple[Step, ...], ...]
+    user_turns: tuple[str, ...]
+
+
+def reference_conversation(task: TauTask, gold_calls: Sequence[ToolCall]) -> ReferenceConversation:
+    """The user opens with the reason for calling; the agent makes the gold calls in order and, just
+    before a call that needs a user fact not yet given, asks for that fact's kind (a new turn opens
+    with the scripted user's answer); it closes with :func:`closing_message`. Facts are revealed when
+    first needed, so earlier calls sit in earlier turns."""
     user = ScriptedUser(task)
-    turns = [user.first_message()]
-    if needs_identity_turn(task):
-        turns.append(user.reply(IDENTITY_REQUEST))
-    return tuple(turns)
+    facts = user_fact_values(task)
+    sentences_known = known_facts(task)
+    user_turns = [user.first_message()]
+    turns: list[list[Step]] = [[]]
+    for call in gold_calls:
+        needed = {v for v in scalars(call.kwargs) if v in facts and not any(said(v, t) for t in user_turns)}
+        for details in (False, True):  # ask by kind first; if that is not enough, for everything else
+            if not needed or user.done:
+                break
+            stating = [f for f in sentences_known if any(said(v, f.text) for v in needed)]
+            ask = request_for(set().union(*(f.categories for f in stating)), details or not all(f.categories for f in stating))
+            answer = user.reply(ask)
+            if user.done:
+                break
+            turns[-1].append(Step((), ask))
+            turns.append([])
+            user_turns.append(answer)
+            needed = {v for v in needed if not said(v, answer)}
+        turns[-1].append(Step((call,)))
+    turns[-1].append(Step((), closing_message(task)))
+    return ReferenceConversation(tuple(tuple(t) for t in turns), tuple(user_turns))
 
 
 def closing_message(task: TauTask) -> str:

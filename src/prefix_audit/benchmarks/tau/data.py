@@ -235,18 +235,20 @@ def _tau2_version(package: Path) -> str:
 
 
 def _domain_files(domain: str, package_data: Path, data_dir: Path | None) -> DomainFiles:
-    def pick(name: str, required: bool = True) -> Path | None:
-        if data_dir is not None and (data_dir / domain / name).is_file():
-            return data_dir / domain / name
-        if (package_data / domain / name).is_file():
-            return package_data / domain / name
-        if required:
-            raise TauDataError(f"no {domain}/{name} in {data_dir or package_data}")
-        return None
+    """The task files (tasks, split) come from one place: the data directory when given (a split
+    belongs to its task file), else the package; policy and database fall back to the package's."""
+    tasks_dir = package_data / domain if data_dir is None else data_dir / domain
 
-    if data_dir is not None and not (data_dir / domain / "tasks.json").is_file():
-        raise TauDataError(f"no {domain}/tasks.json under {data_dir}")
-    return DomainFiles(pick("tasks.json"), pick("split_tasks.json", required=False), pick("policy.md"), pick("db.json"))
+    def pick(name: str) -> Path:
+        for folder in (tasks_dir, package_data / domain):
+            if (folder / name).is_file():
+                return folder / name
+        raise TauDataError(f"no {domain}/{name} in {tasks_dir} or {package_data / domain}")
+
+    if not (tasks_dir / "tasks.json").is_file():
+        raise TauDataError(f"no {domain}/tasks.json under {tasks_dir.parent}")
+    split = tasks_dir / "split_tasks.json"
+    return DomainFiles(tasks_dir / "tasks.json", split if split.is_file() else None, pick("policy.md"), pick("db.json"))
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,17 @@ Final success Y is τ's reward, recomputed without any model call:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
 
 from ...calls import ToolCall, structured_call
 from ...checker import UnscorableRollout, scalars
-from ...records import Rollout, Step, rollout_id_for
+from ...records import Rollout, rollout_id_for
 from ..base import Outcome, TaskFacts, ToolSpec
 from . import semantics as sem
-from .conversation import (IDENTIFIER_PATTERNS, IDENTITY_REQUEST, ScriptedUser, TauAgentEnvironment,
-                           closing_message, needs_identity_turn, reference_user_turns)
+from .conversation import (ReferenceConversation, ScriptedUser, TauAgentEnvironment, identifiers, reference_conversation, said,
+                           user_fact_values)
 from .data import DOMAINS, TauData, TauTask
 from .environment import DomainBackend, LiveEnvironment
 
@@ -51,28 +52,6 @@ class NlJudge(Protocol):
     """Decides a task's natural-language assertions on a transcript of (role, text) pairs."""
 
     def __call__(self, task: TauTask, transcript: Sequence[tuple[str, str]]) -> bool: ...
-
-
-def said(value: str, text: str) -> bool:
-    """Whether a message states a fact: case-insensitive, and an order id's '#' is optional."""
-    return value.lstrip("#").lower() in text.lower()
-
-
-def identifiers(text: str) -> set[str]:
-    return {m for pattern in IDENTIFIER_PATTERNS for m in pattern.findall(text)}
-
-
-def user_fact_values(task: TauTask) -> frozenset[str]:
-    """The task's user facts: values of information parameters in the gold actions that the user's
-    scenario states, and every identifier (email, user id, order id, reservation code) it states."""
-    knowable = "\n".join(p for p in (task.reason_for_call, task.known_info, task.task_instructions) if p)
-    params = sem.INFORMATION_PARAMS[task.domain]
-    values = identifiers(knowable)
-    for action in task.gold:
-        for param, value in action.arguments.items():
-            if param in params:
-                values |= {v for v in scalars(value) if isinstance(v, str) and len(v) >= 2 and said(v, knowable)}
-    return frozenset(values)
 
 
 def task_facts(task: TauTask, user_turns: Sequence[str]) -> TaskFacts:
@@ -100,6 +79,8 @@ class TauBenchmark:
         self._task_ids = list(task_ids) if task_ids is not None else list(self.domain.tasks)
         self._allowed = set(self._task_ids)
         self._gold_hash: dict[str, str] = {}
+        self._gold_fingerprint: dict[str, str] = {}
+        self._reference: dict[str, ReferenceConversation] = {}
 
     # tasks ------------------------------------------------------------------------------------
     def task_ids(self) -> Sequence[str]:
@@ -145,26 +126,45 @@ class TauBenchmark:
     def gold_calls(self, task: TauTask) -> tuple[ToolCall, ...]:
         return tuple(structured_call(a.name, dict(a.arguments), f"gold_{task.id}_{i}") for i, a in enumerate(task.gold))
 
+    def _gold_environment(self, task: TauTask) -> LiveEnvironment:
+        """A fresh database after the gold actions (failing ones change nothing more, as in tau2)."""
+        live = LiveEnvironment(self.backend)
+        for action in task.gold:
+            live.call(action.name, action.arguments)
+        return live
+
+    def gold_fingerprint(self, task: TauTask) -> str:
+        if task.id not in self._gold_fingerprint:
+            self._gold_fingerprint[task.id] = self._gold_environment(task).db_fingerprint()
+        return self._gold_fingerprint[task.id]
+
     def gold_db_hash(self, task: TauTask) -> str:
-        """tau2's hash of a fresh database after the gold actions (failing ones change nothing more)."""
+        """tau2's hash of the gold database (rebuilt when first needed: most checks settle on the
+        fingerprint)."""
         if task.id not in self._gold_hash:
-            live = LiveEnvironment(self.backend)
-            for action in task.gold:
-                live.call(action.name, action.arguments)
-            self._gold_hash[task.id] = live.db_hash()
+            self._gold_hash[task.id] = self._gold_environment(task).db_hash()
         return self._gold_hash[task.id]
 
-    def reference_rollout(self, task_id: str) -> Rollout:
-        """The gold actions as the reference conversation: when the user knows more than its first
-        message says, the agent first asks for it; then one call per step and a closing message
-        that states every ``communicate_info`` fact."""
+    def db_matches_gold(self, live: LiveEnvironment, task: TauTask) -> bool:
+        """tau2's DB check (hash of the replayed database == hash of the gold one), settled by the
+        faster fingerprint when that is equal."""
+        return live.db_fingerprint() == self.gold_fingerprint(task) or live.db_hash() == self.gold_db_hash(task)
+
+    def reference_conversation(self, task_id: str) -> ReferenceConversation:
         task = self.task(task_id)
-        calls = (Step((call,)) for call in self.gold_calls(task))
-        acting = (*calls, Step((), closing_message(task)))
-        turns = ((Step((), IDENTITY_REQUEST),), acting) if needs_identity_turn(task) else (acting,)
-        meta = {"user_turns": list(reference_user_turns(task)), "termination_reason": "user_stop"}
+        if task_id not in self._reference:
+            self._reference[task_id] = reference_conversation(task, self.gold_calls(task))
+        return self._reference[task_id]
+
+    def reference_rollout(self, task_id: str) -> Rollout:
+        """The gold actions as the reference conversation with the scripted user (see
+        :func:`~.conversation.reference_conversation`): one call per step, facts asked for when first
+        needed, and a closing message that states every ``communicate_info`` fact."""
+        convo = self.reference_conversation(task_id)
+        meta = {"user_turns": list(convo.user_turns), "termination_reason": "user_stop"}
         return Rollout(self.dataset, task_id, "ground_truth", "reference",
-                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), turns, "reference", meta)
+                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), convo.turns,
+                       "reference", meta)
 
     # sessions and generation ---------------------------------------------------------------------
     def open_session(self, rollout: Rollout) -> TauSession:
@@ -192,7 +192,7 @@ def _needs_judge(task: TauTask) -> bool:
 def _user_turns(bench: TauBenchmark, task: TauTask, rollout: Rollout) -> tuple[str, ...]:
     recorded = rollout.meta.get("user_turns")
     if recorded is None:
-        turns = reference_user_turns(task)
+        turns = bench.reference_conversation(task.id).user_turns
     elif isinstance(recorded, list) and all(isinstance(t, str) for t in recorded):
         turns = tuple(recorded)
     else:
@@ -221,6 +221,10 @@ class TauSession:
         self.termination = termination
         self.y_basis = Y_BASIS_FULL
         self.y_detail: str | None = None
+        for key in ("tasks_sha256", "db_sha256"):  # recorded by the importer and rollout generation
+            if key in rollout.meta and rollout.meta[key] != bench.domain.provenance[key]:
+                raise UnscorableRollout(f"rollout was made against {key} {str(rollout.meta[key])[:12]}, "
+                                        f"this {bench.dataset} data has {bench.domain.provenance[key][:12]}")
 
     def start_turn(self, turn: int) -> None:
         pass  # every tool is exposed in every turn; user facts follow the turn through self.facts
@@ -276,7 +280,7 @@ class TauSession:
         y = 1
         for basis in self.task.reward_basis:
             if basis == "DB":
-                match = self._live.db_hash() == self.bench.gold_db_hash(self.task)
+                match = self.bench.db_matches_gold(self._live, self.task)
                 parts.append(f"DB={int(match)}")
                 y *= match
             elif basis == "COMMUNICATE":
@@ -304,3 +308,33 @@ class TauSession:
 def load_benchmarks(data: TauData, nl_judge: NlJudge | None = None) -> dict[str, TauBenchmark]:
     """Both τ datasets on one loaded tau2/data source."""
     return {dataset_of(d): TauBenchmark(data, d, nl_judge) for d in DOMAINS if d in data.domains}
+
+
+@dataclass(frozen=True)
+class GoldReplay:
+    """One task's gold actions replayed as its reference rollout."""
+
+    task_id: str
+    T: int
+    FED: int
+    category: str | None
+    failure: str | None  # the primary first failure's code and detail
+    rejected_calls: int  # gold calls the environment rejected (anywhere in the rollout)
+    Y: int | None
+    y_detail: str | None
+
+
+def gold_audit(bench: TauBenchmark) -> list[GoldReplay]:
+    """Replay every task's gold; FED = T + 1 where the gold is fully executable. Gold is not assumed
+    error-free: τ retail gold includes calls that fail by design, and older task revisions list
+    writes without the look-ups that would make their ids available (dependency failures)."""
+    from ...checker import primary, replay
+
+    rows = []
+    for task_id in bench.task_ids():
+        ep = replay(bench.reference_rollout(task_id), bench)
+        ff = ep.first_failure
+        main = primary(ff.failures) if ff else None
+        rows.append(GoldReplay(task_id, ep.T, ep.FED, ep.category, f"{main.code}: {main.detail}" if main else None,
+                               sum(v.accepted is False for v in ep.verdicts), ep.Y, ep.y_detail))
+    return rows
