@@ -209,6 +209,7 @@ def activate_tau2(root: Path | None) -> Path:
     One process can hold one tau2: asking for a second, different one is an error rather than a
     silent mix of two versions.
     """
+    root = root.resolve() if root is not None else None
     if root is not None and str(root) not in sys.path:
         if "tau2" in sys.modules:
             loaded = Path(sys.modules["tau2"].__file__ or "").parent
