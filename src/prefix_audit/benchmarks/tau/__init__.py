@@ -9,11 +9,38 @@ from __future__ import annotations
 
 from .conversation import ModelUser, ScriptedUser, TauAgentEnvironment
 from .data import DEFAULT_PIN, DOMAINS, TauData, TauSource, TauTask, load_data
-from .replay import (Y_BASIS_FULL, Y_BASIS_NO_NL, GoldReplay, NlJudge, TauBenchmark, TauSession, dataset_of,
-                     gold_audit, load_benchmarks)
+from .replay import (
+                     Y_BASIS_FULL,
+                     Y_BASIS_NO_NL,
+                     GoldReplay,
+                     NlJudge,
+                     TauBenchmark,
+                     TauSession,
+                     dataset_of,
+                     gold_audit,
+                     load_benchmarks,
+)
 
 DATASETS = tuple(dataset_of(d) for d in DOMAINS)
 
-__all__ = ["DATASETS", "DEFAULT_PIN", "DOMAINS", "GoldReplay", "ModelUser", "NlJudge", "ScriptedUser", "TauAgentEnvironment",
-           "TauBenchmark", "TauData", "TauSession", "TauSource", "TauTask", "Y_BASIS_FULL", "Y_BASIS_NO_NL",
-           "dataset_of", "gold_audit", "load_benchmarks", "load_data"]
+__all__ = [
+                     "DATASETS",
+                     "DEFAULT_PIN",
+                     "DOMAINS",
+                     "Y_BASIS_FULL",
+                     "Y_BASIS_NO_NL",
+                     "GoldReplay",
+                     "ModelUser",
+                     "NlJudge",
+                     "ScriptedUser",
+                     "TauAgentEnvironment",
+                     "TauBenchmark",
+                     "TauData",
+                     "TauSession",
+                     "TauSource",
+                     "TauTask",
+                     "dataset_of",
+                     "gold_audit",
+                     "load_benchmarks",
+                     "load_data",
+]

@@ -46,15 +46,15 @@ _RESERVATION = r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}\b"
 IDENTIFIER_PATTERNS = tuple(re.compile(p) for p in (_EMAIL, _USER_ID, _ORDER_ID, _RESERVATION))
 
 FACT_PATTERNS: dict[str, re.Pattern[str]] = {
-    "email": re.compile(rf"{_EMAIL}|\bemails?\b", re.I),
-    "user_id": re.compile(rf"{_USER_ID}|\buser id\b", re.I),
-    "name": re.compile(r"\bname\b|^\s*[Yy]ou(?:'re| are) (?:an? [\w ]*called )?[A-Z][a-z]+", re.M),
-    "zip": re.compile(r"\bzip|\b\d{5}\b", re.I),
-    "address": re.compile(r"\baddress(?:es)?\b|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b", re.I),
+    "email": re.compile(rf"{_EMAIL}|\bemails?\b", re.IGNORECASE),
+    "user_id": re.compile(rf"{_USER_ID}|\buser id\b", re.IGNORECASE),
+    "name": re.compile(r"\bname\b|^\s*[Yy]ou(?:'re| are) (?:an? [\w ]*called )?[A-Z][a-z]+", re.MULTILINE),
+    "zip": re.compile(r"\bzip|\b\d{5}\b", re.IGNORECASE),
+    "address": re.compile(r"\baddress(?:es)?\b|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b", re.IGNORECASE),
     "reservation": re.compile(rf"{_RESERVATION}|\breservation|\bconfirmation\b|\bbooking\b"),
-    "order": re.compile(rf"{_ORDER_ID}|\border\b", re.I),
-    "payment": re.compile(r"\bcard\b|\bgift card|\bcertificate|\bpaypal|\bpay(?:ment)?\b", re.I),
-    "passenger": re.compile(r"\bpassenger|\bborn\b|\bbirth|\bdob\b|\btravel(?:l)?er", re.I),
+    "order": re.compile(rf"{_ORDER_ID}|\border\b", re.IGNORECASE),
+    "payment": re.compile(r"\bcard\b|\bgift card|\bcertificate|\bpaypal|\bpay(?:ment)?\b", re.IGNORECASE),
+    "passenger": re.compile(r"\bpassenger|\bborn\b|\bbirth|\bdob\b|\btravel(?:l)?er", re.IGNORECASE),
 }
 REQUEST_KEYWORDS: dict[str, tuple[str, ...]] = {
     "email": ("email", "e-mail"),
@@ -69,7 +69,7 @@ REQUEST_KEYWORDS: dict[str, tuple[str, ...]] = {
 }
 IDENTITY = ("email", "user_id", "name", "zip")
 IDENTITY_KEYWORDS = ("identity", "verify", "authenticate", "look up your account", "locate your account")
-DETAIL_KEYWORDS = ("details", "more information", "anything else", "what else")
+DETAIL_KEYWORDS = ("other details", "more details", "your details", "more information", "anything else", "what else")
 CONFIRM_KEYWORDS = ("confirm", "proceed", "go ahead", "shall i", "should i", "would you like me to", "yes/no")
 
 CONFIRMATION = "Yes, please go ahead."
@@ -89,22 +89,27 @@ class Fact:
 
 
 def known_facts(task: TauTask) -> tuple[Fact, ...]:
-    """The sentences the user may reveal: ``known_info`` and ``task_instructions``, in that order."""
+    """The sentences the user may say: the reason for calling (said first), then ``known_info`` and
+    ``task_instructions``."""
     return tuple(Fact(s, frozenset(c for c, p in FACT_PATTERNS.items() if p.search(s)))
-                 for s in [*sentences(task.known_info), *sentences(task.task_instructions)])
+                 for s in [*sentences(task.reason_for_call), *sentences(task.known_info),
+                           *sentences(task.task_instructions)])
+
+
+def _mentions_word(text: str, words: Sequence[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(w)}", text) for w in words)
 
 
 def requested_categories(agent_text: str) -> set[str]:
     lowered = agent_text.lower().replace("email address", "email")
-    asked = {c for c, words in REQUEST_KEYWORDS.items() if any(w in lowered for w in words)}
-    if any(w in lowered for w in IDENTITY_KEYWORDS):
+    asked = {c for c, words in REQUEST_KEYWORDS.items() if _mentions_word(lowered, words)}
+    if _mentions_word(lowered, IDENTITY_KEYWORDS):
         asked |= set(IDENTITY)
     return asked
 
 
 def _asks(agent_text: str, words: Sequence[str]) -> bool:
-    lowered = agent_text.lower()
-    return any(w in lowered for w in words)
+    return _mentions_word(agent_text.lower(), words)
 
 
 @dataclass
@@ -119,6 +124,7 @@ class ScriptedUser:
 
     def __post_init__(self) -> None:
         self._facts = known_facts(self.task)
+        self._revealed = set(range(len(sentences(self.task.reason_for_call))))  # said in the first message
 
     def first_message(self) -> str:
         return self.task.reason_for_call
@@ -153,8 +159,8 @@ class ScriptedUser:
 
 
 def said(value: str, text: str) -> bool:
-    """Whether a message states a fact: case-insensitive, and an order id's '#' is optional."""
-    return value.lstrip("#").lower() in text.lower()
+    """Whether a message states a fact: as a whole word, case-insensitive, an order id's '#' optional."""
+    return re.search(rf"(?<!\w){re.escape(value.lstrip('#'))}(?!\w)", text, re.I) is not None
 
 
 def identifiers(text: str) -> set[str]:
@@ -223,7 +229,7 @@ def reference_conversation(task: TauTask, gold_calls: Sequence[ToolCall]) -> Ref
 
 def closing_message(task: TauTask) -> str:
     """The reference agent's last message: it states every fact τ's communicate check looks for."""
-    facts = f" Key details: {', '.join(task.communicate_info)}." if task.communicate_info else ""
+    facts = f" For your records: {', '.join(task.communicate_info)}." if task.communicate_info else ""
     return f"Thank you for your patience. I have completed your request.{facts}"
 
 

@@ -170,9 +170,8 @@ class TauDomain:
     @cached_property
     def provenance(self) -> dict[str, str]:
         """What the scores depend on: the tau2 code version and the hashes of the data files."""
-        return {"tau2_version": self.tau2_version, "tasks_file": str(self.files.tasks),
-                "tasks_sha256": _sha256(self.files.tasks), "db_sha256": _sha256(self.files.db),
-                "policy_sha256": _sha256(self.files.policy)}
+        return {"tau2_version": self.tau2_version, "tasks_sha256": _sha256(self.files.tasks),
+                "db_sha256": _sha256(self.files.db), "policy_sha256": _sha256(self.files.policy)}
 
 
 @dataclass(frozen=True)

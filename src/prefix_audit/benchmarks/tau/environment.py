@@ -108,8 +108,8 @@ class DomainBackend:
         tools_module, tools_class, db_module, db_class = _CLASSES[domain.name]
         self._toolkit_cls = getattr(importlib.import_module(tools_module), tools_class)
         self._db_cls = getattr(importlib.import_module(db_module), db_class)
-        from tau2.environment.environment import Environment
         from tau2.data_model.message import ToolCall as Tau2ToolCall
+        from tau2.environment.environment import Environment
 
         self._environment_cls = Environment
         self._call_cls = Tau2ToolCall
@@ -155,7 +155,7 @@ class DomainBackend:
         if name in sem.OWN_IMPLEMENTATION and name in self.tools:
             try:
                 return True, calculate(**arguments)
-            except Exception as exc:  # the tool raising is a rejected transition, as in tau2
+            except Exception as exc:  # noqa: BLE001 -- the tool raising is a rejected transition, as in tau2
                 return False, f"Error: {exc}"
         with _quiet_serializer():
             message = environment.get_response(self._call_cls(id=call_id, name=name, arguments=arguments))

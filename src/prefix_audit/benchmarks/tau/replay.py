@@ -28,15 +28,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Protocol
 
 from ...calls import ToolCall, structured_call
-from ...checker import UnscorableRollout, scalars
+from ...checker import UnscorableRollout
 from ...records import Rollout, rollout_id_for
 from ..base import Outcome, TaskFacts, ToolSpec
 from . import semantics as sem
-from .conversation import (ReferenceConversation, ScriptedUser, TauAgentEnvironment, identifiers, reference_conversation, said,
-                           user_fact_values)
+from .conversation import (
+    ReferenceConversation,
+    ScriptedUser,
+    TauAgentEnvironment,
+    identifiers,
+    reference_conversation,
+    said,
+    user_fact_values,
+)
 from .data import DOMAINS, TauData, TauTask
 from .environment import DomainBackend, LiveEnvironment
 
@@ -94,7 +102,14 @@ class TauBenchmark:
 
     @property
     def provenance(self) -> dict[str, str]:
-        return {"dataset": self.dataset, **self.domain.provenance}
+        """The tau2 version and the sha256 of the task, database and policy files: put it in every
+        rollout's meta (sessions refuse a rollout made against other task or database files)."""
+        return dict(self.domain.provenance)
+
+    def task_listing(self) -> dict[str, Any]:
+        """The task list with its provenance, and the tasks whose Y leaves NL assertions out."""
+        return {"dataset": self.dataset, **self.provenance, "tasks_file": str(self.domain.files.tasks),
+                "task_ids": list(self._task_ids), "nl_unjudged_task_ids": self.nl_unjudged_task_ids()}
 
     def nl_unjudged_task_ids(self) -> list[str]:
         """Tasks whose reward includes NL assertions that only a judge model can decide; without one
@@ -104,17 +119,21 @@ class TauBenchmark:
         return [t for t in self._task_ids if _needs_judge(self.task(t))]
 
     # tools ------------------------------------------------------------------------------------
-    @property
+    @cached_property
     def tools(self) -> dict[str, ToolSpec]:
         return {name: info.spec for name, info in self.backend.tools.items()}
 
-    def tool_universe(self) -> list[str]:
-        """Tool names of every loaded τ domain (another domain's tools are unknown here)."""
+    @cached_property
+    def _universe(self) -> list[str]:
         names: set[str] = set(self.backend.tools)
         for other in self.data.domains:
             if other != self.domain.name:
                 names |= set(DomainBackend(self.data.domains[other]).tools)
         return sorted(names)
+
+    def tool_universe(self) -> list[str]:
+        """Tool names of every loaded τ domain (another domain's tools are unknown here)."""
+        return self._universe
 
     def precondition_guards(self) -> dict[str, frozenset[str]]:
         return {}  # τ's tools enforce no explicit preconditions (see .semantics)
@@ -161,7 +180,7 @@ class TauBenchmark:
         :func:`~.conversation.reference_conversation`): one call per step, facts asked for when first
         needed, and a closing message that states every ``communicate_info`` fact."""
         convo = self.reference_conversation(task_id)
-        meta = {"user_turns": list(convo.user_turns), "termination_reason": "user_stop"}
+        meta = {"user_turns": list(convo.user_turns), "termination_reason": "user_stop", **self.provenance}
         return Rollout(self.dataset, task_id, "ground_truth", "reference",
                        rollout_id_for(self.dataset, "ground_truth", "reference", task_id), convo.turns,
                        "reference", meta)
@@ -177,10 +196,9 @@ class TauBenchmark:
         return ScriptedUser(self.task(task_id))
 
     @cached_property
-    def user_guidelines_path(self):
+    def user_guidelines_path(self) -> Path:
         """tau2's user-simulator guidelines (for :class:`~.conversation.ModelUser`)."""
         from tau2.utils.utils import DATA_DIR
-        from pathlib import Path
 
         return Path(DATA_DIR) / "tau2" / "user_simulator" / "simulation_guidelines.md"
 
@@ -248,9 +266,8 @@ class TauSession:
         if not call.well_formed:
             return Outcome(False, None, call.parse_error)
         spec = self._tools.get(call.name or "")
+        # tau2 takes keyword arguments only; positional ones (from call text) bind in schema order.
         arguments = dict(zip(spec.positional_order, call.args)) if spec else {}
-        if call.args and spec is None:
-            return Outcome(False, None, f"Error: Tool '{call.name}' not found.")
         arguments.update(call.kwargs)
         accepted, text = self._live.call(call.name or "", arguments, call.call_id or "")
         return Outcome(True, text) if accepted else Outcome(False, None, text)
