@@ -160,7 +160,7 @@ class ScriptedUser:
 
 def said(value: str, text: str) -> bool:
     """Whether a message states a fact: as a whole word, case-insensitive, an order id's '#' optional."""
-    return re.search(rf"(?<!\w){re.escape(value.lstrip('#'))}(?!\w)", text, re.I) is not None
+    return re.search(rf"(?<!\w){re.escape(value.lstrip('#'))}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def identifiers(text: str) -> set[str]:
