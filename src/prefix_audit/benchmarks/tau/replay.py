@@ -1,0 +1,357 @@
+"""τ-bench Airline/Retail replay adapter (datasets ``tau_airline``, ``tau_retail``).
+
+A τ rollout is a half-duplex conversation: turn t opens with the user's t-th message and holds the
+agent's messages until the next one (the orchestrator's fixed greeting is no agent action). The
+user's messages are part of the rollout (``meta["user_turns"]``, one per turn); a rollout without
+them is taken to follow the reference conversation that the scripted user produces (that is how
+the reference rollout and its mutants are built). ``meta["termination_reason"]`` (tau2's names;
+absent = ``user_stop``) says how the conversation ended.
+
+Per call: our own schema validation (tau2 validates nothing), reference parameters for dependency
+failures, the task's user facts for information failures, and the environment's verdict through
+tau2's per-call API for state consistency (:mod:`.environment`, :mod:`.semantics`).
+
+Final success Y is τ's reward, recomputed without any model call:
+
+* a conversation that ended in any other way than ``user_stop``/``agent_stop`` scores 0;
+* otherwise the product over the task's reward basis of: DB — tau2's hash of the replayed database
+  equals that of a fresh database after the gold actions (gold calls that fail are skipped, as tau2
+  does); COMMUNICATE — every ``communicate_info`` string occurs in some agent message (lower-cased,
+  commas removed, as tau2 checks); NL_ASSERTION — vacuously 1 without assertions, else the verdict
+  of a configured judge (:class:`NlJudge`). Without a judge those assertions are left out and the
+  rollout's Y basis is ``db_and_communicate_only`` (recorded in ``y_detail``); ENV_ASSERTION and
+  ACTION bases (no airline/retail base task uses them) make Y unknown (None) rather than guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol
+
+from ...calls import ToolCall, structured_call
+from ...checker import UnscorableRollout
+from ...records import Rollout, rollout_id_for
+from ..base import Outcome, TaskFacts, ToolSpec
+from . import semantics as sem
+from .conversation import (
+    ReferenceConversation,
+    ScriptedUser,
+    TauAgentEnvironment,
+    identifiers,
+    reference_conversation,
+    said,
+    user_fact_values,
+)
+from .data import DOMAINS, TauData, TauTask
+from .environment import DomainBackend, LiveEnvironment
+
+Y_BASIS_FULL = "full"
+Y_BASIS_NO_NL = "db_and_communicate_only"
+
+
+def dataset_of(domain: str) -> str:
+    return f"tau_{domain}"
+
+
+class NlJudge(Protocol):
+    """Decides a task's natural-language assertions on a transcript of (role, text) pairs."""
+
+    def __call__(self, task: TauTask, transcript: Sequence[tuple[str, str]]) -> bool: ...
+
+
+def task_facts(task: TauTask, user_turns: Sequence[str]) -> TaskFacts:
+    """Facts for one conversation: a user fact is revealed in the first turn whose user message
+    states it (never given: revealed after the last turn). What the first message states is visible
+    from the start."""
+    facts = {v: next((t for t, text in enumerate(user_turns) if said(v, text)), len(user_turns))
+             for v in user_fact_values(task)}
+    initial = frozenset(identifiers(user_turns[0])) if user_turns else frozenset()
+    return TaskFacts(initial, tuple(user_turns), facts)
+
+
+class TauBenchmark:
+    """One τ domain as a :class:`~prefix_audit.benchmarks.base.Benchmark` (and a MutableBenchmark)."""
+
+    def __init__(self, data: TauData, domain: str, nl_judge: NlJudge | None = None,
+                 task_ids: Sequence[str] | None = None) -> None:
+        if domain not in data.domains:
+            raise KeyError(f"domain {domain!r} not loaded (have {', '.join(data.domains)})")
+        self.data = data
+        self.domain = data.domains[domain]
+        self.dataset = dataset_of(domain)
+        self.nl_judge = nl_judge
+        self.backend = DomainBackend(self.domain)
+        self._task_ids = list(task_ids) if task_ids is not None else list(self.domain.tasks)
+        self._allowed = set(self._task_ids)
+        self._gold_hash: dict[str, str] = {}
+        self._gold_fingerprint: dict[str, str] = {}
+        self._reference: dict[str, ReferenceConversation] = {}
+
+    # tasks ------------------------------------------------------------------------------------
+    def task_ids(self) -> Sequence[str]:
+        return self._task_ids
+
+    def has_task(self, task_id: str) -> bool:
+        return task_id in self._allowed
+
+    def task(self, task_id: str) -> TauTask:
+        return self.domain.tasks[task_id]
+
+    @property
+    def provenance(self) -> dict[str, str]:
+        """The tau2 version and the sha256 of the task, database and policy files: put it in every
+        rollout's meta (sessions refuse a rollout made against other task or database files)."""
+        return dict(self.domain.provenance)
+
+    def task_listing(self) -> dict[str, Any]:
+        """The task list with its provenance, and the tasks whose Y leaves NL assertions out."""
+        return {"dataset": self.dataset, **self.provenance, "tasks_file": str(self.domain.files.tasks),
+                "task_ids": list(self._task_ids), "nl_unjudged_task_ids": self.nl_unjudged_task_ids()}
+
+    def nl_unjudged_task_ids(self) -> list[str]:
+        """Tasks whose reward includes NL assertions that only a judge model can decide; without one
+        their Y basis is ``db_and_communicate_only``."""
+        if self.nl_judge is not None:
+            return []
+        return [t for t in self._task_ids if _needs_judge(self.task(t))]
+
+    # tools ------------------------------------------------------------------------------------
+    @cached_property
+    def tools(self) -> dict[str, ToolSpec]:
+        return {name: info.spec for name, info in self.backend.tools.items()}
+
+    @cached_property
+    def _universe(self) -> list[str]:
+        names: set[str] = set(self.backend.tools)
+        for other in self.data.domains:
+            if other != self.domain.name:
+                names |= set(DomainBackend(self.data.domains[other]).tools)
+        return sorted(names)
+
+    def tool_universe(self) -> list[str]:
+        """Tool names of every loaded τ domain (another domain's tools are unknown here)."""
+        return self._universe
+
+    def precondition_guards(self) -> dict[str, frozenset[str]]:
+        return {}  # τ's tools enforce no explicit preconditions (see .semantics)
+
+    def deletion_call(self, spec: ToolSpec, param: str, value: Any) -> ToolCall | None:
+        return None  # nothing in τ deletes an object
+
+    # gold ---------------------------------------------------------------------------------------
+    def gold_calls(self, task: TauTask) -> tuple[ToolCall, ...]:
+        return tuple(structured_call(a.name, dict(a.arguments), f"gold_{task.id}_{i}") for i, a in enumerate(task.gold))
+
+    def _gold_environment(self, task: TauTask) -> LiveEnvironment:
+        """A fresh database after the gold actions (failing ones change nothing more, as in tau2)."""
+        live = LiveEnvironment(self.backend)
+        for action in task.gold:
+            live.call(action.name, action.arguments)
+        return live
+
+    def gold_fingerprint(self, task: TauTask) -> str:
+        if task.id not in self._gold_fingerprint:
+            self._gold_fingerprint[task.id] = self._gold_environment(task).db_fingerprint()
+        return self._gold_fingerprint[task.id]
+
+    def gold_db_hash(self, task: TauTask) -> str:
+        """tau2's hash of the gold database (rebuilt when first needed: most checks settle on the
+        fingerprint)."""
+        if task.id not in self._gold_hash:
+            self._gold_hash[task.id] = self._gold_environment(task).db_hash()
+        return self._gold_hash[task.id]
+
+    def db_matches_gold(self, live: LiveEnvironment, task: TauTask) -> bool:
+        """tau2's DB check (hash of the replayed database == hash of the gold one), settled by the
+        faster fingerprint when that is equal."""
+        return live.db_fingerprint() == self.gold_fingerprint(task) or live.db_hash() == self.gold_db_hash(task)
+
+    def reference_conversation(self, task_id: str) -> ReferenceConversation:
+        task = self.task(task_id)
+        if task_id not in self._reference:
+            self._reference[task_id] = reference_conversation(task, self.gold_calls(task))
+        return self._reference[task_id]
+
+    def reference_rollout(self, task_id: str) -> Rollout:
+        """The gold actions as the reference conversation with the scripted user (see
+        :func:`~.conversation.reference_conversation`): one call per step, facts asked for when first
+        needed, and a closing message that states every ``communicate_info`` fact."""
+        convo = self.reference_conversation(task_id)
+        meta = {"user_turns": list(convo.user_turns), "termination_reason": "user_stop", **self.provenance}
+        return Rollout(self.dataset, task_id, "ground_truth", "reference",
+                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), convo.turns,
+                       "reference", meta)
+
+    # sessions and generation ---------------------------------------------------------------------
+    def open_session(self, rollout: Rollout) -> TauSession:
+        return TauSession(self, self.task(rollout.task_id), rollout)
+
+    def agent_environment(self, task_id: str) -> TauAgentEnvironment:
+        return TauAgentEnvironment(self.backend, self.task(task_id))
+
+    def scripted_user(self, task_id: str) -> ScriptedUser:
+        return ScriptedUser(self.task(task_id))
+
+    @cached_property
+    def user_guidelines_path(self) -> Path:
+        """tau2's user-simulator guidelines (for :class:`~.conversation.ModelUser`)."""
+        from tau2.utils.utils import DATA_DIR
+
+        return Path(DATA_DIR) / "tau2" / "user_simulator" / "simulation_guidelines.md"
+
+
+def _needs_judge(task: TauTask) -> bool:
+    return "NL_ASSERTION" in task.reward_basis and bool(task.nl_assertions)
+
+
+def _user_turns(bench: TauBenchmark, task: TauTask, rollout: Rollout) -> tuple[str, ...]:
+    recorded = rollout.meta.get("user_turns")
+    if recorded is None:
+        turns = bench.reference_conversation(task.id).user_turns
+    elif isinstance(recorded, list) and all(isinstance(t, str) for t in recorded):
+        turns = tuple(recorded)
+    else:
+        raise UnscorableRollout("meta.user_turns must be a list of strings (the user's message of each turn)")
+    if len(turns) < len(rollout.turns):
+        raise UnscorableRollout(f"rollout has {len(rollout.turns)} turns but {len(turns)} user messages"
+                                + ("" if recorded is not None else " (no meta.user_turns; the reference "
+                                   "conversation has that many)"))
+    return turns[:len(rollout.turns)]
+
+
+class TauSession:
+    """One rollout's fresh environment, facts and the inputs of Y."""
+
+    def __init__(self, bench: TauBenchmark, task: TauTask, rollout: Rollout) -> None:
+        self.bench = bench
+        self.task = task
+        self.user_turns = _user_turns(bench, task, rollout)
+        self.facts = task_facts(task, self.user_turns)
+        self._rollout = rollout
+        self._live = LiveEnvironment(bench.backend)
+        self._tools = bench.tools
+        termination = rollout.meta.get("termination_reason", "user_stop")
+        if termination not in sem.TERMINATION_REASONS:
+            raise UnscorableRollout(f"unknown termination_reason {termination!r}")
+        self.termination = termination
+        self.y_basis = Y_BASIS_FULL
+        self.y_detail: str | None = None
+        for key in ("tasks_sha256", "db_sha256"):  # recorded by the importer and rollout generation
+            if key in rollout.meta and rollout.meta[key] != bench.domain.provenance[key]:
+                raise UnscorableRollout(f"rollout was made against {key} {str(rollout.meta[key])[:12]}, "
+                                        f"this {bench.dataset} data has {bench.domain.provenance[key][:12]}")
+
+    def start_turn(self, turn: int) -> None:
+        pass  # every tool is exposed in every turn; user facts follow the turn through self.facts
+
+    def end_turn(self) -> None:
+        pass
+
+    def exposed_tools(self) -> Mapping[str, ToolSpec]:
+        return self._tools
+
+    def known_tool(self, name: str) -> ToolSpec | None:
+        return self._tools.get(name)
+
+    def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
+        return []
+
+    def is_stale(self, spec: ToolSpec, param: str, value: Any) -> bool:
+        return False
+
+    def execute(self, call: ToolCall) -> Outcome:
+        if not call.well_formed:
+            return Outcome(False, None, call.parse_error)
+        spec = self._tools.get(call.name or "")
+        # tau2 takes keyword arguments only; positional ones (from call text) bind in schema order.
+        arguments = dict(zip(spec.positional_order, call.args)) if spec else {}
+        arguments.update(call.kwargs)
+        accepted, text = self._live.call(call.name or "", arguments, call.call_id or "")
+        return Outcome(True, text) if accepted else Outcome(False, None, text)
+
+    def complete(self) -> Outcome:
+        return Outcome(True)  # a text message may end the agent's turn at any point in τ
+
+    # final success --------------------------------------------------------------------------------
+    def _agent_texts(self) -> list[str]:
+        return [step.text for turn in self._rollout.turns for step in turn if step.text]
+
+    def _transcript(self) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for user_text, turn in zip(self.user_turns, self._rollout.turns):
+            out.append(("user", user_text))
+            for step in turn:
+                out += [("assistant", f"[tool call] {c.render()}") for c in step.calls]
+                if step.text:
+                    out.append(("assistant", step.text))
+        return out
+
+    def final_success(self) -> int | None:
+        if self.termination not in sem.NORMAL_TERMINATIONS:
+            self.y_detail = f"basis={self.y_basis}; premature termination: {self.termination}"
+            return 0
+        parts: list[str] = []
+        y = 1
+        for basis in self.task.reward_basis:
+            if basis == "DB":
+                match = self.bench.db_matches_gold(self._live, self.task)
+                parts.append(f"DB={int(match)}")
+                y *= match
+            elif basis == "COMMUNICATE":
+                texts = [t.lower().replace(",", "") for t in self._agent_texts()]
+                met = sum(any(info.lower() in t for t in texts) for info in self.task.communicate_info)
+                parts.append(f"COMMUNICATE={met}/{len(self.task.communicate_info)}")
+                y *= met == len(self.task.communicate_info)
+            elif basis == "NL_ASSERTION":
+                if not self.task.nl_assertions:
+                    parts.append("NL_ASSERTION=none")
+                elif self.bench.nl_judge is None:
+                    self.y_basis = Y_BASIS_NO_NL
+                    parts.append(f"NL_ASSERTION=unjudged({len(self.task.nl_assertions)})")
+                else:
+                    verdict = bool(self.bench.nl_judge(self.task, self._transcript()))
+                    parts.append(f"NL_ASSERTION={int(verdict)}")
+                    y *= verdict
+            else:
+                self.y_detail = f"basis=unsupported; reward basis {basis} is not implemented"
+                return None
+        self.y_detail = f"basis={self.y_basis}; " + "; ".join(parts)
+        return int(y)
+
+
+def load_benchmarks(data: TauData, nl_judge: NlJudge | None = None) -> dict[str, TauBenchmark]:
+    """Both τ datasets on one loaded tau2/data source."""
+    return {dataset_of(d): TauBenchmark(data, d, nl_judge) for d in DOMAINS if d in data.domains}
+
+
+@dataclass(frozen=True)
+class GoldReplay:
+    """One task's gold actions replayed as its reference rollout."""
+
+    task_id: str
+    T: int
+    FED: int
+    category: str | None
+    failure: str | None  # the primary first failure's code and detail
+    rejected_calls: int  # gold calls the environment rejected (anywhere in the rollout)
+    Y: int | None
+    y_detail: str | None
+
+
+def gold_audit(bench: TauBenchmark) -> list[GoldReplay]:
+    """Replay every task's gold; FED = T + 1 where the gold is fully executable. Gold is not assumed
+    error-free: τ retail gold includes calls that fail by design, and older task revisions list
+    writes without the look-ups that would make their ids available (dependency failures)."""
+    from ...checker import primary, replay
+
+    rows = []
+    for task_id in bench.task_ids():
+        ep = replay(bench.reference_rollout(task_id), bench)
+        ff = ep.first_failure
+        main = primary(ff.failures) if ff else None
+        rows.append(GoldReplay(task_id, ep.T, ep.FED, ep.category, f"{main.code}: {main.detail}" if main else None,
+                               sum(v.accepted is False for v in ep.verdicts), ep.Y, ep.y_detail))
+    return rows

