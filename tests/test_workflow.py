@@ -41,7 +41,9 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     assert "| bfcl_v3 | reference | reference | 12 |" in table
     f3 = (tmp_path / "a" / "tables" / "table_F3.md").read_text()
     assert "mutation vs reference" in f3
-    assert "no tau_airline/tau_retail blocks" in (tmp_path / "a" / "tables" / "table_F1.md").read_text()
+    f1 = (tmp_path / "a" / "tables" / "table_F1.md").read_text()  # τ Airline + Retail pooled per task
+    for method in ("react", "prompt_planning", "plan_conditioned", "dual_loop"):
+        assert f"| sim-medium | {method} | 12 |" in f1
     for dataset in ("bfcl_v3", "toolsandbox"):
         for method in ("react", "prompt_planning", "plan_conditioned", "dual_loop"):
             assert f"| {dataset} | sim-medium | {method} | 12 |" in table
@@ -70,18 +72,18 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     dry = _run(tmp_path, "a", "--dry-run", models=models)
     assert dry.returncode == 0, dry.stderr[-3000:]
     downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 1, "all": 1}
-    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 2, "score_rollouts": 2, **downstream}, dry.stdout
+    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
     assert "rollouts/bfcl_v3/sim-medium/dual_loop.verifier-sim-weak.jsonl" in dry.stdout
 
     # Adding a block (here a verifier condition) adds only its jobs.
     added = {"verifier_conditions": {"conditions": {"accept-again": {"verifier": "accept"}}}}
     dry = _run(tmp_path, "a", "--dry-run", agents=added)  # Snakemake merges config files key by key
-    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 2, "score_rollouts": 2, **downstream}, dry.stdout
+    assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
 
     # Rescoring regenerates nothing.
     dry = _run(tmp_path, "a", "--dry-run", "--forcerun", "score_rollouts")
     jobs = _planned_jobs(dry.stdout)
-    assert "generate_rollouts" not in jobs and jobs["score_rollouts"] == 2 * 9, dry.stdout
+    assert "generate_rollouts" not in jobs and jobs["score_rollouts"] == 4 * 9, dry.stdout
 
 
 def _planned_jobs(dry_run_output: str) -> dict[str, int]:

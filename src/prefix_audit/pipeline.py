@@ -46,17 +46,29 @@ def fetch_benchmark(pin: Mapping[str, str], resources: str | Path) -> Path:
     return target
 
 
-def _adapter(dataset: str, resources: str | Path):
+def _tau_source(benchmark: Mapping[str, Any] | None):
+    """Where the τ datasets take tau2 and their tasks from (the pinned wheel unless configured)."""
+    from .benchmarks.tau import TauSource
+
+    benchmark = benchmark or {}
+    return TauSource(tau2=benchmark.get("tau2"), data_dir=benchmark.get("data_dir"))
+
+
+def _adapter(dataset: str, resources: str | Path, benchmark: Mapping[str, Any] | None = None):
     from .benchmarks import open_benchmark
 
-    return open_benchmark(dataset, resources, fetch=False)
+    tau_source = _tau_source(benchmark) if dataset.startswith("tau_") else None
+    return open_benchmark(dataset, resources, fetch=False, tau_source=tau_source)
 
 
-def write_task_list(dataset: str, resources: str | Path, n: int, seed: int, out: str | Path) -> list[str]:
-    """Persist the seeded task sample with enough provenance to tell samples apart."""
+def write_task_list(dataset: str, resources: str | Path, n: int | None, seed: int, out: str | Path,
+                    benchmark: Mapping[str, Any] | None = None) -> list[str]:
+    """Persist the seeded task sample (every task when ``n`` is None) with enough provenance to
+    tell samples apart."""
     from .benchmarks import sample_tasks
 
-    ids, provenance = sample_tasks(dataset, resources, n, seed)
+    ids, provenance = sample_tasks(dataset, resources, n, seed, _adapter(dataset, resources, benchmark)
+                                   if dataset.startswith("tau_") else None)
     doc = {"dataset": dataset, "n": len(ids), "seed": seed, **provenance, "task_ids": ids}
     atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
     log.info("sampled %d %s tasks (seed %d)", len(ids), dataset, seed)
@@ -97,7 +109,8 @@ def _simulated_backend(bench, task_id: str, model: str, backend: Mapping[str, An
 class _AgentBlock:
     """Episodes of one model × method block: backends, verifier condition, and one episode per task."""
 
-    def __init__(self, bench, model: str, method: str, settings: Mapping[str, Any], cache_dir: str | Path) -> None:
+    def __init__(self, bench, model: str, method: str, settings: Mapping[str, Any], cache_dir: str | Path,
+                 user_simulator: Mapping[str, Any] | None = None) -> None:
         from .agents.methods import MethodSpec
 
         self.bench, self.model, self.method, self.settings = bench, model, method, settings
@@ -108,6 +121,7 @@ class _AgentBlock:
         verifier = settings.get("verifier_backend")
         self.verifier = _real_backend(verifier["backend"], cache_dir) if verifier else None
         self.concurrency = int(settings.get("episodes_in_flight", 1))
+        self.user = _real_backend(user_simulator, cache_dir) if user_simulator else None
 
     async def episode(self, task_id: str, rollout_id: str) -> Rollout:
         from .agents.methods import ReplayVerifier, run_method
@@ -127,29 +141,34 @@ class _AgentBlock:
                                                            f"{episode_seed}:verifier:{name}", f"{plan_seed}:{name}")
         replay = ReplayVerifier(self.bench, dataset, task_id) if self.spec.verifier == "replay" else None
         params = GenerationParams(reasoning_effort=self.settings["backend"].get("reasoning_effort"))
-        result = await run_method(self.spec, executor, self.bench.agent_environment(task_id), verifier=verifier,
-                                  replay=replay, params=params)
-        meta: dict[str, Any] = {"force_terminated": result.force_terminated}
+        env = self.bench.agent_environment(task_id)
+        # Benchmarks with a user simulator (τ-bench) hold the conversation; the others script it.
+        conversation = self.bench.conversation(env, self.user) if hasattr(self.bench, "conversation") else None
+        result = await run_method(self.spec, executor, env, conversation, verifier=verifier, replay=replay,
+                                  params=params)
+        meta: dict[str, Any] = {**result.conversation, "force_terminated": result.force_terminated}
         if result.planning:
             meta["planning"] = list(result.planning)
         return Rollout(dataset, task_id, self.model, self.method, rollout_id, result.turns, "agent", meta,
                        usage=result.usage)
 
     async def aclose(self) -> None:
-        for backend in (self.executor, self.verifier):
+        for backend in (self.executor, self.verifier, self.user):
             if backend is not None:
                 await backend.aclose()
 
 
 def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: str, settings: Mapping[str, Any],
-                      resources: str | Path, out: str | Path, cache_dir: str | Path | None = None) -> int:
+                      resources: str | Path, out: str | Path, cache_dir: str | Path | None = None,
+                      benchmark: Mapping[str, Any] | None = None) -> int:
     """Rollouts of one block (``model`` × ``method``) for every sampled task.
 
     ``settings["kind"]`` says where they come from: ``reference`` (the ground truth), ``mutation``
     (seeded single-failure injections) or ``agent`` (an agent method driving a model backend).
     Each finished rollout is stored durably as it completes (:mod:`prefix_audit.rollout_store`),
     so a killed job resumes where it stopped. Agent blocks cache model responses under
-    ``cache_dir``, so a rerun makes no model calls.
+    ``cache_dir``, so a rerun makes no model calls. ``benchmark`` is the dataset's config entry
+    (τ: where tau2 and the tasks come from, and an optional model as user simulator).
     """
     import asyncio
     import random
@@ -157,7 +176,7 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
     from .rollout_store import store_all
     from .sources.mutation import mutated_rollout
 
-    bench = _adapter(dataset, resources)
+    bench = _adapter(dataset, resources, benchmark)
     kind = settings["kind"]
     if kind not in ("reference", "mutation", "agent"):
         raise ValueError(f"unknown rollout source kind {kind!r}")
@@ -165,7 +184,8 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
 
     def static(task_id: str, rollout_id: str) -> Rollout | None:
         if kind == "reference":
-            return _relabel(bench.reference_rollout(task_id), model, method, rollout_id, {})
+            reference = bench.reference_rollout(task_id)
+            return _relabel(reference, model, method, rollout_id, dict(reference.meta))
         rng = random.Random(f"{seed}:{task_id}")
         if rng.random() < float(settings.get("clean_fraction", 0.0)):
             return _relabel(bench.reference_rollout(task_id), model, method, rollout_id,
@@ -188,7 +208,8 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
                 return static(task_id, rollout_id_for(dataset, model, method, task_id))
 
             return await store_all(out, planned, produce_static, label=label)
-        block = _AgentBlock(bench, model, method, settings, cache_dir or Path(out).parent / "model-cache")
+        block = _AgentBlock(bench, model, method, settings, cache_dir or Path(out).parent / "model-cache",
+                            (benchmark or {}).get("user_simulator"))
         try:
             return await store_all(out, planned,
                                    lambda task_id: block.episode(task_id, rollout_id_for(dataset, model, method, task_id)),
@@ -207,11 +228,12 @@ def _relabel(rollout: Rollout, model: str, method: str, rollout_id: str, meta: d
     return replace(rollout, model=model, method=method, rollout_id=rollout_id, meta=meta)
 
 
-def score(rollouts: str | Path, out_dir: str | Path, resources: str | Path) -> None:
+def score(rollouts: str | Path, out_dir: str | Path, resources: str | Path,
+          benchmark: Mapping[str, Any] | None = None) -> None:
     from .benchmarks import benchmark_resolver
     from .scoring import score_file
 
-    score_file(rollouts, out_dir, benchmark_resolver(resources, fetch=False))
+    score_file(rollouts, out_dir, benchmark_resolver(resources, fetch=False, tau_source=_tau_source(benchmark)))
 
 
 def merge_episodes(paths: Sequence[str | Path], out: str | Path) -> int:

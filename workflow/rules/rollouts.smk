@@ -8,6 +8,7 @@ rule generate_rollouts:
     params:
         settings=block_settings,
         resources=RESOURCES,
+        benchmark=lambda wc: config["benchmarks"][wc.dataset],
         cache_dir=f"{RESULTS}/cache/model-responses",
         code=code_fingerprint(*REPLAY_CODE, "sources", "agents", "models", "rollout_store.py", "pipeline.py"),
     log:

@@ -5,9 +5,10 @@ rule sample_tasks:
     output:
         f"{RESULTS}/tasks/{{dataset}}.json",
     params:
-        n=lambda wc: config["benchmarks"][wc.dataset]["sample"]["n"],
-        seed=lambda wc: config["benchmarks"][wc.dataset]["sample"]["seed"],
+        n=lambda wc: config["benchmarks"][wc.dataset].get("sample", {}).get("n"),
+        seed=lambda wc: config["benchmarks"][wc.dataset].get("sample", {}).get("seed", 0),
         resources=RESOURCES,
+        benchmark=lambda wc: config["benchmarks"][wc.dataset],
         code=code_fingerprint("benchmarks", "pipeline.py"),
     log:
         f"{RESULTS}/logs/sample/{{dataset}}.log",

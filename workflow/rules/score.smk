@@ -9,6 +9,7 @@ rule score_rollouts:
         quarantine=f"{RESULTS}/scored/{{dataset}}/{{model}}/{{method}}/quarantine.jsonl",
     params:
         resources=RESOURCES,
+        benchmark=lambda wc: config["benchmarks"][wc.dataset],
         code=code_fingerprint(*REPLAY_CODE, "scoring.py", "io.py"),
     log:
         f"{RESULTS}/logs/score/{{dataset}}/{{model}}/{{method}}.log",

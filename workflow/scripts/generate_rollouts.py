@@ -4,4 +4,4 @@ with logging_to(snakemake.log[0]):
     generate_rollouts(snakemake.wildcards.dataset, snakemake.input.tasks, snakemake.wildcards.model,
                       snakemake.wildcards.method,
                       dict(snakemake.params.settings), snakemake.params.resources, snakemake.output[0],
-                      snakemake.params.cache_dir)
+                      snakemake.params.cache_dir, snakemake.params.benchmark)

@@ -2,4 +2,4 @@ from prefix_audit.pipeline import logging_to, write_task_list
 
 with logging_to(snakemake.log[0]):
     write_task_list(snakemake.wildcards.dataset, snakemake.params.resources, snakemake.params.n,
-                    snakemake.params.seed, snakemake.output[0])
+                    snakemake.params.seed, snakemake.output[0], snakemake.params.benchmark)

@@ -6,6 +6,9 @@ iterations; a reply without tool calls ends the turn. A turn that uses up its st
 episode, as a force-terminated run does in the benchmarks. Every model call's accounting is kept
 with the rollout.
 
+The user's side comes from a :class:`~.environment.Conversation`: scripted turns, or a user
+simulator answering the agent's closing reply of each turn (τ-bench's half-duplex protocol).
+
 Planning methods hook in before each turn's first executor call (``briefing``): what they return is
 appended to the user's request, and their model calls are accounted but never enter T.
 """
@@ -19,7 +22,7 @@ from typing import Any
 from ..calls import ToolCall
 from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, to_tool_call
 from ..records import Step, Usage
-from .environment import AgentEnvironment
+from .environment import AgentEnvironment, Conversation
 from .prompts import REACT_SYSTEM_PROMPT
 
 K_EXEC = 10
@@ -42,9 +45,11 @@ Briefing = Callable[[int, tuple[Message, ...], tuple], Awaitable[TurnBriefing]]
 @dataclass(frozen=True)
 class Episode:
     turns: tuple[tuple[Step, ...], ...]
-    usage: tuple[Usage, ...]
-    force_terminated: bool
+    usage: tuple[Usage, ...]  # agent calls, then the user simulator's
+    force_terminated: bool  # a turn used up its K_exec tool actions
     planning: tuple[dict[str, Any], ...] = ()
+    termination: str | None = None  # why it stopped before the user ended it (None: it did not)
+    conversation: dict[str, Any] = field(default_factory=dict)  # what the conversation says of itself
 
 
 def _observation(call: ToolCall, env: AgentEnvironment) -> str:
@@ -53,18 +58,26 @@ def _observation(call: ToolCall, env: AgentEnvironment) -> str:
     return env.execute(call)
 
 
-async def run_executor(backend: ModelBackend, env: AgentEnvironment, *, system_prompt: str = REACT_SYSTEM_PROMPT,
-                       params: GenerationParams | None = None, max_steps: int = K_EXEC,
-                       briefing: Briefing | None = None) -> Episode:
+async def run_executor(backend: ModelBackend, env: AgentEnvironment, conversation: Conversation, *,
+                       system_prompt: str = REACT_SYSTEM_PROMPT, params: GenerationParams | None = None,
+                       max_steps: int = K_EXEC, briefing: Briefing | None = None) -> Episode:
     params = params or GenerationParams()
+    if conversation.system_prompt:
+        system_prompt = f"{system_prompt}\n\n{conversation.system_prompt}"
     messages: list[Message] = [Message("system", system_prompt)]
+    if conversation.opening:
+        messages.append(Message("assistant", conversation.opening))
     turns: list[tuple[Step, ...]] = []
     usage: list[Usage] = []
     planning: list[dict[str, Any]] = []
-    for turn in range(env.turn_count()):
-        request = env.user_message(turn)
+    reply: str | None = None
+    steps_so_far = 0  # messages and tool-result batches, as τ-bench counts its step limit
+    termination = None
+    while (request := await conversation.next_user_message(reply)) is not None:
+        turn = len(turns)
         tools = env.tools(turn)
         messages.append(Message("user", request))
+        steps_so_far += 1
         if briefing is not None:
             brief = await briefing(turn, tuple(messages), tools)
             usage.extend(brief.usage)
@@ -72,14 +85,15 @@ async def run_executor(backend: ModelBackend, env: AgentEnvironment, *, system_p
             if brief.text:
                 messages[-1] = Message("user", f"{request}\n\n{brief.text}")
         steps: list[Step] = []
-        finished = False
+        reply = None
         for _ in range(max_steps + 1):  # max_steps tool actions, then one chance to answer
             response = await backend.complete(ModelRequest(tuple(messages), tools, params, "executor"))
             usage.append(response.usage)
             messages.append(response.as_message())
+            steps_so_far += 1
             if not response.tool_calls:
-                steps.append(Step((), response.text or ""))
-                finished = True
+                reply = response.text or ""
+                steps.append(Step((), reply))
                 break
             if len(steps) == max_steps:
                 break  # a further tool call past the limit is not executed
@@ -87,7 +101,10 @@ async def run_executor(backend: ModelBackend, env: AgentEnvironment, *, system_p
             steps.append(Step(calls, response.text))
             for model_call, call in zip(response.tool_calls, calls, strict=True):
                 messages.append(Message("tool", _observation(call, env), tool_call_id=model_call.id))
+            steps_so_far += 1
         turns.append(tuple(steps))
-        if not finished:
-            return Episode(tuple(turns), tuple(usage), True, tuple(planning))
-    return Episode(tuple(turns), tuple(usage), False, tuple(planning))
+        termination = "max_steps" if reply is None else conversation.after_turn(steps_so_far)
+        if termination is not None:
+            break
+    return Episode(tuple(turns), tuple(usage) + conversation.usage(), termination == "max_steps" and reply is None,
+                   tuple(planning), termination, conversation.meta(termination))

@@ -27,7 +27,7 @@ from ..calls import ToolCall, structured_call
 from ..checker import DryRun, primary
 from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, ToolSchema
 from ..records import Usage
-from .environment import AgentEnvironment
+from .environment import AgentEnvironment, Conversation, ScriptedTurns
 from .executor import K_EXEC, Episode, TurnBriefing, run_executor
 from .plans import CHECK_OF_CATEGORY, PLAN_FORMAT, VERDICT_FORMAT, Plan, PlanFormatError, Rejection, \
     UnresolvedReference, parse_plan, parse_verdict, step_call
@@ -158,10 +158,11 @@ class _Planning:
             return Rejection(None, VERDICT_FORMAT, str(exc))
 
 
-async def run_method(spec: MethodSpec, backend: ModelBackend, env: AgentEnvironment, *,
-                     verifier: ModelBackend | None = None, replay: ReplayVerifier | None = None,
-                     params: GenerationParams | None = None) -> Episode:
-    """One episode of ``spec.method`` with ``backend`` as planner, reviser and executor."""
+async def run_method(spec: MethodSpec, backend: ModelBackend, env: AgentEnvironment,
+                     conversation: Conversation | None = None, *, verifier: ModelBackend | None = None,
+                     replay: ReplayVerifier | None = None, params: GenerationParams | None = None) -> Episode:
+    """One episode of ``spec.method`` with ``backend`` as planner, reviser and executor (the
+    conversation defaults to the environment's scripted turns)."""
     params = params or GenerationParams()
     prompt = PROMPT_PLANNING_SYSTEM_PROMPT if spec.method == "prompt_planning" else REACT_SYSTEM_PROMPT
     briefing = None
@@ -171,5 +172,5 @@ async def run_method(spec: MethodSpec, backend: ModelBackend, env: AgentEnvironm
         if spec.method == "dual_loop" and spec.verifier == "replay" and replay is None:
             raise ValueError("the replay verifier condition needs a ReplayVerifier")
         briefing = _Planning(spec, backend, verifier, replay, env, params)
-    return await run_executor(backend, env, system_prompt=prompt, params=params, max_steps=spec.max_steps,
-                              briefing=briefing)
+    return await run_executor(backend, env, conversation or ScriptedTurns(env), system_prompt=prompt,
+                              params=params, max_steps=spec.max_steps, briefing=briefing)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .base import Benchmark
 
@@ -52,8 +52,11 @@ def open_benchmark(dataset: str, resources: str | Path, *, fetch: bool = True,
     raise UnknownDataset(f"unknown dataset {dataset!r} (known: {', '.join(DATASETS)})")
 
 
-def sample_tasks(dataset: str, resources: str | Path, n: int, seed: int) -> tuple[list[str], dict[str, str]]:
-    """The seeded task sample of ``dataset`` and the provenance that tells samples apart."""
+def sample_tasks(dataset: str, resources: str | Path, n: int | None, seed: int,
+                 benchmark: Benchmark | None = None) -> tuple[list[str], dict[str, Any]]:
+    """The seeded task sample of ``dataset`` (every task when ``n`` is None, as the paper does for
+    τ-bench) and the provenance that tells samples apart; ``benchmark`` is an opened adapter for
+    datasets whose source is configurable (τ)."""
     if dataset == "bfcl_v3":
         from .bfcl import DEFAULT_PIN, load_data, sample_task_ids
 
@@ -63,6 +66,14 @@ def sample_tasks(dataset: str, resources: str | Path, n: int, seed: int) -> tupl
         from .toolsandbox import ToolSandboxBenchmark, sample_task_ids
 
         return sample_task_ids(n, seed), {"scenario_set_sha256": ToolSandboxBenchmark().scenario_set_sha256}
+    if dataset in ("tau_airline", "tau_retail"):
+        import random
+
+        listing = (benchmark or open_benchmark(dataset, resources, fetch=False)).task_listing()
+        ids = listing.pop("task_ids")
+        if n is not None and n < len(ids):
+            ids = sorted(random.Random(seed).sample(ids, n), key=ids.index)
+        return ids, listing
     raise ValueError(f"no task sampler for dataset {dataset!r}")
 
 

@@ -276,7 +276,7 @@ class SimulatedBackend:
                     return "I could not complete this request.", ()
                 self._repairing = True
         if self._cursor >= self._end:
-            return "Done.", ()
+            return self._closing_text(), ()
         if self._plan_pointer < len(self._plan) and not self._repairing:
             step = self._plan[self._plan_pointer]
             self._plan_pointer += 1
@@ -296,6 +296,13 @@ class SimulatedBackend:
         call = self._ctx.actions[self._cursor][1]
         self._cursor += 1
         return None, (self._call(call.name or "", self._named(call)),)
+
+    def _closing_text(self) -> str:
+        """The reference's reply that ends this turn (a question to the user, a closing message),
+        or "Done." where the reference has none (BFCL)."""
+        turns = self._ctx.reference.turns
+        texts = [s.text for s in turns[self._turn] if not s.calls and s.text] if self._turn < len(turns) else []
+        return texts[-1] if texts else "Done."
 
     def _follow(self, step: PlanStep) -> ModelToolCall:
         """Take a plan step as written, keeping track of where it leaves the reference."""

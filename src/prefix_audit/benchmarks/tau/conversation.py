@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...calls import ToolCall
 from ...checker import scalars
@@ -263,6 +264,47 @@ class TauAgentEnvironment:
             self._live.errors += 1
             return f"Error: the tool call could not be read: {call.parse_error}"
         return self._live.call(call.name or "", dict(call.kwargs), call.call_id or "")[1]
+
+
+class TauConversation:
+    """τ-bench's half-duplex protocol for one episode (an :class:`~prefix_audit.agents.environment.
+    Conversation`): the agent greets, the user (scripted or a model) opens with the reason for the
+    call and then answers the agent's closing reply of every turn, until it sends a stop token; the
+    agent's stop token, :data:`~.semantics.MAX_ERRORS` tool errors or :data:`~.semantics.MAX_STEPS`
+    steps end it too. Each user message that the agent answers opens a turn (``meta["user_turns"]``)."""
+
+    def __init__(self, env: TauAgentEnvironment, user: ScriptedUser | ModelUser, provenance: dict[str, str]) -> None:
+        self.system_prompt = env.system_prompt
+        self.opening = env.first_agent_message
+        self._env, self._user, self._provenance = env, user, provenance
+        self._user_turns: list[str] = []
+        self._ended: str | None = None
+
+    async def next_user_message(self, agent_reply: str | None) -> str | None:
+        if agent_reply is not None and sem.AGENT_STOP_TOKEN in agent_reply:
+            self._ended = "agent_stop"
+            return None
+        if isinstance(self._user, ModelUser):
+            text = await self._user.reply(agent_reply if agent_reply is not None else self.opening)
+        else:
+            text = self._user.first_message() if agent_reply is None else self._user.reply(agent_reply)
+        if self._user.done:
+            self._ended = "user_stop"
+            return None
+        self._user_turns.append(text)
+        return text
+
+    def after_turn(self, steps: int) -> str | None:
+        if self._env.errors >= sem.MAX_ERRORS:
+            return "too_many_errors"
+        return "max_steps" if steps >= sem.MAX_STEPS else None
+
+    def meta(self, termination: str | None) -> dict[str, Any]:
+        return {"user_turns": list(self._user_turns), "termination_reason": termination or self._ended or "user_stop",
+                **self._provenance}
+
+    def usage(self) -> tuple[Usage, ...]:
+        return tuple(self._user.usage) if isinstance(self._user, ModelUser) else ()
 
 
 def user_simulator_prompt(task: TauTask, guidelines_path: Path) -> str:

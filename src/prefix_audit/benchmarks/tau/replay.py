@@ -33,13 +33,16 @@ from typing import Any, Protocol
 
 from ...calls import ToolCall, structured_call
 from ...checker import UnscorableRollout
+from ...models.base import ModelBackend
 from ...records import Rollout, rollout_id_for
 from ..base import Outcome, TaskFacts, ToolSpec
 from . import semantics as sem
 from .conversation import (
+    ModelUser,
     ReferenceConversation,
     ScriptedUser,
     TauAgentEnvironment,
+    TauConversation,
     identifiers,
     reference_conversation,
     said,
@@ -194,6 +197,14 @@ class TauBenchmark:
 
     def scripted_user(self, task_id: str) -> ScriptedUser:
         return ScriptedUser(self.task(task_id))
+
+    def conversation(self, env: TauAgentEnvironment, user_backend: ModelBackend | None = None) -> TauConversation:
+        """The half-duplex conversation of one episode: with the scripted user, or with a model as
+        user simulator when ``user_backend`` is given."""
+        task = self.task(env.task_id)
+        user = (ModelUser(user_backend, task, self.user_guidelines_path) if user_backend is not None
+                else ScriptedUser(task))
+        return TauConversation(env, user, self.provenance)
 
     @cached_property
     def user_guidelines_path(self) -> Path:
