@@ -1,0 +1,98 @@
+"""τ-bench episodes through the shared agent loops: the half-duplex conversation, its limits and
+what the rollout records about it, with scripted models and the simulated model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from prefix_audit.agents.executor import K_EXEC
+from prefix_audit.agents.methods import MethodSpec, run_method
+from prefix_audit.benchmarks.tau import semantics as sem
+from prefix_audit.checker import replay
+from prefix_audit.models.base import ModelRequest, ModelResponse, ModelToolCall
+from prefix_audit.records import Rollout, Usage
+
+
+class Replies:
+    """An executor that answers from a list of (text, tool calls) and records its requests."""
+
+    name = "replies"
+
+    def __init__(self, *replies) -> None:
+        self.replies = list(replies)
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        text, calls = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        return ModelResponse(text, tuple(calls), Usage(request.role, 5, 5, 0.1), {}, False, "stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _episode(bench, task_id, backend, user_backend=None):
+    env = bench.agent_environment(task_id)
+    return asyncio.run(run_method(MethodSpec("react"), backend, env, bench.conversation(env, user_backend)))
+
+
+def test_the_agent_greets_the_policy_is_its_system_prompt_and_the_user_ends_it(tau):
+    airline = tau["tau_airline"]
+    task_id = airline.task_ids()[0]
+    backend = Replies(("Could you tell me your user id?", ()))
+    episode = _episode(airline, task_id, backend)
+    first = backend.requests[0].messages
+    assert first[1].role == "assistant" and first[1].content == sem.FIRST_AGENT_MESSAGE
+    assert "<policy>" in first[0].content and first[2].content == airline.task(task_id).reason_for_call
+    # the same question again has nothing new to answer: the scripted user stops
+    assert episode.conversation["termination_reason"] == "user_stop"
+    assert episode.conversation["user_turns"][0] == airline.task(task_id).reason_for_call
+    assert len(episode.turns) == len(episode.conversation["user_turns"])
+    assert {k for k in airline.provenance} <= set(episode.conversation)
+
+
+def test_the_agent_stop_token_ends_the_conversation(tau):
+    airline = tau["tau_airline"]
+    episode = _episode(airline, airline.task_ids()[0], Replies((f"Goodbye. {sem.AGENT_STOP_TOKEN}", ())))
+    assert episode.conversation["termination_reason"] == "agent_stop" and len(episode.turns) == 1
+
+
+def test_too_many_tool_errors_end_the_episode(tau):
+    airline = tau["tau_airline"]
+    bad = ModelToolCall("c1", "get_reservation_details", json.dumps({"reservation_id": "NOPE00"}))
+    episode = _episode(airline, airline.task_ids()[0], Replies((None, (bad,) * sem.MAX_ERRORS), ("Sorry.", ())))
+    assert episode.conversation["termination_reason"] == "too_many_errors" and len(episode.turns) == 1
+
+
+def test_a_model_user_simulator_is_accounted_apart(tau):
+    airline = tau["tau_airline"]
+    user = Replies(("I need to change my flight.", ()), (f"Thanks! {sem.STOP_TOKEN}", ()))
+    episode = _episode(airline, airline.task_ids()[0], Replies(("Sure, what is your user id?", ())), user)
+    assert [r.role for r in user.requests] == ["user_simulator", "user_simulator"]
+    assert user.requests[0].messages[-1].content == sem.FIRST_AGENT_MESSAGE  # the user answers the greeting
+    assert [u.role for u in episode.usage] == ["executor", "user_simulator", "user_simulator"]
+    assert episode.conversation["user_turns"] == ["I need to change my flight."]
+
+
+@pytest.mark.parametrize("dataset", ["tau_airline", "tau_retail"])
+def test_an_error_free_simulated_model_replays_like_the_reference(tau, dataset):
+    from prefix_audit.pipeline import _simulated_backend
+
+    bench = tau[dataset]
+
+    def longest_turn(task_id: str) -> int:
+        return max(sum(len(s.calls) for s in turn) for turn in bench.reference_rollout(task_id).turns)
+
+    for task_id in bench.task_ids()[:6]:
+        backend = _simulated_backend(bench, task_id, "m", {"type": "simulated", "profile": {}}, "s", "p")
+        episode = _episode(bench, task_id, backend)
+        if longest_turn(task_id) > K_EXEC:  # the reference packs more calls into one turn than K_exec
+            assert episode.force_terminated and episode.conversation["termination_reason"] == "max_steps"
+            continue
+        rollout = Rollout(dataset, task_id, "m", "react", "r", episode.turns, "agent", dict(episode.conversation))
+        result, reference = replay(rollout, bench), replay(bench.reference_rollout(task_id), bench)
+        assert (result.T, result.FED, result.Y) == (reference.T, reference.FED, reference.Y), task_id
+        assert episode.conversation["user_turns"] == bench.reference_rollout(task_id).meta["user_turns"]
