@@ -46,35 +46,14 @@ phase_start=$SECONDS
 timings=()
 phase_done() { timings+=("$1 $((SECONDS - phase_start))s"); phase_start=$SECONDS; }
 
-# --- packages -----------------------------------------------------------------------------------
-if ! dpkg -s "${PACKAGES[@]}" >/dev/null 2>&1; then
-  apt-get update -qq || skip "apt-get update failed (no package repository reachable)"
-  apt-cache policy slurmctld | grep 'Candidate: [0-9]' >/dev/null || skip "no slurmctld package in the reachable apt sources"
-  # Keep the packages' maintainer scripts from starting system-wide daemons: Debian's invoke-rc.d
-  # and deb-systemd-invoke ask policy-rc.d, and 101 means "not allowed".
-  own_policy=""
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
-    own_policy=1
-  fi
-  install_rc=0
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" \
-    >/tmp/prefix-audit-slurm-apt.log 2>&1 || install_rc=$?
-  [[ -z $own_policy ]] || rm -f /usr/sbin/policy-rc.d
-  if ((install_rc)); then
-    tail -20 /tmp/prefix-audit-slurm-apt.log >&2
-    echo "slurm test: apt-get install ${PACKAGES[*]} failed" >&2
-    exit 1
-  fi
-fi
-phase_done install
-
 # --- work directory, and stopping everything on exit ---------------------------------------------
 WORK=$(mktemp -d /tmp/prefix-audit-slurm.XXXXXX)
 chmod 755 "$WORK"  # munged requires its socket directory to be searchable by everyone
 mkdir -p "$WORK/munge" "$WORK/log" "$WORK/state" "$WORK/spool"
 STEPDS_BEFORE=$(pgrep -x slurmstepd || true)
 DAEMON_PIDS=()  # in start order; stopped in reverse
+POLICY=/usr/sbin/policy-rc.d
+own_policy=""   # set while a policy-rc.d this script wrote is in place
 stop_cluster() {
   local rc=$? pid left
   set +e
@@ -89,6 +68,7 @@ stop_cluster() {
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
   done
+  [[ -z $own_policy ]] || rm -f "$POLICY"
   grep -qxF "$CONF_MARKER, work directory $WORK" "$SLURM_CONF_PATH" 2>/dev/null && rm -f "$SLURM_CONF_PATH"
   left=$(pgrep -a -f "$WORK" ; comm -13 <(echo "$STEPDS_BEFORE" | sort) <(pgrep -x slurmstepd | sort) | grep .)
   if [[ -n $left ]]; then
@@ -101,6 +81,29 @@ stop_cluster() {
 }
 trap stop_cluster EXIT
 trap 'exit 130' INT TERM
+
+# --- packages -----------------------------------------------------------------------------------
+if ! dpkg -s "${PACKAGES[@]}" >/dev/null 2>&1; then
+  apt-get update -qq || skip "apt-get update failed (no package repository reachable)"
+  apt-cache policy slurmctld | grep 'Candidate: [0-9]' >/dev/null || skip "no slurmctld package in the reachable apt sources"
+  # Keep the packages' maintainer scripts from starting system-wide daemons: Debian's invoke-rc.d
+  # and deb-systemd-invoke ask policy-rc.d, and 101 means "not allowed".
+  if [[ ! -e $POLICY ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$POLICY" && chmod 755 "$POLICY"
+    own_policy=1
+  fi
+  install_rc=0
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" \
+    >"$WORK/log/apt.log" 2>&1 || install_rc=$?
+  [[ -z $own_policy ]] || rm -f "$POLICY"
+  own_policy=""
+  if ((install_rc)); then
+    tail -20 "$WORK/log/apt.log" >&2
+    echo "slurm test: apt-get install ${PACKAGES[*]} failed" >&2
+    exit 1
+  fi
+fi
+phase_done install
 
 # --- the local reference run --------------------------------------------------------------------
 overrides() {  # $1: run name -> a config file pointing results_dir at $WORK/$1
