@@ -54,9 +54,21 @@ STEPDS_BEFORE=$(pgrep -x slurmstepd || true)
 DAEMON_PIDS=()  # in start order; stopped in reverse
 POLICY=/usr/sbin/policy-rc.d
 own_policy=""   # set while a policy-rc.d this script wrote is in place
+CHILD=""        # the snakemake run under way
+# The two snakemake runs: at most 15 minutes each, in the background and waited for, so that a
+# signal to this script is handled at once (bash defers traps while a foreground command runs).
+# timeout restores SIGINT, which bash ignores in background commands, and passes it on.
+run() { timeout --signal=INT --kill-after=60 900 "$@" & CHILD=$!; wait "$CHILD"; }
+exec 3>&1 4>&2  # this script's own output, for the exit trap that may run inside a redirected run
 stop_cluster() {
   local rc=$? pid left
   set +e
+  exec 1>&3 2>&4
+  if [[ -n $CHILD ]] && kill -0 "$CHILD" 2>/dev/null; then  # interrupted: snakemake cancels its jobs on SIGINT
+    kill -INT "$CHILD"
+    for _ in $(seq 120); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL "$CHILD" 2>/dev/null
+  fi
   if ((${#DAEMON_PIDS[@]} > 1)); then  # slurmctld is up: cancel whatever this run left queued
     scancel --quiet --user=root
     for _ in $(seq 40); do [[ -z $(squeue -h -t pending,running,completing 2>/dev/null) ]] && break; sleep 0.5; done
@@ -111,7 +123,7 @@ overrides() {  # $1: run name -> a config file pointing results_dir at $WORK/$1
   echo "$WORK/$1.yaml"
 }
 echo "slurm test: local reference run of the smoke grid (log: $WORK/log/local.log)"
-"$SNAKEMAKE" --cores 2 --configfile config/smoke.yaml "$(overrides local)" >"$WORK/log/local.log" 2>&1 \
+run "$SNAKEMAKE" --cores 2 --configfile config/smoke.yaml "$(overrides local)" >"$WORK/log/local.log" 2>&1 \
   || { tail -40 "$WORK/log/local.log" >&2; echo "slurm test: the local run failed" >&2; exit 1; }
 phase_done local-run
 
@@ -193,7 +205,7 @@ phase_done slurm-up
 echo "slurm test: smoke grid through sbatch on node $NODE ($CPUS CPUs) (log: $WORK/log/cluster.log)"
 # The first status check after 2 s instead of the plugin's 40 s: a test run of short jobs.
 cluster_rc=0
-timeout --signal=INT --kill-after=60 900 "$SNAKEMAKE" --profile profiles/slurm \
+run "$SNAKEMAKE" --profile profiles/slurm \
   --configfile config/smoke.yaml "$(overrides cluster)" \
   --slurm-logdir "$WORK/slurm-logs" --slurm-init-seconds-before-status-checks 2 --max-threads "$CPUS" \
   >"$WORK/log/cluster.log" 2>&1 || cluster_rc=$?
