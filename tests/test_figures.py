@@ -80,7 +80,7 @@ def test_rewrite_is_byte_identical(inputs, tmp_path):
     first = write_figures(*inputs, tmp_path / "a")
     before = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
     write_figures(*inputs, tmp_path / "a")  # over the existing files
-    second = write_figures(*inputs, tmp_path / "b")  # into a fresh directory
+    second = write_figures(*inputs, tmp_path / "b", workers=2)  # into a fresh directory, two processes
     assert [p.name for p in first] == [p.name for p in second]
     for name, data in before.items():
         assert (tmp_path / "a" / name).read_bytes() == data, name

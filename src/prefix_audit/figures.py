@@ -16,12 +16,15 @@ and ``index.json`` listing every figure.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import math
+import multiprocessing
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import matplotlib
@@ -170,12 +173,14 @@ def _draw_metric(ax, block: pl.DataFrame, metric: str, colours: dict[str, str], 
     return k_max
 
 
-def pec_curves(stats: pl.DataFrame, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """One figure per dataset × model: PEC(k) per method with its CI band; returns the files."""
+def pec_curves(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
+               blocks: Sequence[tuple[str, str]] | None = None) -> list[Path]:
+    """One figure per dataset × model (all, or ``blocks``): PEC(k) per method with its CI band;
+    returns the files."""
     out_dir = Path(out_dir)
     colours = _method_colours(stats["method"].to_list()) if stats.height else {}
     paths: list[Path] = []
-    for dataset, model in _blocks(stats):
+    for dataset, model in _blocks(stats) if blocks is None else blocks:
         block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
         fig, (ax,) = _new_figure(1, 5.5, 3.8)
         with matplotlib.rc_context(_RC):
@@ -196,12 +201,13 @@ _DEPTH_PANELS = (
 )
 
 
-def depth_decomposition(stats: pl.DataFrame, out_dir: str | os.PathLike[str]) -> list[Path]:
+def depth_decomposition(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
+                        blocks: Sequence[tuple[str, str]] | None = None) -> list[Path]:
     """Per dataset × model: depth support, eligible-depth PEC and their product PEC(k), per method."""
     out_dir = Path(out_dir)
     colours = _method_colours(stats["method"].to_list()) if stats.height else {}
     paths: list[Path] = []
-    for dataset, model in _blocks(stats):
+    for dataset, model in _blocks(stats) if blocks is None else blocks:
         block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
         fig, axes = _new_figure(len(_DEPTH_PANELS), 3.6, 3.8)
         with matplotlib.rc_context(_RC):
@@ -234,7 +240,8 @@ def _category_counts(block: pl.DataFrame, cap: int) -> tuple[dict[str, np.ndarra
 
 
 def failure_categories_by_depth(
-    episodes: pl.DataFrame, out_dir: str | os.PathLike[str], *, cap: int = DEPTH_CAP
+    episodes: pl.DataFrame, out_dir: str | os.PathLike[str], *, cap: int = DEPTH_CAP,
+    blocks: Sequence[tuple[str, str]] | None = None,
 ) -> list[Path]:
     """Per dataset × model, one panel per method: stacked first-failure category counts by FED depth.
 
@@ -248,7 +255,7 @@ def failure_categories_by_depth(
         raise ValueError(f"episodes lack required column(s): {', '.join(missing)}")
     out_dir = Path(out_dir)
     paths: list[Path] = []
-    for dataset, model in _blocks(episodes):
+    for dataset, model in _blocks(episodes) if blocks is None else blocks:
         block = episodes.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
         methods = sorted(block["method"].unique().to_list())
         per_method = {m: _category_counts(block.filter(pl.col("method") == m), cap) for m in methods}
@@ -316,26 +323,52 @@ def _min_block_n(stats: pl.DataFrame) -> int:
     return int(pec["n"].min()) if pec.height else 0
 
 
+_FRAMES: dict[str, pl.DataFrame] = {}  # the tables a drawing process works from
+
+
+def _load_frames(stats_path: str | os.PathLike[str], episodes_path: str | os.PathLike[str]) -> None:
+    _FRAMES.update(stats=pl.read_parquet(stats_path), episodes=pl.read_parquet(episodes_path))
+
+
+def _draw_figure(job: tuple[str, tuple[str, str]], out: Path) -> list[Path]:
+    family, block = job
+    if family == "pec":
+        return pec_curves(_FRAMES["stats"], out, [block])
+    if family == "depth":
+        return depth_decomposition(_FRAMES["stats"], out, [block])
+    return failure_categories_by_depth(_FRAMES["episodes"], out, blocks=[block])
+
+
 def write_figures(
     stats_path: str | os.PathLike[str],
     episodes_path: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     *,
     epsilon: float = 0.05,
+    workers: int = 1,
 ) -> list[Path]:
     """Write every figure, ``planning.txt`` and ``index.json`` into ``out_dir``; return the figures.
 
     ``index.json`` lists the figure files (relative to ``out_dir``, sorted) and the planning file.
-    The planning note uses the smallest block size N in the stats table.
+    The planning note uses the smallest block size N in the stats table. ``workers`` processes draw
+    the figures (each figure is drawn alone, so the files do not depend on it).
     """
     stats = pl.read_parquet(stats_path)
     episodes = pl.read_parquet(episodes_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _check_stem_collisions(sorted(set(_blocks(stats)) | set(_blocks(episodes))))
-    paths = sorted(
-        pec_curves(stats, out) + depth_decomposition(stats, out) + failure_categories_by_depth(episodes, out)
-    )
+    jobs = ([("pec", b) for b in _blocks(stats)] + [("depth", b) for b in _blocks(stats)]
+            + [("categories", b) for b in _blocks(episodes)])
+    if workers > 1 and len(jobs) > 1:
+        # spawn, not fork: forking after polars has started its thread pool can deadlock.
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_load_frames, initargs=(stats_path, episodes_path)) as pool:
+            drawn = list(pool.map(_draw_figure, jobs, itertools.repeat(out)))
+    else:
+        _FRAMES.update(stats=stats, episodes=episodes)
+        drawn = [_draw_figure(job, out) for job in jobs]
+    paths = sorted(p for files in drawn for p in files)
     atomic_write_text(out / PLANNING_NAME, planning_note(_min_block_n(stats), epsilon))
     index = {
         "figures": [p.relative_to(out).as_posix() for p in paths],

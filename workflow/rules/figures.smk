@@ -10,6 +10,7 @@ rule figures:
     params:
         epsilon=0.05,
         code=code_fingerprint("figures.py", "checker.py", "intervals.py", "io.py"),
+    threads: 2
     log:
         f"{RESULTS}/logs/figures.log",
     benchmark:
