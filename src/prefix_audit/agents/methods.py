@@ -102,9 +102,8 @@ class _Planning:
     """The per-turn planning stage of one episode."""
 
     def __init__(self, spec: MethodSpec, planner: ModelBackend, verifier: ModelBackend | None,
-                 replay: ReplayVerifier | None, env: AgentEnvironment, params: GenerationParams) -> None:
-        self.spec, self.planner, self.verifier, self.replay = spec, planner, verifier, replay
-        self.env, self.params = env, params
+                 replay: ReplayVerifier | None, params: GenerationParams) -> None:
+        self.spec, self.planner, self.verifier, self.replay, self.params = spec, planner, verifier, replay, params
 
     async def _call(self, backend: ModelBackend, messages: tuple[Message, ...], role: str,
                     usage: list[Usage]) -> str | None:
@@ -171,6 +170,6 @@ async def run_method(spec: MethodSpec, backend: ModelBackend, env: AgentEnvironm
             verifier = backend
         if spec.method == "dual_loop" and spec.verifier == "replay" and replay is None:
             raise ValueError("the replay verifier condition needs a ReplayVerifier")
-        briefing = _Planning(spec, backend, verifier, replay, env, params)
+        briefing = _Planning(spec, backend, verifier, replay, params)
     return await run_executor(backend, env, conversation or ScriptedTurns(env), system_prompt=prompt,
                               params=params, max_steps=spec.max_steps, briefing=briefing)
