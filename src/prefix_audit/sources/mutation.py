@@ -23,6 +23,7 @@ import random
 import jsonschema
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 from ..benchmarks.base import Benchmark, Outcome, TaskFacts, ToolSpec
@@ -111,7 +112,12 @@ class Context:
     tools: dict[str, ToolSpec]
     exposed_by_turn: list[set[str]]
     rng: random.Random
-    reference_outcomes: list[Outcome]
+
+    @cached_property
+    def reference_outcomes(self) -> list[Outcome]:
+        """The environment's verdict on each reference action; replayed only when an operator asks
+        (a fresh environment per task is the expensive part of a context, e.g. τ's database)."""
+        return dry_run(self.bench, self.reference, self.actions, len(self.actions))
 
 
 def _with(ctx: Context, j: int, call: ToolCall) -> tuple[FlatAction, ...]:
@@ -312,7 +318,7 @@ def _valid_reference_prefix(ctx: Context) -> int:
 
 def task_context(bench: MutableBenchmark, task_id: str, rng: random.Random) -> Context:
     """Everything the operators need about one task: its reference actions, tools per turn,
-    facts, and the environment's verdict on each reference action."""
+    facts, and (replayed when first needed) the environment's verdict on each reference action."""
     reference = bench.reference_rollout(task_id)
     actions = flatten(reference)
     session = bench.open_session(reference)
@@ -327,8 +333,7 @@ def task_context(bench: MutableBenchmark, task_id: str, rng: random.Random) -> C
         spec = session.known_tool(name)
         if spec is not None:
             tools.setdefault(name, spec)
-    return Context(bench, reference, actions, session.facts, tools, exposed_by_turn, rng,
-                   dry_run(bench, reference, actions, len(actions)))
+    return Context(bench, reference, actions, session.facts, tools, exposed_by_turn, rng)
 
 
 def candidates(ctx: Context, j: int, category: str) -> Iterator[Candidate]:
