@@ -224,7 +224,7 @@ if ((submitted == 0 || completed != submitted)); then
   exit 1
 fi
 for rel in fed/episodes.parquet stats/stats.parquet stats/paired.parquet \
-           tables/table_{G1,F1,F2,F3}.{csv,md,tex} figures/index.json; do
+           tables/table_{G1,F1,F2,F3}.{csv,md,tex} figures/{curves,categories}/index.json; do
   [[ -s $WORK/cluster/$rel ]] || { echo "slurm test: missing output $rel" >&2; exit 1; }
 done
 # Everything but logs and timings: tasks, rollouts, scored blocks, FED table, stats, tables, figures.

@@ -55,17 +55,27 @@ def inputs(tmp_path_factory):
     return d / "stats.parquet", d / "episodes.parquet"
 
 
-def test_all_figures_written_and_indexed(inputs, tmp_path):
-    out = tmp_path / "figures"
-    paths = write_figures(*inputs, out)
-    stems = {f"{kind}_synth_{model}" for kind in ("pec", "depth", "categories")
-             for model in ("m-small", "org-model-x")}
+def write_both(inputs, out, workers=1):
+    """Both families, each from its own table, into out/<family>."""
+    stats_path, episodes_path = inputs
+    return (write_figures("curves", stats_path, out / "curves", workers=workers)
+            + write_figures("categories", episodes_path, out / "categories", workers=workers))
+
+
+@pytest.mark.parametrize("family, kinds", [("curves", ("pec", "depth")), ("categories", ("categories",))])
+def test_each_family_is_written_and_indexed(inputs, tmp_path, family, kinds):
+    out = tmp_path / family
+    paths = write_figures(family, inputs[0] if family == "curves" else inputs[1], out)
+    stems = {f"{kind}_synth_{model}" for kind in kinds for model in ("m-small", "org-model-x")}
     expected = sorted(out / f"{stem}.{ext}" for stem in stems for ext in ("png", "pdf"))
     assert paths == expected
     index = json.loads((out / "index.json").read_text())
     assert index["figures"] == sorted(p.name for p in expected)
-    assert index["planning"] == "planning.txt"
-    assert "N = 24" in (out / "planning.txt").read_text()
+    if family == "curves":
+        assert index["planning"] == "planning.txt"
+        assert "N = 24" in (out / "planning.txt").read_text()
+    else:
+        assert "planning" not in index and not (out / "planning.txt").exists()
     for path in paths:
         if path.suffix == ".png":
             image = mpimg.imread(path)
@@ -77,24 +87,29 @@ def test_all_figures_written_and_indexed(inputs, tmp_path):
 
 
 def test_rewrite_is_byte_identical(inputs, tmp_path):
-    first = write_figures(*inputs, tmp_path / "a")
-    before = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
-    write_figures(*inputs, tmp_path / "a")  # over the existing files
-    second = write_figures(*inputs, tmp_path / "b", workers=2)  # into a fresh directory, two processes
-    assert [p.name for p in first] == [p.name for p in second]
+    first = write_both(inputs, tmp_path / "a")
+    before = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    write_both(inputs, tmp_path / "a")  # over the existing files
+    second = write_both(inputs, tmp_path / "b", workers=2)  # into a fresh directory, two processes
+    assert [p.relative_to(tmp_path / "a") for p in first] == [p.relative_to(tmp_path / "b") for p in second]
     for name, data in before.items():
         assert (tmp_path / "a" / name).read_bytes() == data, name
         assert (tmp_path / "b" / name).read_bytes() == data, name
+
+
+def test_unknown_family_is_rejected(inputs, tmp_path):
+    with pytest.raises(ValueError, match="unknown figure family 'heatmaps'"):
+        write_figures("heatmaps", inputs[0], tmp_path)
 
 
 def test_empty_inputs_give_an_empty_index(tmp_path):
     stats_path, episodes_path = tmp_path / "stats.parquet", tmp_path / "episodes.parquet"
     pl.DataFrame(schema=STATS_SCHEMA).write_parquet(stats_path)
     pl.DataFrame(schema=EPISODE_SCHEMA).write_parquet(episodes_path)
-    assert write_figures(stats_path, episodes_path, tmp_path / "figures") == []
-    index = json.loads((tmp_path / "figures" / "index.json").read_text())
-    assert index["figures"] == []
-    assert "N = 0" in (tmp_path / "figures" / "planning.txt").read_text()
+    assert write_both((stats_path, episodes_path), tmp_path) == []
+    for family in ("curves", "categories"):
+        assert json.loads((tmp_path / family / "index.json").read_text())["figures"] == []
+    assert "N = 0" in (tmp_path / "curves" / "planning.txt").read_text()
 
 
 def test_undefined_eligible_pec_does_not_break_plotting(tmp_path):
@@ -109,7 +124,7 @@ def test_undefined_eligible_pec_does_not_break_plotting(tmp_path):
     stats_path, episodes_path = tmp_path / "s.parquet", tmp_path / "e.parquet"
     stats.write_parquet(stats_path)
     episodes.write_parquet(episodes_path)
-    assert len(write_figures(stats_path, episodes_path, tmp_path / "f")) == 6
+    assert len(write_both((stats_path, episodes_path), tmp_path)) == 6
 
 
 def test_category_counts_cap_deep_failures_into_the_last_bin():
@@ -134,7 +149,7 @@ def test_names_are_sanitised_and_collisions_rejected(inputs, tmp_path):
     stats_path = tmp_path / "clash.parquet"
     pl.concat([stats, clash]).write_parquet(stats_path)
     with pytest.raises(ValueError, match="same figure name"):
-        write_figures(stats_path, inputs[1], tmp_path / "f")
+        write_figures("curves", stats_path, tmp_path / "f")
 
 
 def test_single_functions_write_png_and_pdf(inputs, tmp_path):

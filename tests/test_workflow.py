@@ -52,17 +52,27 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
         assert f"{condition} vs plan_conditioned" in f3
     assert "quarantined: 0" in (tmp_path / "a" / "logs" / "score" / "bfcl_v3" / "mutator" / "mutation.log").read_text()
 
-    figures = sorted(p.name for p in (tmp_path / "a" / "figures").iterdir() if not p.name.startswith("."))
-    assert figures and figures == sorted(p.name for p in (tmp_path / "b" / "figures").iterdir()
-                                         if not p.name.startswith("."))
+    def figure_files(run: str) -> list[str]:
+        figures = tmp_path / run / "figures"
+        return sorted(p.relative_to(figures).as_posix() for p in figures.rglob("*")
+                      if p.is_file() and not p.name.startswith("."))
+
+    figures = figure_files("a")
+    assert figures == figure_files("b")
+    assert {name.split("/")[0] for name in figures} == {"curves", "categories"}
     for name in figures:
         assert (tmp_path / "a" / "figures" / name).read_bytes() == (tmp_path / "b" / "figures" / name).read_bytes()
 
-    # A new bootstrap seed reruns statistics and what is drawn from them only.
+    # A new bootstrap seed reruns statistics and what is drawn from them only (not the category
+    # figures, which are drawn from the FED table).
     stats = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["stats"] | {"seed": 99}
     dry = _run(tmp_path, "a", "--dry-run", stats=stats)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert set(_planned_jobs(dry.stdout)) == {"statistics", "paired_statistics", "tables", "figures", "all"}, dry.stdout
+    assert _planned_jobs(dry.stdout) == {"statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 1,
+                                         "all": 1}, dry.stdout
+    redrawn = [line.rsplit("/", 1)[-1] for line in dry.stdout.splitlines()
+               if line.strip().startswith("output:") and "/figures/" in line]
+    assert redrawn == ["curves"], dry.stdout
 
     # Editing a model reruns the blocks that use it and nothing else: in the smoke grid sim-weak only
     # serves as the swapped verifier of one condition (prefix_audit.grid is tested on the full grid).
@@ -71,7 +81,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     models["sim-weak"]["profile"]["p_stop"] = 0.2
     dry = _run(tmp_path, "a", "--dry-run", models=models)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 1, "all": 1}
+    downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 2, "all": 1}
     assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
     assert "rollouts/bfcl_v3/sim-medium/dual_loop.verifier-sim-weak.jsonl" in dry.stdout
 

@@ -1,6 +1,8 @@
 """Figures from the long stats table and the FED table (SPEC §5), as PNG and PDF.
 
-Three kinds, one file pair per dataset × model, methods overlaid or side by side:
+Three kinds, one file pair per dataset × model, methods overlaid or side by side, in two families
+(``FAMILIES``): ``curves`` (the first two, from the stats table) and ``categories`` (from the FED
+table):
 
 - ``pec_<dataset>_<model>``: PEC(k) with CI bands (fixed cohort: denominator = all N rollouts).
 - ``depth_<dataset>_<model>``: depth support P(T ≥ k), eligible-depth PEC P(FED > k | T ≥ k) and
@@ -9,8 +11,8 @@ Three kinds, one file pair per dataset × model, methods overlaid or side by sid
 
 Output is byte-deterministic: figures are drawn on plain ``Figure`` objects (no pyplot state), under
 fixed rc settings, with timestamps and software versions left out of the file metadata, and written
-atomically. ``write_figures`` also writes ``planning.txt`` (Hoeffding planning aid, Proposition 4)
-and ``index.json`` listing every figure.
+atomically. ``write_figures`` writes one family into its directory with an ``index.json``; the
+curves family also gets ``planning.txt`` (Hoeffding planning aid, Proposition 4).
 """
 
 from __future__ import annotations
@@ -323,58 +325,63 @@ def _min_block_n(stats: pl.DataFrame) -> int:
     return int(pec["n"].min()) if pec.height else 0
 
 
-_FRAMES: dict[str, pl.DataFrame] = {}  # the tables a drawing process works from
+# Figure family -> the kinds it draws. One output directory per family, grouped by the table the
+# kinds are drawn from (curves: stats; categories: FED table), so that a new bootstrap seed redraws
+# the curves and leaves the category figures alone.
+FAMILIES = {"curves": ("pec", "depth"), "categories": ("categories",)}
+
+_FRAME: list[pl.DataFrame] = []  # the one table a drawing process works from
 
 
-def _load_frames(stats_path: str | os.PathLike[str], episodes_path: str | os.PathLike[str]) -> None:
-    _FRAMES.update(stats=pl.read_parquet(stats_path), episodes=pl.read_parquet(episodes_path))
+def _load_frame(path: str | os.PathLike[str]) -> None:
+    _FRAME[:] = [pl.read_parquet(path)]
 
 
 def _draw_figure(job: tuple[str, tuple[str, str]], out: Path) -> list[Path]:
-    family, block = job
-    if family == "pec":
-        return pec_curves(_FRAMES["stats"], out, [block])
-    if family == "depth":
-        return depth_decomposition(_FRAMES["stats"], out, [block])
-    return failure_categories_by_depth(_FRAMES["episodes"], out, blocks=[block])
+    kind, block = job
+    if kind == "pec":
+        return pec_curves(_FRAME[0], out, [block])
+    if kind == "depth":
+        return depth_decomposition(_FRAME[0], out, [block])
+    return failure_categories_by_depth(_FRAME[0], out, blocks=[block])
 
 
 def write_figures(
-    stats_path: str | os.PathLike[str],
-    episodes_path: str | os.PathLike[str],
+    family: str,
+    table_path: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     *,
     epsilon: float = 0.05,
     workers: int = 1,
 ) -> list[Path]:
-    """Write every figure, ``planning.txt`` and ``index.json`` into ``out_dir``; return the figures.
+    """Write one family of figures and its ``index.json`` into ``out_dir``; return the figures.
 
-    ``index.json`` lists the figure files (relative to ``out_dir``, sorted) and the planning file.
-    The planning note uses the smallest block size N in the stats table. ``workers`` processes draw
-    the figures (each figure is drawn alone, so the files do not depend on it).
+    ``curves``: PEC curves and depth decompositions from the stats table, plus ``planning.txt``
+    (for the smallest block size N in it). ``categories``: first-failure categories by depth from
+    the FED table. ``index.json`` lists the files (relative to ``out_dir``, sorted). ``workers``
+    processes draw the figures (each figure is drawn alone, so the files do not depend on it).
     """
-    stats = pl.read_parquet(stats_path)
-    episodes = pl.read_parquet(episodes_path)
+    if family not in FAMILIES:
+        raise ValueError(f"unknown figure family {family!r}; expected one of {sorted(FAMILIES)}")
+    table = pl.read_parquet(table_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _check_stem_collisions(sorted(set(_blocks(stats)) | set(_blocks(episodes))))
-    jobs = ([("pec", b) for b in _blocks(stats)] + [("depth", b) for b in _blocks(stats)]
-            + [("categories", b) for b in _blocks(episodes)])
+    blocks = _blocks(table)
+    _check_stem_collisions(blocks)
+    jobs = [(kind, block) for kind in FAMILIES[family] for block in blocks]
     if workers > 1 and len(jobs) > 1:
         # spawn, not fork: forking after polars has started its thread pool can deadlock.
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_load_frames, initargs=(stats_path, episodes_path)) as pool:
+                                 initializer=_load_frame, initargs=(table_path,)) as pool:
             drawn = list(pool.map(_draw_figure, jobs, itertools.repeat(out)))
     else:
-        _FRAMES.update(stats=stats, episodes=episodes)
+        _FRAME[:] = [table]
         drawn = [_draw_figure(job, out) for job in jobs]
     paths = sorted(p for files in drawn for p in files)
-    atomic_write_text(out / PLANNING_NAME, planning_note(_min_block_n(stats), epsilon))
-    index = {
-        "figures": [p.relative_to(out).as_posix() for p in paths],
-        "planning": PLANNING_NAME,
-    }
+    index: dict[str, object] = {"figures": [p.relative_to(out).as_posix() for p in paths]}
+    if family == "curves":
+        atomic_write_text(out / PLANNING_NAME, planning_note(_min_block_n(table), epsilon))
+        index["planning"] = PLANNING_NAME
     atomic_write_text(out / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
-    log.info("figures: %d files for %d stats block(s) and %d episode block(s) in %s",
-             len(paths), len(_blocks(stats)), len(_blocks(episodes)), out)
+    log.info("figures (%s): %d files for %d block(s) in %s", family, len(paths), len(blocks), out)
     return paths

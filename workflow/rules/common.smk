@@ -17,6 +17,8 @@ BLOCKS = blocks(config)
 PAIRS = config["stats"]["pairs"] + condition_pairs(config)
 TABLE_NAMES = ("G1", "F1", "F2", "F3")
 TABLES = [f"{RESULTS}/tables/table_{t}.{ext}" for t in TABLE_NAMES for ext in ("csv", "md", "tex")]
+# The table each figure family (prefix_audit.figures.FAMILIES) is drawn from.
+FIGURE_TABLES = {"curves": f"{RESULTS}/stats/stats.parquet", "categories": f"{RESULTS}/fed/episodes.parquet"}
 
 
 LIBRARY = Path(workflow.basedir) / "src" / "prefix_audit"
@@ -54,7 +56,7 @@ def block_episodes():
 
 def all_outputs():
     return [f"{RESULTS}/fed/episodes.parquet", f"{RESULTS}/stats/stats.parquet", f"{RESULTS}/stats/paired.parquet",
-            *TABLES, f"{RESULTS}/figures"]
+            *TABLES, *(f"{RESULTS}/figures/{family}" for family in FIGURE_TABLES)]
 
 
 wildcard_constraints:

@@ -1,19 +1,21 @@
 rule figures:
-    """PEC curves with CI bands, depth decomposition and first-failure categories by depth (PNG + PDF),
-    a Hoeffding planning note and index.json, all in one directory."""
+    """One figure family (PNG + PDF) with its index.json: `curves` = PEC curves with CI bands and the
+    depth decomposition, plus the Hoeffding planning note; `categories` = first-failure categories
+    by depth."""
     input:
-        stats=f"{RESULTS}/stats/stats.parquet",
-        episodes=f"{RESULTS}/fed/episodes.parquet",
+        lambda wc: FIGURE_TABLES[wc.family],
     output:
-        report(directory(f"{RESULTS}/figures"), patterns=["{name}.png", "{name}.txt"],
-               category="Figures", caption="../report/figures.rst"),
+        report(directory(f"{RESULTS}/figures/{{family}}"), patterns=["{name}.png", "{name}.txt"],
+               category="Figures", subcategory="{family}", caption="../report/figures.rst"),
     params:
         epsilon=0.05,
         code=code_fingerprint("figures.py", "checker.py", "intervals.py", "io.py"),
+    wildcard_constraints:
+        family="|".join(FIGURE_TABLES),
     threads: 2
     log:
-        f"{RESULTS}/logs/figures.log",
+        f"{RESULTS}/logs/figures/{{family}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/figures.tsv"
+        f"{RESULTS}/benchmarks/figures/{{family}}.tsv"
     script:
         "../scripts/figures.py"

@@ -4,5 +4,5 @@ from prefix_audit.pipeline import logging_to
 # Guarded: the drawing processes are spawned, and spawning imports this file again.
 if __name__ == "__main__":
     with logging_to(snakemake.log[0]):
-        write_figures(snakemake.input.stats, snakemake.input.episodes, snakemake.output[0],
+        write_figures(snakemake.wildcards.family, snakemake.input[0], snakemake.output[0],
                       epsilon=snakemake.params.epsilon, workers=snakemake.threads)
