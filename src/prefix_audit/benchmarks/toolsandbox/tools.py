@@ -4,7 +4,8 @@ Each :class:`Tool` couples the declared interface (a :class:`ToolSpec`: JSON Sch
 declared types, registered validators, reference parameters) with a handler on a :class:`World`
 and its explicit state preconditions. :func:`execute` is the benchmark's executor: it binds and
 validates the arguments against the same spec the replay checker reads, checks the preconditions,
-and runs the handler on a scratch copy of the world, so a rejected call never changes the state.
+and runs a state-changing handler on a scratch copy of the world that replaces it only on success,
+so a rejected call never changes the state.
 
 Errors carry the exception names ToolSandbox raises: ``TypeError`` and ``NumberParseException``
 (interface), ``ConnectionError``/``PermissionError`` and "already enabled" ``ValueError`` (settings
