@@ -276,3 +276,40 @@ def test_real_toolsandbox_runs():
         got[(item.rollout.model, item.rollout.task_id)] = (episode.T, episode.FED, episode.Y, episode.category)
         assert "0x" not in dumps(item.rollout)  # memory addresses normalised away
     assert got == REAL
+
+
+def test_malformed_logs_are_quarantined_and_the_rest_imports(tmp_path: Path):
+    names = ["function_not_object", "context_is_folder", "answered_twice", "exception_not_text", "user_without_sender"]
+    run = write_run(tmp_path, [ScenarioRun(n, [("user", "hi"), ("calls", [search("c1", name="Bruno")])]) for n in names]
+                    + [SCENARIOS[1]])
+    traj = run / "trajectories"
+    conversation = json.loads((traj / "function_not_object" / "conversation.json").read_text())
+    conversation[2]["tool_calls"][0]["function"] = "search_contacts"
+    (traj / "function_not_object" / "conversation.json").write_text(json.dumps(conversation))
+    (traj / "context_is_folder" / "execution_context.json").unlink()
+    (traj / "context_is_folder" / "execution_context.json").mkdir()
+    for name, change in (("answered_twice", "repeat"), ("exception_not_text", "number"),
+                         ("user_without_sender", "drop sender")):
+        context = json.loads((traj / name / "execution_context.json").read_text())
+        sandbox = context["_dbs"]["SANDBOX"]
+        response = next(r for r in sandbox if (r["sender"], r["recipient"]) == ("EXECUTION_ENVIRONMENT", "AGENT"))
+        if change == "repeat":  # a second, different response to the same call would silently win
+            sandbox.append({**response, "sandbox_message_index": 99, "tool_call_exception": "NoDataError: gone"})
+        elif change == "number":
+            response["tool_call_exception"] = 404
+        else:  # would be skipped as if it were a snapshot's headguard row, losing the user's turn
+            next(r for r in sandbox if r["content"] == "hi")["sender"] = None
+        (traj / name / "execution_context.json").write_text(json.dumps(context))
+    summary = json.loads((run / "result_summary.json").read_text())
+    summary["per_scenario_results"].append({**summary["per_scenario_results"][-1], "name": "nul\x00byte"})
+    (run / "result_summary.json").write_text(json.dumps(summary))
+
+    items = list(import_runs(run))
+    assert [type(i).__name__ for i in items] == ["BadLine"] * 5 + ["Located", "BadLine"]
+    reasons = {i.line: i.reason for i in items if isinstance(i, BadLine)}
+    assert "conversation.json: tool call 1 of message 3 is not an object with a 'function' object" in reasons[1]
+    assert "execution_context.json cannot be read" in reasons[2]
+    assert "second response to tool call 'c1'" in reasons[3]
+    assert "tool_call_exception must be text or null" in reasons[4]
+    assert "a logged message without a sender" in reasons[5]
+    assert "is not a folder name" in reasons[7]

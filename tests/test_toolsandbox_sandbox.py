@@ -223,3 +223,32 @@ def test_sandbox_is_fresh_per_episode(bench):
     first, second = Sandbox(scenario), Sandbox(scenario)
     first.execute(call("remove_contact", person_id=person_id("Bruno Okafor")))
     assert second.world.contacts != first.world.contacts and second.world == Sandbox(scenario).world
+
+
+# --- out-of-range values that only the handler's arithmetic catches ------------------------------
+
+
+@pytest.mark.parametrize(("tool", "arguments", "exception"), [
+    ("search_holiday", {"holiday_name": "Memorial Day", "year": 10000}, "ValueError"),
+    ("shift_timestamp", {"timestamp": NOW, "days": 10 ** 400}, "OverflowError"),
+    ("timestamp_to_datetime_info", {"timestamp": float("nan")}, "ValueError"),  # JSON allows NaN; the range check passes it
+    ("timestamp_diff", {"timestamp_0": float("nan"), "timestamp_1": NOW}, "ValueError"),
+    ("unit_conversion", {"amount": 10 ** 400, "from_unit": "mile", "to_unit": "km"}, "OverflowError"),
+    ("datetime_info_to_timestamp", {"year": 10 ** 30, "month": 1, "day": 1, "hour": 0, "minute": 0, "second": 0},
+     "OverflowError"),
+])
+def test_a_tool_raising_is_a_rejected_call_not_a_crash(tool, arguments, exception):
+    # ToolSandbox reports whatever a tool raises as that call's error; the state stays as it was.
+    world = starting_world("base", "t")
+    executed = run(world, tool, **arguments)
+    assert not executed.outcome.accepted and executed.outcome.error.startswith(f"{exception}: ")
+    assert executed.world is world
+
+
+def test_a_raising_tool_scores_as_state_consistency_and_the_agent_sees_the_error(bench):
+    task = "days_until_holiday_01"
+    calls = (call("get_current_timestamp"), call("search_holiday", holiday_name="Memorial Day", year=10000))
+    episode = replay(Rollout("toolsandbox", task, "m", "example", "year", ((Step(calls),),)), bench)
+    assert (episode.T, episode.FED, episode.category) == (2, 2, "state_consistency")
+    env = bench.agent_environment(task)
+    assert env.execute(calls[1]) == "ValueError: year 10000 is out of range"

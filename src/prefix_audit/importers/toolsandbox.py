@@ -75,6 +75,8 @@ def _load_json(path: Path) -> Any:
         return json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise ScenarioError(f"missing {path.name}") from None
+    except OSError as exc:  # a folder in its place, no permission, ...
+        raise ScenarioError(f"{path.name} cannot be read: {exc}") from None
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"{path.name} is not UTF-8: {exc}") from None
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -168,8 +170,11 @@ class _Builder:
     """Walks the message log of one scenario into turns, steps and recorded outcomes."""
 
     def __init__(self, context: Any) -> None:
-        self.sandbox = sorted((r for r in _rows(context, "SANDBOX") if r.get("sender") is not None),
-                              key=lambda r: r["sandbox_message_index"])
+        rows = _rows(context, "SANDBOX")
+        for row in rows:  # only the all-null headguard row of a snapshot may lack a sender
+            if row.get("sender") is None and any(v is not None for k, v in row.items() if k != "sandbox_message_index"):
+                raise ScenarioError(f"message {row['sandbox_message_index']}: a logged message without a sender")
+        self.sandbox = sorted((r for r in rows if r.get("sender") is not None), key=lambda r: r["sandbox_message_index"])
         self.start = _first_user_index(self.sandbox)
         self.snapshots = _snapshots(context)
         self.turns: list[list[Step]] = []
@@ -214,7 +219,11 @@ class _Builder:
         cid = row.get("openai_tool_call_id")
         if cid not in self.calls:
             raise ScenarioError(f"message {row['sandbox_message_index']}: response to unknown tool call {cid!r}")
+        if cid in self.answered:
+            raise ScenarioError(f"message {row['sandbox_message_index']}: second response to tool call {cid!r}")
         exception = row.get("tool_call_exception")
+        if not (exception is None or isinstance(exception, str)):
+            raise ScenarioError(f"message {row['sandbox_message_index']}: tool_call_exception must be text or null")
         entry = self.calls[cid]
         self.answered.add(cid)
         if exception:
@@ -230,15 +239,21 @@ def _check_conversation(path: Path, requests: list[tuple[int, ToolCall]], sandbo
         raise ScenarioError("conversation.json must be a list of messages")
     names = {r.get("openai_tool_call_id"): r.get("openai_function_name") for r in sandbox}
     emitted = []
-    for message in conversation:
+    for position, message in enumerate(conversation, start=1):
         if isinstance(message, dict) and message.get("role") == "assistant":
-            for tc in message.get("tool_calls") or []:
-                fn = tc.get("function", {}) if isinstance(tc, dict) else {}
+            tool_calls = message.get("tool_calls") or []
+            if not isinstance(tool_calls, list):
+                raise ScenarioError(f"conversation.json: message {position} has tool_calls that are not a list")
+            for k, tc in enumerate(tool_calls, start=1):
+                fn = tc.get("function") if isinstance(tc, dict) else None
+                if not isinstance(fn, dict):
+                    raise ScenarioError(f"conversation.json: tool call {k} of message {position} is not an object "
+                                        "with a 'function' object")
                 try:
                     arguments = json.loads(fn.get("arguments") or "{}")
                 except (TypeError, ValueError):
                     arguments = fn.get("arguments")
-                emitted.append((tc.get("id") if isinstance(tc, dict) else None, fn.get("name"), arguments))
+                emitted.append((tc.get("id"), fn.get("name"), arguments))
     logged = [(c.call_id, names.get(c.call_id), c.kwargs) for _, c in requests]
     if emitted != logged:
         raise ScenarioError(f"conversation.json tool calls {[e[:2] for e in emitted]} disagree with the "
@@ -251,7 +266,7 @@ def _summary_entry(entry: Any) -> dict[str, Any]:
     similarity = entry.get("similarity")
     if isinstance(similarity, bool) or not isinstance(similarity, (int, float)) or not 0.0 <= similarity <= 1.0:
         raise ScenarioError(f"similarity must be a number in [0, 1], got {similarity!r}")
-    if "/" in entry["name"] or entry["name"] in (".", ".."):
+    if "/" in entry["name"] or "\x00" in entry["name"] or entry["name"] in (".", ".."):
         raise ScenarioError(f"scenario name {entry['name']!r} is not a folder name")
     return entry
 

@@ -10,7 +10,10 @@ As in ToolSandbox:
   maximise the summed milestone similarity; the milestone similarity is that sum over the number of
   milestones (1.0 when there are none);
 * tables no milestone constrains act as guardrails: a milestone only matches where they still
-  equal their starting contents (an unwanted deletion or message spoils the match);
+  equal their starting contents (an unwanted deletion or message spoils the match). ToolSandbox
+  guards each milestone against its reference snapshot (the start, for its state milestones) and
+  its predecessor's, leaving out only the tables that milestone or those constrain; guarding every
+  milestone against the start is our simplification for chains;
 * a minefield is hit by any *attempted* call matching its trace (accepted or not: ToolSandbox's
   minefields are "this tool must never be called"), or any reached state matching it;
 * a call to a tool outside the scenario's allow list aborts a ToolSandbox scenario, similarity 0.

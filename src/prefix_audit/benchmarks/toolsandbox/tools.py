@@ -4,11 +4,13 @@ Each :class:`Tool` couples the declared interface (a :class:`ToolSpec`: JSON Sch
 declared types, registered validators, reference parameters) with a handler on a :class:`World`
 and its explicit state preconditions. :func:`execute` is the benchmark's executor: it binds and
 validates the arguments against the same spec the replay checker reads, checks the preconditions,
-and runs the handler on a scratch copy of the world, so a rejected call never changes the state.
+and runs a state-changing handler on a scratch copy of the world that replaces it only on success,
+so a rejected call never changes the state.
 
 Errors carry the exception names ToolSandbox raises: ``TypeError`` and ``NumberParseException``
 (interface), ``ConnectionError``/``PermissionError`` and "already enabled" ``ValueError`` (settings
-preconditions), ``NoDataError``/``DuplicateError`` (missing or duplicate rows). ToolSandbox's
+preconditions), ``NoDataError``/``DuplicateError`` (missing or duplicate rows), and the
+``ValueError``/``OverflowError`` a handler's date or float arithmetic raises. ToolSandbox's
 "at least one search criterion / update field" rule is declared in the schema (``minProperties``).
 
 The RapidAPI-backed tools of ToolSandbox (currency, stocks, weather, location search) need the
@@ -285,11 +287,8 @@ def _datetime_info(world: World, args: dict[str, Any]) -> dict[str, int]:
 
 
 def _datetime_to_timestamp(world: World, args: dict[str, Any]) -> float:
-    try:
-        return datetime(args["year"], args["month"], args["day"], args["hour"], args["minute"], args["second"],
-                        tzinfo=UTC).timestamp()
-    except (ValueError, OverflowError) as exc:
-        raise ToolError("ValueError", str(exc)) from None
+    return datetime(args["year"], args["month"], args["day"], args["hour"], args["minute"], args["second"],
+                    tzinfo=UTC).timestamp()
 
 
 _SHIFTS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
@@ -305,10 +304,7 @@ def _timestamp_diff(world: World, args: dict[str, Any]) -> dict[str, int]:
 
 
 def _seconds_to_hms(world: World, args: dict[str, Any]) -> dict[str, int]:
-    try:
-        t = utc(args["seconds"])
-    except (ValueError, OverflowError, OSError) as exc:
-        raise ToolError("ValueError", str(exc)) from None
+    t = utc(args["seconds"])
     return {"hour": t.hour, "minute": t.minute, "second": t.second}
 
 
@@ -482,6 +478,13 @@ def _interface_error(failures: list[Failure]) -> str:
     return f"TypeError: {first.detail}"
 
 
+# ToolSandbox reports whatever a tool raises as that call's error. Values the declared interface
+# lets through can still be out of range for the handler's date, time and float arithmetic (a year
+# past 9999, an overflowing shift, a NaN timestamp: JSON allows NaN and range checks pass it); those
+# are rejected calls, not crashes of the replay or of the agent loop.
+_RUNTIME_ERRORS = (ArithmeticError, ValueError, OSError)
+
+
 def execute(world: World, tool: Tool, call: ToolCall) -> Executed:
     """Run one call as the benchmark would; the returned world is the live state after it."""
     arguments, failures = bind_arguments(tool.spec, call)
@@ -495,4 +498,6 @@ def execute(world: World, tool: Tool, call: ToolCall) -> Executed:
         result = tool.run(target, dict(arguments))
     except ToolError as exc:
         return Executed(Outcome(False, error=str(exc)), arguments, world)
+    except _RUNTIME_ERRORS as exc:
+        return Executed(Outcome(False, error=f"{type(exc).__name__}: {exc}"), arguments, world)
     return Executed(Outcome(True, result), arguments, target)

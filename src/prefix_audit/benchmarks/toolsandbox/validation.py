@@ -13,6 +13,8 @@ from typing import Any
 
 import phonenumbers
 
+# ToolSandbox's own constants, named "Jan 1 1980" and "Jan 1 2050" there; they are those midnights at
+# UTC+1 (an hour before midnight UTC), kept as they are so the same values pass and fail.
 TIMESTAMP_RANGE = (315529200.0, 2524604400.0)
 LATITUDE_RANGE = (-90.0, 90.0)
 LONGITUDE_RANGE = (-180.0, 180.0)
