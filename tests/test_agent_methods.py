@@ -11,7 +11,7 @@ import pytest
 
 from prefix_audit.agents.methods import MethodSpec, ReplayVerifier, run_method
 from prefix_audit.agents.plans import Plan, PlanStep, plan_of_calls
-from prefix_audit.agents.prompts import PROMPT_PLANNING_INSTRUCTION, read_briefing
+from prefix_audit.agents.prompts import PLAN_BRIEFING_HEADER, PROMPT_PLANNING_INSTRUCTION, read_briefing
 from prefix_audit.calls import parse_call_string, structured_call
 from prefix_audit.models.base import ModelRequest, ModelResponse
 from prefix_audit.records import Usage
@@ -128,6 +128,12 @@ def test_plan_conditioned_plans_once_per_turn_and_conditions_the_executor(bfcl, 
     # planner calls are accounted but are no actions: one terminal action per turn
     assert [len(t) for t in episode.turns] == [1] * turns
     assert [u.role for u in episode.usage] == backend.roles()
+    # a later planner sees the user's requests as written, not the plans briefed to the executor
+    last_planner = [r for r in backend.requests if r.role == "planner"][-1]
+    executor_requests = [m.content for m in backend.requests[-1].messages if m.role == "user"]
+    assert len(executor_requests) == turns and all(PLAN_BRIEFING_HEADER in m for m in executor_requests)
+    requests = json.loads(last_planner.messages[-1].content.strip("`json\n"))["requests"]
+    assert requests == [m[: m.index("\n\n" + PLAN_BRIEFING_HEADER)] for m in executor_requests]
 
 
 def test_dual_loop_revises_until_the_verifier_accepts(bfcl, gold):

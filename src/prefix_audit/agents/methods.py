@@ -32,7 +32,7 @@ from .executor import K_EXEC, Episode, TurnBriefing, run_executor
 from .plans import CHECK_OF_CATEGORY, PLAN_FORMAT, VERDICT_FORMAT, Plan, PlanFormatError, Rejection, \
     UnresolvedReference, parse_plan, parse_verdict, step_call
 from .prompts import PROMPT_PLANNING_SYSTEM_PROMPT, REACT_SYSTEM_PROMPT, PlanningContext, executed_calls, \
-    plan_briefing, planner_messages, revision_messages, verifier_messages
+    plan_briefing, planner_messages, revision_messages, verifier_messages, without_briefing
 
 METHODS = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
 VERIFIER_CONDITIONS = ("model", "accept", "replay")
@@ -112,7 +112,7 @@ class _Planning:
         return response.text
 
     async def __call__(self, turn: int, messages: tuple[Message, ...], tools: tuple[ToolSchema, ...]) -> TurnBriefing:
-        requests = tuple(m.content or "" for m in messages if m.role == "user")
+        requests = tuple(without_briefing(m.content or "") for m in messages if m.role == "user")
         executed = executed_calls(messages)
         context = PlanningContext(turn, requests, executed, tools)
         usage: list[Usage] = []

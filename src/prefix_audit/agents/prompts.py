@@ -135,6 +135,13 @@ def plan_briefing(status: str, plan: Plan | None) -> str:
             f"```json\n{json.dumps(doc, sort_keys=True)}\n```")
 
 
+def without_briefing(text: str) -> str:
+    """A user message as the user wrote it: the plan briefing appended for the executor removed, so
+    that later planning calls see the requests, not every earlier turn's plan again."""
+    cut = text.find(f"\n\n{PLAN_BRIEFING_HEADER} (")
+    return text if cut < 0 else text[:cut]
+
+
 def read_briefing(text: str | None) -> tuple[str, Plan | None] | None:
     """(status, plan) from a user message carrying a plan briefing; None when it carries none."""
     if not text or PLAN_BRIEFING_HEADER not in text:
