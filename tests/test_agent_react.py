@@ -86,6 +86,9 @@ def test_malformed_tool_call_is_an_emitted_invalid_action(bfcl, tmp_path, monkey
                     "backend": {"type": "openai", "model": "fake-model", "base_url": server.base_url,
                                 "api_key_env": "FAKE_API_KEY"}}
         generate_rollouts("bfcl_v3", tasks, "fake", "react", settings, ROOT / "resources", out, tmp_path / "cache")
+        answer = server.received[1].body["messages"][-1]  # the model is told, nothing is executed
+    assert answer["role"] == "tool" and answer["tool_call_id"] == "c1"
+    assert answer["content"].startswith("Error: the tool call could not be read: ")
     score(out, tmp_path / "scored", ROOT / "resources")
     (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
     assert (ep["FED"], ep["category"], ep["failure_code"]) == (1, "schema", "unparseable_call")

@@ -60,11 +60,16 @@ def test_the_agent_stop_token_ends_the_conversation(tau):
     assert episode.conversation["termination_reason"] == "agent_stop" and len(episode.turns) == 1
 
 
-def test_too_many_tool_errors_end_the_episode(tau):
+@pytest.mark.parametrize("arguments", [json.dumps({"reservation_id": "NOPE00"}), '{"reservation_id": "NOPE'])
+def test_too_many_tool_errors_end_the_episode(tau, arguments):
+    # rejected calls and calls that could not be read both count towards τ's error limit
     airline = tau["tau_airline"]
-    bad = ModelToolCall("c1", "get_reservation_details", json.dumps({"reservation_id": "NOPE00"}))
-    episode = _episode(airline, airline.task_ids()[0], Replies((None, (bad,) * sem.MAX_ERRORS), ("Sorry.", ())))
+    bad = ModelToolCall("c1", "get_reservation_details", arguments)
+    backend = Replies((None, (bad,) * sem.MAX_ERRORS), ("Sorry.", ()))
+    episode = _episode(airline, airline.task_ids()[0], backend)
     assert episode.conversation["termination_reason"] == "too_many_errors" and len(episode.turns) == 1
+    observations = [m.content for m in backend.requests[-1].messages if m.role == "tool"]
+    assert len(observations) == sem.MAX_ERRORS and all("Error" in o for o in observations)
 
 
 def test_a_model_user_simulator_is_accounted_apart(tau):

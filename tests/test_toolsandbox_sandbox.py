@@ -11,7 +11,7 @@ from prefix_audit.benchmarks.toolsandbox.evaluation import StateTarget
 from prefix_audit.benchmarks.toolsandbox.scenarios import all_scenarios, call
 from prefix_audit.benchmarks.toolsandbox.tools import TOOLS, execute
 from prefix_audit.benchmarks.toolsandbox.world import NOW, person_id, starting_world
-from prefix_audit.calls import ToolCall
+from prefix_audit.calls import ToolCall, structured_call
 from prefix_audit.checker import replay
 from prefix_audit.records import Rollout, Step
 
@@ -212,6 +212,8 @@ def test_agent_environment_runs_a_scenario(bench):
     assert names == set(bench.scenario("message_cellular_off_01").exposed)
     assert env.execute(call("send_message_with_phone_number", phone_number="+14155550111",
                             content="x")) == "ConnectionError: Cellular service is not enabled"
+    unreadable = structured_call("search_contacts", '{"name": "Bru', "c9")
+    assert env.execute(unreadable).startswith("Error: the tool call could not be read: ")
     assert env.execute(call("search_contacts", name="Bruno")).startswith("[{'person_id': ")
     assert env.execute(call("set_cellular_service_status", on=True)) == "None"
     assert env.execute(call("delete_contact", person_id="x")).startswith("KeyError: Agent tool call")

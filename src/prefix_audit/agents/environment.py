@@ -22,7 +22,14 @@ class AgentEnvironment(Protocol):
         """The tools offered to the model in ``turn``."""
 
     def execute(self, call: ToolCall) -> str:
-        """Run one call on the live state; the observation text the model sees."""
+        """Run one call on the live state; the observation text the model sees. A call that could
+        not be read comes here too (the benchmark may count it, as τ counts tool errors); answer it
+        with :func:`unreadable_call_observation`."""
+
+
+def unreadable_call_observation(call: ToolCall) -> str:
+    """What the model is told of a tool call that could not be read: nothing was executed."""
+    return f"Error: the tool call could not be read: {call.parse_error or 'no tool name'}"
 
 
 class ScriptedEnvironment(AgentEnvironment, Protocol):

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..calls import ToolCall
 from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, to_tool_call
 from ..records import Step, Usage
 from .environment import AgentEnvironment, Conversation
@@ -50,12 +49,6 @@ class Episode:
     planning: tuple[dict[str, Any], ...] = ()
     termination: str | None = None  # why it stopped before the user ended it (None: it did not)
     conversation: dict[str, Any] = field(default_factory=dict)  # what the conversation says of itself
-
-
-def _observation(call: ToolCall, env: AgentEnvironment) -> str:
-    if not call.well_formed:
-        return f"Error: the tool call could not be read: {call.parse_error}"
-    return env.execute(call)
 
 
 async def run_executor(backend: ModelBackend, env: AgentEnvironment, conversation: Conversation, *,
@@ -100,7 +93,7 @@ async def run_executor(backend: ModelBackend, env: AgentEnvironment, conversatio
             calls = tuple(to_tool_call(c) for c in response.tool_calls)
             steps.append(Step(calls, response.text))
             for model_call, call in zip(response.tool_calls, calls, strict=True):
-                messages.append(Message("tool", _observation(call, env), tool_call_id=model_call.id))
+                messages.append(Message("tool", env.execute(call), tool_call_id=model_call.id))
             steps_so_far += 1
         turns.append(tuple(steps))
         termination = "max_steps" if reply is None else conversation.after_turn(steps_so_far)

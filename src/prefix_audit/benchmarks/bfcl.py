@@ -33,6 +33,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..agents.environment import unreadable_call_observation
 from ..calls import ToolCall, parse_call_string
 from ..checker import argument_values, mentions, scalars
 from ..fetch import PackagePin, fetch_wheel, package_dir
@@ -599,4 +600,6 @@ class BfclAgentEnvironment:
                      for name, spec in self._tools.items() if held.get(name, -1) <= turn)
 
     def execute(self, call: ToolCall) -> str:
+        if not call.well_formed:
+            return unreadable_call_observation(call)
         return _invoke(self._methods, call)[2]

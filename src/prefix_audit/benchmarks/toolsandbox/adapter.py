@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
+from ...agents.environment import unreadable_call_observation
 from ...calls import ToolCall
 from ...models.base import ToolSchema
 from ...records import Rollout, Step, rollout_id_for
@@ -158,6 +159,8 @@ class ToolSandboxAgentEnvironment:
         return tuple(ToolSchema(t.spec.name, t.spec.description, t.spec.parameters) for t in self.sandbox.exposed.values())
 
     def execute(self, call: ToolCall) -> str:
+        if not call.well_formed:
+            return unreadable_call_observation(call)
         outcome = self.sandbox.execute(call)
         return repr(outcome.result) if outcome.accepted else str(outcome.error)
 
