@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import hashlib
 import json
 
@@ -281,3 +282,56 @@ def test_reference_agent_and_scripted_user_reproduce_the_reference_conversation(
         assert heard == reference.meta["user_turns"]
         episode = replay(Rollout(**{**reference.__dict__, "meta": {**reference.meta, "user_turns": heard}}), bench)
         assert (episode.FED, episode.Y) == (episode.T + 1, 1)
+
+
+def _custom_airline(tmp_path, tau_data, tasks):
+    """The packaged airline code and database with these task objects as the task file."""
+    from prefix_audit.benchmarks.tau import TauBenchmark, TauSource, load_data
+
+    (tmp_path / "airline").mkdir(exist_ok=True)
+    (tmp_path / "airline" / "tasks.json").write_text(json.dumps(tasks))
+    data = load_data("unused", TauSource(tau2=str(tau_data.package.parent), data_dir=str(tmp_path)),
+                     domains=("airline",))
+    return TauBenchmark(data, "airline")
+
+
+def test_y_follows_tau2_when_criteria_or_gold_actions_are_absent(tmp_path, tau_data):
+    """tau2's evaluator: no evaluation criteria → reward 1; criteria without actions and env
+    assertions → the DB check passes without comparing; an empty action list compares databases."""
+    task = json.loads(tau_data.domains["airline"].files.tasks.read_text())[0]  # cancels nothing
+    scenario = task["user_scenario"]
+    tasks = [{"id": "none", "user_scenario": scenario},
+             {"id": "no_actions", "user_scenario": scenario, "evaluation_criteria": {"communicate_info": ["EHGLP3"]}},
+             {"id": "empty_actions", "user_scenario": scenario,
+              "evaluation_criteria": {"actions": [], "communicate_info": ["EHGLP3"]}}]
+    bench = _custom_airline(tmp_path, tau_data, tasks)
+    outcomes = {}
+    for task_id in ("none", "no_actions", "empty_actions"):
+        cancel = _rollout(bench, task_id, [[("cancel_reservation", {"reservation_id": "EHGLP3"}),
+                                            "Reservation EHGLP3 is cancelled."]], [scenario["instructions"]["reason_for_call"]])
+        ep = replay(cancel, bench)
+        outcomes[task_id] = (ep.Y, ep.y_detail)
+    assert outcomes == {
+        "none": (1, "basis=full; no evaluation criteria"),
+        "no_actions": (1, "basis=full; DB=1(no actions or env assertions to compare); COMMUNICATE=1/1"),
+        "empty_actions": (0, "basis=full; DB=0; COMMUNICATE=1/1"),
+    }
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda t: t["evaluation_criteria"].update(communicate_info=[1628]),
+     "evaluation_criteria.communicate_info[0] must be a string, got int"),
+    (lambda t: t["evaluation_criteria"].update(reward_basis="DB"), "evaluation_criteria.reward_basis must be a list"),
+    (lambda t: t["evaluation_criteria"].update(reward_basis=["DB", "JUDGE"]), "unknown entries ['JUDGE']"),
+    (lambda t: t.update(user_scenario=["not", "an", "object"]), "user_scenario must be an object, got list"),
+    (lambda t: t.update(evaluation_criteria="DB"), "evaluation_criteria must be an object, got str"),
+    (lambda t: t["evaluation_criteria"]["actions"][0].update(requestor="user"), "has requestor 'user'"),
+])
+def test_task_files_tau2_would_refuse_are_refused_with_the_task_and_field(tmp_path, tau_data, change, reason):
+    from prefix_audit.benchmarks.tau.data import TauDataError
+
+    tasks = json.loads(tau_data.domains["airline"].files.tasks.read_text())[:2]
+    tasks[1].setdefault("evaluation_criteria", {}).setdefault("actions", [{"name": "x", "arguments": {}}])
+    change(tasks[1])
+    with pytest.raises(TauDataError, match=r"tasks.json\[1\] \(task 1\): .*" + re.escape(reason)):
+        _custom_airline(tmp_path, tau_data, tasks)
