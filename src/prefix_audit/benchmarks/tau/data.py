@@ -181,6 +181,13 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise TauDataError(f"{path}: cannot read {what}: {exc}") from exc
+
+
 def _id_order(task_id: str) -> tuple[int, int | str]:
     return (0, int(task_id)) if task_id.isdigit() else (1, task_id)
 
@@ -200,10 +207,7 @@ class TauDomain:
         self.name = name
         self.files = files
         self.tau2_version = tau2_version
-        try:
-            raw = json.loads(files.tasks.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise TauDataError(f"{files.tasks}: cannot read tasks: {exc}") from exc
+        raw = _read_json(files.tasks, "tasks")
         if not isinstance(raw, list):
             raise TauDataError(f"{files.tasks}: expected a list of tasks")
         tasks = [parse_task(t, name, f"{files.tasks}[{i}]") for i, t in enumerate(raw)]
@@ -212,14 +216,17 @@ class TauDomain:
             raise TauDataError(f"{files.tasks}: duplicate task ids")
         base = self._base_ids(by_id)
         self.tasks: dict[str, TauTask] = {i: by_id[i] for i in sorted(base, key=_id_order)}
-        self.policy = files.policy.read_text(encoding="utf-8")
+        try:
+            self.policy = files.policy.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TauDataError(f"{files.policy}: cannot read the policy: {exc}") from exc
 
     def _base_ids(self, by_id: Mapping[str, TauTask]) -> list[str]:
         if self.files.split is None:
             return list(by_id)
-        split = json.loads(self.files.split.read_text(encoding="utf-8"))
-        if BASE_SPLIT not in split:
-            raise TauDataError(f"{self.files.split}: no '{BASE_SPLIT}' split")
+        split = _read_json(self.files.split, "the task splits")
+        if not isinstance(split, dict) or not isinstance(split.get(BASE_SPLIT), list):
+            raise TauDataError(f"{self.files.split}: no '{BASE_SPLIT}' split (a list of task ids)")
         missing = [i for i in split[BASE_SPLIT] if i not in by_id]
         if missing:
             raise TauDataError(f"{self.files.split}: base split names unknown tasks {missing[:5]}")
@@ -227,7 +234,7 @@ class TauDomain:
 
     @cached_property
     def raw_db(self) -> dict[str, Any]:
-        return json.loads(self.files.db.read_text(encoding="utf-8"))
+        return _read_json(self.files.db, "the database")
 
     @cached_property
     def provenance(self) -> dict[str, str]:

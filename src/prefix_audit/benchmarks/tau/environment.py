@@ -341,10 +341,6 @@ class LiveEnvironment:
         self._wrote = False  # a call that may write has run
         self.errors = 0
 
-    @property
-    def dirty(self) -> bool:
-        return self._wrote
-
     def call(self, name: str, arguments: Mapping[str, Any], call_id: str = "") -> tuple[bool, str]:
         if self.backend.reads_only(name):
             with self._mode.reading():
