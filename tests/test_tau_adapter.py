@@ -364,3 +364,13 @@ def test_unreadable_domain_files_are_located_errors(tmp_path, tau_data, name, co
                        + re.escape(reason.split(": ", 1)[1])):
         bench = _custom_airline(tmp_path, tau_data, None)
         bench.agent_environment("0").execute(structured_call("get_user_details", {"user_id": "x"}))
+
+
+def test_communicate_check_reads_the_greeting_as_tau2_does(tmp_path, tau_data):
+    """tau2's trajectory starts with the orchestrator's greeting, an agent message its communicate
+    check reads like any other; it is no scored action."""
+    task = json.loads(tau_data.domains["airline"].files.tasks.read_text())[0]
+    task["evaluation_criteria"]["communicate_info"] = ["help you today"]
+    bench = _custom_airline(tmp_path, tau_data, [task])
+    ep = replay(_rollout(bench, "0", [["Goodbye."]], [task["user_scenario"]["instructions"]["reason_for_call"]]), bench)
+    assert (ep.T, ep.Y, ep.y_detail) == (1, 1, "basis=full; DB=1; COMMUNICATE=1/1")
