@@ -3,6 +3,7 @@ environments on a freshly validated database (the reference they replace)."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -35,6 +36,8 @@ def _table():
     lambda t: dict(t)["a"],
     lambda t: {**t}["a"],
     lambda t: (t | {})["a"],
+    lambda t: ({} | t)["a"],
+    lambda t: copy.copy(t)["a"],
 ])
 def test_a_writing_call_never_reaches_a_template_record(reach):
     template, _, table = _table()

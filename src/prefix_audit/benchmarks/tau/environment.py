@@ -221,8 +221,8 @@ class CopyOnWriteTable(dict):  # type: ignore[type-arg]
     def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
         return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}  # deep copies leave the entries as they are
 
-    def __reduce__(self) -> Any:
-        return dict, (dict(dict.items(self)),)
+    def __reduce__(self) -> Any:  # copy.copy and pickle: a plain dict of what a call may be handed
+        return dict, (dict(self.items()),)
 
 
 class DomainBackend:
