@@ -124,10 +124,11 @@ class CopyOnWriteTable(dict):  # type: ignore[type-arg]
     products, users, orders). It starts as a shallow copy of the process's validated template table,
     so its records are the template's own objects; the first time a call that may write reaches a
     record, the record is replaced by a deep copy (``copy.deepcopy`` of a pydantic model copies every
-    field and the set of fields given), and from then on only that copy is handed out. Records no
-    call reached stay shared, which is why they are never handed to a writing call.
+    field and the set of fields given), and from then on only that copy is handed out. A record no
+    writing call has reached is still the template's object, shared with every other rollout, so a
+    writing call is never handed one.
 
-    Every way Python code can reach a value goes through the private copy (item access, ``get``,
+    In a writing call every way Python code can reach a value yields the private copy (item access, ``get``,
     ``values``/``items``, ``pop``, ``setdefault``, ``copy``, unpacking — ``__iter__`` is overridden
     so that ``dict(table)`` and ``{**table}`` take the per-key path). Serialisers (pydantic's
     ``model_dump``/``model_dump_json``, which tau2's hash uses) read the entries directly, which
@@ -219,7 +220,8 @@ class CopyOnWriteTable(dict):  # type: ignore[type-arg]
         return dict(self.items())
 
     def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
-        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}  # deep copies leave the entries as they are
+        # Deep-copying reads the entries without handing them out, so template records may be read here.
+        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
 
     def __reduce__(self) -> Any:  # copy.copy and pickle: a plain dict of what a call may be handed
         return dict, (dict(self.items()),)
