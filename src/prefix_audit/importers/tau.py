@@ -149,13 +149,11 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
     return _Conversation(tuple(tuple(t) for t in turns), tuple(user_turns), tuple(errors), tuple(usage))
 
 
-def _check_task(recorded: Any, bench: TauBenchmark, task_id: str) -> None:
+def _check_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str) -> None:
     """A results file carries its task definitions: refuse to score against different ones (any
     evaluation criterion Y depends on: gold actions, checks, reward basis, absent criteria)."""
     if recorded is None:
         return
-    if not isinstance(recorded, dict):
-        raise BadSimulation(f"task {task_id} in the results is not an object")
     try:
         theirs = parse_criteria(recorded.get("evaluation_criteria"), f"task {task_id} in the results")
     except TauDataError as exc:
@@ -163,7 +161,7 @@ def _check_task(recorded: Any, bench: TauBenchmark, task_id: str) -> None:
     ours = bench.task(task_id)
     if theirs != {name: getattr(ours, name) for name in CRITERIA_FIELDS}:
         raise BadSimulation(f"task {task_id} in the results differs from task {task_id} of {bench.domain.files.tasks} "
-                            f"(sha256 {bench.domain.provenance['tasks_sha256'][:12]}): gold actions or checks differ")
+                            f"(sha256 {bench.domain.provenance['tasks_sha256'][:12]}): gold actions, checks or reward basis differ")
 
 
 def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
