@@ -22,7 +22,8 @@ Final success Y is τ's reward, recomputed without any model call:
   greeting included (lower-cased, commas removed, as tau2 checks); NL_ASSERTION — vacuously 1
   without assertions, else the verdict of a configured judge (:class:`NlJudge`). Without a judge
   those assertions are left out and the rollout's Y basis is ``db_and_communicate_only`` (recorded
-  in ``y_detail``); ENV_ASSERTION and ACTION bases (no airline/retail base task uses them) make Y unknown (None) rather than guessed.
+  in ``y_detail``); ENV_ASSERTION and ACTION bases (no airline/retail base task uses them) make Y
+  unknown (None) rather than guessed.
 """
 
 from __future__ import annotations
