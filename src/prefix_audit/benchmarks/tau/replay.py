@@ -14,13 +14,16 @@ tau2's per-call API for state consistency (:mod:`.environment`, :mod:`.semantics
 Final success Y is τ's reward, recomputed without any model call:
 
 * a conversation that ended in any other way than ``user_stop``/``agent_stop`` scores 0;
+* a task without evaluation criteria scores 1 (as in tau2);
 * otherwise the product over the task's reward basis of: DB — tau2's hash of the replayed database
   equals that of a fresh database after the gold actions (gold calls that fail are skipped, as tau2
-  does); COMMUNICATE — every ``communicate_info`` string occurs in some agent message (lower-cased,
-  commas removed, as tau2 checks); NL_ASSERTION — vacuously 1 without assertions, else the verdict
-  of a configured judge (:class:`NlJudge`). Without a judge those assertions are left out and the
-  rollout's Y basis is ``db_and_communicate_only`` (recorded in ``y_detail``); ENV_ASSERTION and
-  ACTION bases (no airline/retail base task uses them) make Y unknown (None) rather than guessed.
+  does; criteria with neither actions nor env assertions pass it, as tau2's evaluator does);
+  COMMUNICATE — every ``communicate_info`` string occurs in some agent message, the orchestrator's
+  greeting included (lower-cased, commas removed, as tau2 checks); NL_ASSERTION — vacuously 1
+  without assertions, else the verdict of a configured judge (:class:`NlJudge`). Without a judge
+  those assertions are left out and the rollout's Y basis is ``db_and_communicate_only`` (recorded
+  in ``y_detail``); ENV_ASSERTION and ACTION bases (no airline/retail base task uses them) make Y
+  unknown (None) rather than guessed.
 """
 
 from __future__ import annotations
@@ -288,7 +291,9 @@ class TauSession:
 
     # final success --------------------------------------------------------------------------------
     def _agent_texts(self) -> list[str]:
-        return [step.text for turn in self._rollout.turns for step in turn if step.text]
+        """Every agent message with text, the orchestrator's greeting first: it is no scored action,
+        but it is an agent message of τ's trajectory, which tau2's communicate check reads."""
+        return [sem.FIRST_AGENT_MESSAGE] + [step.text for turn in self._rollout.turns for step in turn if step.text]
 
     def _transcript(self) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
@@ -304,10 +309,15 @@ class TauSession:
         if self.termination not in sem.NORMAL_TERMINATIONS:
             self.y_detail = f"basis={self.y_basis}; premature termination: {self.termination}"
             return 0
+        if not self.task.has_criteria:
+            self.y_detail = f"basis={self.y_basis}; no evaluation criteria"
+            return 1
         parts: list[str] = []
         y = 1
         for basis in self.task.reward_basis:
-            if basis == "DB":
+            if basis == "DB" and not self.task.db_compared:
+                parts.append("DB=1(no actions or env assertions to compare)")
+            elif basis == "DB":
                 match = self.bench.db_matches_gold(self._live, self.task)
                 parts.append(f"DB={int(match)}")
                 y *= match

@@ -1,0 +1,122 @@
+"""τ environments on copy-on-write databases: isolated per rollout, and equal call for call to
+environments on a freshly validated database (the reference they replace)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from prefix_audit.benchmarks.tau.environment import AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint
+
+
+class Record:
+    """A mutable stand-in for a pydantic record (deep-copied like one)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _table():
+    template = {"a": Record([1]), "b": Record([2])}
+    mode = AccessMode()
+    return template, mode, CopyOnWriteTable(template, mode)
+
+
+@pytest.mark.parametrize("reach", [
+    lambda t: t["a"],
+    lambda t: t.get("a"),
+    lambda t: dict(t.items())["a"],
+    lambda t: list(t.values())[0],
+    lambda t: t.setdefault("a"),
+    lambda t: t.pop("a"),
+    lambda t: t.popitem()[1] if list(t)[-1] == "a" else t.pop("a"),
+    lambda t: t.copy()["a"],
+    lambda t: dict(t)["a"],
+    lambda t: {**t}["a"],
+    lambda t: (t | {})["a"],
+    lambda t: ({} | t)["a"],
+    lambda t: copy.copy(t)["a"],
+])
+def test_a_writing_call_never_reaches_a_template_record(reach):
+    template, _, table = _table()
+    record = reach(table)
+    assert record is not template["a"] and record.value == [1]
+    record.value.append(9)
+    assert template["a"].value == [1]
+
+
+def test_a_record_is_copied_once_and_what_a_call_stores_is_kept_as_is():
+    template, _, table = _table()
+    assert table["a"] is table["a"] is table.get("a")
+    new = Record([3])
+    table["c"] = new
+    assert table["c"] is new and "c" not in template
+    table.update(d=Record([4]))
+    assert table["d"] is table["d"]
+    del table["b"]
+    assert "b" not in table and "b" in template
+
+
+def test_reading_calls_see_the_template_records_and_copy_nothing():
+    template, mode, table = _table()
+    with mode.reading():
+        assert table["a"] is template["a"] and list(table.values()) == list(template.values())
+    assert mode.copying
+    assert table["a"] is not template["a"]  # after the read, a writing call gets its own copy
+    with mode.reading():
+        assert table["a"] is not template["a"]  # and from then on everyone sees that copy
+
+
+def test_copy_on_write_database_serialises_like_the_validated_one(tau):
+    for bench in tau.values():
+        backend = bench.backend
+        db = backend.copy_on_write_db(AccessMode())
+        assert type(db) is type(backend.template_db)
+        assert db.model_dump_json() == backend.validated_db().model_dump_json()
+        assert backend.initial_db_hash == backend.validated_environment().get_db_hash()
+
+
+def test_concurrent_rollouts_do_not_see_each_others_writes(tau):
+    bench = tau["tau_airline"]
+    backend = bench.backend
+    before, during = LiveEnvironment(backend), LiveEnvironment(backend)
+    assert during.call("cancel_reservation", {"reservation_id": "EHGLP3"})[0]
+    after = LiveEnvironment(backend)
+    for env in (before, after):
+        accepted, text = env.call("get_reservation_details", {"reservation_id": "EHGLP3"})
+        assert accepted and json.loads(text)["status"] is None
+        assert env.db_hash() == backend.initial_db_hash and env.db_fingerprint() == backend.initial_fingerprint
+    accepted, text = during.call("get_reservation_details", {"reservation_id": "EHGLP3"})
+    assert json.loads(text)["status"] == "cancelled"
+    assert during.db_hash() != backend.initial_db_hash
+    assert backend.template_db.model_dump_json() == backend.validated_db().model_dump_json()
+
+
+# Reads that walk whole tables (flight search, user search, product listing), run after the writes.
+_SWEEPS = {
+    "tau_airline": [("search_onestop_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}),
+                    ("search_direct_flight", {"origin": "JFK", "destination": "ORD", "date": "2024-05-17"}),
+                    ("get_flight_status", {"flight_number": "HAT001", "date": "2024-05-16"})],
+    "tau_retail": [("find_user_id_by_name_zip", {"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"}),
+                   ("list_all_product_types", {})],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset", ["tau_airline", "tau_retail"])
+def test_copy_on_write_environments_answer_every_call_like_validated_ones(tau, dataset):
+    """Every base task's gold calls, then the same calls again (most writes now fail), then table
+    sweeps — on a copy-on-write environment and on a freshly validated one: the same acceptance,
+    the same result text after every call, and the same database JSON at the end (field and
+    insertion order included, so the same tau2 hash)."""
+    bench = tau[dataset]
+    backend = bench.backend
+    for task_id in bench.task_ids():
+        gold = [(a.name, dict(a.arguments)) for a in bench.task(task_id).gold]
+        live, reference = LiveEnvironment(backend), backend.validated_environment()
+        for name, arguments in gold + gold + _SWEEPS[dataset]:
+            assert live.call(name, arguments) == backend.call(reference, name, arguments), (task_id, name)
+        assert live.db_fingerprint() == _fingerprint(reference.tools.db), task_id
+    assert backend.template_db.model_dump_json() == backend.validated_db().model_dump_json()
