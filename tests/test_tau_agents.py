@@ -68,8 +68,21 @@ def test_too_many_tool_errors_end_the_episode(tau, arguments):
     backend = Replies((None, (bad,) * sem.MAX_ERRORS), ("Sorry.", ()))
     episode = _episode(airline, airline.task_ids()[0], backend)
     assert episode.conversation["termination_reason"] == "too_many_errors" and len(episode.turns) == 1
+    assert len(backend.requests) == 1 and len(episode.turns[0]) == 1  # it ends before the agent's next message
+    assert not episode.force_terminated
+
+
+def test_the_error_limit_is_checked_after_every_tool_result(tau):
+    # τ checks its limits whenever a message is handed on, not only when a turn ends: the agent that
+    # keeps calling after its tenth error is not asked again
+    airline = tau["tau_airline"]
+    bad = ModelToolCall("c1", "get_reservation_details", json.dumps({"reservation_id": "NOPE00"}))
+    backend = Replies((None, (bad,)))
+    episode = _episode(airline, airline.task_ids()[0], backend)
+    assert episode.conversation["termination_reason"] == "too_many_errors"
+    assert len(backend.requests) == sem.MAX_ERRORS and [len(t) for t in episode.turns] == [sem.MAX_ERRORS]
     observations = [m.content for m in backend.requests[-1].messages if m.role == "tool"]
-    assert len(observations) == sem.MAX_ERRORS and all("Error" in o for o in observations)
+    assert len(observations) == sem.MAX_ERRORS - 1 and all("Error" in o for o in observations)
 
 
 def test_a_model_user_simulator_is_accounted_apart(tau):

@@ -49,9 +49,10 @@ class Conversation(Protocol):
         """The user's message opening the next turn, given the agent's closing reply of the last
         one (None before the first turn); None when the conversation is over."""
 
-    def after_turn(self, steps: int) -> str | None:
-        """A termination reason when the episode must stop after this turn (``steps``: messages
-        and tool-result batches so far), else None."""
+    def limit_reached(self, steps: int) -> str | None:
+        """A termination reason when the episode must stop now, else None. Asked whenever the next
+        message would go to the agent or the user: after each batch of tool results and after each
+        turn (``steps``: messages and tool-result batches so far)."""
 
     def meta(self, termination: str | None) -> dict[str, Any]:
         """What the rollout record must carry about the conversation; ``termination`` is why the
@@ -77,7 +78,7 @@ class ScriptedTurns:
         self._turn += 1
         return self._env.user_message(self._turn - 1)
 
-    def after_turn(self, steps: int) -> str | None:
+    def limit_reached(self, steps: int) -> str | None:
         return None
 
     def meta(self, termination: str | None) -> dict[str, Any]:

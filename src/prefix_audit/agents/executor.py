@@ -3,8 +3,9 @@
 Per user turn the model is called with the conversation so far and the turn's tools; each tool call
 it emits is executed and its observation appended, for at most ``max_steps`` tool-action
 iterations; a reply without tool calls ends the turn. A turn that uses up its steps stops the
-episode, as a force-terminated run does in the benchmarks. Every model call's accounting is kept
-with the rollout.
+episode, as a force-terminated run does in the benchmarks. The conversation's own limits (τ's
+error and step limits) are asked after every batch of tool results and after every turn, and stop
+the episode there. Every model call's accounting is kept with the rollout.
 
 The user's side comes from a :class:`~.environment.Conversation`: scripted turns, or a user
 simulator answering the agent's closing reply of each turn (τ-bench's half-duplex protocol).
@@ -65,7 +66,8 @@ async def run_executor(backend: ModelBackend, env: AgentEnvironment, conversatio
     planning: list[dict[str, Any]] = []
     reply: str | None = None
     steps_so_far = 0  # messages and tool-result batches, as τ-bench counts its step limit
-    termination = None
+    termination: str | None = None
+    force_terminated = False  # a turn used up its max_steps tool actions
     while (request := await conversation.next_user_message(reply)) is not None:
         turn = len(turns)
         tools = env.tools(turn)
@@ -89,15 +91,19 @@ async def run_executor(backend: ModelBackend, env: AgentEnvironment, conversatio
                 steps.append(Step((), reply))
                 break
             if len(steps) == max_steps:
+                force_terminated = True
                 break  # a further tool call past the limit is not executed
             calls = tuple(to_tool_call(c) for c in response.tool_calls)
             steps.append(Step(calls, response.text))
             for model_call, call in zip(response.tool_calls, calls, strict=True):
                 messages.append(Message("tool", env.execute(call), tool_call_id=model_call.id))
             steps_so_far += 1
+            if (termination := conversation.limit_reached(steps_so_far)) is not None:
+                break  # the results are not handed back to the agent
         turns.append(tuple(steps))
-        termination = "max_steps" if reply is None else conversation.after_turn(steps_so_far)
+        if termination is None:
+            termination = "max_steps" if force_terminated else conversation.limit_reached(steps_so_far)
         if termination is not None:
             break
-    return Episode(tuple(turns), tuple(usage) + conversation.usage(), termination == "max_steps" and reply is None,
+    return Episode(tuple(turns), tuple(usage) + conversation.usage(), force_terminated,
                    tuple(planning), termination, conversation.meta(termination))

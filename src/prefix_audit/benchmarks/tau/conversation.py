@@ -294,7 +294,7 @@ class TauConversation:
         self._user_turns.append(text)
         return text
 
-    def after_turn(self, steps: int) -> str | None:
+    def limit_reached(self, steps: int) -> str | None:
         if self._env.errors >= sem.MAX_ERRORS:
             return "too_many_errors"
         return "max_steps" if steps >= sem.MAX_STEPS else None
