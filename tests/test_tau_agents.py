@@ -11,6 +11,7 @@ import pytest
 from prefix_audit.agents.executor import K_EXEC
 from prefix_audit.agents.methods import MethodSpec, run_method
 from prefix_audit.benchmarks.tau import semantics as sem
+from prefix_audit.calls import ToolCall
 from prefix_audit.checker import replay
 from prefix_audit.models.base import ModelRequest, ModelResponse, ModelToolCall
 from prefix_audit.records import Rollout, Usage
@@ -114,3 +115,12 @@ def test_an_error_free_simulated_model_replays_like_the_reference(tau, dataset):
         result, reference = replay(rollout, bench), replay(bench.reference_rollout(task_id), bench)
         assert (result.T, result.FED, result.Y) == (reference.T, reference.FED, reference.Y), task_id
         assert episode.conversation["user_turns"] == bench.reference_rollout(task_id).meta["user_turns"]
+
+
+def test_positional_arguments_bind_in_declared_order_live_as_in_replay(tau):
+    airline = tau["tau_airline"]
+    reservation = next(iter(airline.backend.domain.raw_db["reservations"]))
+    by_keyword = airline.agent_environment("0").execute(
+        ToolCall("get_reservation_details", kwargs={"reservation_id": reservation}))
+    by_position = airline.agent_environment("0").execute(ToolCall("get_reservation_details", args=(reservation,)))
+    assert reservation in by_keyword and by_position == by_keyword

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...agents.environment import unreadable_call_observation
 from ...calls import ToolCall
 from ...checker import scalars
 from ...models.base import Message, ModelBackend, ModelRequest, ToolSchema
@@ -262,8 +263,8 @@ class TauAgentEnvironment:
         """Run one call on the live state; the observation text τ's environment would return."""
         if not call.well_formed:
             self._live.errors += 1
-            return f"Error: the tool call could not be read: {call.parse_error}"
-        return self._live.call(call.name or "", dict(call.kwargs), call.call_id or "")[1]
+            return unreadable_call_observation(call)
+        return self._live.run(call)[1]
 
 
 class TauConversation:

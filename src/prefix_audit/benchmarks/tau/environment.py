@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ...calls import ToolCall
 from ..base import ToolSpec
 from . import semantics as sem
 from .data import TauDomain
@@ -342,6 +343,14 @@ class LiveEnvironment:
         self._environment = backend.new_environment(self._mode)
         self._wrote = False  # a call that may write has run
         self.errors = 0
+
+    def run(self, call: ToolCall) -> tuple[bool, str]:
+        """Run one well-formed parsed call. tau2 takes keyword arguments only; positional ones (from
+        call text) bind in the declared parameter order, in replay and in live episodes alike."""
+        info = self.backend.tools.get(call.name or "")
+        arguments = dict(zip(info.spec.positional_order, call.args)) if info else {}
+        arguments.update(call.kwargs)
+        return self.call(call.name or "", arguments, call.call_id or "")
 
     def call(self, name: str, arguments: Mapping[str, Any], call_id: str = "") -> tuple[bool, str]:
         if self.backend.reads_only(name):

@@ -279,11 +279,7 @@ class TauSession:
     def execute(self, call: ToolCall) -> Outcome:
         if not call.well_formed:
             return Outcome(False, None, call.parse_error)
-        spec = self._tools.get(call.name or "")
-        # tau2 takes keyword arguments only; positional ones (from call text) bind in schema order.
-        arguments = dict(zip(spec.positional_order, call.args)) if spec else {}
-        arguments.update(call.kwargs)
-        accepted, text = self._live.call(call.name or "", arguments, call.call_id or "")
+        accepted, text = self._live.run(call)
         return Outcome(True, text) if accepted else Outcome(False, None, text)
 
     def complete(self) -> Outcome:
