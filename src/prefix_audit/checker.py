@@ -20,12 +20,10 @@ from typing import Any
 
 import jsonschema
 
-from .benchmarks.base import Benchmark, Outcome, ReplaySession, TaskFacts, ToolSpec
 from .calls import ToolCall
+from .contract import Benchmark, Outcome, ReplaySession, TaskFacts, ToolSpec, UnscorableRollout
 from .records import Action, Rollout, Step, actions_of
-
-CATEGORIES = ("schema", "dependency", "precondition", "state_consistency", "information")
-_PRIORITY = {c: i for i, c in enumerate(CATEGORIES)}
+from .taxonomy import PRIORITY
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class EpisodeResult:
 
 
 def primary(failures: tuple[Failure, ...] | list[Failure]) -> Failure:
-    return min(failures, key=lambda f: _PRIORITY[f.category])
+    return min(failures, key=lambda f: PRIORITY[f.category])
 
 
 # --- values the agent has available -------------------------------------------------------------
@@ -303,7 +301,7 @@ class _Replay:
             self._record(action, failures, outcome)
 
     def _record(self, action: Action, failures: list[Failure], outcome: Outcome | None) -> None:
-        ordered = tuple(sorted(failures, key=lambda f: _PRIORITY[f.category]))
+        ordered = tuple(sorted(failures, key=lambda f: PRIORITY[f.category]))
         self.verdicts.append(ActionVerdict(action, not failures, ordered,
                                            outcome.accepted if outcome else None, _text(outcome)))
         if failures:
@@ -315,10 +313,6 @@ def _text(outcome: Outcome | None) -> str | None:
         return None
     return outcome.error if not outcome.accepted and outcome.error else (
         None if outcome.result is None else str(outcome.result))
-
-
-class UnscorableRollout(ValueError):
-    """A rollout that is well-formed JSON but cannot be scored against its task."""
 
 
 def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
@@ -345,7 +339,7 @@ def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
     T = len(actions)
     y = session.final_success()
     fed = run.fed if run.fed is not None else T + 1
-    return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), getattr(session, "y_detail", None))
+    return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail)
 
 
 class DryRun:

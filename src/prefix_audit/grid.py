@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from . import registry
 from .agents.methods import METHODS
+from .settings import BlockSettings
 
 BASELINE_OF_CONDITIONS = "plan_conditioned"
 
@@ -70,14 +73,48 @@ def _blocks(config: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return grid
 
 
+@dataclass(frozen=True)
+class SkippedBlock:
+    """A block a dataset cannot run, and why."""
+
+    dataset: str
+    model: str
+    method: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset}/{self.model}/{self.method} skipped: {self.reason}"
+
+
+def planned_blocks(config: Mapping[str, Any]) -> tuple[dict[str, list[tuple[str, str]]], list[SkippedBlock]]:
+    """Per dataset of the config, the blocks (model, method) it runs; and the blocks it skips because
+    its benchmark lacks a capability they need (:meth:`~prefix_audit.settings.BlockSettings.needs`)."""
+    grid = blocks(config)
+    needs = {key: BlockSettings.parse(settings).needs() for key, settings in grid.items()}
+    planned: dict[str, list[tuple[str, str]]] = {}
+    skipped: list[SkippedBlock] = []
+    for dataset in sorted(config["benchmarks"]):
+        offered = registry.dataset(dataset).capabilities
+        planned[dataset] = []
+        for key in grid:
+            missing = needs[key] - offered
+            if missing:
+                skipped.append(SkippedBlock(dataset, *key, f"the {dataset} benchmark has no "
+                                            f"{', '.join(sorted(missing))} capability"))
+            else:
+                planned[dataset].append(key)
+    return planned, skipped
+
+
 def condition_pairs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Table F.3: each verifier condition (and Dual-Loop itself) against the same model's
-    Plan-Conditioned block, on every dataset. That block shares the condition's first plan per
-    turn (the simulated planner seeds it by model and task; a real one at temperature 0 with the
-    response cache sends the same request), so it serves as the paired Plan-Conditioned rerun."""
+    Plan-Conditioned block, on every dataset that runs both. That block shares the condition's first
+    plan per turn (the simulated planner seeds it by model and task; a real one at temperature 0 with
+    the response cache sends the same request), so it serves as the paired Plan-Conditioned rerun."""
     agents = config.get("agents") or {}
     conditions = agents.get("verifier_conditions") or {}
     grid = blocks(config)
+    planned, _ = planned_blocks(config)
     pairs = []
     for dataset in sorted(config["benchmarks"]):
         for model in conditions.get("models", ()):
@@ -87,6 +124,7 @@ def condition_pairs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
             methods = ["dual_loop"] if (model, "dual_loop") in grid else []
             methods += [condition_method(n) for n in sorted(conditions.get("conditions", {}))]
             for method in methods:
-                pairs.append({"label": f"{method} vs {BASELINE_OF_CONDITIONS}", "dataset": dataset,
-                              "condition": {"model": model, "method": method}, "baseline": baseline})
+                if {(model, method), (model, BASELINE_OF_CONDITIONS)} <= set(planned[dataset]):
+                    pairs.append({"label": f"{method} vs {BASELINE_OF_CONDITIONS}", "dataset": dataset,
+                                  "condition": {"model": model, "method": method}, "baseline": baseline})
     return pairs

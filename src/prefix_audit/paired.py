@@ -260,7 +260,7 @@ def paired_differences(
 def write_paired(
     episodes_path: str | os.PathLike[str],
     pairs: Sequence[PairSpec],
-    out_dir: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     resamples: int = 100_000,
     seed: int,
@@ -268,14 +268,9 @@ def write_paired(
     pools: Mapping[str, Sequence[str]] | None = None,
     workers: int = 1,
 ) -> Path:
-    """Paired differences of an episodes Parquet file; write ``out_dir/paired.parquet`` atomically."""
+    """Paired differences of an episodes Parquet file; write them to ``out`` atomically."""
     episodes = pl.read_parquet(episodes_path)
     paired = paired_differences(
         episodes, pairs, resamples=resamples, seed=seed, confidence=confidence, pools=pools, workers=workers
     )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    return atomic_write(
-        out / "paired.parquet",
-        lambda tmp: paired.write_parquet(tmp, compression="zstd", statistics=False),
-    )
+    return atomic_write(out, lambda tmp: paired.write_parquet(tmp, compression="zstd", statistics=False))

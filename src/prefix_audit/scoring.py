@@ -9,63 +9,21 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
-from .benchmarks.base import Benchmark
-from .checker import EpisodeResult, UnscorableRollout, primary, replay
+from . import registry
+from .checker import EpisodeResult, primary, replay
+from .contract import Benchmark, UnknownDataset, UnscorableRollout
+from .fed import ACTION_SCHEMA, EPISODE_SCHEMA
 from .io import atomic_write_text, write_parquet
 from .records import AGENT_ROLES, BadLine, Located, Rollout, read_rollouts
 
 log = logging.getLogger(__name__)
-
-EPISODE_SCHEMA = pa.schema([
-    pa.field("dataset", pa.string(), nullable=False),
-    pa.field("model", pa.string(), nullable=False),
-    pa.field("method", pa.string(), nullable=False),
-    pa.field("task_id", pa.string(), nullable=False),
-    pa.field("rollout_id", pa.string(), nullable=False),
-    pa.field("source", pa.string(), nullable=False),
-    pa.field("T", pa.int32(), nullable=False),
-    pa.field("FED", pa.int32(), nullable=False),
-    pa.field("Y", pa.int8()),  # null: the benchmark could not decide success
-    pa.field("category", pa.string()),  # primary first-failure category; null when fully executable
-    pa.field("failure_code", pa.string()),
-    pa.field("failure_detail", pa.string()),
-    pa.field("failed_predicates", pa.list_(pa.string()), nullable=False),  # every failing category at FED
-    pa.field("n_turns", pa.int32(), nullable=False),
-    pa.field("y_detail", pa.string()),
-    # Accounting (SPEC §4, Table F.2); null when the rollout carries none.
-    pa.field("agent_calls", pa.int32()),
-    pa.field("agent_tokens", pa.int64()),  # input + output over planner, verifier, revision, executor
-    pa.field("agent_latency_s", pa.float64()),  # summed client-side latency of those calls
-    pa.field("user_sim_tokens", pa.int64()),
-    pa.field("user_sim_latency_s", pa.float64()),
-    pa.field("meta_json", pa.string(), nullable=False),
-])
-
-ACTION_SCHEMA = pa.schema([
-    pa.field("dataset", pa.string(), nullable=False),
-    pa.field("model", pa.string(), nullable=False),
-    pa.field("method", pa.string(), nullable=False),
-    pa.field("task_id", pa.string(), nullable=False),
-    pa.field("rollout_id", pa.string(), nullable=False),
-    pa.field("j", pa.int32(), nullable=False),
-    pa.field("turn", pa.int32(), nullable=False),
-    pa.field("step", pa.int32(), nullable=False),
-    pa.field("terminal", pa.bool_(), nullable=False),
-    pa.field("tool", pa.string()),
-    pa.field("call", pa.string()),
-    pa.field("V", pa.bool_()),  # null after the first failure: the prefix replay has stopped
-    pa.field("failure_categories", pa.list_(pa.string()), nullable=False),
-    pa.field("failure_codes", pa.list_(pa.string()), nullable=False),
-    pa.field("failure_details", pa.list_(pa.string()), nullable=False),
-    pa.field("accepted", pa.bool_()),  # the benchmark's verdict on the executed transition
-    pa.field("result", pa.string()),
-])
 
 MAX_RESULT_CHARS = 2_000
 
@@ -138,10 +96,6 @@ def action_rows(ep: EpisodeResult) -> Iterable[dict]:
         }
 
 
-class UnknownDataset(KeyError):
-    """No adapter is configured for a rollout's dataset."""
-
-
 def score_rollouts(items: Iterable[Located | BadLine], benchmark_for: Callable[[str], Benchmark],
                    report: ScoreReport) -> tuple[list[EpisodeResult], list[BadLine]]:
     """Replay every rollout; anything unusable becomes a located quarantine record."""
@@ -181,27 +135,48 @@ def _sort_key(ep: EpisodeResult) -> tuple:
     return (r.dataset, r.model, r.method, r.task_id, r.rollout_id)
 
 
-def write_scores(episodes: list[EpisodeResult], bad: list[BadLine], out_dir: str | Path) -> dict[str, Path]:
-    out = Path(out_dir)
+@dataclass(frozen=True)
+class ScoreOutputs:
+    """Where one scoring run writes: the per-action table, the FED table and the quarantine file."""
+
+    actions: Path
+    episodes: Path
+    quarantine: Path
+
+    @classmethod
+    def in_dir(cls, out_dir: str | Path) -> ScoreOutputs:
+        """The file names ``prefix-audit score -o DIR`` writes."""
+        out = Path(out_dir)
+        return cls(out / "actions.parquet", out / "episodes.parquet", out / "quarantine.jsonl")
+
+
+def write_scores(episodes: list[EpisodeResult], bad: list[BadLine], outputs: ScoreOutputs) -> None:
     episodes = sorted(episodes, key=_sort_key)
     ep_table = pa.Table.from_pylist([episode_row(e) for e in episodes], schema=EPISODE_SCHEMA)
     act_table = pa.Table.from_pylist([row for e in episodes for row in action_rows(e)], schema=ACTION_SCHEMA)
-    paths = {
-        "episodes": write_parquet(ep_table, out / "episodes.parquet"),
-        "actions": write_parquet(act_table, out / "actions.parquet"),
-        "quarantine": atomic_write_text(out / "quarantine.jsonl", "".join(
-            json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for b in bad)),
-    }
-    return paths
+    write_parquet(ep_table, outputs.episodes)
+    write_parquet(act_table, outputs.actions)
+    atomic_write_text(outputs.quarantine, "".join(
+        json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for b in bad))
 
 
-def score_file(rollouts_path: str | Path, out_dir: str | Path,
+def score_file(rollouts_path: str | Path, outputs: ScoreOutputs,
                benchmark_for: Callable[[str], Benchmark]) -> ScoreReport:
-    """Score one rollout JSONL file into ``out_dir``; returns the counts."""
+    """Score one rollout JSONL file into ``outputs``; returns the counts."""
     report = ScoreReport()
     episodes, bad = score_rollouts(read_rollouts(rollouts_path), benchmark_for, report)
-    write_scores(episodes, bad, out_dir)
+    write_scores(episodes, bad, outputs)
     log.info(report.summary())
     for b in bad:
         log.warning("quarantined %s:%s: %s", b.path, b.line, b.reason)
     return report
+
+
+def score_block(rollouts: str | Path, actions: str | Path, episodes: str | Path, quarantine: str | Path, *,
+                resources: str | Path, dataset: str, benchmark: Mapping[str, Any] | None = None,
+                plugins: Sequence[str] = ()) -> ScoreReport:
+    """The ``score_rollouts`` stage: one block's rollouts, with ``dataset`` opened from its config
+    entry ``benchmark`` (any other dataset a record names opens with its defaults)."""
+    registry.load(plugins)
+    resolve = registry.resolver(resources, {dataset: benchmark or {}}, fetch=False)
+    return score_file(rollouts, ScoreOutputs(Path(actions), Path(episodes), Path(quarantine)), resolve)

@@ -232,7 +232,7 @@ def compute_stats(
 
 def write_stats(
     episodes_path: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
+    out: str | os.PathLike[str],
     *,
     resamples: int,
     seed: int,
@@ -241,7 +241,7 @@ def write_stats(
     pools: Mapping[str, Sequence[str]] | None = TAU_POOL,
     workers: int = 1,
 ) -> Path:
-    """Compute statistics of an episodes Parquet file; write ``out_dir/stats.parquet`` atomically.
+    """Compute statistics of an episodes Parquet file; write them to ``out`` atomically.
 
     Pools default to ``TAU_POOL`` (Table F.1); a pool only adds blocks where members have rows.
     """
@@ -250,9 +250,4 @@ def write_stats(
         episodes, resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, pools=pools,
         workers=workers,
     )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    return atomic_write(
-        out / "stats.parquet",
-        lambda tmp: stats.write_parquet(tmp, compression="zstd", statistics=False),
-    )
+    return atomic_write(out, lambda tmp: stats.write_parquet(tmp, compression="zstd", statistics=False))

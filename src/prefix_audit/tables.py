@@ -13,6 +13,8 @@ from prefix_audit.paired import INTERVAL_METRICS, PAIRED_SCHEMA
 from prefix_audit.stats import BLOCK_KEYS, COST_METRICS, TAU_POOL
 
 EMPTY_NOTE = "No blocks were present."
+TABLES = ("G1", "F1", "F2", "F3")
+FORMATS = ("csv", "md", "tex")
 # Display order of the product's methods; any other method follows, sorted.
 METHOD_ORDER = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
 F2_BASELINES = ("react", "plan_conditioned")
@@ -307,26 +309,30 @@ def to_latex_booktabs(df: pl.DataFrame, caption: str, label: str, note: str = EM
     return "\n".join(out) + "\n"
 
 
+def table_files(out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """``{table}_{format}`` → ``out_dir/table_{table}.{format}``: what ``prefix-audit tables -o DIR``
+    writes, and the names of the ``tables`` rule's outputs."""
+    return {f"{t}_{ext}": Path(out_dir) / f"table_{t}.{ext}" for t in TABLES for ext in FORMATS}
+
+
 def write_table(
     df: pl.DataFrame,
-    out_dir: str | os.PathLike[str],
-    stem: str,
+    files: Mapping[str, str | os.PathLike[str]],
+    label: str,
     caption: str,
     *,
     display: Sequence[str] | None = None,
     note: str = EMPTY_NOTE,
 ) -> list[Path]:
-    """Write ``stem.csv`` (all columns) and ``stem.md``/``stem.tex`` (``display`` columns) atomically.
-
-    An empty table gets its header, plus ``note`` in the Markdown and LaTeX files.
+    """Write ``files["csv"]`` (all columns) and ``files["md"]``/``files["tex"]`` (``display``
+    columns) atomically; ``label`` names the LaTeX table. An empty table gets its header, plus
+    ``note`` in the Markdown and LaTeX files.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     shown = df.select(display) if display is not None else df
     return [
-        atomic_write_text(out / f"{stem}.csv", df.write_csv()),
-        atomic_write_text(out / f"{stem}.md", to_markdown(shown, note)),
-        atomic_write_text(out / f"{stem}.tex", to_latex_booktabs(shown, caption, f"tab:{stem}", note)),
+        atomic_write_text(files["csv"], df.write_csv()),
+        atomic_write_text(files["md"], to_markdown(shown, note)),
+        atomic_write_text(files["tex"], to_latex_booktabs(shown, caption, f"tab:{label}", note)),
     ]
 
 
@@ -342,22 +348,24 @@ def _display(df: pl.DataFrame) -> list[str]:
 
 def write_tables(
     stats_path: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
+    outputs: Mapping[str, str | os.PathLike[str]],
     paired_path: str | os.PathLike[str] | None = None,
     pools: Mapping[str, Sequence[str]] = TAU_POOL,
 ) -> list[Path]:
-    """Write tables G.1, F.1, F.2 and F.3 (CSV, Markdown, LaTeX each); return the 12 paths.
+    """Write tables G.1, F.1, F.2 and F.3 (CSV, Markdown, LaTeX each) to ``outputs`` (keys
+    ``{table}_{format}``, see :func:`table_files`); return the 12 paths.
 
-    ``stats_path`` is ``stats.parquet`` or a directory holding it; F.3 reads ``paired_path``,
-    or else ``paired.parquet`` beside ``stats.parquet`` when the directory holds one. Every
-    table is always written; an empty one carries a note on which blocks were absent.
+    F.3 reads ``paired_path`` (no paired differences when None). Every table is always written; an
+    empty one carries a note on which blocks were absent.
     """
-    path = Path(stats_path)
-    stats_file = path / "stats.parquet" if path.is_dir() else path
-    stats = pl.read_parquet(stats_file)
-    if paired_path is None and (stats_file.parent / "paired.parquet").is_file():
-        paired_path = stats_file.parent / "paired.parquet"
+    expected = set(table_files("."))
+    if set(outputs) != expected:
+        raise ValueError(f"tables: outputs must be exactly {sorted(expected)}, got {sorted(outputs)}")
+    stats = pl.read_parquet(stats_path)
     paired = pl.read_parquet(paired_path) if paired_path is not None else pl.DataFrame(schema=PAIRED_SCHEMA)
+
+    def files(table: str) -> dict[str, str | os.PathLike[str]]:
+        return {ext: outputs[f"{table}_{ext}"] for ext in FORMATS}
     conf = _confidence_text(stats)
 
     # G.1 is per dataset; pooled pseudo-datasets belong to F.1.
@@ -366,7 +374,7 @@ def write_tables(
         f"PEC@k with {conf}percentile-bootstrap confidence intervals "
         "per dataset, model and method block."
     )
-    paths = write_table(g1, out_dir, "table_G1", caption, display=_display(g1))
+    paths = write_table(g1, files("G1"), "table_G1", caption, display=_display(g1))
 
     pool = "tau"
     f1 = table_f1(stats, pool)
@@ -377,7 +385,7 @@ def write_tables(
     else:
         absent = f"no {joined} blocks in the FED table"
     paths += write_table(
-        f1, out_dir, "table_F1",
+        f1, files("F1"), "table_F1",
         f"{joined} pooled per task: TER, mean FED, AUC-PEC and final success with {conf}task-level "
         "percentile-bootstrap intervals; RR as recovered/eligible with a Wilson interval.",
         display=_display(f1),
@@ -386,7 +394,7 @@ def write_tables(
 
     f2 = table_f2(stats)
     paths += write_table(
-        f2, out_dir, "table_F2",
+        f2, files("F2"), "table_F2",
         "Mean agent tokens / mean cumulative agent call latency per episode (k = thousand tokens), "
         "episodes with accounting / all; relative change of Dual-Loop (tokens / latency).",
         display=_display(f2),
@@ -399,7 +407,7 @@ def write_tables(
     f3 = table_f3(paired)
     reason = "no paired.parquet was given" if paired_path is None else f"{Path(paired_path).name} has no rows"
     paths += write_table(
-        f3, out_dir, "table_F3",
+        f3, files("F3"), "table_F3",
         f"Paired differences (condition - baseline) with {_confidence_text(paired)}paired task-level "
         "percentile-bootstrap intervals; cost differences as points (relative change).",
         display=_display(f3),

@@ -8,7 +8,7 @@ rule fetch_benchmark:
         pin=lambda wc: next(b["package"] for b in config["benchmarks"].values()
                             if "package" in b and f"{b['package']['name']}-{b['package']['version']}" == wc.package),
         resources=lambda wc, output: str(Path(output[0]).parent.parent),
-        code=code_fingerprint("fetch.py"),
+        code=code("fetch_benchmark"),
     log:
         f"{RESULTS}/logs/fetch/{{package}}.log",
     benchmark:

@@ -9,7 +9,7 @@ rule figures:
                category="Figures", subcategory="{family}", caption="../report/figures.rst"),
     params:
         epsilon=0.05,
-        code=code_fingerprint("figures.py", "checker.py", "intervals.py", "io.py"),
+        code=code("figures"),
     wildcard_constraints:
         family="|".join(FIGURE_TABLES),
     threads: 2

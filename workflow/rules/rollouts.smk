@@ -10,7 +10,8 @@ rule generate_rollouts:
         resources=RESOURCES,
         benchmark=lambda wc: config["benchmarks"][wc.dataset],
         cache_dir=f"{RESULTS}/cache/model-responses",
-        code=code_fingerprint(*REPLAY_CODE, "sources", "agents", "models", "rollout_store.py", "pipeline.py"),
+        plugins=PLUGINS,
+        code=lambda wc: code("generate_rollouts", wc.dataset),
     log:
         f"{RESULTS}/logs/rollouts/{{dataset}}/{{model}}/{{method}}.log",
     benchmark:

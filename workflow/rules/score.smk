@@ -10,7 +10,8 @@ rule score_rollouts:
     params:
         resources=RESOURCES,
         benchmark=lambda wc: config["benchmarks"][wc.dataset],
-        code=code_fingerprint(*REPLAY_CODE, "scoring.py", "io.py"),
+        plugins=PLUGINS,
+        code=lambda wc: code("score_rollouts", wc.dataset),
     log:
         f"{RESULTS}/logs/score/{{dataset}}/{{model}}/{{method}}.log",
     benchmark:
@@ -26,7 +27,7 @@ rule fed_table:
     output:
         f"{RESULTS}/fed/episodes.parquet",
     params:
-        code=code_fingerprint("pipeline.py", "scoring.py", "io.py"),
+        code=code("fed_table"),
     log:
         f"{RESULTS}/logs/fed_table.log",
     script:

@@ -11,7 +11,7 @@ rule statistics:
         k_max=config["stats"]["k_max"],
         confidence=config["stats"]["confidence"],
         pools=config["stats"]["pools"],
-        code=code_fingerprint("metrics.py", "bootstrap.py", "intervals.py", "stats.py", "io.py"),
+        code=code("statistics"),
     threads: 2
     log:
         f"{RESULTS}/logs/stats.log",
@@ -33,7 +33,7 @@ rule paired_statistics:
         seed=config["stats"]["seed"],
         confidence=config["stats"]["confidence"],
         pools=config["stats"]["pools"],
-        code=code_fingerprint("paired.py", "metrics.py", "stats.py", "io.py"),
+        code=code("paired_statistics"),
     threads: 2
     log:
         f"{RESULTS}/logs/paired.log",
@@ -50,17 +50,15 @@ rule tables:
         paired=f"{RESULTS}/stats/paired.parquet",
     output:
         **{
-            f"{table}_{ext}": (
-                report(f"{RESULTS}/tables/table_{table}.{ext}", category="Tables",
-                       caption=f"../report/table_{table}.rst")
-                if ext == "csv" else f"{RESULTS}/tables/table_{table}.{ext}"
+            name: (
+                report(str(path), category="Tables", caption=f"../report/table_{name.split('_')[0]}.rst")
+                if path.suffix == ".csv" else str(path)
             )
-            for table in TABLE_NAMES
-            for ext in ("csv", "md", "tex")
+            for name, path in TABLES.items()
         },
     params:
         pools=config["stats"]["pools"],
-        code=code_fingerprint("tables.py", "stats.py", "paired.py", "io.py"),
+        code=code("tables"),
     log:
         f"{RESULTS}/logs/tables.log",
     script:

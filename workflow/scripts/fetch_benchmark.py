@@ -1,4 +1,5 @@
-from prefix_audit.pipeline import fetch_benchmark, logging_to
+from prefix_audit.fetch import fetch_pinned
+from prefix_audit.logs import logging_to
 
 with logging_to(snakemake.log[0]):
-    fetch_benchmark(snakemake.params.pin, snakemake.params.resources)
+    fetch_pinned(snakemake.params.pin, snakemake.params.resources)

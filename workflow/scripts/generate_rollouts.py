@@ -1,7 +1,8 @@
-from prefix_audit.pipeline import generate_rollouts, logging_to
+from prefix_audit.logs import logging_to
+from prefix_audit.rollouts import generate_rollouts
 
 with logging_to(snakemake.log[0]):
     generate_rollouts(snakemake.wildcards.dataset, snakemake.input.tasks, snakemake.wildcards.model,
-                      snakemake.wildcards.method,
-                      dict(snakemake.params.settings), snakemake.params.resources, snakemake.output[0],
-                      snakemake.params.cache_dir, snakemake.params.benchmark)
+                      snakemake.wildcards.method, dict(snakemake.params.settings), snakemake.params.resources,
+                      snakemake.output[0], snakemake.params.cache_dir, snakemake.params.benchmark,
+                      snakemake.params.plugins)

@@ -1,5 +1,7 @@
-from prefix_audit.pipeline import logging_to, write_task_list
+from prefix_audit.logs import logging_to
+from prefix_audit.tasks import write_task_list
 
 with logging_to(snakemake.log[0]):
     write_task_list(snakemake.wildcards.dataset, snakemake.params.resources, snakemake.params.n,
-                    snakemake.params.seed, snakemake.output[0], snakemake.params.benchmark)
+                    snakemake.params.seed, snakemake.output[0], snakemake.params.benchmark,
+                    snakemake.params.plugins)

@@ -1,7 +1,8 @@
-from pathlib import Path
-
-from prefix_audit.pipeline import logging_to, score
+from prefix_audit.logs import logging_to
+from prefix_audit.scoring import score_block
 
 with logging_to(snakemake.log[0]):
-    score(snakemake.input.rollouts, Path(snakemake.output.episodes).parent, snakemake.params.resources,
-          snakemake.params.benchmark)
+    score_block(snakemake.input.rollouts, snakemake.output.actions, snakemake.output.episodes,
+                snakemake.output.quarantine, resources=snakemake.params.resources,
+                dataset=snakemake.wildcards.dataset, benchmark=snakemake.params.benchmark,
+                plugins=snakemake.params.plugins)

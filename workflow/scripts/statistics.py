@@ -1,9 +1,7 @@
-from pathlib import Path
-
-from prefix_audit.pipeline import logging_to
+from prefix_audit.logs import logging_to
 from prefix_audit.stats import write_stats
 
 with logging_to(snakemake.log[0]):
-    write_stats(snakemake.input[0], Path(snakemake.output[0]).parent, resamples=snakemake.params.resamples,
+    write_stats(snakemake.input[0], snakemake.output[0], resamples=snakemake.params.resamples,
                 seed=snakemake.params.seed, k_max=snakemake.params.k_max, confidence=snakemake.params.confidence,
                 pools=dict(snakemake.params.pools), workers=snakemake.threads)

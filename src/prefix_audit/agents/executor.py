@@ -7,7 +7,7 @@ episode, as a force-terminated run does in the benchmarks. The conversation's ow
 error and step limits) are asked after every batch of tool results and after every turn, and stop
 the episode there. Every model call's accounting is kept with the rollout.
 
-The user's side comes from a :class:`~.environment.Conversation`: scripted turns, or a user
+The user's side comes from a :class:`~prefix_audit.contract.Conversation`: scripted turns, or a user
 simulator answering the agent's closing reply of each turn (τ-bench's half-duplex protocol).
 
 Planning methods hook in before each turn's first executor call (``briefing``): what they return is
@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract import AgentEnvironment, Conversation
 from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, to_tool_call
 from ..records import Step, Usage
-from .environment import AgentEnvironment, Conversation
 from .prompts import REACT_SYSTEM_PROMPT
 
 K_EXEC = 10

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..benchmarks.base import Benchmark
 from ..calls import ToolCall, structured_call
 from ..checker import DryRun, primary
+from ..contract import AgentEnvironment, Benchmark, Conversation
 from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, ToolSchema
 from ..records import Usage
-from .environment import AgentEnvironment, Conversation, ScriptedTurns
+from .environment import ScriptedTurns
 from .executor import K_EXEC, Episode, TurnBriefing, run_executor
 from .plans import CHECK_OF_CATEGORY, PLAN_FORMAT, VERDICT_FORMAT, Plan, PlanFormatError, Rejection, \
     UnresolvedReference, parse_plan, parse_verdict, step_call

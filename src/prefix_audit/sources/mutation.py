@@ -19,34 +19,21 @@ Operators by category:
 from __future__ import annotations
 
 import random
-
-import jsonschema
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
-from ..benchmarks.base import Benchmark, Outcome, TaskFacts, ToolSpec
+import jsonschema
+
 from ..calls import ToolCall
-from ..checker import CATEGORIES, argument_values, mentions, scalars
+from ..checker import argument_values, mentions, scalars
+from ..contract import Benchmark, Outcome, TaskFacts, ToolSpec
 from ..records import Rollout, Step, rollout_id_for
+from ..taxonomy import CATEGORIES
 
 # Each flat action: (turn, call).
 FlatAction = tuple[int, ToolCall]
-
-
-class MutableBenchmark(Benchmark, Protocol):
-    """Extra facts the generator needs from an adapter."""
-
-    def reference_rollout(self, task_id: str) -> Rollout: ...
-
-    def tool_universe(self) -> Sequence[str]: ...
-
-    def precondition_guards(self) -> dict[str, frozenset[str]]:
-        """Setter method (login/authenticate) → the methods that need it."""
-
-    def deletion_call(self, spec: ToolSpec, param: str, value: Any) -> ToolCall | None:
-        """A call that deletes the object ``value`` names, if the benchmark has one."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +68,7 @@ def assemble(template: Rollout, actions: Sequence[FlatAction], model: str, metho
     return Rollout(template.dataset, template.task_id, model, method, rollout_id, turns, "mutation", meta)
 
 
-def dry_run(bench: MutableBenchmark, template: Rollout, actions: Sequence[FlatAction], upto: int) -> list[Outcome]:
+def dry_run(bench: Benchmark, template: Rollout, actions: Sequence[FlatAction], upto: int) -> list[Outcome]:
     """Execute the first ``upto`` actions on a fresh session; the environment's verdicts."""
     session = bench.open_session(template)
     outcomes: list[Outcome] = []
@@ -105,7 +92,7 @@ def _result_texts(outcomes: Sequence[Outcome]) -> list[str]:
 
 @dataclass
 class Context:
-    bench: MutableBenchmark
+    bench: Benchmark
     reference: Rollout
     actions: list[FlatAction]
     facts: TaskFacts
@@ -316,7 +303,7 @@ def _valid_reference_prefix(ctx: Context) -> int:
     return len(ctx.actions)
 
 
-def task_context(bench: MutableBenchmark, task_id: str, rng: random.Random) -> Context:
+def task_context(bench: Benchmark, task_id: str, rng: random.Random) -> Context:
     """Everything the operators need about one task: its reference actions, tools per turn,
     facts, and (replayed when first needed) the environment's verdict on each reference action."""
     reference = bench.reference_rollout(task_id)
@@ -343,7 +330,7 @@ def candidates(ctx: Context, j: int, category: str) -> Iterator[Candidate]:
     return (c for op in operators for c in op(ctx, j))
 
 
-def mutate(bench: MutableBenchmark, task_id: str, category: str, rng: random.Random,
+def mutate(bench: Benchmark, task_id: str, category: str, rng: random.Random,
            depth: int | None = None, max_confirmations: int = 12) -> tuple[tuple[FlatAction, ...], Injection] | None:
     """One confirmed injection of ``category`` into the task's reference rollout, or None.
 
@@ -370,7 +357,7 @@ def mutate(bench: MutableBenchmark, task_id: str, category: str, rng: random.Ran
     return None
 
 
-def mutated_rollout(bench: MutableBenchmark, task_id: str, category: str, seed: int, model: str = "mutator",
+def mutated_rollout(bench: Benchmark, task_id: str, category: str, seed: int, model: str = "mutator",
                     method: str = "mutation", depth: int | None = None) -> Rollout | None:
     """The reference rollout of ``task_id`` with one confirmed ``category`` failure (at ``depth``
     when given), or None when the task offers no such site."""

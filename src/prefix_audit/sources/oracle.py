@@ -1,4 +1,4 @@
-"""The mutation corpus as an oracle for the checker, on any :class:`MutableBenchmark`.
+"""The mutation corpus as an oracle for the checker, on any benchmark with the reference and mutation capabilities.
 
 For every task × category the seeded generator injects one confirmed first failure; the checker
 must recover its depth and its category on its own. The report counts both, the confusion matrix,
@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checker import CATEGORIES, replay
-from .mutation import MutableBenchmark, mutated_rollout
+from ..checker import replay
+from ..contract import Benchmark
+from ..taxonomy import CATEGORIES
+from .mutation import mutated_rollout
 
 
 @dataclass
@@ -50,7 +52,7 @@ class OracleReport:
         return out
 
 
-def run_oracle(bench: MutableBenchmark, task_ids: Sequence[str], seed: int) -> OracleReport:
+def run_oracle(bench: Benchmark, task_ids: Sequence[str], seed: int) -> OracleReport:
     report = OracleReport(tasks=len(task_ids))
     start = time.perf_counter()
     for task_id in task_ids:

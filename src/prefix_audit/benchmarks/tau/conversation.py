@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...agents.environment import unreadable_call_observation
+from ...contract import unreadable_call_observation
 from ...calls import ToolCall
 from ...checker import scalars
 from ...models.base import Message, ModelBackend, ModelRequest, ToolSchema
@@ -268,8 +268,8 @@ class TauAgentEnvironment:
 
 
 class TauConversation:
-    """τ-bench's half-duplex protocol for one episode (an :class:`~prefix_audit.agents.environment.
-    Conversation`): the agent greets, the user (scripted or a model) opens with the reason for the
+    """τ-bench's half-duplex protocol for one episode (a :class:`~prefix_audit.contract.Conversation`):
+    the agent greets, the user (scripted or a model) opens with the reason for the
     call and then answers the agent's closing reply of every turn, until it sends a stop token; the
     agent's stop token, :data:`~.semantics.MAX_ERRORS` tool errors or :data:`~.semantics.MAX_STEPS`
     steps end it too. Each user message that the agent answers opens a turn (``meta["user_turns"]``)."""

@@ -33,7 +33,7 @@ from functools import cached_property
 from typing import Any
 
 from ...calls import ToolCall
-from ..base import ToolSpec
+from ...contract import ToolSpec
 from . import semantics as sem
 from .data import TauDomain
 

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ...calls import ToolCall, structured_call
-from ...checker import UnscorableRollout
+from ...checker import primary, replay
+from ...contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, UnscorableRollout
 from ...models.base import ModelBackend
 from ...records import Rollout, rollout_id_for
-from ..base import Outcome, TaskFacts, ToolSpec
 from . import semantics as sem
 from .conversation import (
     ModelUser,
@@ -78,8 +78,8 @@ def task_facts(task: TauTask, user_turns: Sequence[str]) -> TaskFacts:
     return TaskFacts(initial, tuple(user_turns), facts)
 
 
-class TauBenchmark:
-    """One τ domain as a :class:`~prefix_audit.benchmarks.base.Benchmark` (and a MutableBenchmark)."""
+class TauBenchmark(Benchmark):
+    """One τ domain: replay, reference rollouts, mutation facts and live conversations."""
 
     def __init__(self, data: TauData, domain: str, nl_judge: NlJudge | None = None,
                  task_ids: Sequence[str] | None = None) -> None:
@@ -90,19 +90,12 @@ class TauBenchmark:
         self.dataset = dataset_of(domain)
         self.nl_judge = nl_judge
         self.backend = DomainBackend(self.domain)
-        self._task_ids = list(task_ids) if task_ids is not None else list(self.domain.tasks)
-        self._allowed = set(self._task_ids)
+        self.tasks = TaskIndex(task_ids if task_ids is not None else list(self.domain.tasks))
         self._gold_hash: dict[str, str] = {}
         self._gold_fingerprint: dict[str, str] = {}
         self._reference: dict[str, ReferenceConversation] = {}
 
     # tasks ------------------------------------------------------------------------------------
-    def task_ids(self) -> Sequence[str]:
-        return self._task_ids
-
-    def has_task(self, task_id: str) -> bool:
-        return task_id in self._allowed
-
     def task(self, task_id: str) -> TauTask:
         return self.domain.tasks[task_id]
 
@@ -112,17 +105,17 @@ class TauBenchmark:
         rollout's meta (sessions refuse a rollout made against other task or database files)."""
         return dict(self.domain.provenance)
 
-    def task_listing(self) -> dict[str, Any]:
-        """The task list with its provenance, and the tasks whose Y leaves NL assertions out."""
+    def task_provenance(self) -> dict[str, Any]:
+        """The task list's provenance, and the tasks whose Y leaves NL assertions out."""
         return {"dataset": self.dataset, **self.provenance, "tasks_file": self.domain.files.tasks_origin,
-                "task_ids": list(self._task_ids), "nl_unjudged_task_ids": self.nl_unjudged_task_ids()}
+                "nl_unjudged_task_ids": self.nl_unjudged_task_ids()}
 
     def nl_unjudged_task_ids(self) -> list[str]:
         """Tasks whose reward includes NL assertions that only a judge model can decide; without one
         their Y basis is ``db_and_communicate_only``."""
         if self.nl_judge is not None:
             return []
-        return [t for t in self._task_ids if _needs_judge(self.task(t))]
+        return [t for t in self.tasks if _needs_judge(self.task(t))]
 
     # tools ------------------------------------------------------------------------------------
     @cached_property
@@ -201,13 +194,12 @@ class TauBenchmark:
     def scripted_user(self, task_id: str) -> ScriptedUser:
         return ScriptedUser(self.task(task_id))
 
-    def conversation(self, env: TauAgentEnvironment, user_backend: ModelBackend | None = None) -> TauConversation:
+    def conversation(self, env: TauAgentEnvironment, user: ModelBackend | None = None) -> TauConversation:
         """The half-duplex conversation of one episode: with the scripted user, or with a model as
-        user simulator when ``user_backend`` is given."""
+        user simulator when ``user`` is given."""
         task = self.task(env.task_id)
-        user = (ModelUser(user_backend, task, self.user_guidelines_path) if user_backend is not None
-                else ScriptedUser(task))
-        return TauConversation(env, user, self.provenance)
+        simulator = ModelUser(user, task, self.user_guidelines_path) if user is not None else ScriptedUser(task)
+        return TauConversation(env, simulator, self.provenance)
 
     @cached_property
     def user_guidelines_path(self) -> Path:
@@ -362,8 +354,6 @@ def gold_audit(bench: TauBenchmark) -> list[GoldReplay]:
     """Replay every task's gold; FED = T + 1 where the gold is fully executable. Gold is not assumed
     error-free: τ retail gold includes calls that fail by design, and older task revisions list
     writes without the look-ups that would make their ids available (dependency failures)."""
-    from ...checker import primary, replay
-
     rows = []
     for task_id in bench.task_ids():
         ep = replay(bench.reference_rollout(task_id), bench)

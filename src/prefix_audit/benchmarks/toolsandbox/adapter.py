@@ -28,11 +28,19 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from ...agents.environment import unreadable_call_observation
 from ...calls import ToolCall
+from ...contract import (
+    Benchmark,
+    Outcome,
+    TaskFacts,
+    TaskIndex,
+    TaskSample,
+    ToolSpec,
+    UnscorableRollout,
+    unreadable_call_observation,
+)
 from ...models.base import ToolSchema
 from ...records import Rollout, Step, rollout_id_for
-from ..base import Outcome, TaskFacts, ToolSpec
 from .evaluation import Evaluation, Position, evaluate
 from .scenarios import Scenario, all_scenarios
 from .scenarios import sample_task_ids as _sample
@@ -165,25 +173,25 @@ class ToolSandboxAgentEnvironment:
         return repr(outcome.result) if outcome.accepted else str(outcome.error)
 
 
-class ToolSandboxBenchmark:
+class ToolSandboxBenchmark(Benchmark):
     """Dataset ``toolsandbox``: our scenario set under ToolSandbox's semantics."""
 
     dataset = DATASET
 
     def __init__(self, task_ids: Sequence[str] | None = None) -> None:
         self._scenarios = all_scenarios()
-        self._task_ids = list(task_ids) if task_ids is not None else list(self._scenarios)
-        unknown = [t for t in self._task_ids if t not in self._scenarios]
+        self.tasks = TaskIndex(task_ids if task_ids is not None else list(self._scenarios))
+        unknown = [t for t in self.tasks if t not in self._scenarios]
         if unknown:
             raise KeyError(f"unknown ToolSandbox scenario(s): {', '.join(unknown[:5])}")
-        self._allowed = set(self._task_ids)
         self._facts: dict[str, TaskFacts] = {}
 
-    def task_ids(self) -> Sequence[str]:
-        return self._task_ids
+    def sample(self, n: int | None, seed: int) -> TaskSample:
+        """``n`` scenarios stratified by family (every scenario when ``n`` is None)."""
+        return TaskSample(_sample(n, seed) if n is not None else list(self.tasks), self.task_provenance())
 
-    def has_task(self, task_id: str) -> bool:
-        return task_id in self._allowed
+    def task_provenance(self) -> dict[str, Any]:
+        return {"scenario_set_sha256": self.scenario_set_sha256}
 
     def scenario(self, task_id: str) -> Scenario:
         return self._scenarios[task_id]
@@ -196,8 +204,6 @@ class ToolSandboxBenchmark:
     def open_session(self, rollout: Rollout) -> ToolSandboxSession:
         scenario = self.scenario(rollout.task_id)
         if len(rollout.turns) > len(scenario.user_turns):
-            from ...checker import UnscorableRollout
-
             raise UnscorableRollout(f"rollout has {len(rollout.turns)} user turns, scenario {scenario.id} has "
                                     f"{len(scenario.user_turns)}")
         return ToolSandboxSession(scenario, self.facts_of(rollout.task_id))
@@ -206,7 +212,7 @@ class ToolSandboxBenchmark:
         """A live environment for generating a rollout of ``task_id`` with an agent."""
         return ToolSandboxAgentEnvironment(self.scenario(task_id))
 
-    # facts for the mutation generator ---------------------------------------------------------
+    # capabilities: reference rollouts, mutation facts (the live environment is above) -----------
     def reference_rollout(self, task_id: str) -> Rollout:
         """The reference actions, one step per user turn; insufficient-information scenarios end
         with their closing reply (a terminal no-tool action)."""

@@ -1,7 +1,7 @@
 """Dataset ``toolsandbox_recorded``: real ToolSandbox runs, replayed from their recorded outcomes.
 
 ToolSandbox pins old libraries and cannot run in our environment, so an imported run is scored
-on what ToolSandbox recorded (see :mod:`prefix_audit.importers.toolsandbox`): per tool call (by
+on what ToolSandbox recorded (see :mod:`.importer`): per tool call (by
 its tool-call id) the normalised exception text or the result, the scenario's allow and deny
 lists, the user turns, and the object ids that recorded state transitions had removed before
 each call. The session hands these to the generic checker:
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...calls import ToolCall
-from ...checker import UnscorableRollout, mentions, scalars
+from ...checker import mentions, scalars
+from ...contract import Benchmark, Outcome, TaskFacts, ToolSpec, UnscorableRollout
 from ...records import Rollout, actions_of
-from ..base import Outcome, TaskFacts, ToolSpec
 from .validation import phone_number
 
 DATASET = "toolsandbox_recorded"
@@ -259,8 +259,9 @@ class RecordedSession:
         return int(self.run.similarity >= 1.0)
 
 
-class RecordedToolSandboxBenchmark:
-    """Every imported scenario is its own task: the record carries the facts."""
+class RecordedToolSandboxBenchmark(Benchmark):
+    """Every imported scenario is its own task: the record carries the facts (nothing to list,
+    sample or generate)."""
 
     dataset = DATASET
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ...calls import ToolCall
 from ...checker import Failure, bind_arguments
-from ..base import Outcome, ToolSpec
+from ...contract import Outcome, ToolSpec
 from . import validation
 from .text import fuzzy_match
 from .utilities import UtilityError, convert_units, haversine_km, holiday_timestamp, utc

@@ -1,14 +1,15 @@
-"""The simulated model: the offline default and a test double (SPEC §4).
+"""The simulated model's policy: the offline default and a test double (SPEC §4).
 
 A deterministic, seeded policy that knows the task's reference actions through a side channel
 real backends never see, and deviates from them through an explicit error model. It answers the
 same requests as a real backend — executor, planner, revision and verifier calls, with the same
-prompts, plans and verdicts as JSON in ordinary messages — and runs inside the same agent loops;
+prompts, plans and verdicts as JSON in ordinary messages — and runs inside the same agent loops
+behind a generic :class:`~prefix_audit.models.scripted.PolicyBackend`, which does the accounting;
 everything downstream sees only the rollout it produces.
 
 Error model. A *deviation* of category c at reference position j is the first wrong action the
-mutation operators (``prefix_audit.sources.mutation``) build there; for ``precondition`` it is
-leaving out the login/setter action so that the guarded call after it fails.
+mutation operators (:mod:`.mutation`) build there; for ``precondition`` it is leaving out the
+login/setter action so that the guarded call after it fails.
 
 Executor (per step that still has a reference action to take):
   * with no plan to follow, with ``p_stop`` it ends the turn early (premature stopping); a model
@@ -28,9 +29,8 @@ Verifier: finds the plan's first failing step with this project's replay predica
   (the same as the deterministic verifier) and reports it with probability ``p_detect[c]`` for
   its category c; otherwise it accepts.
 
-Tokens are counted on the actual request and response text (a word/punctuation tokenizer);
-latency follows the stated model ``latency_base_s + input · latency_per_input_token_s +
-output · latency_per_output_token_s``.
+Tokens and latency are the backend's (:mod:`prefix_audit.models.scripted`), with the profile's
+latency parameters.
 """
 
 from __future__ import annotations
@@ -46,20 +46,15 @@ from ..agents.methods import ReplayVerifier, history_by_turn
 from ..agents.plans import CHECK_OF_CATEGORY, Plan, PlanStep, parse_plan
 from ..agents.prompts import BINDING_STATUSES, PROMPT_PLANNING_INSTRUCTION, read_briefing, read_context
 from ..calls import ToolCall
-from ..checker import CATEGORIES
-from ..records import Usage
-from ..sources.mutation import Context, candidates
-from .base import Message, ModelRequest, ModelResponse, ModelToolCall
+from ..models.base import Message, ModelRequest, ModelToolCall
+from ..models.scripted import LatencyModel, PolicyBackend
+from ..taxonomy import CATEGORIES
+from .mutation import Context, candidates
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 # An observation that reports a failure: BFCL's {"error": ...}, ToolSandbox's "SomeError: ..." or
 # "...Exception: ...".
 _REPORTS_ERROR = re.compile(r"error|exception", re.IGNORECASE)
 _CATEGORY_OF_CHECK = {check: category for category, check in CHECK_OF_CATEGORY.items()}
-
-
-def count_tokens(text: str) -> int:
-    return len(_TOKEN.findall(text))
 
 
 def _rates(profile: str, what: str, rates: Mapping[str, float], total_at_most_one: bool) -> None:
@@ -94,19 +89,15 @@ class SimulatedProfile:
         if any(not 0.0 <= r <= 1.0 for r in scalars) or sum(self.p_error.values()) + self.p_stop > 1.0:
             raise ValueError(f"profile {self.name}: rates must be probabilities whose per-step sum is at most 1")
 
+    @property
+    def latency(self) -> LatencyModel:
+        return LatencyModel(self.latency_base_s, self.latency_per_input_token_s, self.latency_per_output_token_s)
+
     @classmethod
     def from_config(cls, name: str, settings: Mapping[str, object]) -> SimulatedProfile:
         maps = ("p_error", "p_plan_error", "p_detect")
         return cls(name, **{k: dict(settings.get(k, {})) for k in maps},  # type: ignore[arg-type]
                    **{k: float(v) for k, v in settings.items() if k not in maps})  # type: ignore[arg-type]
-
-
-def _request_text(request: ModelRequest) -> str:
-    parts = [m.content or "" for m in request.messages]
-    parts += [c.name + c.arguments for m in request.messages for c in m.tool_calls]
-    parts += [json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters},
-                         sort_keys=True) for t in request.tools]
-    return "\n".join(parts)
 
 
 def _canonical(name: str, arguments: Mapping[str, Any]) -> str:
@@ -117,16 +108,14 @@ def _canonical(name: str, arguments: Mapping[str, Any]) -> str:
 OMIT = "omit"
 
 
-class SimulatedBackend:
+class SimulatedPolicy:
     """One episode's simulated model; holds the policy's position in the reference.
 
     ``seed`` seeds the episode; ``plan_seed`` the first plan of each turn (shared by every method
     of one model on one task).
     """
 
-    def __init__(self, profile: SimulatedProfile, context: Context, seed: str, name: str = "simulated",
-                 plan_seed: str | None = None) -> None:
-        self.name = name
+    def __init__(self, profile: SimulatedProfile, context: Context, seed: str, plan_seed: str | None = None) -> None:
         self.profile = profile
         self._ctx = context
         self._rng = random.Random(seed)
@@ -143,27 +132,14 @@ class SimulatedBackend:
         self._drafts: dict[int, list[Any]] = {}
         self._setters = frozenset(context.bench.precondition_guards())
 
-    async def aclose(self) -> None:
-        return None
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        text: str | None
-        calls: tuple[ModelToolCall, ...] = ()
+    def __call__(self, request: ModelRequest) -> tuple[str | None, tuple[ModelToolCall, ...]]:
         if request.role == "executor":
-            text, calls = self._executor(request.messages)
-        elif request.role in ("planner", "revision"):
-            text = self._planner(read_context(request.messages[-1]))
-        elif request.role == "verifier":
-            text = self._verifier(read_context(request.messages[-1]))
-        else:
-            raise ValueError(f"the simulated model does not play the {request.role!r} role")
-        out_text = (text or "") + "".join(c.name + c.arguments for c in calls)
-        tokens_in, tokens_out = count_tokens(_request_text(request)), max(1, count_tokens(out_text))
-        p = self.profile
-        latency = p.latency_base_s + tokens_in * p.latency_per_input_token_s + tokens_out * p.latency_per_output_token_s
-        usage = Usage(request.role, tokens_in, tokens_out, round(latency, 6))
-        return ModelResponse(text, calls, usage, {"profile": p.name}, False,
-                             "tool_calls" if calls else "stop")
+            return self._executor(request.messages)
+        if request.role in ("planner", "revision"):
+            return self._planner(read_context(request.messages[-1])), ()
+        if request.role == "verifier":
+            return self._verifier(read_context(request.messages[-1])), ()
+        raise ValueError(f"the simulated model does not play the {request.role!r} role")
 
     # --- reference positions and deviations ------------------------------------------------
 
@@ -320,3 +296,10 @@ class SimulatedBackend:
     def _call(self, name: str, arguments: Mapping[str, Any]) -> ModelToolCall:
         return ModelToolCall(f"call_{self._rng.getrandbits(32):08x}", name,
                              json.dumps(dict(arguments), sort_keys=True, default=repr))
+
+
+def simulated_backend(profile: SimulatedProfile, context: Context, seed: str, name: str = "simulated",
+                      plan_seed: str | None = None) -> PolicyBackend:
+    """One episode's simulated model as a backend (see :class:`SimulatedPolicy` for the seeds)."""
+    return PolicyBackend(SimulatedPolicy(profile, context, seed, plan_seed), profile.latency, name,
+                         {"profile": profile.name})

@@ -33,9 +33,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks.toolsandbox.recorded import DATASET, RECORD_KEY, normalize_exception
-from ..calls import ToolCall, structured_call
-from ..records import BadLine, Located, Rollout, Step, rollout_id_for
+from ...calls import ToolCall, structured_call
+from ...records import BadLine, Located, Rollout, Step, rollout_id_for
+from ...registry import ImportRequest
+from .recorded import DATASET, RECORD_KEY, normalize_exception
 
 ABORTED_CALL_ID = "toolsandbox-aborted-call"
 _RUN_NAME = re.compile(r"^agent_(?P<agent>.+?)_user_(?P<user>.+?)_\d{2}_\d{2}_\d{4}_\d{2}_\d{2}_\d{2}$")
@@ -338,3 +339,8 @@ def import_runs(source: str | Path, model: str | None = None, method: str = "imp
             except ScenarioError as exc:
                 yield BadLine(str(summary_path), position, f"unusable ToolSandbox scenario {label!r}: {exc}",
                               excerpt=str(label or "")[:200])
+
+
+def import_toolsandbox(request: ImportRequest) -> Iterator[Located | BadLine]:
+    """``prefix-audit import toolsandbox``: run folders, scored from what they recorded."""
+    return import_runs(request.source, model=request.model, method=request.method)

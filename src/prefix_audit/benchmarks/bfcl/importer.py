@@ -18,9 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..calls import ToolCall, decode_call_list, parse_call_string, structured_call
-from ..records import BadLine, Located, Rollout, Step, Usage, iter_json_lines, rollout_id_for
-from ..benchmarks.bfcl import DATASET
+from ...calls import ToolCall, decode_call_list, parse_call_string, structured_call
+from ...records import BadLine, Located, Rollout, Step, Usage, iter_json_lines, rollout_id_for
+from ...registry import ImportRequest
+from .data import DATASET
 
 
 class StepError(ValueError):
@@ -110,3 +111,14 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
             yield BadLine(item.path, item.line, f"unusable BFCL result: {exc}", rid, item.excerpt)
+
+
+def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
+    """``prefix-audit import bfcl``: a result file, each entry checked against the BFCL data (the
+    pinned package is fetched when absent)."""
+    bench = request.open(DATASET)
+    for item in import_result_file(request.source, model=request.model, method=request.method):
+        if not isinstance(item, BadLine) and not bench.has_task(item.rollout.task_id):
+            item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
+                           item.rollout.task_id)
+        yield item

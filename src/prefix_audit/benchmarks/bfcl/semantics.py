@@ -1,4 +1,5 @@
-"""Facts about the bfcl-eval multi-turn environment classes that the replay checker needs.
+"""Facts about the bfcl-eval multi-turn environment classes that the replay checker needs, and
+the translation of BFCL's function docs into JSON Schema.
 
 These are statements about the pinned package (bfcl-eval 2026.3.23), read off its classes and
 confirmed by replaying all 800 ground-truth entries (tests/test_bfcl_ground_truth.py): which
@@ -8,6 +9,8 @@ parameters must name an existing object, and which methods delete objects.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -150,3 +153,46 @@ PRECONDITIONS: Mapping[str, tuple[Precondition, ...]] = {
                      lambda i, a: i.engine_state != "stopped"),
     ),
 }
+
+
+# BFCL's doc type names → JSON Schema types.
+_TYPE_MAP = {"dict": "object", "float": "number", "integer": "integer", "string": "string",
+             "boolean": "boolean", "array": "array", "tuple": "array", "any": None}
+
+
+# BFCL declares some enums in the description text: "[Enum]: [\"on\", \"off\"]" or "[Enum]: USD, RMB".
+_ENUM_IN_DESCRIPTION = re.compile(r"\[Enum\]:\s*(\[[^\]]*\]|[^.\n]+)")
+
+
+def _declared_enum(description: str) -> list[str] | None:
+    match = _ENUM_IN_DESCRIPTION.search(description)
+    if match is None:
+        return None
+    text = match.group(1).strip()
+    if text.startswith("["):
+        return [str(v) for v in json.loads(text)]
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def json_schema_of(doc_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Translate one BFCL parameter schema (their type names) into JSON Schema."""
+    out: dict[str, Any] = {}
+    bfcl_type = doc_schema.get("type")
+    if bfcl_type is not None:
+        if bfcl_type not in _TYPE_MAP:
+            raise ValueError(f"unknown BFCL type {bfcl_type!r}")
+        if _TYPE_MAP[bfcl_type] is not None:
+            out["type"] = _TYPE_MAP[bfcl_type]
+    enum = list(doc_schema["enum"]) if "enum" in doc_schema else _declared_enum(doc_schema.get("description", ""))
+    if enum is not None:
+        if bfcl_type == "array":  # an enum on an array constrains its items
+            out["items"] = {"enum": enum}
+        else:
+            out["enum"] = enum
+    if "items" in doc_schema:
+        out["items"] = {**json_schema_of(doc_schema["items"]), **out.get("items", {})}
+    if "properties" in doc_schema:
+        out["properties"] = {k: json_schema_of(v) for k, v in doc_schema["properties"].items()}
+    if bfcl_type == "dict" and "required" in doc_schema:
+        out["required"] = list(doc_schema["required"])
+    return out

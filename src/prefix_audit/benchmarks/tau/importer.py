@@ -32,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks.tau import TauBenchmark, dataset_of
-from ..benchmarks.tau import semantics as sem
-from ..benchmarks.tau.data import CRITERIA_FIELDS, TauDataError, parse_criteria
-from ..calls import ToolCall, structured_call
-from ..records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
+from ...calls import ToolCall, structured_call
+from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
+from ...registry import ImportRequest
+from . import semantics as sem
+from .data import CRITERIA_FIELDS, DOMAINS, TauDataError, parse_criteria
+from .replay import TauBenchmark, dataset_of
 
 
 class TauResultsError(ValueError):
@@ -224,7 +225,7 @@ def import_results(path: str | Path, benchmark_for: Callable[[str], TauBenchmark
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     env_info = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
     domain = env_info.get("domain_name")
-    if domain not in ("airline", "retail"):
+    if domain not in DOMAINS:
         raise TauResultsError(f"{path}: info.environment_info.domain_name is {domain!r}; only airline and retail are supported")
     bench = benchmark_for(dataset_of(domain))
     recorded_tasks = {t.get("id"): t for t in doc.get("tasks") or [] if isinstance(t, dict)}
@@ -237,6 +238,12 @@ def import_results(path: str | Path, benchmark_for: Callable[[str], TauBenchmark
             task = sim.get("task_id") if isinstance(sim, dict) else None
             yield BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {exc}", sid,
                           json.dumps(sim, default=str)[:200])
+
+
+def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:
+    """``prefix-audit import tau``: a tau2 results.json, scored against the τ datasets opened with
+    the command's ``--tau2``/``--tau-data``."""
+    return import_results(request.source, request.open, model=request.model, method=request.method)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -256,7 +263,7 @@ def reward_disagreements(episodes_parquet: str | Path) -> list[RewardDisagreemen
                                                     "meta_json"]).to_pylist()
     out = []
     for row in rows:
-        if not row["dataset"].startswith("tau_"):
+        if row["dataset"] not in {dataset_of(d) for d in DOMAINS}:
             continue
         meta = json.loads(row["meta_json"])
         if "recorded_reward" not in meta:

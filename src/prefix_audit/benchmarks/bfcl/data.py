@@ -1,0 +1,100 @@
+"""The multi-turn entries, ground truth and function docs of the pinned ``bfcl-eval`` wheel, and
+the seeded, category-stratified task sample."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ...fetch import PackagePin, fetch_wheel, package_dir
+from . import semantics as sem
+
+DATASET = "bfcl_v3"
+DEFAULT_PIN = PackagePin("bfcl-eval", "2026.3.23",
+                         "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a")
+CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
+_PKG = "bfcl_eval"
+_DATA = f"{_PKG}/data"
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    category: str
+    question: tuple[tuple[dict, ...], ...]
+    initial_config: Mapping[str, Any]
+    involved_classes: tuple[str, ...]
+    held_out: Mapping[str, int]  # missed function name → turn from which it is exposed
+    ground_truth: tuple[tuple[str, ...], ...]
+
+    @property
+    def long_context(self) -> bool:
+        return "long_context" in self.category
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+class BfclData:
+    """The multi-turn entries, ground truth and function docs of one unpacked bfcl-eval wheel."""
+
+    def __init__(self, root: str | Path, pin: PackagePin = DEFAULT_PIN) -> None:
+        self.root = Path(root)
+        self.pin = pin
+        data = self.root / _DATA
+        if not data.is_dir():
+            raise FileNotFoundError(f"no BFCL data under {data}; fetch {pin.name}=={pin.version} first")
+        self.entries: dict[str, Entry] = {}
+        for cat in CATEGORIES:
+            questions = _read_jsonl(data / f"BFCL_v4_multi_turn_{cat}.json")
+            answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(data / "possible_answer" / f"BFCL_v4_multi_turn_{cat}.json")}
+            for q in questions:
+                held = {name: int(turn) for turn, names in q.get("missed_function", {}).items() for name in names}
+                self.entries[q["id"]] = Entry(
+                    q["id"], cat, tuple(tuple(turn) for turn in q["question"]), q.get("initial_config", {}),
+                    tuple(q["involved_classes"]), held, tuple(tuple(t) for t in answers[q["id"]]))
+        self.docs: dict[str, list[dict]] = {
+            cls: _read_jsonl(data / "multi_turn_func_doc" / fname) for cls, fname in sem.FUNC_DOC_FILES.items()}
+
+    @cached_property
+    def data_sha256(self) -> str:
+        import hashlib
+
+        h = hashlib.sha256()
+        for path in sorted((self.root / _DATA).glob("**/BFCL_v4_multi_turn_*.json")):
+            h.update(path.relative_to(self.root).as_posix().encode())
+            h.update(path.read_bytes())
+        return h.hexdigest()
+
+
+def load_data(resources: str | Path, pin: PackagePin = DEFAULT_PIN, fetch: bool = True) -> BfclData:
+    root = fetch_wheel(pin, resources) if fetch else package_dir(resources, pin)
+    return BfclData(root, pin)
+
+
+def sample_task_ids(data: BfclData, n: int, seed: int) -> list[str]:
+    """A deterministic stratified sample: ``n`` entries spread evenly over the four categories."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    per_cat = [n // len(CATEGORIES) + (i < n % len(CATEGORIES)) for i in range(len(CATEGORIES))]
+    chosen: list[str] = []
+    for cat, k in zip(CATEGORIES, per_cat):
+        ids = sorted((e.id for e in data.entries.values() if e.category == cat), key=id_order)
+        if k > len(ids):
+            raise ValueError(f"asked for {k} {cat} entries, only {len(ids)} exist")
+        picked = rng.choice(len(ids), size=k, replace=False)
+        chosen.extend(ids[i] for i in sorted(picked))
+    return chosen
+
+
+def id_order(entry_id: str) -> tuple[str, int]:
+    stem, num = entry_id.rsplit("_", 1)
+    return stem, int(num)
+

@@ -1,0 +1,194 @@
+"""The sandboxed loader of bfcl-eval's environment classes: isolated instances per session, and
+calls dispatched by name to their public methods.
+
+The package's own executor builds call strings and ``eval``s them, and keeps instances in module
+globals across entries; we never call it on model output. Calls are parsed with :mod:`ast`
+(:mod:`prefix_audit.calls`) and dispatched by name to the public methods of fresh instances of the
+entry's involved classes, loaded through their scenario loader on a deep copy of
+``initial_config``, with every module-level value the classes mutate restored first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib
+import inspect
+import json
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ...calls import ToolCall
+from . import semantics as sem
+from .data import Entry
+
+CLASS_PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
+
+
+class ClassLoader:
+    """Imports the environment modules once; builds isolated instances."""
+
+    PROTOTYPES_KEPT = 256  # pickled loaded entries kept for copying
+
+    def __init__(self, root: Path) -> None:
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        # Some classes format timestamps in local time; pin the zone so results are reproducible.
+        os.environ["TZ"] = "UTC"
+        time.tzset()
+        self.classes: dict[str, type] = {}
+        self._prototypes: dict[str, bytes] = {}
+        self._pristine: list[tuple[Any, str, Any]] = []
+        for cls_name, module_name in sem.CLASS_MODULES.items():
+            module = importlib.import_module(f"{CLASS_PACKAGE}.{module_name}")
+            self.classes[cls_name] = getattr(module, cls_name)
+        for module_name, names in sem.MUTABLE_MODULE_STATE.items():
+            module = importlib.import_module(f"{CLASS_PACKAGE}.{module_name}")
+            for name in names:
+                self._pristine.append((module, name, copy.deepcopy(getattr(module, name))))
+
+    def reset_module_state(self) -> None:
+        # In place: other modules imported these objects by name, so rebinding would not reach them.
+        for module, name, pristine in self._pristine:
+            current = getattr(module, name)
+            if current != pristine:
+                current.clear()
+                current.update(copy.deepcopy(pristine))
+
+    def instantiate(self, entry: Entry) -> dict[str, Any]:
+        """Fresh instances of the entry's classes, sharing nothing with the module or each other."""
+        if entry.id not in self._prototypes:
+            if len(self._prototypes) >= self.PROTOTYPES_KEPT:
+                self._prototypes.pop(next(iter(self._prototypes)))
+            self._prototypes[entry.id] = pickle.dumps(self._load(entry), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(self._prototypes[entry.id])
+
+    def _load(self, entry: Entry) -> dict[str, Any]:
+        # Loaded once per entry and copied (through pickle: a deep copy, much faster than
+        # copy.deepcopy) for every session. The copy keeps the seeded RNG state and cuts the links
+        # the loader leaves to module objects (long-context cards).
+        self.reset_module_state()
+        instances = {}
+        for cls_name in entry.involved_classes:
+            instance = self.classes[cls_name]()
+            if cls_name not in sem.STATELESS_CLASSES:
+                instance._load_scenario(copy.deepcopy(entry.initial_config.get(cls_name, {})),
+                                        long_context=entry.long_context)
+            instances[cls_name] = instance
+        return instances
+
+
+def bfcl_result_text(value: Any) -> str:
+    """Render a method's return value the way BFCL's executor does (its response check compares these)."""
+    if type(value) is str:
+        return value
+    if type(value) is dict:
+        try:
+            return json.dumps(value)
+        except (TypeError, ValueError):
+            return str(value)
+    return str(value)
+
+
+@lru_cache(maxsize=None)
+def _public_method_names(cls: type) -> tuple[str, ...]:
+    return tuple(name for name, _ in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_"))
+
+
+def method_table(instances: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Public method name → (class, bound method); later classes win, as in BFCL's executor."""
+    table: dict[str, tuple[str, Any]] = {}
+    for cls_name, instance in instances.items():
+        for name in _public_method_names(type(instance)):
+            table[name] = (cls_name, getattr(instance, name))
+    return table
+
+
+def _is_error(value: Any) -> bool:
+    """BFCL's error surface: an ``{"error": ...}`` dict, or a list holding one (some list-returning
+    methods report failure as ``[{"error": ...}]`` or ``["Error: ..."]``)."""
+    if isinstance(value, dict):
+        return "error" in value
+    if isinstance(value, list) and len(value) == 1:
+        item = value[0]
+        return (isinstance(item, dict) and "error" in item) or (isinstance(item, str) and item.startswith("Error"))
+    return False
+
+
+@lru_cache(maxsize=None)
+def _parameters(function: Any) -> tuple[inspect.Parameter, ...]:
+    return tuple(inspect.signature(function).parameters.values())[1:]  # without self
+
+
+def _fresh_defaults(method: Any, call: ToolCall) -> dict[str, Any]:
+    """Explicit copies of mutable defaults the call leaves out: a default list shared by every
+    call (post_tweet's ``mentions=[]``) would otherwise carry state between instances."""
+    extra = {}
+    for i, p in enumerate(_parameters(method.__func__)):
+        if (i >= len(call.args) and p.name not in call.kwargs
+                and isinstance(p.default, (list, dict, set))):
+            extra[p.name] = copy.copy(p.default)
+    return extra
+
+
+CALL_TIME_LIMIT_S = 10.0
+
+
+class CallTimeout(Exception):
+    pass
+
+
+def _expire(signum: int, frame: Any) -> None:
+    raise CallTimeout(f"call exceeded {CALL_TIME_LIMIT_S:g} s")
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt a call that runs too long (pure-Python work such as mpmath at a huge precision).
+
+    Uses SIGALRM, so it applies only in the main thread of a POSIX process; single C-level
+    operations (one enormous integer power) cannot be interrupted this way.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    if signal.getsignal(signal.SIGALRM) is not _expire:
+        signal.signal(signal.SIGALRM, _expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall) -> tuple[bool, Any, str]:
+    """Run one parsed call; (accepted, raw return value, BFCL result text)."""
+    if call.name in sem.BLOCKED_NAMES:
+        text = f"Error during execution: Function call {call.name} is not allowed."
+        return False, None, text
+    target = table.get(call.name)  # type: ignore[arg-type]
+    if target is None:
+        return False, None, f"Error during execution: name '{call.name}' is not defined"
+    method = target[1]
+    # Copies: environments keep and mutate argument objects (a tweet stores its mentions list).
+    args, kwargs = copy.deepcopy(call.args), copy.deepcopy(call.kwargs)
+    try:
+        with _time_limit(CALL_TIME_LIMIT_S):
+            value = method(*args, **kwargs, **_fresh_defaults(method, call))
+            # Render at once: some methods return live module objects that later calls overwrite.
+            text = bfcl_result_text(value)
+    except Exception as exc:  # the environment raising is a rejected transition, not our crash
+        return False, None, f"Error during execution: {exc}"
+    return not _is_error(value), value, text
+
+
+def public_state(instance: Any) -> dict[str, Any]:
+    return {k: v for k, v in vars(instance).items() if not k.startswith("_")}

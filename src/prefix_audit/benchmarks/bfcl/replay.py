@@ -1,0 +1,258 @@
+"""BFCL-v3 multi-turn replay: the adapter (dataset ``bfcl_v3``) and one rollout's session.
+
+Final success Y follows BFCL's multi-turn checker: per turn with a non-empty ground truth, the
+model must have emitted a call; the public attributes of its instances must equal those of
+instances driven by the ground truth; and the ground truth's execution results must be contained
+(as a multiset) in the model's results so far. A rollout with a different number of turns than the
+entry is force-terminated (Y = 0).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+from ...calls import ToolCall, parse_call_string
+from ...checker import argument_values, mentions, scalars
+from ...contract import Benchmark, Outcome, TaskFacts, TaskIndex, TaskSample, ToolSpec, UnscorableRollout
+from ...records import Rollout, Step, rollout_id_for
+from . import semantics as sem
+from .data import DATASET, BfclData, Entry, id_order, sample_task_ids
+from .environment import BfclAgentEnvironment
+from .loader import ClassLoader, invoke, method_table, public_state
+from .semantics import json_schema_of
+
+
+class BfclBenchmark(Benchmark):
+    dataset = DATASET
+
+    def __init__(self, data: BfclData, task_ids: Sequence[str] | None = None) -> None:
+        self.data = data
+        self.tasks = TaskIndex(task_ids if task_ids is not None else sorted(data.entries, key=id_order))
+        self.loader = ClassLoader(data.root)
+        self._specs: dict[str, dict[str, ToolSpec]] = {}
+        self._facts: dict[str, TaskFacts] = {}
+        self._gt_calls: dict[str, tuple[tuple[ToolCall, ...], ...]] = {}
+
+    def sample(self, n: int | None, seed: int) -> TaskSample:
+        """``n`` entries spread evenly over the four categories (every entry when ``n`` is None)."""
+        ids = sample_task_ids(self.data, n, seed) if n is not None else list(self.task_ids())
+        return TaskSample(ids, self.task_provenance())
+
+    def task_provenance(self) -> dict[str, Any]:
+        return {"package": self.data.pin.dirname, "data_sha256": self.data.data_sha256}
+
+    def entry(self, task_id: str) -> Entry:
+        return self.data.entries[task_id]
+
+    def specs_for_class(self, cls_name: str) -> dict[str, ToolSpec]:
+        if cls_name not in self._specs:
+            cls = self.loader.classes[cls_name]
+            specs = {}
+            for doc in self.data.docs[cls_name]:
+                name = doc["name"]
+                params = json_schema_of(doc["parameters"])
+                params["additionalProperties"] = False
+                signature = inspect.signature(getattr(cls, name))
+                order = tuple(p.name for p in signature.parameters.values()
+                              if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+                refs = frozenset(sem.REFERENCE_PARAMS.get(cls_name, {}).get(name, ()))
+                specs[name] = ToolSpec(name, params, doc.get("description", ""), order, refs)
+            self._specs[cls_name] = specs
+        return self._specs[cls_name]
+
+    def tools_of(self, entry: Entry) -> dict[str, ToolSpec]:
+        tools: dict[str, ToolSpec] = {}
+        for cls_name in entry.involved_classes:
+            tools.update(self.specs_for_class(cls_name))
+        return tools
+
+    def facts_of(self, entry: Entry) -> TaskFacts:
+        if entry.id not in self._facts:
+            loaded = self.loader.instantiate(entry)
+            initial = frozenset(scalars([public_state(i) for i in loaded.values()]))
+            self._facts[entry.id] = _task_facts(entry, initial)
+        return self._facts[entry.id]
+
+    def ground_truth_calls(self, entry: Entry) -> tuple[tuple[ToolCall, ...], ...]:
+        """The entry's ground truth, parsed once (calls are immutable)."""
+        if entry.id not in self._gt_calls:
+            self._gt_calls[entry.id] = tuple(tuple(parse_call_string(c) for c in turn)
+                                             for turn in entry.ground_truth)
+        return self._gt_calls[entry.id]
+
+    # capabilities: reference rollouts, mutation facts, a live environment ----------------------
+    def reference_rollout(self, task_id: str) -> Rollout:
+        """The ground truth as a rollout: one step per turn holding that turn's calls."""
+        entry = self.entry(task_id)
+        turns = tuple((Step(calls),) if calls else () for calls in self.ground_truth_calls(entry))
+        return Rollout(DATASET, task_id, "ground_truth", "reference",
+                       rollout_id_for(DATASET, "ground_truth", "reference", task_id), turns, "reference")
+
+    def tool_universe(self) -> list[str]:
+        return sorted({name for cls in sem.CLASS_MODULES for name in self.specs_for_class(cls)})
+
+    def precondition_guards(self) -> dict[str, frozenset[str]]:
+        guards: dict[str, frozenset[str]] = {}
+        for rules in sem.PRECONDITIONS.values():
+            for rule in rules:
+                if rule.setter is not None:
+                    guards[rule.setter] = guards.get(rule.setter, frozenset()) | rule.methods
+        return guards
+
+    def deletion_call(self, spec: ToolSpec, param: str, value: Any) -> ToolCall | None:
+        if spec.name in sem.DELETING_METHODS or not isinstance(value, str):
+            return None
+        if param in ("file_name", "file_name1", "file_name2", "source") and spec.name in self._fs_tools:
+            return ToolCall("rm", (), {"file_name": value})
+        if param == "folder" and value not in sem.ALWAYS_AVAILABLE:
+            return ToolCall("rmdir", (), {"dir_name": value})
+        return None
+
+    @cached_property
+    def _fs_tools(self) -> frozenset[str]:
+        return frozenset(self.specs_for_class("GorillaFileSystem"))
+
+    def agent_environment(self, task_id: str) -> BfclAgentEnvironment:
+        """A live environment for generating a rollout of ``task_id`` with an agent."""
+        entry = self.entry(task_id)
+        return BfclAgentEnvironment(entry, self.tools_of(entry), self.loader.instantiate(entry))
+
+    def open_session(self, rollout: Rollout) -> BfclSession:
+        entry = self.entry(rollout.task_id)
+        if len(rollout.turns) > len(entry.ground_truth):
+            raise UnscorableRollout(f"rollout has {len(rollout.turns)} turns, entry {entry.id} has "
+                                    f"{len(entry.ground_truth)}")
+        return BfclSession(self, entry)
+
+
+def _task_facts(entry: Entry, initial: frozenset[Any]) -> TaskFacts:
+    """User texts per turn, and the user facts: ground-truth argument values that the user first
+    mentions in turn r > 0 and that are not in the initial state.
+
+    A value the ground truth itself uses before the user mentions it is obtainable some other way
+    (world knowledge, a derivation: "the nearest airport to Rivermist" is RMS), so it is no fact.
+    """
+    texts = tuple(" ".join(str(m.get("content", "")) for m in turn if m.get("role") == "user")
+                  for turn in entry.question)
+    first_use: dict[Any, int] = {}
+    for turn, calls in enumerate(entry.ground_truth):
+        for raw in calls:
+            for value in scalars(argument_values(parse_call_string(raw))):
+                first_use.setdefault(value, turn)
+    facts: dict[Any, int] = {}
+    for value, used in first_use.items():
+        if value in initial or (isinstance(value, str) and len(value) < 2):
+            continue
+        mentioned = next((t for t, text in enumerate(texts) if mentions(text, value)), None)
+        if mentioned is not None and 0 < mentioned <= used:
+            facts[value] = mentioned
+    return TaskFacts(initial, texts, facts, sem.ALWAYS_AVAILABLE)
+
+
+class BfclSession:
+    """One rollout's fresh model-side and ground-truth-side instances."""
+
+    def __init__(self, bench: BfclBenchmark, entry: Entry) -> None:
+        self.entry = entry
+        self.facts = bench.facts_of(entry)
+        self._tools = bench.tools_of(entry)
+        self._model = bench.loader.instantiate(entry)
+        self._model_methods = method_table(self._model)
+        self._gt = bench.loader.instantiate(entry)
+        self._gt_methods = method_table(self._gt)
+        self._gt_calls = bench.ground_truth_calls(entry)
+        self.turn = -1
+        self._exposed: dict[str, ToolSpec] = {}
+        self._turn_calls = 0
+        self._results: list[str] = []  # every model result so far, all turns (BFCL's response check)
+        self._deleted: set[Any] = set()
+        self._live_cache: set[Any] | None = None
+        self._turns_checked = 0
+        self.y_detail: str | None = None
+
+    # exposure ---------------------------------------------------------------------------------
+    def start_turn(self, turn: int) -> None:
+        self.turn = turn
+        self._turn_calls = 0
+        held = self.entry.held_out
+        self._exposed = {n: s for n, s in self._tools.items() if held.get(n, -1) <= turn}
+
+    def exposed_tools(self) -> Mapping[str, ToolSpec]:
+        return self._exposed
+
+    def known_tool(self, name: str) -> ToolSpec | None:
+        return self._tools.get(name)
+
+    # predicates -------------------------------------------------------------------------------
+    def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
+        owner = self._model_methods.get(spec.name, (None,))[0]
+        failing = []
+        for rule in sem.PRECONDITIONS.get(owner or "", ()):
+            if spec.name in rule.methods and not rule.holds(self._model[owner], arguments):
+                failing.append(f"{spec.name} requires {rule.description}")
+        return failing
+
+    def _live_values(self) -> set[Any]:
+        if self._live_cache is None:
+            self._live_cache = set(scalars([public_state(i) for i in self._model.values()]))
+        return self._live_cache
+
+    def is_stale(self, spec: ToolSpec, param: str, value: Any) -> bool:
+        return value in self._deleted and value not in self._live_values()
+
+    # execution --------------------------------------------------------------------------------
+    def execute(self, call: ToolCall) -> Outcome:
+        self._turn_calls += 1
+        if not call.well_formed:
+            self._results.append(f"Error during execution: {call.parse_error}")
+            return Outcome(False, None, call.parse_error)
+        deleting = call.name in sem.DELETING_METHODS
+        before = set(self._live_values()) if deleting else None
+        accepted, value, text = invoke(self._model_methods, call)
+        self._results.append(text)
+        self._live_cache = None
+        if deleting and accepted and before is not None:
+            self._deleted |= before - self._live_values()
+        return Outcome(accepted, value, None if accepted else text)
+
+    def complete(self) -> Outcome:
+        last_turn = len(self.entry.ground_truth) - 1
+        if self.turn < last_turn:
+            return Outcome(False, error=f"ended in turn {self.turn} of {last_turn + 1}: BFCL entries run every turn")
+        if self.entry.ground_truth[self.turn] and self._turn_calls == 0:
+            return Outcome(False, error="final turn needs tool calls but the model answered without any")
+        return Outcome(True)
+
+    def end_turn(self) -> None:
+        t = self.turn
+        self._turns_checked = t + 1
+        if self.y_detail is not None:
+            return
+        gt_results = []
+        for call in self._gt_calls[t]:
+            gt_results.append(invoke(self._gt_methods, call)[2])
+        if not self._gt_calls[t]:
+            return
+        if self._turn_calls == 0:
+            self.y_detail = f"multi_turn:empty_turn_model_response (turn {t})"
+            return
+        for cls_name, gt_instance in self._gt.items():
+            if public_state(self._model[cls_name]) != public_state(gt_instance):
+                self.y_detail = f"multi_turn:instance_state_mismatch {cls_name} (turn {t})"
+                return
+        remaining = list(self._results)
+        for item in gt_results:
+            try:
+                remaining.remove(item)
+            except ValueError:
+                self.y_detail = f"multi_turn:execution_response_mismatch (turn {t})"
+                return
+
+    def final_success(self) -> int:
+        if self.y_detail is None and self._turns_checked != len(self.entry.ground_truth):
+            self.y_detail = (f"multi_turn:force_terminated ({self._turns_checked} of "
+                             f"{len(self.entry.ground_truth)} turns)")
+        return int(self.y_detail is None)

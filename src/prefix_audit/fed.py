@@ -1,0 +1,70 @@
+"""The FED table: the typed schemas of scoring's per-rollout and per-action Parquet, and the one
+table of every scored block (the ``fed_table`` stage)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from .io import write_parquet
+
+log = logging.getLogger(__name__)
+
+EPISODE_SCHEMA = pa.schema([
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("method", pa.string(), nullable=False),
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("rollout_id", pa.string(), nullable=False),
+    pa.field("source", pa.string(), nullable=False),
+    pa.field("T", pa.int32(), nullable=False),
+    pa.field("FED", pa.int32(), nullable=False),
+    pa.field("Y", pa.int8()),  # null: the benchmark could not decide success
+    pa.field("category", pa.string()),  # primary first-failure category; null when fully executable
+    pa.field("failure_code", pa.string()),
+    pa.field("failure_detail", pa.string()),
+    pa.field("failed_predicates", pa.list_(pa.string()), nullable=False),  # every failing category at FED
+    pa.field("n_turns", pa.int32(), nullable=False),
+    pa.field("y_detail", pa.string()),
+    # Accounting (SPEC §4, Table F.2); null when the rollout carries none.
+    pa.field("agent_calls", pa.int32()),
+    pa.field("agent_tokens", pa.int64()),  # input + output over planner, verifier, revision, executor
+    pa.field("agent_latency_s", pa.float64()),  # summed client-side latency of those calls
+    pa.field("user_sim_tokens", pa.int64()),
+    pa.field("user_sim_latency_s", pa.float64()),
+    pa.field("meta_json", pa.string(), nullable=False),
+])
+
+ACTION_SCHEMA = pa.schema([
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("method", pa.string(), nullable=False),
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("rollout_id", pa.string(), nullable=False),
+    pa.field("j", pa.int32(), nullable=False),
+    pa.field("turn", pa.int32(), nullable=False),
+    pa.field("step", pa.int32(), nullable=False),
+    pa.field("terminal", pa.bool_(), nullable=False),
+    pa.field("tool", pa.string()),
+    pa.field("call", pa.string()),
+    pa.field("V", pa.bool_()),  # null after the first failure: the prefix replay has stopped
+    pa.field("failure_categories", pa.list_(pa.string()), nullable=False),
+    pa.field("failure_codes", pa.list_(pa.string()), nullable=False),
+    pa.field("failure_details", pa.list_(pa.string()), nullable=False),
+    pa.field("accepted", pa.bool_()),  # the benchmark's verdict on the executed transition
+    pa.field("result", pa.string()),
+])
+
+
+def merge_episodes(paths: Sequence[str | Path], out: str | Path) -> int:
+    """Concatenate per-block episode tables into the one FED table (typed, sorted, deterministic)."""
+    frames = [pl.read_parquet(p) for p in sorted(map(str, paths))]
+    table = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=pl.Schema(EPISODE_SCHEMA))
+    table = table.sort(["dataset", "model", "method", "task_id", "rollout_id"])
+    write_parquet(table.to_arrow().cast(EPISODE_SCHEMA), out)
+    log.info("FED table: %d episodes from %d blocks", table.height, len(frames))
+    return table.height

@@ -1,1 +1,0 @@
-"""Importers: external logs → rollout records."""

@@ -1,0 +1,161 @@
+"""The ``generate_rollouts`` stage: the rollouts of one dataset × model × method block.
+
+``settings`` (the grid's canonical mapping, parsed into :class:`~prefix_audit.settings.BlockSettings`)
+says where they come from: ``reference`` (the ground truth), ``mutation`` (seeded single-failure
+injections) or ``agent`` (an agent method driving a model backend). Each finished rollout is stored
+durably as it completes (:mod:`prefix_audit.rollout_store`), so a killed job resumes where it
+stopped. Agent blocks cache model responses under ``cache_dir``, so a rerun makes no model calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from . import registry
+from .agents.methods import ReplayVerifier, run_method
+from .contract import Benchmark, MissingCapability
+from .models.base import GenerationParams, ModelBackend
+from .records import Rollout, rollout_id_for
+from .rollout_store import store_all
+from .settings import BackendSettings, BlockSettings
+from .sources.mutation import mutated_rollout, task_context
+from .sources.simulated import SimulatedProfile, simulated_backend
+
+log = logging.getLogger(__name__)
+
+
+def read_task_list(path: str | Path) -> list[str]:
+    return list(json.loads(Path(path).read_text())["task_ids"])
+
+
+def real_backend(backend: BackendSettings | None, cache_dir: str | Path) -> ModelBackend | None:
+    """The shared backend of a real model; None for the simulated model, which is made per
+    episode because it carries that task's reference through its side channel."""
+    if backend is None or backend.simulated:
+        return None
+    from .models.openai_compat import OpenAICompatibleBackend  # the openai client loads only when used
+
+    assert backend.model is not None
+    return OpenAICompatibleBackend(backend.model, base_url=backend.base_url, api_key_env=backend.api_key_env,
+                                   concurrency=backend.concurrency, reasoning=backend.reasoning, cache_dir=cache_dir)
+
+
+def simulated_episode_backend(bench: Benchmark, task_id: str, model: str, backend: BackendSettings,
+                              episode_seed: str, plan_seed: str) -> ModelBackend:
+    """The simulated model of one episode, deviating from the task's reference."""
+    profile = SimulatedProfile.from_config(model, backend.profile)
+    return simulated_backend(profile, task_context(bench, task_id, random.Random(episode_seed)), episode_seed,
+                             name=f"simulated:{model}", plan_seed=plan_seed)
+
+
+class _AgentBlock:
+    """Episodes of one model × method block: backends, verifier condition, and one episode per task."""
+
+    def __init__(self, bench: Benchmark, model: str, method: str, settings: BlockSettings, cache_dir: str | Path,
+                 user_simulator: Mapping[str, Any] | None = None) -> None:
+        assert settings.method is not None and settings.backend is not None
+        self.bench, self.model, self.method, self.settings = bench, model, method, settings
+        self.spec = settings.method
+        self.executor = real_backend(settings.backend, cache_dir)
+        self.verifier = real_backend(settings.verifier_backend, cache_dir)
+        self.user = real_backend(BackendSettings.parse(user_simulator), cache_dir) if user_simulator else None
+
+    async def episode(self, task_id: str, rollout_id: str) -> Rollout:
+        dataset = self.bench.dataset
+        settings = self.settings
+        # The episode stream depends on the method; the first plan of each turn only on the model.
+        episode_seed = f"{settings.seed}:{dataset}:{task_id}:{self.model}:{self.method}"
+        plan_seed = f"{settings.seed}:{dataset}:{task_id}:{self.model}"
+        executor = self.executor or simulated_episode_backend(self.bench, task_id, self.model, settings.backend,
+                                                              episode_seed, plan_seed)
+        verifier = None
+        if settings.verifier_backend is not None:
+            name = settings.verifier_model
+            verifier = self.verifier or simulated_episode_backend(
+                self.bench, task_id, name, settings.verifier_backend, f"{episode_seed}:verifier:{name}",
+                f"{plan_seed}:{name}")
+        replay = ReplayVerifier(self.bench, dataset, task_id) if self.spec.verifier == "replay" else None
+        params = GenerationParams(reasoning_effort=settings.backend.reasoning_effort)
+        env = self.bench.agent_environment(task_id)
+        result = await run_method(self.spec, executor, env, self.bench.conversation(env, self.user),
+                                  verifier=verifier, replay=replay, params=params)
+        meta: dict[str, Any] = {**result.conversation, "force_terminated": result.force_terminated}
+        if result.planning:
+            meta["planning"] = list(result.planning)
+        return Rollout(dataset, task_id, self.model, self.method, rollout_id, result.turns, "agent", meta,
+                       usage=result.usage)
+
+    async def aclose(self) -> None:
+        for backend in (self.executor, self.verifier, self.user):
+            if backend is not None:
+                await backend.aclose()
+
+
+def _relabel(rollout: Rollout, model: str, method: str, rollout_id: str, meta: dict[str, Any]) -> Rollout:
+    return replace(rollout, model=model, method=method, rollout_id=rollout_id, meta=meta)
+
+
+def _static(bench: Benchmark, settings: BlockSettings, model: str, method: str, task_id: str,
+            rollout_id: str) -> Rollout | None:
+    """A reference or mutation rollout (no model involved)."""
+    if settings.kind == "reference":
+        reference = bench.reference_rollout(task_id)
+        return _relabel(reference, model, method, rollout_id, dict(reference.meta))
+    rng = random.Random(f"{settings.seed}:{task_id}")
+    if rng.random() < settings.clean_fraction:
+        return _relabel(bench.reference_rollout(task_id), model, method, rollout_id,
+                        {"injected": None, "seed": settings.seed})
+    order = list(settings.categories)
+    rng.shuffle(order)
+    for category in order:  # fall back to another category where one has no site
+        found = mutated_rollout(bench, task_id, category, settings.seed, model=model, method=method)
+        if found is not None:
+            return _relabel(found, model, method, rollout_id, found.meta)
+    log.warning("no injection site for %s in any category; task left out of %s/%s", task_id, model, method)
+    return None
+
+
+def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: str, settings: Mapping[str, Any],
+                      resources: str | Path, out: str | Path, cache_dir: str | Path | None = None,
+                      benchmark: Mapping[str, Any] | None = None, plugins: Sequence[str] = ()) -> int:
+    """Rollouts of one block (``model`` × ``method``) for every task of ``tasks_file``, into ``out``.
+
+    ``benchmark`` is the dataset's config entry (where its data come from, an optional model as
+    user simulator); ``plugins`` are the config's plugin modules, loaded before the dataset opens.
+    """
+    registry.load(plugins)
+    block = BlockSettings.parse(settings)
+    missing = block.needs() - registry.dataset(dataset).capabilities
+    if missing:
+        raise MissingCapability(f"{dataset} cannot generate {model}/{method} rollouts: it has no "
+                                f"{', '.join(sorted(missing))} capability")
+    benchmark = benchmark or {}
+    bench = registry.open_benchmark(dataset, resources, benchmark, fetch=False)
+    planned = [(rollout_id_for(dataset, model, method, t), t) for t in read_task_list(tasks_file)]
+    label = f"{dataset}/{model}/{method}"
+
+    async def run() -> int:
+        if block.kind != "agent":
+            async def produce_static(task_id: str) -> Rollout | None:
+                return _static(bench, block, model, method, task_id, rollout_id_for(dataset, model, method, task_id))
+
+            return await store_all(out, planned, produce_static, label=label)
+        agents = _AgentBlock(bench, model, method, block, cache_dir or Path(out).parent / "model-cache",
+                             benchmark.get("user_simulator"))
+        try:
+            return await store_all(out, planned,
+                                   lambda task_id: agents.episode(task_id, rollout_id_for(dataset, model, method, task_id)),
+                                   concurrency=block.episodes_in_flight, label=label)
+        finally:
+            await agents.aclose()
+
+    n = asyncio.run(run())
+    log.info("wrote %d rollouts of %s to %s", n, label, out)
+    return n
