@@ -12,7 +12,8 @@ import time
 from collections import Counter
 
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, load_data
-from prefix_audit.checker import CATEGORIES, replay
+from prefix_audit.checker import replay
+from prefix_audit.taxonomy import CATEGORIES
 from prefix_audit.sources.mutation import mutated_rollout
 
 

@@ -20,8 +20,10 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from prefix_audit.pipeline import generate_rollouts, score
+from prefix_audit import registry
 from prefix_audit.records import read_rollouts
+from prefix_audit.rollouts import generate_rollouts
+from prefix_audit.scoring import ScoreOutputs, score_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +32,7 @@ def run(profile: dict, method: str, tasks: Path, work: Path, name: str) -> dict:
     out = work / f"{name}.jsonl"
     settings = {"kind": "agent", "method": method, "seed": 1, "backend": {"type": "simulated", "profile": profile}}
     generate_rollouts("bfcl_v3", tasks, "sim", method, settings, ROOT / "resources", out)
-    score(out, work / name, ROOT / "resources")
+    score_file(out, ScoreOutputs.in_dir(work / name), registry.resolver(ROOT / "resources", fetch=False))
     episodes = pl.read_parquet(work / name / "episodes.parquet")
     turns = [t for item in read_rollouts(out) for t in item.rollout.meta.get("planning", [])]
     row = {f"PEC@{k}": float((episodes["FED"] > k).mean()) for k in (1, 2, 3, 4)}

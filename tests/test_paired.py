@@ -277,7 +277,7 @@ def test_default_resamples_fit_in_memory_and_write_is_byte_identical(tmp_path):
     assert out.schema == PAIRED_SCHEMA and set(out["resamples"]) == {100_000}
     path = tmp_path / "episodes.parquet"
     episodes.write_parquet(path)
-    a = write_paired(path, [PAIR], tmp_path / "a", resamples=2_000, seed=3)
-    b = write_paired(path, [PAIR], tmp_path / "b", resamples=2_000, seed=3)
+    a = write_paired(path, [PAIR], tmp_path / "a" / "paired.parquet", resamples=2_000, seed=3)
+    b = write_paired(path, [PAIR], tmp_path / "b" / "paired.parquet", resamples=2_000, seed=3)
     assert a.name == "paired.parquet" and a.read_bytes() == b.read_bytes()
     assert not math.isnan(pl.read_parquet(a)["estimate"][0])

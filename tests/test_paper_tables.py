@@ -21,7 +21,7 @@ from prefix_audit.stats import (
     compute_stats,
     write_stats,
 )
-from prefix_audit.tables import METHOD_ORDER, table_f1, table_f2, table_f3, write_tables
+from prefix_audit.tables import METHOD_ORDER, table_f1, table_f2, table_f3, table_files, write_tables
 
 # The product's own episode schema, restricted to the columns these tests build.
 EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()
@@ -204,10 +204,10 @@ def test_write_tables_is_complete_and_byte_identical(episodes, tmp_path):
     path = tmp_path / "episodes.parquet"
     episodes.write_parquet(path)
     for out in ("a", "b"):
-        write_stats(path, tmp_path / out, resamples=RESAMPLES, seed=1)
-        write_paired(path, PAIRS, tmp_path / out, resamples=RESAMPLES, seed=1, pools=TAU_POOL)
-    first = write_tables(tmp_path / "a", tmp_path / "ta")  # paired.parquet found beside stats.parquet
-    second = write_tables(tmp_path / "b" / "stats.parquet", tmp_path / "tb", tmp_path / "b" / "paired.parquet")
+        write_stats(path, tmp_path / out / "stats.parquet", resamples=RESAMPLES, seed=1)
+        write_paired(path, PAIRS, tmp_path / out / "paired.parquet", resamples=RESAMPLES, seed=1, pools=TAU_POOL)
+    first = write_tables(tmp_path / "a" / "stats.parquet", table_files(tmp_path / "ta"), tmp_path / "a" / "paired.parquet")
+    second = write_tables(tmp_path / "b" / "stats.parquet", table_files(tmp_path / "tb"), tmp_path / "b" / "paired.parquet")
     assert [p.name for p in first] == [p.name for p in second] == TABLE_STEMS
     for a, b in zip(first, second):
         assert a.read_bytes() == b.read_bytes(), a.name
@@ -237,8 +237,8 @@ def test_empty_inputs_write_headers_and_notes(episodes, tmp_path):
     bfcl = episodes.filter(pl.col("dataset") == "bfcl_v3").drop("agent_tokens", "agent_latency_s")
     stats_dir = tmp_path / "stats"
     bfcl.write_parquet(tmp_path / "episodes.parquet")
-    write_stats(tmp_path / "episodes.parquet", stats_dir, resamples=50, seed=0)
-    paths = write_tables(stats_dir, tmp_path / "out")
+    write_stats(tmp_path / "episodes.parquet", stats_dir / "stats.parquet", resamples=50, seed=0)
+    paths = write_tables(stats_dir / "stats.parquet", table_files(tmp_path / "out"))
     assert [p.name for p in paths] == TABLE_STEMS
     text = {p.name: p.read_text() for p in paths}
     assert text["table_G1.csv"].count("\n") == 2
@@ -253,7 +253,7 @@ def test_empty_inputs_write_headers_and_notes(episodes, tmp_path):
     unpooled = compute_stats(episodes, resamples=50, seed=0)
     unpooled.write_parquet(tmp_path / "unpooled.parquet")
     pl.DataFrame(schema=PAIRED_SCHEMA).write_parquet(tmp_path / "paired.parquet")
-    paths = write_tables(tmp_path / "unpooled.parquet", tmp_path / "out2", tmp_path / "paired.parquet")
+    paths = write_tables(tmp_path / "unpooled.parquet", table_files(tmp_path / "out2"), tmp_path / "paired.parquet")
     text = {p.name: p.read_text() for p in paths}
     assert "blocks are present but were not pooled" in text["table_F1.md"]
     assert "No paired differences: paired.parquet has no rows." in text["table_F3.md"]

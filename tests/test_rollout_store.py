@@ -47,7 +47,7 @@ def test_torn_last_line_is_cut_and_the_rest_resumed(tmp_path):
 
 
 def _generate(tasks: Path, out: Path) -> subprocess.Popen:
-    code = ("import sys, json; from prefix_audit.pipeline import generate_rollouts; "
+    code = ("import sys, json; from prefix_audit.rollouts import generate_rollouts; "
             "generate_rollouts('bfcl_v3', sys.argv[1], 'sim', 'dual_loop', json.loads(sys.argv[2]), sys.argv[3], "
             "sys.argv[4])")
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT / "src")}
@@ -56,7 +56,7 @@ def _generate(tasks: Path, out: Path) -> subprocess.Popen:
 
 
 def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(bfcl_data, tmp_path):
-    from prefix_audit.pipeline import write_task_list
+    from prefix_audit.tasks import write_task_list
 
     tasks = tmp_path / "tasks.json"
     write_task_list("bfcl_v3", ROOT / "resources", 200, 20260329, tasks)

@@ -10,8 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from prefix_audit.models.simulated import SimulatedProfile
-from prefix_audit.pipeline import generate_rollouts, score
+from conftest import score_dir
+from prefix_audit.rollouts import generate_rollouts, simulated_episode_backend
+from prefix_audit.settings import BackendSettings
+from prefix_audit.sources.simulated import SimulatedProfile
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL = ("schema", "dependency", "precondition", "state_consistency", "information")
@@ -28,7 +30,7 @@ def _run(tasks: Path, tmp: Path, name: str, profile: dict, seed: int = 1) -> pl.
     out = tmp / f"{name}.jsonl"
     settings = {"kind": "agent", "method": "react", "seed": seed, "backend": {"type": "simulated", "profile": profile}}
     generate_rollouts("bfcl_v3", tasks, name, "react", settings, ROOT / "resources", out)
-    score(out, tmp / name, ROOT / "resources")
+    score_dir(out, tmp / name)
     return pl.read_parquet(tmp / name / "episodes.parquet")
 
 
@@ -79,7 +81,7 @@ def _run_method(tasks: Path, tmp: Path, name: str, method: str, profile: dict, *
                       {"kind": "agent", "method": method.split(".")[0], "seed": 1,
                        "backend": {"type": "simulated", "profile": profile}, **settings},
                       ROOT / "resources", out)
-    score(out, tmp / name, ROOT / "resources")
+    score_dir(out, tmp / name)
     return pl.read_parquet(tmp / name / "episodes.parquet")
 
 
@@ -103,19 +105,17 @@ def test_verifier_detection_rate_moves_dual_loop_executability(tasks, tmp_path):
 def test_every_method_of_a_model_starts_from_the_same_plan(bfcl):
     from prefix_audit.agents.prompts import PlanningContext, planner_messages
     from prefix_audit.models.base import ModelRequest
-    from prefix_audit.pipeline import _simulated_backend
-
-    backend = {"type": "simulated", "profile": PLANNING}
+    backend = BackendSettings.parse({"type": "simulated", "profile": PLANNING})
     task = "multi_turn_base_3"
     context = PlanningContext(0, ("request",), (), ())
     request = ModelRequest(planner_messages(context), role="planner")
     replies = set()
     for method in ("plan_conditioned", "dual_loop", "dual_loop.accept"):
-        sim = _simulated_backend(bfcl, task, "m", backend, f"1:bfcl_v3:{task}:m:{method}", f"1:bfcl_v3:{task}:m")
+        sim = simulated_episode_backend(bfcl, task, "m", backend, f"1:bfcl_v3:{task}:m:{method}", f"1:bfcl_v3:{task}:m")
         replies.add(asyncio.run(sim.complete(request)).text)
     assert len(replies) == 1
-    other_model = _simulated_backend(bfcl, task, "m2", {"type": "simulated", "profile": PLANNING | {
-        "p_plan_error": dict.fromkeys(ALL, 0.19)}}, "x", "y")
+    other_model = simulated_episode_backend(bfcl, task, "m2", BackendSettings.parse({"type": "simulated", "profile": PLANNING | {
+        "p_plan_error": dict.fromkeys(ALL, 0.19)}}), "x", "y")
     assert asyncio.run(other_model.complete(request)).text not in replies
 
 

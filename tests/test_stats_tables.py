@@ -19,7 +19,8 @@ from prefix_audit.stats import (
     compute_stats,
     write_stats,
 )
-from prefix_audit.tables import table_g1, write_tables
+from prefix_audit.cli import main
+from prefix_audit.tables import table_files, table_g1, write_tables
 
 # The product's own episode schema, restricted to the columns these tests build.
 EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()
@@ -178,14 +179,15 @@ def test_empty_episodes_give_empty_typed_table(episodes):
 def test_outputs_are_byte_identical_and_complete(episodes, stats, tmp_path):
     episodes_path = tmp_path / "episodes.parquet"
     episodes.write_parquet(episodes_path)
-    first = write_stats(episodes_path, tmp_path / "a", resamples=1_000, seed=1, k_max=K_MAX)
-    second = write_stats(episodes_path, tmp_path / "b", resamples=1_000, seed=1, k_max=K_MAX)
+    first = write_stats(episodes_path, tmp_path / "a" / "stats.parquet", resamples=1_000, seed=1, k_max=K_MAX)
+    second = write_stats(episodes_path, tmp_path / "b" / "stats.parquet", resamples=1_000, seed=1, k_max=K_MAX)
     assert first.read_bytes() == second.read_bytes()
     assert pl.read_parquet(first).equals(stats)
 
-    tables_a = write_tables(first, tmp_path / "ta")
-    # A directory holding stats.parquet works too.
-    tables_b = write_tables(tmp_path / "a", tmp_path / "tb")
+    tables_a = write_tables(first, table_files(tmp_path / "ta"))
+    # The command line takes a directory holding stats.parquet too.
+    assert main(["tables", str(tmp_path / "a"), "-o", str(tmp_path / "tb")]) == 0
+    tables_b = list(table_files(tmp_path / "tb").values())
     assert [p.name for p in tables_a[:3]] == ["table_G1.csv", "table_G1.md", "table_G1.tex"]
     assert [p.name for p in tables_a[3:]] == [
         f"table_{t}.{ext}" for t in ("F1", "F2", "F3") for ext in ("csv", "md", "tex")
@@ -215,7 +217,7 @@ def test_table_g1_shape(stats):
 def test_empty_stats_write_header_and_note(tmp_path):
     path = tmp_path / "stats.parquet"
     pl.DataFrame(schema=STATS_SCHEMA).write_parquet(path)
-    csv, md, tex = write_tables(path, tmp_path / "out")[:3]
+    csv, md, tex = write_tables(path, table_files(tmp_path / "out"))[:3]
     assert csv.read_text().count("\n") == 1
     assert "| dataset | model | method | N | PEC@1" in md.read_text()
     assert "No blocks were present." in md.read_text()

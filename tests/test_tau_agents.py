@@ -98,7 +98,8 @@ def test_a_model_user_simulator_is_accounted_apart(tau):
 
 @pytest.mark.parametrize("dataset", ["tau_airline", "tau_retail"])
 def test_an_error_free_simulated_model_replays_like_the_reference(tau, dataset):
-    from prefix_audit.pipeline import _simulated_backend
+    from prefix_audit.rollouts import simulated_episode_backend
+    from prefix_audit.settings import BackendSettings
 
     bench = tau[dataset]
 
@@ -106,7 +107,8 @@ def test_an_error_free_simulated_model_replays_like_the_reference(tau, dataset):
         return max(sum(len(s.calls) for s in turn) for turn in bench.reference_rollout(task_id).turns)
 
     for task_id in bench.task_ids()[:6]:
-        backend = _simulated_backend(bench, task_id, "m", {"type": "simulated", "profile": {}}, "s", "p")
+        backend = simulated_episode_backend(bench, task_id, "m", BackendSettings.parse({"type": "simulated", "profile": {}}),
+                                            "s", "p")
         episode = _episode(bench, task_id, backend)
         if longest_turn(task_id) > K_EXEC:  # the reference packs more calls into one turn than K_exec
             assert episode.force_terminated and episode.conversation["termination_reason"] == "max_steps"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from prefix_audit.checker import replay
-from prefix_audit.importers.tau import (
+from prefix_audit.benchmarks.tau.importer import (
     TauResultsError,
     import_results,
     reward_disagreements,

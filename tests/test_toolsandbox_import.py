@@ -6,17 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
+from conftest import SHARED, score_dir
 from toolsandbox_runs import BRUNO, Call, ScenarioRun, disallowed_traceback, write_run
 
-from prefix_audit.benchmarks import open_benchmark
-from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark
+from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark, import_runs
 from prefix_audit.benchmarks.toolsandbox.recorded import error_category, normalize_exception
 from prefix_audit.checker import replay
 from prefix_audit.cli import main
-from prefix_audit.importers.toolsandbox import import_runs
 from prefix_audit.records import BadLine, dumps, read_rollouts
-from prefix_audit.scoring import score_file
+from prefix_audit.registry import open_benchmark
 from prefix_audit.sources.mutation import mutated_rollout
 
 FIXTURES = SHARED / "fixtures" / "toolsandbox-runs"
@@ -225,8 +223,7 @@ def test_scoring_twice_is_byte_identical(run_folder, tmp_path: Path):
     path = tmp_path / "rollouts.jsonl"
     path.write_text("".join(dumps(r) + "\n" for r in rollouts))
     assert sum(1 for _ in read_rollouts(path)) == len(rollouts)
-    resolve = lambda dataset: open_benchmark(dataset, "unused")
-    first, second = score_file(path, tmp_path / "one", resolve), score_file(path, tmp_path / "two", resolve)
+    first, second = score_dir(path, tmp_path / "one", "unused"), score_dir(path, tmp_path / "two", "unused")
     assert first.scored == second.scored == len(rollouts) and first.quarantined == 0
     for name in ("episodes.parquet", "actions.parquet", "quarantine.jsonl"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
@@ -238,7 +235,7 @@ def test_recorded_rollout_without_its_record_is_quarantined(run_folder, tmp_path
     rollout = next(import_runs(run_folder)).rollout
     path = tmp_path / "r.jsonl"
     path.write_text(dumps(replace(rollout, extra={})) + "\n")
-    report = score_file(path, tmp_path / "s", lambda d: open_benchmark(d, "unused"))
+    report = score_dir(path, tmp_path / "s", "unused")
     assert report.quarantined == 1
     assert "not an imported ToolSandbox run" in (tmp_path / "s" / "quarantine.jsonl").read_text()
 

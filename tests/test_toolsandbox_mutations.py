@@ -7,7 +7,8 @@ import pytest
 from mutation_depths import chosen_depths_honoured
 
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark
-from prefix_audit.checker import CATEGORIES, replay
+from prefix_audit.checker import replay
+from prefix_audit.taxonomy import CATEGORIES
 from prefix_audit.sources.mutation import mutated_rollout
 from prefix_audit.sources.oracle import run_oracle
 

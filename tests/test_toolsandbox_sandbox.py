@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from prefix_audit.benchmarks import DATASETS, open_benchmark
+from prefix_audit import registry
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark, list_task_ids, sample_task_ids
 from prefix_audit.benchmarks.toolsandbox.adapter import Sandbox, task_facts
 from prefix_audit.benchmarks.toolsandbox.evaluation import StateTarget
@@ -122,8 +122,10 @@ def test_sample_is_deterministic_stratified_and_seeded():
 
 
 def test_registered_dataset():
-    assert {"toolsandbox", "toolsandbox_recorded"} <= set(DATASETS)
-    bench = open_benchmark("toolsandbox", "unused-resources-dir")
+    registry.load()
+    assert {"toolsandbox", "toolsandbox_recorded"} <= set(registry.dataset_names())
+    assert registry.workflow_datasets().count("toolsandbox_recorded") == 0  # imported runs only
+    bench = registry.open_benchmark("toolsandbox", "unused-resources-dir")
     assert bench.dataset == "toolsandbox" and len(bench.task_ids()) == len(list_task_ids())
     assert len(bench.scenario_set_sha256) == 64 and bench.scenario_set_sha256 == ToolSandboxBenchmark().scenario_set_sha256
 

@@ -149,6 +149,8 @@ def _import(module: str, what: str) -> None:
 
 
 def registrations() -> list[Registration]:
+    """Every registration, the installed benchmarks' included (found on first use)."""
+    load()
     return [_REGISTRATIONS[p] for p in sorted(_REGISTRATIONS)]
 
 
