@@ -99,8 +99,8 @@ def planned_blocks(config: Mapping[str, Any]) -> tuple[dict[str, list[tuple[str,
         for key in grid:
             missing = needs[key] - offered
             if missing:
-                skipped.append(SkippedBlock(dataset, *key, f"the {dataset} benchmark has no "
-                                            f"{', '.join(sorted(missing))} capability"))
+                skipped.append(SkippedBlock(dataset, *key, f"the {dataset} benchmark lacks the capabilities "
+                                            f"this block needs: {', '.join(sorted(missing))}"))
             else:
                 planned[dataset].append(key)
     return planned, skipped

@@ -134,8 +134,8 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
     block = BlockSettings.parse(settings)
     missing = block.needs() - registry.dataset(dataset).capabilities
     if missing:
-        raise MissingCapability(f"{dataset} cannot generate {model}/{method} rollouts: it has no "
-                                f"{', '.join(sorted(missing))} capability")
+        raise MissingCapability(f"{dataset} cannot generate {model}/{method} rollouts: the benchmark lacks the "
+                                f"capabilities they need: {', '.join(sorted(missing))}")
     benchmark = benchmark or {}
     bench = registry.open_benchmark(dataset, resources, benchmark, fetch=False)
     planned = [(rollout_id_for(dataset, model, method, t), t) for t in read_task_list(tasks_file)]

@@ -1,0 +1,60 @@
+"""Rerun tracking from the code itself: a rule's code fingerprint covers exactly the modules its
+script runs (the Snakemake-level check, editing a module and dry-running, is in test_workflow)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from prefix_audit.fingerprint import closure, code_fingerprint, stage_modules
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "workflow" / "scripts"
+
+
+def test_imports_inside_functions_count_and_type_checking_imports_do_not(tmp_path, monkeypatch):
+    pkg = tmp_path / "fpdemo"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\n\n"
+                              "def f():\n    from .b import g\n    return g()\n")
+    (pkg / "b.py").write_text("import fpdemo.d as d\n\ndef g():\n    return d\n")
+    (pkg / "c.py").write_text("")
+    (pkg / "d.py").write_text("import json\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert closure(["fpdemo.a"], frozenset({"fpdemo"})) == ["fpdemo", "fpdemo.a", "fpdemo.b", "fpdemo.d"]
+
+
+def test_a_stage_covers_what_it_runs_and_nothing_else():
+    tables = stage_modules(SCRIPTS / "tables.py")
+    assert {"prefix_audit.tables", "prefix_audit.paired", "prefix_audit.stats", "prefix_audit.bootstrap",
+            "prefix_audit.io", "prefix_audit.logs"} <= set(tables)
+    assert not {m for m in tables if m.startswith(("prefix_audit.checker", "prefix_audit.benchmarks",
+                                                    "prefix_audit.registry", "prefix_audit.figures"))}
+    # A stage that opens a dataset covers that dataset's benchmark package, not the others.
+    score = set(stage_modules(SCRIPTS / "score_rollouts.py", ["toolsandbox"]))
+    assert {"prefix_audit.checker", "prefix_audit.scoring", "prefix_audit.benchmarks.toolsandbox.tools"} <= score
+    assert not {m for m in score if m.startswith(("prefix_audit.benchmarks.bfcl", "prefix_audit.benchmarks.tau"))}
+    # The rollout stage reaches the OpenAI backend only inside a function; it still counts.
+    rollouts = set(stage_modules(SCRIPTS / "generate_rollouts.py", ["bfcl_v3"]))
+    assert {"prefix_audit.models.openai_compat", "prefix_audit.sources.simulated",
+            "prefix_audit.benchmarks.bfcl.loader"} <= rollouts
+    assert code_fingerprint(SCRIPTS / "score_rollouts.py", ["toolsandbox"]) != \
+        code_fingerprint(SCRIPTS / "score_rollouts.py", ["bfcl_v3"])
+
+
+def test_every_rule_fingerprints_its_own_script():
+    for rule_file in (ROOT / "workflow" / "rules").glob("*.smk"):
+        for rule in re.split(r"^rule ", rule_file.read_text(), flags=re.MULTILINE)[1:]:
+            script = re.search(r'script:\s*"\.\./scripts/(\w+)\.py"', rule)
+            if script is None:
+                continue
+            named = re.findall(r'\bcode\("(\w+)"', rule)
+            assert named == [script.group(1)], f"{rule_file.name}: rule {rule.split(':')[0]}"
+
+
+def test_the_fingerprint_does_not_import_what_it_reads():
+    before = set(sys.modules)
+    stage_modules(SCRIPTS / "figures.py")
+    assert "prefix_audit.figures" in before or "prefix_audit.figures" not in sys.modules
