@@ -101,6 +101,7 @@ def bfcl_checker(bfcl):
     return run
 
 
+@pytest.mark.slow
 def test_y_agrees_with_bfcl_on_every_ground_truth_entry(bfcl, bfcl_checker):
     for task_id in bfcl.task_ids():
         rollout = bfcl.reference_rollout(task_id)

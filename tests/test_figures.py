@@ -86,6 +86,7 @@ def test_each_family_is_written_and_indexed(inputs, tmp_path, family, kinds):
     assert not list(out.glob(".*.tmp"))  # atomic writes leave no temporaries behind
 
 
+@pytest.mark.slow
 def test_rewrite_is_byte_identical(inputs, tmp_path):
     first = write_both(inputs, tmp_path / "a")
     before = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from prefix_audit.records import Rollout, Step
 from prefix_audit.rollout_store import RolloutStore, store_all
 
@@ -55,6 +57,7 @@ def _generate(tasks: Path, out: Path) -> subprocess.Popen:
                              str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(bfcl_data, tmp_path):
     from prefix_audit.tasks import write_task_list
 

@@ -44,6 +44,7 @@ def test_an_error_free_profile_reproduces_the_reference(bfcl, tasks, tmp_path):
     assert episodes["agent_tokens"].min() > 0 and episodes["agent_latency_s"].min() > 0
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes_other_seed_other_rollouts(tasks, tmp_path):
     profile = {"p_error": dict.fromkeys(ALL, 0.04), "p_stop": 0.03, "p_recover": 0.5}
     _run(tasks, tmp_path / "a", "p", profile)
@@ -53,6 +54,7 @@ def test_same_seed_same_bytes_other_seed_other_rollouts(tasks, tmp_path):
     assert a == b and a != c
 
 
+@pytest.mark.slow
 def test_higher_error_rates_lower_executability_and_each_category_emerges(tasks, tmp_path):
     low = _run(tasks, tmp_path, "low", {"p_error": dict.fromkeys(ALL, 0.01), "p_stop": 0.01, "p_recover": 0.8})
     high = _run(tasks, tmp_path, "high", {"p_error": dict.fromkeys(ALL, 0.06), "p_stop": 0.05, "p_recover": 0.3})
@@ -89,6 +91,7 @@ def _pec(episodes: pl.DataFrame, k: int) -> float:
     return float((episodes["FED"] > k).mean())
 
 
+@pytest.mark.slow
 def test_verifier_detection_rate_moves_dual_loop_executability(tasks, tmp_path):
     blind = _run_method(tasks, tmp_path, "blind", "dual_loop", PLANNING | {"p_detect": dict.fromkeys(ALL, 0.0)})
     sharp = _run_method(tasks, tmp_path, "sharp", "dual_loop", PLANNING | {"p_detect": dict.fromkeys(ALL, 1.0)})
@@ -128,6 +131,7 @@ def test_planning_rates_are_validated():
         SimulatedProfile("x", p_follow_plan=1.2)
 
 
+@pytest.mark.slow
 def test_episodes_in_flight_do_not_change_the_rollouts(tasks, tmp_path):
     profile = PLANNING | {"p_detect": dict.fromkeys(ALL, 0.7)}
     _run_method(tasks, tmp_path / "one", "d", "dual_loop", profile)

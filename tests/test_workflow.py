@@ -19,15 +19,28 @@ SNAKEMAKE = str(_BESIDE) if _BESIDE.exists() else shutil.which("snakemake")
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed (pip install '.[workflow]')")
 
 
-def _run(tmp_path: Path, name: str, *extra: str, hash_seed: str = "0", **overrides) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, name: str, *extra: str, hash_seed: str = "0", library: Path | None = None,
+         **overrides) -> subprocess.CompletedProcess:
     override = tmp_path / f"{name}.yaml"
     override.write_text(yaml.safe_dump({"results_dir": str(tmp_path / name),
                                         "resources_dir": str(ROOT / "resources"), **overrides}))
     cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "config/smoke.yaml", str(override), *extra]
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}  # the Snakefile must pin it for its jobs
+    if library is not None:  # import prefix_audit from this copy of src/ instead of the work tree
+        env["PYTHONPATH"] = str(library)
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
 
 
+def _edited_library(tmp_path: Path, module: str) -> Path:
+    """A copy of src/ in which one module (a path below prefix_audit/) has an extra comment line."""
+    copy_root = tmp_path / f"src-{module.replace('/', '-')}"
+    shutil.copytree(ROOT / "src", copy_root, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    target = copy_root / "prefix_audit" / module
+    target.write_text(target.read_text() + "\n# edited\n")
+    return copy_root
+
+
+@pytest.mark.slow
 def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     for name, hash_seed in (("a", "1"), ("b", "2")):
         proc = _run(tmp_path, name, hash_seed=hash_seed)
@@ -94,6 +107,25 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     dry = _run(tmp_path, "a", "--dry-run", "--forcerun", "score_rollouts")
     jobs = _planned_jobs(dry.stdout)
     assert "generate_rollouts" not in jobs and jobs["score_rollouts"] == 4 * 9, dry.stdout
+
+    # Editing a module reruns exactly the stages that run it (rerun tracking from the code itself).
+    for module, planned in (
+        ("tables.py", {"tables": 1, "all": 1}),
+        ("figures.py", {"figures": 2, "all": 1}),
+        ("fed.py", {"score_rollouts": 4 * 9, **downstream}),
+        # one dataset's benchmark: that dataset's stages only (its 9 blocks)
+        ("benchmarks/toolsandbox/tools.py", {"sample_tasks": 1, "generate_rollouts": 9, "score_rollouts": 9,
+                                             **downstream}),
+        # the checker: every stage that opens a benchmark (the adapters, the mutation generator and the
+        # simulated model use it)
+        ("checker.py", {"sample_tasks": 4, "generate_rollouts": 4 * 9, "score_rollouts": 4 * 9, **downstream}),
+    ):
+        dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        assert _planned_jobs(dry.stdout) == planned, (module, dry.stdout[-3000:])
+    for module in ("cli.py", "sources/oracle.py"):  # modules no stage of the run imports
+        dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
+        assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (module, dry.stdout[-3000:])
 
 
 def _planned_jobs(dry_run_output: str) -> dict[str, int]:

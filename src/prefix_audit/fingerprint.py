@@ -88,21 +88,25 @@ def _with_parents(module: str) -> list[str]:
     return [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
 
 
+@lru_cache(maxsize=None)
+def _imported_by(module: str) -> tuple[str, ...]:
+    """What a module's source imports (each source is parsed once per process)."""
+    path = source_file(module)
+    assert path is not None
+    tree = ast.parse(path.read_bytes(), str(path))
+    return tuple(m for name in _imports(tree, module, path.name == "__init__.py") for m in _with_parents(name))
+
+
 def closure(entries: Iterable[str], tracked: frozenset[str]) -> list[str]:
     """The modules of the ``tracked`` top-level packages that importing ``entries`` runs, sorted."""
     seen: set[str] = set()
     todo = [m for entry in entries for m in _with_parents(entry)]
     while todo:
         module = todo.pop()
-        if module in seen or module.split(".")[0] not in tracked:
-            continue
-        path = source_file(module)
-        if path is None:
+        if module in seen or module.split(".")[0] not in tracked or source_file(module) is None:
             continue
         seen.add(module)
-        tree = ast.parse(path.read_bytes(), str(path))
-        for name in _imports(tree, module, path.name == "__init__.py"):
-            todo.extend(_with_parents(name))
+        todo.extend(_imported_by(module))
     return sorted(seen)
 
 
@@ -135,8 +139,12 @@ def code_fingerprint(script: str | Path, datasets: Sequence[str] | None = None) 
 def _fingerprint(script: str, datasets: tuple[str, ...] | None) -> str:
     digest = hashlib.sha256()
     for module in stage_modules(script, datasets):
-        path = source_file(module)
-        assert path is not None
-        digest.update(module.encode() + b"\0")
-        digest.update(path.read_bytes())
+        digest.update(module.encode() + b"\0" + _source_digest(module))
     return digest.hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def _source_digest(module: str) -> bytes:
+    path = source_file(module)
+    assert path is not None
+    return hashlib.sha256(path.read_bytes()).digest()
