@@ -2,6 +2,8 @@
 
 from collections import Counter
 
+import pytest
+
 from prefix_audit.checker import replay
 
 # Gold data that is invalid by the benchmark's own declared rules (so FED <= T for these, honestly):
@@ -17,6 +19,7 @@ KNOWN_INVALID_GOLD = {
 }
 
 
+@pytest.mark.slow
 def test_all_800_ground_truth_entries(bfcl):
     ids = bfcl.task_ids()
     assert len(ids) == 800
