@@ -32,7 +32,7 @@ INLINE_SNAKEMAKE = re.compile(r"`(\.venv/bin/snakemake [^`]+)`")
 SNIPPET_HEADER = re.compile(r"^# (?P<name>[\w.-]+\.yaml) — (?:use with: )?(?P<command>.+)$")
 # Commands that cannot run on a fresh clone by their nature, and where they are covered instead.
 NOT_DRY_RUN = {
-    "--report": "needs a finished run; the report rule's inputs are the smoke run's (tests/test_workflow.py)",
+    "--report": "needs a finished run: tests/test_workflow.py builds the report of the smoke run",
 }
 
 

@@ -76,6 +76,11 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     for name in figures:
         assert (tmp_path / "a" / "figures" / name).read_bytes() == (tmp_path / "b" / "figures" / name).read_bytes()
 
+    # The HTML report of a finished run (README: `snakemake --report results/report.html`).
+    report = tmp_path / "report.html"
+    proc = _run(tmp_path, "a", "--report", str(report))
+    assert proc.returncode == 0 and report.stat().st_size > 0, proc.stderr[-3000:]
+
     # A new bootstrap seed reruns statistics and what is drawn from them only (not the category
     # figures, which are drawn from the FED table).
     stats = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["stats"] | {"seed": 99}

@@ -125,7 +125,11 @@ def load(plugins: Sequence[str] = ()) -> None:
     """Register the installed benchmarks (entry points, once per process) and import ``plugins``."""
     global _entry_points_loaded
     if not _entry_points_loaded:
-        for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+        points = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name)
+        if not points:  # this package declares its own three: the installed metadata is missing or stale
+            raise RegistryError(f"no {ENTRY_POINT_GROUP} entry points are installed; install prefix-audit "
+                                f"(pip install -e .) so that its benchmarks register")
+        for point in points:
             _import(point.value.split(":", 1)[0], f"entry point {point.name!r} of {ENTRY_POINT_GROUP}")
         _entry_points_loaded = True
     if isinstance(plugins, str) or not isinstance(plugins, Sequence):
@@ -180,6 +184,13 @@ def _entry(name: str) -> tuple[DatasetSpec, Registration]:
     if found is None:
         raise UnknownDataset(f"unknown dataset {name!r} (registered: {', '.join(dataset_names()) or 'none'})")
     return found
+
+
+def plugins_for(name: str, plugins: Sequence[str]) -> list[str]:
+    """The modules of ``plugins`` that register dataset ``name``: what a job on that dataset must load
+    (none for an installed benchmark), so adding a plugin changes nothing for the other datasets."""
+    package = registration_of(name).package
+    return [p for p in plugins if package == p or package.startswith(p + ".")]
 
 
 def importers() -> dict[str, Importer]:

@@ -51,6 +51,11 @@ def code(script, dataset=None):
     return code_fingerprint(SCRIPTS / f"{script}.py", None if dataset is None else [dataset])
 
 
+def dataset_plugins(wildcards):
+    """The config's plugins that register the job's dataset (a job loads only those)."""
+    return registry.plugins_for(wildcards.dataset, PLUGINS)
+
+
 def fetched_marker(dataset):
     """The fetched package a dataset needs ([] for one with nothing to fetch)."""
     pin = config["benchmarks"][dataset].get("package")

@@ -10,7 +10,7 @@ rule generate_rollouts:
         resources=RESOURCES,
         benchmark=lambda wc: config["benchmarks"][wc.dataset],
         cache_dir=f"{RESULTS}/cache/model-responses",
-        plugins=PLUGINS,
+        plugins=dataset_plugins,
         code=lambda wc: code("generate_rollouts", wc.dataset),
     log:
         f"{RESULTS}/logs/rollouts/{{dataset}}/{{model}}/{{method}}.log",

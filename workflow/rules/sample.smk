@@ -9,7 +9,7 @@ rule sample_tasks:
         seed=lambda wc: config["benchmarks"][wc.dataset].get("sample", {}).get("seed", 0),
         resources=RESOURCES,
         benchmark=lambda wc: config["benchmarks"][wc.dataset],
-        plugins=PLUGINS,
+        plugins=dataset_plugins,
         code=lambda wc: code("sample_tasks", wc.dataset),
     log:
         f"{RESULTS}/logs/sample/{{dataset}}.log",

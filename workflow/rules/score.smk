@@ -10,7 +10,7 @@ rule score_rollouts:
     params:
         resources=RESOURCES,
         benchmark=lambda wc: config["benchmarks"][wc.dataset],
-        plugins=PLUGINS,
+        plugins=dataset_plugins,
         code=lambda wc: code("score_rollouts", wc.dataset),
     log:
         f"{RESULTS}/logs/score/{{dataset}}/{{model}}/{{method}}.log",
