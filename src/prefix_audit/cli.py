@@ -78,13 +78,13 @@ def _stats(args: argparse.Namespace) -> int:
     from .stats import TAU_POOL, write_stats
 
     out = Path(args.output)
-    paths = [write_stats(args.episodes, out / "stats.parquet", resamples=args.resamples, seed=args.seed, k_max=args.k_max,
-                         confidence=args.confidence, pools=TAU_POOL, workers=args.workers)]
+    paths = [write_stats(args.episodes, out / "stats.parquet", resamples=args.resamples, seed=args.seed,
+                         k_max=args.k_max, confidence=args.confidence, pools=TAU_POOL, workers=args.workers)]
     if args.pairs:
         pairs = pair_specs(yaml.safe_load(Path(args.pairs).read_text()))  # YAML is a superset of JSON
-        paths.append(write_paired(args.episodes, pairs, out / "paired.parquet", resamples=args.paired_resamples,
-                                  seed=args.seed, confidence=args.confidence, pools=TAU_POOL,
-                                  workers=args.workers))
+        paths.append(write_paired(args.episodes, pairs, out / "paired.parquet",
+                                  resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
+                                  pools=TAU_POOL, workers=args.workers))
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -149,10 +149,11 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
             return await store_all(out, planned, produce_static, label=label)
         agents = _AgentBlock(bench, model, method, block, cache_dir or Path(out).parent / "model-cache",
                              benchmark.get("user_simulator"))
+        def produce_episode(task_id: str):
+            return agents.episode(task_id, rollout_id_for(dataset, model, method, task_id))
+
         try:
-            return await store_all(out, planned,
-                                   lambda task_id: agents.episode(task_id, rollout_id_for(dataset, model, method, task_id)),
-                                   concurrency=block.episodes_in_flight, label=label)
+            return await store_all(out, planned, produce_episode, concurrency=block.episodes_in_flight, label=label)
         finally:
             await agents.aclose()
 

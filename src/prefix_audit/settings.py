@@ -77,7 +77,8 @@ class BlockSettings:
         spec = MethodSpec(settings["method"], settings.get("verifier", "model"),
                           int(settings.get("max_steps", K_EXEC)), int(settings.get("max_candidates", K_VAL)))
         verifier = settings.get("verifier_backend")
-        return cls(kind, seed, method=spec, episodes_in_flight=int(settings.get("episodes_in_flight", EPISODES_IN_FLIGHT)),
+        return cls(kind, seed, method=spec,
+                   episodes_in_flight=int(settings.get("episodes_in_flight", EPISODES_IN_FLIGHT)),
                    backend=BackendSettings.parse(settings["backend"]),
                    verifier_model=verifier["model"] if verifier else None,
                    verifier_backend=BackendSettings.parse(verifier["backend"]) if verifier else None)

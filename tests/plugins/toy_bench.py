@@ -66,7 +66,8 @@ class Task:
 
 TASKS = {
     "kitchen-on": Task(("My PIN is 4321. Turn on the kitchen light.",),
-                       ((_call("login", pin=PIN), _call("list_rooms"), _call("switch", room_id="r-kitchen", on=True)),)),
+                       ((_call("login", pin=PIN), _call("list_rooms"),
+                         _call("switch", room_id="r-kitchen", on=True)),)),
     "bedroom-dim": Task(("PIN 4321: please set the bedroom light to 30.",),
                         ((_call("login", pin=PIN), _call("list_rooms"), _call("switch", room_id="r-bedroom", on=True),
                           _call("set_brightness", room_id="r-bedroom", level=30)),)),
@@ -74,7 +75,8 @@ TASKS = {
                            ((_call("login", pin=PIN), _call("list_rooms"), _call("switch", room_id="r-hall", on=True)),
                             (_call("set_brightness", room_id="r-hall", level=50),))),
     "kitchen-off": Task(("The kitchen light is on; my PIN is 4321. Switch it off.",),
-                        ((_call("login", pin=PIN), _call("list_rooms"), _call("switch", room_id="r-kitchen", on=False)),),
+                        ((_call("login", pin=PIN), _call("list_rooms"),
+                          _call("switch", room_id="r-kitchen", on=False)),),
                         frozenset({"r-kitchen"})),
     "all-on": Task(("PIN 4321. Turn every light on.",),
                    ((_call("login", pin=PIN), _call("list_rooms"),
@@ -237,7 +239,8 @@ def import_toy(request: ImportRequest) -> Iterator[Located | BadLine]:
                       for turn in entry["turns"])
         model = request.model or "toy-agent"
         rid = rollout_id_for("toy_lights", model, request.method, task, item.line)
-        yield Located(item.path, item.line, Rollout("toy_lights", task, model, request.method, rid, turns, "import:toy"))
+        rollout = Rollout("toy_lights", task, model, request.method, rid, turns, "import:toy")
+        yield Located(item.path, item.line, rollout)
 
 
 CONFIG_SCHEMA = {"type": "object", "additionalProperties": False,
