@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ...fetch import PackagePin
 from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, register
@@ -52,7 +54,7 @@ CONFIG_SCHEMA = {
 }
 
 
-def source_of(settings) -> TauSource:
+def source_of(settings: Mapping[str, Any]) -> TauSource:
     """Where a τ dataset's config entry takes tau2 and its tasks from (the pinned wheel by default)."""
     return TauSource(tau2=settings.get("tau2"), data_dir=settings.get("data_dir"),
                      pin=PackagePin.configured(settings, DEFAULT_PIN))
