@@ -234,5 +234,54 @@ if ! diff -r -q -x logs -x benchmarks -x '.*' "$WORK/local" "$WORK/cluster"; the
 fi
 compared=$(cd "$WORK/cluster" && find . -type f -not -path './logs/*' -not -path './benchmarks/*' -not -name '.*' | wc -l)
 phase_done compare
-echo "slurm test: passed — $submitted jobs ran through sbatch, $compared output files equal the local run's" \
+
+# --- a real-model grid through sbatch: one ceiling per endpoint across cluster jobs ------------------
+# Four ToolSandbox blocks of two models on one fake OpenAI-compatible endpoint (tests/fake_openai_server.py,
+# answering after 0.3 s without usage) with concurrency 2 and one episode in flight per job: the
+# submitting Snakemake may run two of the jobs at once, and the endpoint must never hold more than 2.
+echo "slurm test: real-model grid through sbatch against a fake endpoint (log: $WORK/log/real.log)"
+PYTHON=$(dirname "$SNAKEMAKE")/python
+"$PYTHON" tests/fake_openai_server.py --shape ollama --delay 0.3 --url-file "$WORK/fake.url" \
+  --stats-file "$WORK/fake.json" >"$WORK/log/fake.log" 2>&1 &
+FAKE_PID=$!
+DAEMON_PIDS+=("$FAKE_PID")
+wait_for 20 "the fake endpoint" test -s "$WORK/fake.url"
+FAKE_URL=$(cat "$WORK/fake.url")
+{
+  echo "results_dir: $WORK/real"
+  echo "resources_dir: $ROOT/resources"
+  echo "datasets: [toolsandbox]"
+  echo "benchmarks: {toolsandbox: {sample: {n: 3, seed: 2}}}"
+  echo "models:"
+  for model in org/model-a model:b; do
+    echo "  \"$model\": {type: openai, model: \"$model\", base_url: \"$FAKE_URL\", api_key_env: PREFIX_AUDIT_FAKE_KEY, concurrency: 2}"
+  done
+  echo "agents: {models: [org/model-a, \"model:b\"], methods: [react, plan_conditioned], episodes_in_flight: 1}"
+} >"$WORK/real.yaml"
+targets=()
+for model in org%2Fmodel-a model%3Ab; do
+  for method in react plan_conditioned; do targets+=("$WORK/real/rollouts/toolsandbox/$model/$method.jsonl"); done
+done
+real_rc=0
+PREFIX_AUDIT_FAKE_KEY=sk-fake run "$SNAKEMAKE" --profile profiles/slurm "${targets[@]}" --configfile "$WORK/real.yaml" \
+  --slurm-logdir "$WORK/slurm-logs-real" --slurm-init-seconds-before-status-checks 2 \
+  >"$WORK/log/real.log" 2>&1 || real_rc=$?
+kill -TERM "$FAKE_PID"
+wait "$FAKE_PID" || true
+if ((real_rc)); then
+  tail -60 "$WORK/log/real.log" >&2
+  echo "slurm test: the real-model run through Slurm failed (exit $real_rc)" >&2
+  exit 1
+fi
+for target in "${targets[@]}"; do
+  [[ -s $target && $(wc -l <"$target") == 3 ]] || { echo "slurm test: $target does not hold 3 rollouts" >&2; exit 1; }
+done
+read -r fake_requests fake_max < <("$PYTHON" -c 'import json, sys; s = json.load(open(sys.argv[1])); print(s["requests"], s["max_in_flight"])' "$WORK/fake.json")
+if ((fake_max > 2 || fake_requests == 0)); then
+  echo "slurm test: the fake endpoint held $fake_max requests at once (ceiling 2) over $fake_requests requests" >&2
+  exit 1
+fi
+phase_done real-model-run
+echo "slurm test: passed — $submitted jobs ran through sbatch, $compared output files equal the local run's;" \
+  "a real-model grid of 4 blocks made $fake_requests requests with at most $fake_max in flight (ceiling 2)" \
   "(${timings[*]}; total $((SECONDS - started))s)"

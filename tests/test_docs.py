@@ -112,6 +112,13 @@ def test_snakemake_commands_and_config_snippets_dry_run(page, command, tmp_path)
         pytest.skip(exempt[0])
     proc = _dry_run(command, tmp_path)
     assert proc.returncode == 0, f"{page}: {command}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+    # A config that puts only real models in the agent grid runs no simulated block.
+    snippets = _snippets()
+    used = [yaml.safe_load(snippets[word][0]) for word in shlex.split(command) if word in snippets]
+    for config in used:
+        grid = (config.get("agents") or {}).get("models")
+        if grid and all(config.get("models", {}).get(m, {}).get("type") == "openai" for m in grid):
+            assert "/sim-" not in proc.stdout, f"{page}: {command} plans simulated blocks"
 
 
 @pytest.mark.parametrize(("page", "command"), OTHER_COMMANDS)
@@ -187,18 +194,32 @@ def test_config_readme_states_the_codes_defaults():
 
     from prefix_audit.agents.executor import K_EXEC
     from prefix_audit.agents.methods import K_VAL
-    from prefix_audit.settings import DEFAULT_API_KEY_ENV, EPISODES_IN_FLIGHT, BackendSettings, BlockSettings
+    from prefix_audit.models.base import GenerationParams
+    from prefix_audit.settings import (
+        DEFAULT_API_KEY_ENV,
+        EPISODES_IN_FLIGHT,
+        REAL_EPISODES_IN_FLIGHT,
+        BackendSettings,
+        BlockSettings,
+    )
     from prefix_audit.sources.simulated import SimulatedProfile
 
     stated = _stated_defaults()
     block = {f.name: f.default for f in fields(BlockSettings)}
     backend = {f.name: f.default for f in fields(BackendSettings)}
     expected = {"agents.max_steps": K_EXEC, "agents.max_candidates": K_VAL,
-                "agents.episodes_in_flight": EPISODES_IN_FLIGHT, "agents.seed": block["seed"],
+                "agents.episodes_in_flight": f"{EPISODES_IN_FLIGHT} (simulated), {REAL_EPISODES_IN_FLIGHT} (real model)",
+                "agents.seed": block["seed"],
                 "sources.<name>.clean_fraction": block["clean_fraction"],
                 "models.<label>.concurrency": backend["concurrency"],
                 "models.<label>.api_key_env": f"`{DEFAULT_API_KEY_ENV}`",
-                "models.<label>.reasoning": str(backend["reasoning"]).lower()}
+                "models.<label>.reasoning": str(backend["reasoning"]).lower(),
+                "models.<label>.extra_body": "{}"}
+    for name in ("timeout_s", "max_retries", "backoff_base_s", "backoff_cap_s"):
+        expected[f"models.<label>.{name}"] = backend[name]
+    for f in fields(GenerationParams):
+        if f.name in ("temperature", "top_p", "max_tokens"):
+            expected[f"models.<label>.{f.name}"] = f.default
     for f in fields(SimulatedProfile):
         if f.name != "name":  # the rate maps default to empty ones
             expected[f"models.<label>.profile.{f.name}"] = "{}" if f.default is MISSING else f.default

@@ -1,12 +1,14 @@
-"""OpenAI-compatible backend against a scripted local server: parsing, retries, cache, secrets."""
+"""OpenAI-compatible backend against a scripted local server: parsing, retries, Retry-After, the
+per-call record, missing usage, failing fast, the endpoint gate, cache, secrets."""
 
 from __future__ import annotations
 
 import logging
+import socket
+import time
 
-import openai
 import pytest
-from fake_openai_server import FakeOpenAIServer, Reply, completion, error, tool_call
+from fake_openai_server import RESET, FakeOpenAIServer, Reply, completion, error, tool_call
 
 from prefix_audit.models import (
     GenerationParams,
@@ -18,6 +20,8 @@ from prefix_audit.models import (
     complete_many,
     to_tool_call,
 )
+from prefix_audit.models.endpoints import Endpoint, EndpointGate
+from prefix_audit.models.openai_compat import BackendError
 
 KEY_ENV = "PREFIX_AUDIT_TEST_KEY"
 KEY = "sk-test-DISTINCTIVE-7f3a9c1e5b"
@@ -44,9 +48,9 @@ def make_backend(server, monkeypatch):
     return make
 
 
-def ask(text: str = "go to documents", role: str = "executor", params: GenerationParams | None = None):
+def ask(text: str = "go to documents", role: str = "executor"):
     messages = (Message("system", "You are an agent."), Message("user", text))
-    return ModelRequest(messages, (CD,), params or GenerationParams(), role)
+    return ModelRequest(messages, (CD,), role)
 
 
 def run_one(backend, request=None):
@@ -90,28 +94,126 @@ def test_history_with_tool_results_goes_out_in_openai_format(server, make_backen
                     {"role": "tool", "content": '{"ok": true}', "tool_call_id": "call_9"}]
 
 
-@pytest.mark.parametrize("failure", [error(429), error(500), error(503), Reply(delay_s=1.0)],
-                         ids=["429", "500", "503", "timeout"])
-def test_transient_failures_are_retried(server, make_backend, failure):
-    server.push(failure, completion("ok"))
-    response = run_one(make_backend(timeout_s=0.25))
+@pytest.mark.parametrize("failure", [error(429), error(500), error(503), Reply(delay_s=1.0), RESET],
+                         ids=["429", "500", "503", "timeout", "reset"])
+def test_transient_failures_are_retried_once_the_endpoint_has_answered(server, make_backend, failure):
+    server.push(completion("first"), failure, completion("ok"))
+    backend = make_backend(timeout_s=0.25)
+    run_one(backend)
+    response = run_one(backend)
     assert response.text == "ok"
-    assert server.request_count == 2
+    assert server.request_count == 3
     assert response.usage.latency_s < 0.25  # the successful attempt only
+    (retry,) = response.usage.retries
+    assert retry.error.split()[0] in {"429", "500", "503", "APITimeoutError", "APIConnectionError"}
+    assert response.usage.attempts == 2 and response.usage.total_s >= response.usage.latency_s + retry.wait_s
 
 
-def test_client_errors_are_not_retried(server, make_backend):
+def test_client_errors_are_not_retried_and_name_the_endpoint(server, make_backend):
     server.push(error(400), completion("never reached"))
-    with pytest.raises(openai.BadRequestError):
+    with pytest.raises(BackendError, match=rf"'fake-model' at {server.base_url}: 400 BadRequestError"):
         run_one(make_backend())
     assert server.request_count == 1
 
 
 def test_retries_stop_after_max_retries(server, make_backend):
     server.push(*[error(502)] * 3, completion("too late"))
-    with pytest.raises(openai.InternalServerError):
+    with pytest.raises(BackendError, match="502 InternalServerError after 3 attempts"):
         run_one(make_backend(max_retries=2))
     assert server.request_count == 3
+
+
+def test_retry_after_is_honoured_and_every_attempt_recorded(server, make_backend):
+    # An answer first, so the endpoint is known to be there; then 429 (Retry-After: 0.4 s), a
+    # reset connection and a 500, and a slow success.
+    server.push(completion("warm"), error(429, retry_after="0.4"), RESET, error(500),
+                completion("ok", delay_s=0.3))
+    backend = make_backend(backoff_cap_s=5.0)
+    run_one(backend)
+    started = time.perf_counter()
+    response = run_one(backend)
+    elapsed = time.perf_counter() - started
+    usage = response.usage
+    assert [r.error for r in usage.retries] == ["429 RateLimitError", "APIConnectionError", "500 InternalServerError"]
+    assert 0.4 <= usage.retries[0].wait_s <= 0.44  # what the server asked, plus at most 10 % jitter
+    assert usage.attempts == 4
+    assert 0.3 <= usage.latency_s < 0.5  # the successful attempt's exchange
+    waits = sum(r.wait_s for r in usage.retries)
+    assert usage.latency_s + waits <= usage.wall_s <= elapsed
+    assert usage.to_json()["attempts"] == 4 and usage.to_json()["wall_s"] == usage.wall_s
+    assert usage.params == response.sent_params
+
+
+def test_a_response_without_usage_is_estimated_cached_and_marked(server, make_backend, tmp_path):
+    server.push(completion(None, [tool_call("c1", "cd", '{"folder": "docs"}')], usage=False,
+                           reasoning_content="I should change directory.", finish_reason="tool_calls"))
+    first = run_one(make_backend(cache_dir=tmp_path))
+    assert first.usage.estimated and first.usage.input_tokens > 10 and first.usage.output_tokens > 0
+    assert first.tool_calls == (ModelToolCall("c1", "cd", '{"folder": "docs"}'),)
+    again = run_one(make_backend(cache_dir=tmp_path))
+    assert again.cached and again.usage == first.usage and server.request_count == 1
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unreachable_endpoint_fails_fast_with_url_and_model(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    backend = OpenAICompatibleBackend("fake-model", base_url=url, api_key_env=KEY_ENV, timeout_s=5.0)
+    started = time.perf_counter()
+    with pytest.raises(BackendError, match=rf"'fake-model' at {url}: cannot be reached"):
+        run_one(backend)
+    assert time.perf_counter() - started < 2.0
+
+
+def test_an_endpoint_that_never_answers_fails_after_one_timeout(server, make_backend):
+    server.push(Reply(delay_s=10.0), completion("never asked"))
+    started = time.perf_counter()
+    with pytest.raises(BackendError, match=r"no answer within 0.3 s \(timeout_s\)"):
+        run_one(make_backend(timeout_s=0.3))
+    assert time.perf_counter() - started < 2.0 and server.request_count == 1
+
+
+def test_a_cached_run_needs_no_endpoint(make_backend, tmp_path):
+    with FakeOpenAIServer() as down:
+        down.push(completion("remembered"))
+        url = down.base_url
+        assert run_one(make_backend(base_url=url, cache_dir=tmp_path)).text == "remembered"
+    # The server is gone; every request of the rerun is a cache hit.
+    assert run_one(make_backend(base_url=url, cache_dir=tmp_path)).text == "remembered"
+
+
+def test_backends_sharing_an_endpoint_gate_share_its_ceiling(server, make_backend):
+    server.push(*[completion(f"r{i}", delay_s=0.15) for i in range(9)])
+    gate = EndpointGate(Endpoint.of(server.base_url, KEY_ENV), limit=3)
+    executor, verifier = make_backend(gate=gate), make_backend(gate=gate)
+    import asyncio
+
+    async def run() -> None:
+        calls = [b.complete(ask(f"q{i}")) for i, b in zip(range(9), [executor, verifier] * 5)]
+        await asyncio.gather(*calls)
+        await executor.aclose()
+        await verifier.aclose()
+
+    asyncio.run(run())
+    assert server.max_in_flight == 3 and server.request_count == 9
+
+
+def test_decoding_settings_seed_and_extra_parameters_are_sent(server, make_backend):
+    server.push(completion("ok"))
+    params = GenerationParams(temperature=0.7, top_p=0.9, max_tokens=512, seed=42,
+                              extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    response = run_one(make_backend(params=params))
+    body = server.received[0].body
+    assert (body["temperature"], body["top_p"], body["max_tokens"], body["seed"]) == (0.7, 0.9, 512, 42)
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert response.sent_params["seed"] == 42 and response.usage.params == response.sent_params
+    with pytest.raises(ValueError, match="extra_body may not set messages"):
+        make_backend(params=GenerationParams(extra_body={"messages": []}))
 
 
 def test_second_run_is_served_from_cache_with_original_usage(server, make_backend, tmp_path):
@@ -137,9 +239,8 @@ def test_second_run_is_served_from_cache_with_original_usage(server, make_backen
 
 def test_cache_key_covers_the_sent_parameters(server, make_backend, tmp_path):
     server.push(completion("short"), completion("long"))
-    backend = make_backend(cache_dir=tmp_path)
-    assert run_one(backend, ask(params=GenerationParams(max_tokens=10))).text == "short"
-    assert run_one(backend, ask(params=GenerationParams(max_tokens=20))).text == "long"
+    assert run_one(make_backend(cache_dir=tmp_path, params=GenerationParams(max_tokens=10))).text == "short"
+    assert run_one(make_backend(cache_dir=tmp_path, params=GenerationParams(max_tokens=20))).text == "long"
     assert server.request_count == 2
 
 
@@ -191,8 +292,7 @@ def test_malformed_tool_arguments_become_a_parse_error(server, make_backend):
 
 def test_reasoning_model_gets_effort_and_output_cap_only(server, make_backend):
     server.push(completion("thought", prompt_tokens=20, completion_tokens=300, reasoning_tokens=250))
-    response = run_one(make_backend(reasoning=True),
-                       ask(params=GenerationParams(max_tokens=4000, reasoning_effort="high")))
+    response = run_one(make_backend(reasoning=True, params=GenerationParams(max_tokens=4000, reasoning_effort="high")))
     body = server.received[0].body
     for sampling in ("temperature", "top_p", "presence_penalty", "frequency_penalty", "max_tokens"):
         assert sampling not in body
@@ -204,7 +304,7 @@ def test_reasoning_model_gets_effort_and_output_cap_only(server, make_backend):
 
 def test_effort_without_a_reasoning_backend_is_rejected(make_backend):
     with pytest.raises(ValueError, match="reasoning"):
-        run_one(make_backend(), ask(params=GenerationParams(reasoning_effort="low")))
+        make_backend(params=GenerationParams(reasoning_effort="low"))
 
 
 def test_request_role_must_be_a_model_role():

@@ -25,7 +25,7 @@ from prefix_audit.tables import METHOD_ORDER, table_f1, table_f2, table_f3, tabl
 
 # The product's own episode schema, restricted to the columns these tests build.
 EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()
-                  if name in ("dataset", "model", "method", "task_id", "rollout_id", "T", "FED", "Y", "category", "agent_tokens", "agent_latency_s", "user_sim_tokens", "user_sim_latency_s")}
+                  if name in ("dataset", "model", "method", "task_id", "rollout_id", "T", "FED", "Y", "category", "agent_tokens", "agent_latency_s", "agent_wall_s", "agent_calls", "agent_estimated_calls", "user_sim_tokens", "user_sim_latency_s")}
 SIZES = {"tau_airline": 12, "tau_retail": 20, "bfcl_v3": 10}
 MODELS = ("sim-strong", "sim-weak")
 RESAMPLES = 500
@@ -43,13 +43,19 @@ def make_episodes(seed: int = 0) -> pl.DataFrame:
             t = int(rng.integers(1, 7))
             fed = int(min(rng.integers(1, 10), t + 1))
             has_cost = dataset.startswith("tau") and rng.random() < accounted
+            tokens = int(rng.integers(800, 4000)) if has_cost else None
+            latency = float(rng.uniform(1, 30)) if has_cost else None
+            calls = None if tokens is None else tokens // 400
+            # Retries add a quarter to the wall time; sim-strong's ReAct server sent no usage on a quarter of calls.
+            estimated = None if calls is None else (calls // 4 if (model, method) == ("sim-strong", "react") else 0)
             rows.append({
                 "dataset": dataset, "model": model, "method": method, "task_id": f"task-{i:03d}",
                 "rollout_id": f"{dataset}/{model}/{method}/{i}", "T": t, "FED": fed,
                 "Y": [0, 1, None][int(rng.choice(3, p=[0.45, 0.45, 0.1]))],
                 "category": None if fed == t + 1 else "schema",
-                "agent_tokens": int(rng.integers(800, 4000)) if has_cost else None,
-                "agent_latency_s": float(rng.uniform(1, 30)) if has_cost else None,
+                "agent_tokens": tokens, "agent_latency_s": latency,
+                "agent_wall_s": None if latency is None else latency * 1.25,
+                "agent_calls": calls, "agent_estimated_calls": estimated,
                 "user_sim_tokens": None, "user_sim_latency_s": None,
             })
 
@@ -176,8 +182,11 @@ def test_table_f2_costs_relative_changes_and_gaps(episodes):
     react = metric(stats, "tau", "sim-weak", "react", "agent_tokens")
     latency = metric(stats, "tau", "sim-weak", "react", "agent_latency_s")
     assert latency["n"] < react["n"] < 32
+    wall = metric(stats, "tau", "sim-weak", "react", "agent_wall_s")
     assert row["react"].endswith(f"(tokens {react['n']}/32, latency {latency['n']}/32)")
-    assert row["react"].startswith(f"{react['estimate'] / 1000:.2f}k / {latency['estimate']:.2f} s")
+    assert row["react"].startswith(f"{react['estimate'] / 1000:.2f}k / {latency['estimate']:.2f} s / "
+                                   f"{wall['estimate']:.2f} s (")
+    assert wall["estimate"] > latency["estimate"] and "est." not in row["react"]
     dual = metric(stats, "tau", "sim-weak", "dual_loop", "agent_tokens")
     assert row["dual_loop"].endswith("(32/32)")
     rel = dual["estimate"] / react["estimate"] - 1
@@ -186,7 +195,14 @@ def test_table_f2_costs_relative_changes_and_gaps(episodes):
     bfcl = f2.filter(pl.col("dataset") == "bfcl_v3").row(0, named=True)
     assert bfcl["react"] == "n/a" and bfcl["dual_loop vs react"] == "n/a / n/a"
     # The reference source passes through as its own column, without accounting.
-    assert bfcl["reference"] == "n/a / n/a (0/10)"
+    assert bfcl["reference"] == "n/a / n/a / n/a (0/10)"
+    # The share of calls with estimated tokens: a ratio of sums over the block's episodes.
+    strong = f2.filter((pl.col("dataset") == "tau") & (pl.col("model") == "sim-strong")).row(0, named=True)
+    block = episodes.filter(pl.col("dataset").is_in(["tau_airline", "tau_retail"]) & (pl.col("model") == "sim-strong")
+                            & (pl.col("method") == "react"))
+    share = block["agent_estimated_calls"].sum() / block["agent_calls"].sum()
+    assert strong["react_estimated_share"] == pytest.approx(share)
+    assert strong["react"].endswith(f"; {share:.0%} est.") and strong["dual_loop_estimated_share"] == 0.0
 
 
 def test_table_f3_rows(paired):
@@ -234,7 +250,8 @@ def test_seed_moves_intervals_not_estimates(episodes, stats):
 
 def test_empty_inputs_write_headers_and_notes(episodes, tmp_path):
     # Only BFCL, no accounting columns, no paired file: F.1, F.2 and F.3 are empty with notes.
-    bfcl = episodes.filter(pl.col("dataset") == "bfcl_v3").drop("agent_tokens", "agent_latency_s")
+    bfcl = episodes.filter(pl.col("dataset") == "bfcl_v3").drop("agent_tokens", "agent_latency_s", "agent_wall_s",
+                                                                "agent_calls", "agent_estimated_calls")
     stats_dir = tmp_path / "stats"
     bfcl.write_parquet(tmp_path / "episodes.parquet")
     write_stats(tmp_path / "episodes.parquet", stats_dir / "stats.parquet", resamples=50, seed=0)
@@ -245,7 +262,7 @@ def test_empty_inputs_write_headers_and_notes(episodes, tmp_path):
     for stem in ("F1", "F2", "F3"):
         assert text[f"table_{stem}.csv"].count("\n") == 1, stem
     assert "No tau blocks in the stats table: no tau_airline/tau_retail blocks in the FED table." in text["table_F1.md"]
-    assert "the FED table has no agent_tokens/agent_latency_s columns" in text["table_F2.md"]
+    assert "the FED table has no agent_tokens/agent_latency_s/agent_wall_s columns" in text["table_F2.md"]
     assert "No paired differences: no paired.parquet was given." in text["table_F3.md"]
     assert r"no tau\_airline/tau\_retail blocks" in text["table_F1.tex"]
 

@@ -103,10 +103,16 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
     assert "rollouts/bfcl_v3/sim-medium/dual_loop.verifier-sim-weak.jsonl" in dry.stdout
 
-    # Adding a block (here a verifier condition) adds only its jobs.
-    added = {"verifier_conditions": {"conditions": {"accept-again": {"verifier": "accept"}}}}
-    dry = _run(tmp_path, "a", "--dry-run", agents=added)  # Snakemake merges config files key by key
+    # Adding a block (here a verifier condition) adds only its jobs. A config file's verifier
+    # conditions replace the default's whole, so the file repeats the ones it keeps.
+    conditions = copy.deepcopy(config["agents"]["verifier_conditions"])
+    conditions["conditions"]["accept-again"] = {"verifier": "accept"}
+    dry = _run(tmp_path, "a", "--dry-run", agents={"verifier_conditions": conditions})
     assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
+    # Naming only the new condition drops the others: their rollouts leave the plan, nothing else reruns.
+    only = {"models": conditions["models"], "conditions": {"accept-again": {"verifier": "accept"}}}
+    dry = _run(tmp_path, "a", "--dry-run", agents={"verifier_conditions": only})
+    assert "verifier-sim-weak" not in dry.stdout and "dual_loop.accept-again" in dry.stdout, dry.stdout
 
     # Rescoring regenerates nothing.
     dry = _run(tmp_path, "a", "--dry-run", "--forcerun", "score_rollouts")

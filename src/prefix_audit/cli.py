@@ -134,6 +134,22 @@ def _plugins(argv: list[str] | None) -> list[str]:
     return pre.parse_known_args(argv)[0].plugin
 
 
+def _progress(args: argparse.Namespace) -> int:
+    from .progress import block_progress
+
+    blocks = block_progress(args.results)
+    if not blocks:
+        print(f"no rollouts under {Path(args.results) / 'rollouts'} yet")
+        return 0
+    for block in blocks:
+        print(block)
+    done = sum(b.done for b in blocks)
+    planned = sum(b.planned or 0 for b in blocks)
+    running = sum(not b.finished for b in blocks)
+    print(f"{len(blocks)} blocks, {running} not finished; {done}/{planned} rollouts")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import registry
 
@@ -175,6 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("stats", help="stats.parquet or the directory holding it")
     tb.add_argument("-o", "--output", required=True)
     tb.set_defaults(func=_tables)
+
+    pr = sub.add_parser("progress", help="rollouts done / planned per block of a running or finished run")
+    pr.add_argument("results", nargs="?", default="results", help="the run's results directory (default results)")
+    pr.set_defaults(func=_progress)
 
     pl = sub.add_parser("plan", help="Hoeffding sample sizes (Proposition 4)")
     pl.add_argument("--epsilon", type=float, required=True)

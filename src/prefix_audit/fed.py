@@ -33,7 +33,9 @@ EPISODE_SCHEMA = pa.schema([
     # Accounting (SPEC §4, Table F.2); null when the rollout carries none.
     pa.field("agent_calls", pa.int32()),
     pa.field("agent_tokens", pa.int64()),  # input + output over planner, verifier, revision, executor
-    pa.field("agent_latency_s", pa.float64()),  # summed client-side latency of those calls
+    pa.field("agent_latency_s", pa.float64()),  # summed client-side latency of those calls' successful attempts
+    pa.field("agent_wall_s", pa.float64()),  # summed wall time of those calls, failed attempts and waits included
+    pa.field("agent_estimated_calls", pa.int32()),  # those calls whose tokens were estimated locally (no usage)
     pa.field("user_sim_tokens", pa.int64()),
     pa.field("user_sim_latency_s", pa.float64()),
     pa.field("meta_json", pa.string(), nullable=False),

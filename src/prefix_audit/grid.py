@@ -9,16 +9,63 @@ adding a method adds only its blocks.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from . import registry
 from .agents.methods import METHODS
-from .settings import BlockSettings
+from .models.endpoints import Endpoint, job_share
+from .settings import BackendSettings, BlockSettings
 
 BASELINE_OF_CONDITIONS = "plan_conditioned"
+# Config keys a later config file replaces whole instead of merging into: a user's verifier
+# conditions must not inherit the default's simulated swapped verifier.
+REPLACED_WHOLE = (("agents", "verifier_conditions"),)
+
+
+def path_label(name: str) -> str:
+    """A model or block name as one path component and wildcard value: unchanged for letters,
+    digits and ``._-``; anything else percent-encoded, so ``meta-llama/Llama-3.1-8B`` never makes
+    a nested folder (``meta-llama%2FLlama-3.1-8B``)."""
+    return quote(name, safe="._-")
+
+
+def replace_whole_keys(config: dict[str, Any], layers: Sequence[Mapping[str, Any]]) -> None:
+    """Undo key-by-key merging for :data:`REPLACED_WHOLE`: each such key takes the value of the last
+    config layer (config files in order, then command-line values) that sets it."""
+    for path in REPLACED_WHOLE:
+        value, found = None, False
+        for layer in layers:
+            node: Any = layer
+            for key in path:
+                if not isinstance(node, Mapping) or key not in node:
+                    break
+                node = node[key]
+            else:  # the layer sets the key, perhaps to null (no conditions)
+                value, found = node, True
+        if not found:
+            continue
+        parent = config
+        for key in path[:-1]:
+            parent = parent.setdefault(key, {})
+        parent[path[-1]] = copy.deepcopy(value)
+
+
+def selected_datasets(config: Mapping[str, Any]) -> list[str]:
+    """The datasets the run audits: ``datasets`` when given, else every configured benchmark."""
+    configured = config["benchmarks"]
+    chosen = config.get("datasets")
+    if chosen is None:
+        return sorted(configured)
+    unknown = [d for d in chosen if d not in configured]
+    if unknown:
+        raise ValueError(f"datasets: {', '.join(unknown)} not configured under benchmarks "
+                         f"(configured: {', '.join(sorted(configured))})")
+    return sorted(chosen)
 
 
 def condition_method(condition: str) -> str:
@@ -66,11 +113,24 @@ def _blocks(config: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
             if method not in METHODS:
                 raise ValueError(f"agents: unknown method {method!r} (known: {', '.join(METHODS)})")
             grid[(model, method)] = agent_block(model, method)
-    conditions = agents.get("verifier_conditions") or {}
-    for model in conditions.get("models", ()):
-        for name, condition in sorted(conditions.get("conditions", {}).items()):
+    for model in condition_models(config):
+        for name, condition in sorted(agents["verifier_conditions"].get("conditions", {}).items()):
             grid[(model, condition_method(name))] = agent_block(model, "dual_loop", condition["verifier"])
     return grid
+
+
+def condition_models(config: Mapping[str, Any]) -> list[str]:
+    """The models of ``agents.verifier_conditions`` that run: those also in the agent grid
+    (:func:`unused_condition_models` names the others)."""
+    agents = config.get("agents") or {}
+    conditions = agents.get("verifier_conditions") or {}
+    return [m for m in conditions.get("models", ()) if m in agents.get("models", ())]
+
+
+def unused_condition_models(config: Mapping[str, Any]) -> list[str]:
+    agents = config.get("agents") or {}
+    conditions = agents.get("verifier_conditions") or {}
+    return [m for m in conditions.get("models", ()) if m not in agents.get("models", ())]
 
 
 @dataclass(frozen=True)
@@ -93,7 +153,7 @@ def planned_blocks(config: Mapping[str, Any]) -> tuple[dict[str, list[tuple[str,
     needs = {key: BlockSettings.parse(settings).needs() for key, settings in grid.items()}
     planned: dict[str, list[tuple[str, str]]] = {}
     skipped: list[SkippedBlock] = []
-    for dataset in sorted(config["benchmarks"]):
+    for dataset in selected_datasets(config):
         offered = registry.dataset(dataset).capabilities
         planned[dataset] = []
         for key in grid:
@@ -116,8 +176,8 @@ def condition_pairs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     grid = blocks(config)
     planned, _ = planned_blocks(config)
     pairs = []
-    for dataset in sorted(config["benchmarks"]):
-        for model in conditions.get("models", ()):
+    for dataset in selected_datasets(config):
+        for model in condition_models(config):
             baseline = {"model": model, "method": BASELINE_OF_CONDITIONS}
             if (model, BASELINE_OF_CONDITIONS) not in grid:
                 raise ValueError(f"verifier conditions on {model} need its {BASELINE_OF_CONDITIONS} block")
@@ -128,3 +188,42 @@ def condition_pairs(config: Mapping[str, Any]) -> list[dict[str, Any]]:
                     pairs.append({"label": f"{method} vs {BASELINE_OF_CONDITIONS}", "dataset": dataset,
                                   "condition": {"model": model, "method": method}, "baseline": baseline})
     return pairs
+
+
+def _block_backends(config: Mapping[str, Any], dataset: str, settings: Mapping[str, Any]) -> list[BackendSettings]:
+    """The real-model backends one block's job calls: its executor, its verifier and the dataset's
+    user simulator."""
+    block = BlockSettings.parse(settings)
+    out = list(block.backends()) if block.kind == "agent" else []
+    user = config["benchmarks"][dataset].get("user_simulator")
+    if user and block.kind == "agent":
+        out.append(BackendSettings.parse(user))
+    return [b for b in out if not b.simulated]
+
+
+def endpoint_ceilings(config: Mapping[str, Any]) -> dict[Endpoint, int]:
+    """Every endpoint the planned blocks call, with its ceiling on requests in flight for the whole
+    run: the ``concurrency`` of the models served there (the smallest, where they differ)."""
+    grid = blocks(config)
+    planned, _ = planned_blocks(config)
+    ceilings: dict[Endpoint, int] = {}
+    for dataset, keys in planned.items():
+        for key in keys:
+            for backend in _block_backends(config, dataset, grid[key]):
+                assert backend.endpoint is not None
+                ceilings[backend.endpoint] = min(ceilings.get(backend.endpoint, backend.concurrency),
+                                                 backend.concurrency)
+    return dict(sorted(ceilings.items(), key=lambda item: item[0].resource))
+
+
+def endpoint_shares(config: Mapping[str, Any], dataset: str, model: str, method: str) -> dict[str, int]:
+    """The requests in flight one block's job holds per endpoint resource (0 for endpoints it does
+    not call): what the scheduler sums against each endpoint's ceiling."""
+    settings = blocks(config)[(model, method)]
+    ceilings = endpoint_ceilings(config)
+    in_flight = BlockSettings.parse(settings).episodes_in_flight
+    shares = dict.fromkeys((e.resource for e in ceilings), 0)
+    for backend in _block_backends(config, dataset, settings):
+        assert backend.endpoint is not None
+        shares[backend.endpoint.resource] = job_share(ceilings[backend.endpoint], in_flight)
+    return shares

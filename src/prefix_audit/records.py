@@ -41,9 +41,25 @@ OTHER_ROLES = ("user_simulator", "evaluator")
 
 
 @dataclass(frozen=True)
-class Usage:
-    """Accounting of one model call: who made it, provider-reported tokens, client-side latency.
+class Retry:
+    """A failed attempt of a model call: what went wrong, how long it took, how long we waited after."""
 
+    error: str  # e.g. "429 RateLimitError", "APIConnectionError"
+    elapsed_s: float
+    wait_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": self.error, "elapsed_s": self.elapsed_s, "wait_s": self.wait_s}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Accounting of one model call: who made it, tokens, client-side latency, how it was sent.
+
+    ``latency_s`` is the successful attempt's (the paper's client-observed latency); ``wall_s`` the
+    call's whole wall time with failed attempts and the waits between them (None: no retry, the
+    same as ``latency_s``). ``estimated`` marks tokens counted locally because the provider reported
+    none. ``params`` are the generation parameters as sent (None for a backend that sends none).
     Agent tokens are input + output over the agent roles; reasoning tokens are already inside
     output and are kept only for reference (SPEC §4).
     """
@@ -53,12 +69,31 @@ class Usage:
     output_tokens: int
     latency_s: float
     reasoning_tokens: int | None = None
+    retries: tuple[Retry, ...] = ()
+    wall_s: float | None = None
+    estimated: bool = False
+    params: dict[str, Any] | None = None
+
+    @property
+    def attempts(self) -> int:
+        return len(self.retries) + 1
+
+    @property
+    def total_s(self) -> float:
+        """Wall time of the call with its retries and waits."""
+        return self.latency_s if self.wall_s is None else self.wall_s
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "input_tokens": self.input_tokens,
                                "output_tokens": self.output_tokens, "latency_s": self.latency_s}
         if self.reasoning_tokens is not None:
             out["reasoning_tokens"] = self.reasoning_tokens
+        # A call that went over the network records all of it; the simulated model's, none.
+        if self.retries or self.wall_s is not None or self.estimated:
+            out |= {"attempts": self.attempts, "retries": [r.to_json() for r in self.retries],
+                    "wall_s": self.total_s, "estimated": self.estimated}
+        if self.params is not None:
+            out["params"] = self.params
         return out
 
 
@@ -181,6 +216,24 @@ def _count(value: Any, where: str) -> int:
     return int(value)
 
 
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise RecordError(f"{where} must be a finite non-negative number, got {value!r}")
+    return float(value)
+
+
+def _retries_from_json(items: Any, where: str) -> tuple[Retry, ...]:
+    if not isinstance(items, list):
+        raise RecordError(f"{where} must be a list")
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("error"), str):
+            raise RecordError(f"{where}[{i}] must be an object with an 'error' string")
+        out.append(Retry(item["error"], _seconds(item.get("elapsed_s"), f"{where}[{i}].elapsed_s"),
+                         _seconds(item.get("wait_s"), f"{where}[{i}].wait_s")))
+    return tuple(out)
+
+
 def _usage_from_json(items: Any) -> tuple[Usage, ...]:
     if not isinstance(items, list):
         raise RecordError("field 'usage' must be a list of call records")
@@ -192,13 +245,24 @@ def _usage_from_json(items: Any) -> tuple[Usage, ...]:
         role = item.get("role")
         if role not in AGENT_ROLES + OTHER_ROLES:
             raise RecordError(f"{where}.role must be one of {', '.join(AGENT_ROLES + OTHER_ROLES)}, got {role!r}")
-        latency = item.get("latency_s")
-        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not latency >= 0:
-            raise RecordError(f"{where}.latency_s must be a non-negative number, got {latency!r}")
+        latency = _seconds(item.get("latency_s"), f"{where}.latency_s")
         reasoning = item.get("reasoning_tokens")
+        retries = _retries_from_json(item.get("retries", []), f"{where}.retries")
+        if "attempts" in item and item["attempts"] != len(retries) + 1:
+            raise RecordError(f"{where}.attempts must be the retries plus one ({len(retries) + 1}), "
+                              f"got {item['attempts']!r}")
+        wall = item.get("wall_s")
+        wall = None if wall is None else _seconds(wall, f"{where}.wall_s")
+        estimated = item.get("estimated", False)
+        if not isinstance(estimated, bool):
+            raise RecordError(f"{where}.estimated must be true or false, got {estimated!r}")
+        params = item.get("params")
+        if params is not None and not isinstance(params, dict):
+            raise RecordError(f"{where}.params must be an object")
         out.append(Usage(role, _count(item.get("input_tokens"), f"{where}.input_tokens"),
-                         _count(item.get("output_tokens"), f"{where}.output_tokens"), float(latency),
-                         None if reasoning is None else _count(reasoning, f"{where}.reasoning_tokens")))
+                         _count(item.get("output_tokens"), f"{where}.output_tokens"), latency,
+                         None if reasoning is None else _count(reasoning, f"{where}.reasoning_tokens"),
+                         retries, wall, estimated, params))
     return tuple(out)
 
 

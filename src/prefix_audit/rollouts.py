@@ -21,7 +21,8 @@ from typing import Any
 from . import registry
 from .agents.methods import ReplayVerifier, run_method
 from .contract import Benchmark, MissingCapability
-from .models.base import GenerationParams, ModelBackend
+from .models.base import ModelBackend
+from .models.endpoints import EndpointGates, job_share
 from .records import Rollout, rollout_id_for
 from .rollout_store import store_all
 from .settings import BackendSettings, BlockSettings
@@ -35,16 +36,22 @@ def read_task_list(path: str | Path) -> list[str]:
     return list(json.loads(Path(path).read_text())["task_ids"])
 
 
-def real_backend(backend: BackendSettings | None, cache_dir: str | Path) -> ModelBackend | None:
+def real_backend(backend: BackendSettings | None, cache_dir: str | Path, gates: EndpointGates,
+                 episodes_in_flight: int) -> ModelBackend | None:
     """The shared backend of a real model; None for the simulated model, which is made per
-    episode because it carries that task's reference through its side channel."""
+    episode because it carries that task's reference through its side channel. Backends of one
+    job that call the same endpoint share its gate (``gates``)."""
     if backend is None or backend.simulated:
         return None
     from .models.openai_compat import OpenAICompatibleBackend  # the openai client loads only when used
 
-    assert backend.model is not None
+    assert backend.model is not None and backend.endpoint is not None
+    gate = gates.gate(backend.endpoint, job_share(backend.concurrency, episodes_in_flight))
     return OpenAICompatibleBackend(backend.model, base_url=backend.base_url, api_key_env=backend.api_key_env,
-                                   concurrency=backend.concurrency, reasoning=backend.reasoning, cache_dir=cache_dir)
+                                   params=backend.params, reasoning=backend.reasoning, gate=gate,
+                                   max_retries=backend.max_retries, timeout_s=backend.timeout_s,
+                                   backoff_base_s=backend.backoff_base_s, backoff_cap_s=backend.backoff_cap_s,
+                                   cache_dir=cache_dir)
 
 
 def simulated_episode_backend(bench: Benchmark, task_id: str, model: str, backend: BackendSettings,
@@ -59,13 +66,16 @@ class _AgentBlock:
     """Episodes of one model × method block: backends, verifier condition, and one episode per task."""
 
     def __init__(self, bench: Benchmark, model: str, method: str, settings: BlockSettings, cache_dir: str | Path,
-                 user_simulator: Mapping[str, Any] | None = None) -> None:
+                 user_simulator: Mapping[str, Any] | None = None, gates: EndpointGates | None = None) -> None:
         assert settings.method is not None and settings.backend is not None
         self.bench, self.model, self.method, self.settings = bench, model, method, settings
         self.spec = settings.method
-        self.executor = real_backend(settings.backend, cache_dir)
-        self.verifier = real_backend(settings.verifier_backend, cache_dir)
-        self.user = real_backend(BackendSettings.parse(user_simulator), cache_dir) if user_simulator else None
+        gates = gates or EndpointGates()
+        in_flight = settings.episodes_in_flight
+        self.executor = real_backend(settings.backend, cache_dir, gates, in_flight)
+        self.verifier = real_backend(settings.verifier_backend, cache_dir, gates, in_flight)
+        self.user = (real_backend(BackendSettings.parse(user_simulator), cache_dir, gates, in_flight)
+                     if user_simulator else None)
 
     async def episode(self, task_id: str, rollout_id: str) -> Rollout:
         dataset = self.bench.dataset
@@ -82,10 +92,9 @@ class _AgentBlock:
                 self.bench, task_id, name, settings.verifier_backend, f"{episode_seed}:verifier:{name}",
                 f"{plan_seed}:{name}")
         replay = ReplayVerifier(self.bench, dataset, task_id) if self.spec.verifier == "replay" else None
-        params = GenerationParams(reasoning_effort=settings.backend.reasoning_effort)
         env = self.bench.agent_environment(task_id)
         result = await run_method(self.spec, executor, env, self.bench.conversation(env, self.user),
-                                  verifier=verifier, replay=replay, params=params)
+                                  verifier=verifier, replay=replay)
         meta: dict[str, Any] = {**result.conversation, "force_terminated": result.force_terminated}
         if result.planning:
             meta["planning"] = list(result.planning)
@@ -124,11 +133,15 @@ def _static(bench: Benchmark, settings: BlockSettings, model: str, method: str, 
 
 def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: str, settings: Mapping[str, Any],
                       resources: str | Path, out: str | Path, cache_dir: str | Path | None = None,
-                      benchmark: Mapping[str, Any] | None = None, plugins: Sequence[str] = ()) -> int:
+                      benchmark: Mapping[str, Any] | None = None, plugins: Sequence[str] = (),
+                      endpoint_slots: Mapping[str, int] | None = None) -> int:
     """Rollouts of one block (``model`` × ``method``) for every task of ``tasks_file``, into ``out``.
 
     ``benchmark`` is the dataset's config entry (where its data come from, an optional model as
     user simulator); ``plugins`` are the config's plugin modules, loaded before the dataset opens.
+    ``endpoint_slots`` holds the requests in flight this job may have per endpoint resource
+    (:attr:`~prefix_audit.models.endpoints.Endpoint.resource`) — what Snakemake granted it out of
+    the run's ceiling; an endpoint without an entry gets its ceiling capped by the episodes in flight.
     """
     registry.load(plugins)
     block = BlockSettings.parse(settings)
@@ -148,7 +161,7 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
 
             return await store_all(out, planned, produce_static, label=label)
         agents = _AgentBlock(bench, model, method, block, cache_dir or Path(out).parent / "model-cache",
-                             benchmark.get("user_simulator"))
+                             benchmark.get("user_simulator"), EndpointGates(dict(endpoint_slots or {})))
         def produce_episode(task_id: str):
             return agents.episode(task_id, rollout_id_for(dataset, model, method, task_id))
 

@@ -48,14 +48,16 @@ def _reason_kind(reason: str) -> str:
 
 def _accounting(rollout: Rollout) -> dict:
     if not rollout.usage:
-        return dict.fromkeys(("agent_calls", "agent_tokens", "agent_latency_s", "user_sim_tokens",
-                              "user_sim_latency_s"))
+        return dict.fromkeys(("agent_calls", "agent_tokens", "agent_latency_s", "agent_wall_s",
+                              "agent_estimated_calls", "user_sim_tokens", "user_sim_latency_s"))
     agent = [u for u in rollout.usage if u.role in AGENT_ROLES]
     user = [u for u in rollout.usage if u.role == "user_simulator"]
     return {
         "agent_calls": len(agent),
         "agent_tokens": sum(u.input_tokens + u.output_tokens for u in agent),
         "agent_latency_s": sum(u.latency_s for u in agent),
+        "agent_wall_s": sum(u.total_s for u in agent),
+        "agent_estimated_calls": sum(u.estimated for u in agent),
         "user_sim_tokens": sum(u.input_tokens + u.output_tokens for u in user),
         "user_sim_latency_s": sum(u.latency_s for u in user),
     }

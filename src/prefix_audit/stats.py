@@ -22,8 +22,10 @@ from prefix_audit.metrics import block_metrics, check_identities
 BLOCK_KEYS = ("dataset", "model", "method")
 METRICS = ("pec", "depth_support", "eligible_pec", "ter", "auc_pec", "mean_fed", "final_success", "rr")
 REQUIRED_COLUMNS = (*BLOCK_KEYS, "task_id", "T", "FED", "Y")
-# Optional accounting columns; when present, each block gets a point-estimate row per column.
-COST_METRICS = ("agent_tokens", "agent_latency_s")
+# Optional accounting columns; when present, each block gets a point-estimate row (the mean per
+# episode) per column. COST_METRICS are the costs paired comparisons take differences of.
+COST_METRICS = ("agent_tokens", "agent_latency_s", "agent_wall_s")
+ACCOUNTING_METRICS = (*COST_METRICS, "agent_calls", "agent_estimated_calls")
 TAU_POOL: Mapping[str, tuple[str, ...]] = MappingProxyType({"tau": ("tau_airline", "tau_retail")})
 
 STATS_SCHEMA = pl.Schema(
@@ -177,7 +179,7 @@ def _block_rows(
     wilson = wilson_interval(m.rr_successes, m.rr_n, confidence)
     lo, hi = wilson if wilson is not None else (None, None)
     rows.append(common | _row("rr", None, m.rr, lo, hi, m.rr_n, "wilson", successes=m.rr_successes))
-    for metric in COST_METRICS:
+    for metric in ACCOUNTING_METRICS:
         if metric in block.columns:
             known = block[metric].drop_nulls()
             mean = float(known.cast(pl.Float64).mean()) if known.len() else None
@@ -200,7 +202,7 @@ def compute_stats(
     ``pools`` maps a pool name to member datasets, e.g. ``TAU_POOL``: every (model, method)
     with rows in a member dataset also gets a block with dataset = pool name over the union
     of the members' rows, resampled per (dataset, task_id), so each task weighs the same.
-    Accounting columns (``COST_METRICS``), when present, add point-estimate rows (interval
+    Accounting columns (``ACCOUNTING_METRICS``), when present, add point-estimate rows (interval
     "none", n = rollouts with accounting) after ``METRICS``.
     Blocks come in sorted key order, metrics in ``METRICS`` order, per-depth rows by k.
     ``workers`` threads compute blocks concurrently (NumPy releases the GIL while drawing);

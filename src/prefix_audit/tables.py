@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from prefix_audit.io import atomic_write_text
 from prefix_audit.paired import INTERVAL_METRICS, PAIRED_SCHEMA
-from prefix_audit.stats import BLOCK_KEYS, COST_METRICS, TAU_POOL
+from prefix_audit.stats import ACCOUNTING_METRICS, BLOCK_KEYS, COST_METRICS, TAU_POOL
 
 EMPTY_NOTE = "No blocks were present."
 TABLES = ("G1", "F1", "F2", "F3")
@@ -94,6 +95,8 @@ F1_METRICS = (
     ("TER", "ter"), ("mean FED", "mean_fed"), ("AUC-PEC", "auc_pec"), ("final success", "final_success")
 )
 F3_METRICS = (("ΔTER", "delta_ter"), ("ΔAUC-PEC", "delta_auc_pec"), ("Δfinal success", "delta_final_success"))
+# Dual-Loop's relative change in F.2: tokens and client-observed latency.
+F2_RELATIVE = ("agent_tokens", "agent_latency_s")
 F3_COSTS = (("Δtokens", "agent_tokens", "{:+,.0f}"), ("Δlatency", "agent_latency_s", "{:+.2f} s"))
 
 
@@ -151,15 +154,18 @@ def _relative(new: float | None, base: float | None) -> float | None:
 
 
 def table_f2(stats: pl.DataFrame) -> pl.DataFrame:
-    """Table F.2: mean agent tokens / mean cumulative agent latency per episode, by dataset x model.
+    """Table F.2: per episode, mean agent tokens / mean cumulative agent latency (successful
+    attempts: the client-observed latency) / mean wall time of the agent calls (failed attempts and
+    the waits between them included), by dataset x model.
 
     One column per method (``METHOD_ORDER`` first, then any other method with accounting rows)
-    holding ``"12.35k / 45.60 s (164/164)"``: the means over episodes with accounting and that
-    count over all episodes of the block ("n/a" for a method without a block or without
-    accounting), then Dual-Loop's relative change vs ReAct and vs Plan-Conditioned
-    (tokens / latency). Only dataset x model pairs with accounting rows appear.
+    holding ``"12.35k / 45.60 s / 47.10 s (164/164)"``: the means over episodes with accounting
+    and that count over all episodes of the block ("n/a" for a method without a block or without
+    accounting), followed by ``"; 12% est."`` where some calls' tokens were estimated locally
+    (the provider reported no usage); then Dual-Loop's relative change vs ReAct and vs
+    Plan-Conditioned (tokens / latency). Only dataset x model pairs with accounting rows appear.
     """
-    blocks = _estimates(stats.filter(pl.col("metric").is_in(["ter", *COST_METRICS])))
+    blocks = _estimates(stats.filter(pl.col("metric").is_in(["ter", *ACCOUNTING_METRICS])))
     costed = {key for key, metrics in blocks.items() if any(m in metrics for m in COST_METRICS)}
     extra = sorted({key[2] for key in costed} - set(METHOD_ORDER))
     methods = (*METHOD_ORDER, *extra)
@@ -170,8 +176,9 @@ def table_f2(stats: pl.DataFrame) -> pl.DataFrame:
         schema[f"{m}_N"] = pl.Int64()
         for c in COST_METRICS:
             schema |= {f"{m}_{c}": pl.Float64(), f"{m}_{c}_n": pl.Int64()}
+        schema[f"{m}_estimated_share"] = pl.Float64()
     for b in F2_BASELINES:
-        schema |= {f"dual_loop_vs_{b}_{c}": pl.Float64() for c in COST_METRICS}
+        schema |= {f"dual_loop_vs_{b}_{c}": pl.Float64() for c in F2_RELATIVE}
 
     rows = []
     for dataset, model in sorted({key[:2] for key in costed}):
@@ -187,19 +194,31 @@ def table_f2(stats: pl.DataFrame) -> pl.DataFrame:
             den = {c: metrics[c]["n"] if c in metrics else 0 for c in COST_METRICS}
             for c in COST_METRICS:
                 row |= {f"{m}_{c}": est[c], f"{m}_{c}_n": den[c]}
-            tokens, latency = den.values()
+            tokens, latency = den["agent_tokens"], den["agent_latency_s"]
             if tokens == latency:
                 counts = f"{tokens}/{n_all}"
             else:
                 counts = f"tokens {tokens}/{n_all}, latency {latency}/{n_all}"
-            cost = f"{_fmt_tokens(est['agent_tokens'])} / {_fmt_latency(est['agent_latency_s'])}"
-            row[m] = f"{cost} ({counts})"
+            cost = " / ".join((_fmt_tokens(est["agent_tokens"]), _fmt_latency(est["agent_latency_s"]),
+                               _fmt_latency(est["agent_wall_s"])))
+            share = _estimated_share(metrics)
+            row[f"{m}_estimated_share"] = share
+            row[m] = f"{cost} ({counts})" + (f"; {share:.0%} est." if share else "")
         for b in F2_BASELINES:
-            rel = {c: _relative(row.get(f"dual_loop_{c}"), row.get(f"{b}_{c}")) for c in COST_METRICS}
-            row |= {f"dual_loop_vs_{b}_{c}": rel[c] for c in COST_METRICS}
-            row[f"dual_loop vs {b}"] = " / ".join(_fmt_rel(rel[c]) for c in COST_METRICS)
+            rel = {c: _relative(row.get(f"dual_loop_{c}"), row.get(f"{b}_{c}")) for c in F2_RELATIVE}
+            row |= {f"dual_loop_vs_{b}_{c}": rel[c] for c in F2_RELATIVE}
+            row[f"dual_loop vs {b}"] = " / ".join(_fmt_rel(rel[c]) for c in F2_RELATIVE)
         rows.append(row)
     return pl.DataFrame(rows, schema=schema)
+
+
+def _estimated_share(metrics: Mapping[str, Mapping[str, Any]]) -> float | None:
+    """Share of a block's agent calls whose tokens were estimated: a ratio of the per-episode means
+    (over the same episodes, so of the sums)."""
+    calls, estimated = metrics.get("agent_calls"), metrics.get("agent_estimated_calls")
+    if not calls or not estimated or not calls["estimate"] or estimated["estimate"] is None:
+        return None
+    return estimated["estimate"] / calls["estimate"]
 
 
 def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
@@ -395,8 +414,10 @@ def write_tables(
     f2 = table_f2(stats)
     paths += write_table(
         f2, files("F2"), "table_F2",
-        "Mean agent tokens / mean cumulative agent call latency per episode (k = thousand tokens), "
-        "episodes with accounting / all; relative change of Dual-Loop (tokens / latency).",
+        "Mean agent tokens / mean cumulative agent call latency (successful attempts) / mean wall time "
+        "of the agent calls with retries and waits, per episode (k = thousand tokens), episodes with "
+        "accounting / all, and where any, the share of calls whose tokens were estimated locally "
+        "(est.); relative change of Dual-Loop (tokens / latency).",
         display=_display(f2),
         note="No blocks in the stats table." if stats.is_empty() else (
             "No agent accounting in the stats table: the FED table has no "

@@ -5,14 +5,35 @@ import tempfile
 from pathlib import Path
 
 import yaml
+from snakemake.common.configfile import load_configfile
 from snakemake.utils import validate
 
 from prefix_audit import registry
 from prefix_audit.fingerprint import code_fingerprint
-from prefix_audit.grid import blocks, condition_pairs, planned_blocks
+from prefix_audit.grid import (
+    blocks,
+    condition_pairs,
+    endpoint_ceilings,
+    endpoint_shares,
+    path_label,
+    planned_blocks,
+    replace_whole_keys,
+    selected_datasets,
+    unused_condition_models,
+)
 from prefix_audit.tables import table_files
 
 
+def config_layers():
+    """The config as layered: the Snakefile's config file (unless --replace-workflow-config), each
+    --configfile in order, then --config values."""
+    settings = workflow.config_settings
+    files = [] if settings.replace_workflow_config else list(workflow.configfiles)
+    return [load_configfile(f) for f in [*files, *workflow.overwrite_configfiles]] + [dict(settings.config)]
+
+
+# A user's verifier conditions replace the default's whole (prefix_audit.grid.REPLACED_WHOLE).
+replace_whole_keys(config, config_layers())
 # Benchmarks register before validation: each contributes the schema of its `benchmarks:` entry.
 registry.load(config.get("plugins", []))
 
@@ -31,13 +52,27 @@ validate_config()
 RESOURCES = config["resources_dir"]
 RESULTS = config["results_dir"]
 PLUGINS = config.get("plugins", [])
-DATASETS = sorted(config["benchmarks"])
+DATASETS = selected_datasets(config)
 # Every block of the run: (model, method) -> settings; reference/mutation sources and the agent grid.
 BLOCKS = blocks(config)
+# Model names as path components and wildcard values (a name like org/model never nests folders).
+MODEL_OF_LABEL = {path_label(model): model for model, _ in BLOCKS}
 # The blocks each dataset runs; a block needing a capability its benchmark lacks is skipped.
 PLANNED, SKIPPED = planned_blocks(config)
 for skipped in SKIPPED:
     print(f"prefix-audit: {skipped}", file=sys.stderr)
+for model in unused_condition_models(config):
+    print(f"prefix-audit: agents.verifier_conditions: {model} is not in agents.models, so its verifier "
+          "conditions do not run", file=sys.stderr)
+# One ceiling on requests in flight per endpoint for the whole run, as a Snakemake resource that
+# every job calling the endpoint holds its share of. A total given with --resources wins.
+ENDPOINTS = endpoint_ceilings(config)
+for endpoint, ceiling in ENDPOINTS.items():
+    if endpoint.resource not in workflow.global_resources:
+        workflow.register_resource(endpoint.resource, ceiling)
+    total = workflow.global_resources[endpoint.resource].value
+    print(f"prefix-audit: endpoint {endpoint}: at most {total} requests in flight across all jobs "
+          f"(resource {endpoint.resource})", file=sys.stderr)
 PAIRS = config["stats"]["pairs"] + condition_pairs(config)
 TABLES = table_files(f"{RESULTS}/tables")
 # The table each figure family (prefix_audit.figures.FAMILIES) is drawn from.
@@ -62,12 +97,25 @@ def fetched_marker(dataset):
     return [f"{RESOURCES}/{pin['name']}-{pin['version']}/FETCHED.json"] if pin else []
 
 
+def block_model(wildcards):
+    """The model name of a block's `model` wildcard (its path label)."""
+    return MODEL_OF_LABEL[wildcards.model]
+
+
 def block_settings(wildcards):
-    return BLOCKS[(wildcards.model, wildcards.method)]
+    return BLOCKS[(block_model(wildcards), wildcards.method)]
+
+
+def endpoint_resources():
+    """The `resources:` of a job that may call endpoints: its share of each endpoint's ceiling."""
+    def share(resource):
+        return lambda wc: endpoint_shares(config, wc.dataset, block_model(wc), wc.method)[resource]
+
+    return {endpoint.resource: share(endpoint.resource) for endpoint in ENDPOINTS}
 
 
 def block_episodes():
-    return [f"{RESULTS}/scored/{dataset}/{model}/{method}/episodes.parquet"
+    return [f"{RESULTS}/scored/{dataset}/{path_label(model)}/{method}/episodes.parquet"
             for dataset in DATASETS for model, method in PLANNED[dataset]]
 
 
@@ -78,5 +126,5 @@ def all_outputs():
 
 wildcard_constraints:
     dataset="|".join(map(re.escape, DATASETS)),
-    model="|".join(sorted({re.escape(model) for model, _ in BLOCKS})),
+    model="|".join(sorted(map(re.escape, MODEL_OF_LABEL))),
     method="|".join(sorted({re.escape(method) for _, method in BLOCKS})),

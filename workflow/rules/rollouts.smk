@@ -6,12 +6,15 @@ rule generate_rollouts:
     output:
         f"{RESULTS}/rollouts/{{dataset}}/{{model}}/{{method}}.jsonl",
     params:
+        model=block_model,
         settings=block_settings,
         resources=RESOURCES,
         benchmark=lambda wc: config["benchmarks"][wc.dataset],
         cache_dir=f"{RESULTS}/cache/model-responses",
         plugins=dataset_plugins,
         code=lambda wc: code("generate_rollouts", wc.dataset),
+    resources:
+        **endpoint_resources(),
     log:
         f"{RESULTS}/logs/rollouts/{{dataset}}/{{model}}/{{method}}.log",
     benchmark:

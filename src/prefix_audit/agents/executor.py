@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..contract import AgentEnvironment, Conversation
-from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, to_tool_call
+from ..models.base import Message, ModelBackend, ModelRequest, to_tool_call
 from ..records import Step, Usage
 from .prompts import REACT_SYSTEM_PROMPT
 
@@ -53,9 +53,8 @@ class Episode:
 
 
 async def run_executor(backend: ModelBackend, env: AgentEnvironment, conversation: Conversation, *,
-                       system_prompt: str = REACT_SYSTEM_PROMPT, params: GenerationParams | None = None,
-                       max_steps: int = K_EXEC, briefing: Briefing | None = None) -> Episode:
-    params = params or GenerationParams()
+                       system_prompt: str = REACT_SYSTEM_PROMPT, max_steps: int = K_EXEC,
+                       briefing: Briefing | None = None) -> Episode:
     if conversation.system_prompt:
         system_prompt = f"{system_prompt}\n\n{conversation.system_prompt}"
     messages: list[Message] = [Message("system", system_prompt)]
@@ -82,7 +81,7 @@ async def run_executor(backend: ModelBackend, env: AgentEnvironment, conversatio
         steps: list[Step] = []
         reply = None
         for _ in range(max_steps + 1):  # max_steps tool actions, then one chance to answer
-            response = await backend.complete(ModelRequest(tuple(messages), tools, params, "executor"))
+            response = await backend.complete(ModelRequest(tuple(messages), tools, "executor"))
             usage.append(response.usage)
             messages.append(response.as_message())
             steps_so_far += 1

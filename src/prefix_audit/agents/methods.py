@@ -25,14 +25,33 @@ from dataclasses import dataclass
 from ..calls import ToolCall, structured_call
 from ..checker import DryRun, primary
 from ..contract import AgentEnvironment, Benchmark, Conversation
-from ..models.base import GenerationParams, Message, ModelBackend, ModelRequest, ToolSchema
+from ..models.base import Message, ModelBackend, ModelRequest, ToolSchema
 from ..records import Usage
 from .environment import ScriptedTurns
 from .executor import K_EXEC, Episode, TurnBriefing, run_executor
-from .plans import CHECK_OF_CATEGORY, PLAN_FORMAT, VERDICT_FORMAT, Plan, PlanFormatError, Rejection, \
-    UnresolvedReference, parse_plan, parse_verdict, step_call
-from .prompts import PROMPT_PLANNING_SYSTEM_PROMPT, REACT_SYSTEM_PROMPT, PlanningContext, executed_calls, \
-    plan_briefing, planner_messages, revision_messages, verifier_messages, without_briefing
+from .plans import (
+    CHECK_OF_CATEGORY,
+    PLAN_FORMAT,
+    VERDICT_FORMAT,
+    Plan,
+    PlanFormatError,
+    Rejection,
+    UnresolvedReference,
+    parse_plan,
+    parse_verdict,
+    step_call,
+)
+from .prompts import (
+    PROMPT_PLANNING_SYSTEM_PROMPT,
+    REACT_SYSTEM_PROMPT,
+    PlanningContext,
+    executed_calls,
+    plan_briefing,
+    planner_messages,
+    revision_messages,
+    verifier_messages,
+    without_briefing,
+)
 
 METHODS = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
 VERIFIER_CONDITIONS = ("model", "accept", "replay")
@@ -102,12 +121,12 @@ class _Planning:
     """The per-turn planning stage of one episode."""
 
     def __init__(self, spec: MethodSpec, planner: ModelBackend, verifier: ModelBackend | None,
-                 replay: ReplayVerifier | None, params: GenerationParams) -> None:
-        self.spec, self.planner, self.verifier, self.replay, self.params = spec, planner, verifier, replay, params
+                 replay: ReplayVerifier | None) -> None:
+        self.spec, self.planner, self.verifier, self.replay = spec, planner, verifier, replay
 
     async def _call(self, backend: ModelBackend, messages: tuple[Message, ...], role: str,
                     usage: list[Usage]) -> str | None:
-        response = await backend.complete(ModelRequest(messages, (), self.params, role))
+        response = await backend.complete(ModelRequest(messages, (), role))
         usage.append(response.usage)
         return response.text
 
@@ -159,10 +178,9 @@ class _Planning:
 
 async def run_method(spec: MethodSpec, backend: ModelBackend, env: AgentEnvironment,
                      conversation: Conversation | None = None, *, verifier: ModelBackend | None = None,
-                     replay: ReplayVerifier | None = None, params: GenerationParams | None = None) -> Episode:
+                     replay: ReplayVerifier | None = None) -> Episode:
     """One episode of ``spec.method`` with ``backend`` as planner, reviser and executor (the
     conversation defaults to the environment's scripted turns)."""
-    params = params or GenerationParams()
     prompt = PROMPT_PLANNING_SYSTEM_PROMPT if spec.method == "prompt_planning" else REACT_SYSTEM_PROMPT
     briefing = None
     if spec.method in ("plan_conditioned", "dual_loop"):
@@ -170,6 +188,6 @@ async def run_method(spec: MethodSpec, backend: ModelBackend, env: AgentEnvironm
             verifier = backend
         if spec.method == "dual_loop" and spec.verifier == "replay" and replay is None:
             raise ValueError("the replay verifier condition needs a ReplayVerifier")
-        briefing = _Planning(spec, backend, verifier, replay, params)
+        briefing = _Planning(spec, backend, verifier, replay)
     return await run_executor(backend, env, conversation or ScriptedTurns(env), system_prompt=prompt,
-                              params=params, max_steps=spec.max_steps, briefing=briefing)
+                              max_steps=spec.max_steps, briefing=briefing)

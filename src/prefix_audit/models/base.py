@@ -1,7 +1,7 @@
 """The one small interface every model backend implements (SPEC §4).
 
-Agent loops build a :class:`ModelRequest` (chat messages, tool schemas, generation parameters and
-the agent role making the call) and get back a :class:`ModelResponse` (text, tool calls with their
+Agent loops build a :class:`ModelRequest` (chat messages, tool schemas and the agent role making
+the call) and get back a :class:`ModelResponse` (text, tool calls with their
 argument text exactly as emitted, provider-reported usage, the parameters actually sent). A backend
 is anything with a ``name`` and an async ``complete``; the OpenAI-compatible client and the simulated
 policy are two such backends, and nothing downstream may tell them apart.
@@ -22,7 +22,9 @@ MESSAGE_ROLES = ("system", "user", "assistant", "tool")
 MessageRole = Literal["system", "user", "assistant", "tool"]
 
 DEFAULT_MAX_TOKENS = 4000
-DEFAULT_CONCURRENCY = 16
+DEFAULT_CONCURRENCY = 16  # an endpoint's ceiling on requests in flight
+DEFAULT_TIMEOUT_S = 120.0  # per request
+DEFAULT_MAX_RETRIES = 6
 
 
 @dataclass(frozen=True)
@@ -61,20 +63,26 @@ class Message:
 
 @dataclass(frozen=True)
 class GenerationParams:
-    """Requested generation settings. A backend serving a reasoning model sends only the effort and
-    ``max_tokens`` as a cap on total output (reasoning included), never the sampling controls."""
+    """A model's decoding settings, the paper's by default (SPEC §4). A backend serving a reasoning
+    model sends only the effort and ``max_tokens`` as a cap on total output (reasoning included),
+    never the sampling controls. ``seed`` goes out where set; ``extra_body`` holds further provider
+    parameters, sent as given."""
 
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = DEFAULT_MAX_TOKENS
     reasoning_effort: str | None = None
+    seed: int | None = None
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ModelRequest:
+    """One call: the conversation so far, the tools offered and the agent role making it. The
+    decoding settings belong to the model (its backend), not to the call."""
+
     messages: tuple[Message, ...]
     tools: tuple[ToolSchema, ...] = ()
-    params: GenerationParams = field(default_factory=GenerationParams)
     role: str = "executor"
 
     def __post_init__(self) -> None:

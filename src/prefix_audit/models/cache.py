@@ -5,7 +5,8 @@ endpoint, messages, tools and the generation parameters as sent. Entries live at
 ``<root>/<key[:2]>/<key[2:]>.json`` and are written atomically. Neither the key material nor the
 entry holds credentials or HTTP headers.
 
-A hit reports the usage and client-side latency of the call that originally produced the response:
+A hit reports the usage, client-side latency, retries and wall time of the call that originally
+produced the response:
 Table F.2 accounts the cost of producing each response, which must not depend on whether a run
 happened to be served from the cache. ``ModelResponse.cached`` tells the two apart.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_text
-from ..records import Usage
+from ..records import Retry, Usage
 from .base import ModelResponse, ModelToolCall
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,9 @@ class CachedResponse:
     reasoning_tokens: int | None
     latency_s: float
     sent_params: Mapping[str, Any]
+    retries: tuple[Retry, ...] = ()
+    wall_s: float | None = None
+    estimated: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,23 +62,32 @@ class CachedResponse:
                       "reasoning_tokens": self.reasoning_tokens},
             "latency_s": self.latency_s,
             "sent_params": dict(self.sent_params),
+            "retries": [r.to_json() for r in self.retries],
+            "wall_s": self.wall_s,
+            "estimated": self.estimated,
         }
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> CachedResponse:
         usage = obj["usage"]
+        # Entries written before retries were recorded lack the last three fields.
+        retries = tuple(Retry(r["error"], float(r["elapsed_s"]), float(r["wait_s"])) for r in obj.get("retries", ()))
+        wall = obj.get("wall_s")
         return cls(obj["text"], tuple(ModelToolCall(c["id"], c["name"], c["arguments"]) for c in obj["tool_calls"]),
                    obj["finish_reason"], int(usage["input_tokens"]), int(usage["output_tokens"]),
-                   usage["reasoning_tokens"], float(obj["latency_s"]), obj["sent_params"])
+                   usage["reasoning_tokens"], float(obj["latency_s"]), obj["sent_params"], retries,
+                   None if wall is None else float(wall), bool(obj.get("estimated", False)))
 
     @classmethod
     def of(cls, response: ModelResponse) -> CachedResponse:
         u = response.usage
         return cls(response.text, response.tool_calls, response.finish_reason, u.input_tokens, u.output_tokens,
-                   u.reasoning_tokens, u.latency_s, response.sent_params)
+                   u.reasoning_tokens, u.latency_s, response.sent_params, u.retries, u.wall_s, u.estimated)
 
     def response(self, role: str) -> ModelResponse:
-        usage = Usage(role, self.input_tokens, self.output_tokens, self.latency_s, self.reasoning_tokens)
+        usage = Usage(role, self.input_tokens, self.output_tokens, self.latency_s, self.reasoning_tokens,
+                      self.retries, self.latency_s if self.wall_s is None else self.wall_s, self.estimated,
+                      dict(self.sent_params))
         return ModelResponse(self.text, self.tool_calls, usage, self.sent_params, True, self.finish_reason)
 
 

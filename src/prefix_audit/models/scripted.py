@@ -1,39 +1,22 @@
 """A backend whose answers come from an injected policy: the offline default's model and the test
 double. It knows nothing about agents or benchmarks — the policy does (the simulated agent of
 :mod:`prefix_audit.sources.simulated`) — and accounts every call as a provider would: tokens counted
-on the actual request and response text (a word/punctuation tokenizer), latency from a stated
+on the actual request and response text (:mod:`prefix_audit.models.tokens`), latency from a stated
 linear model ``base_s + input · per_input_token_s + output · per_output_token_s``.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..records import Usage
 from .base import ModelRequest, ModelResponse, ModelToolCall
+from .tokens import count_tokens, request_text, response_text
 
 # The policy's answer to one request: its text and the tool calls it emits.
 Policy = Callable[[ModelRequest], tuple["str | None", tuple[ModelToolCall, ...]]]
-
-_TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
-def count_tokens(text: str) -> int:
-    return len(_TOKEN.findall(text))
-
-
-def request_text(request: ModelRequest) -> str:
-    """Everything a request sends: message texts, earlier tool calls and the tool schemas."""
-    parts = [m.content or "" for m in request.messages]
-    parts += [c.name + c.arguments for m in request.messages for c in m.tool_calls]
-    parts += [json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters},
-                         sort_keys=True) for t in request.tools]
-    return "\n".join(parts)
-
 
 @dataclass(frozen=True)
 class LatencyModel:
@@ -62,7 +45,7 @@ class PolicyBackend:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         text, calls = self.policy(request)
-        out_text = (text or "") + "".join(c.name + c.arguments for c in calls)
-        tokens_in, tokens_out = count_tokens(request_text(request)), max(1, count_tokens(out_text))
+        tokens_in = count_tokens(request_text(request))
+        tokens_out = max(1, count_tokens(response_text(text, calls)))
         usage = Usage(request.role, tokens_in, tokens_out, round(self._latency(tokens_in, tokens_out), 6))
         return ModelResponse(text, calls, usage, dict(self._sent_params), False, "tool_calls" if calls else "stop")
