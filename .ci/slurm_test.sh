@@ -259,7 +259,7 @@ FAKE_URL=$(cat "$WORK/fake.url")
   echo "agents: {models: [org/model-a, \"model:b\"], methods: [react, plan_conditioned], episodes_in_flight: 1}"
 } >"$WORK/real.yaml"
 targets=()
-for model in org%2Fmodel-a model%3Ab; do
+for model in org+2Fmodel-a model+3Ab; do
   for method in react plan_conditioned; do targets+=("$WORK/real/rollouts/toolsandbox/$model/$method.jsonl"); done
 done
 real_rc=0

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_openai_server import FakeOpenAIServer, agent_responder  # noqa: E402
 
+from prefix_audit.io import path_label  # noqa: E402
 from prefix_audit.models import Message, ModelRequest, OpenAICompatibleBackend, ToolSchema  # noqa: E402
 
 KEY_ENV = "PREFIX_AUDIT_BENCH_KEY"
@@ -74,8 +75,6 @@ def across_jobs(latency_s: float, concurrency: int, tasks: int) -> dict[str, flo
                   "agents": {"models": models, "methods": ["react"], "verifier_conditions": None}}
         path = Path(tmp) / "bench.yaml"
         path.write_text(yaml.safe_dump(config))
-        from prefix_audit.grid import path_label
-
         targets = [f"{tmp}/results/rollouts/toolsandbox/{path_label(m)}/react.jsonl" for m in models]
         start = time.perf_counter()
         run = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", "4", *targets,

@@ -20,11 +20,11 @@ from prefix_audit.grid import (
     blocks,
     endpoint_ceilings,
     endpoint_shares,
-    path_label,
     replace_whole_keys,
     selected_datasets,
     unused_condition_models,
 )
+from prefix_audit.io import name_of_label, path_label
 from prefix_audit.models.endpoints import Endpoint
 from prefix_audit.progress import block_progress
 from prefix_audit.rollouts import generate_rollouts
@@ -52,11 +52,13 @@ def merged(*layers: dict) -> dict:
 
 @pytest.mark.parametrize(("name", "label"), [
     ("sim-medium", "sim-medium"), ("gpt-4.1", "gpt-4.1"),
-    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama%2FLlama-3.1-8B-Instruct"),
-    ("ft:gpt-4.1:org:x", "ft%3Agpt-4.1%3Aorg%3Ax"), ("50%", "50%25"),
+    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama+2FLlama-3.1-8B-Instruct"),
+    ("ft:gpt-4.1:org:x", "ft+3Agpt-4.1+3Aorg+3Ax"), ("50%", "50+25"), ("a+b", "a+2Bb"),
 ])
 def test_model_names_become_one_path_component(name, label):
-    assert path_label(name) == label and "/" not in label
+    # No "/" (a nested folder) and no "%" (a Slurm filename pattern in the executor's log paths).
+    assert path_label(name) == label and "/" not in label and "%" not in label
+    assert name_of_label(label) == name
 
 
 def test_a_users_verifier_conditions_replace_the_defaults_whole(default):
@@ -141,8 +143,8 @@ def test_a_real_model_config_plans_only_its_blocks_and_names_the_endpoint(tmp_pa
     dry = _snakemake(config, "--dry-run")
     assert dry.returncode == 0, dry.stderr[-3000:]
     assert "sim-" not in dry.stdout and "bfcl_v3" not in dry.stdout
-    assert "rollouts/toolsandbox/org%2Fmodel-a/react.jsonl" in dry.stdout
-    assert "rollouts/toolsandbox/model%3Ab/plan_conditioned.jsonl" in dry.stdout
+    assert "rollouts/toolsandbox/org+2Fmodel-a/react.jsonl" in dry.stdout
+    assert "rollouts/toolsandbox/model+3Ab/plan_conditioned.jsonl" in dry.stdout
     resource = Endpoint.of("http://127.0.0.1:9/v1", KEY_ENV).resource
     assert (f"endpoint http://127.0.0.1:9/v1 (key in ${KEY_ENV}): at most 2 requests in flight across all jobs "
             f"(resource {resource})") in dry.stderr

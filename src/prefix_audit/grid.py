@@ -14,7 +14,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from . import registry
 from .agents.methods import METHODS
@@ -25,13 +24,6 @@ BASELINE_OF_CONDITIONS = "plan_conditioned"
 # Config keys a later config file replaces whole instead of merging into: a user's verifier
 # conditions must not inherit the default's simulated swapped verifier.
 REPLACED_WHOLE = (("agents", "verifier_conditions"),)
-
-
-def path_label(name: str) -> str:
-    """A model or block name as one path component and wildcard value: unchanged for letters,
-    digits and ``._-``; anything else percent-encoded, so ``meta-llama/Llama-3.1-8B`` never makes
-    a nested folder (``meta-llama%2FLlama-3.1-8B``)."""
-    return quote(name, safe="._-")
 
 
 def replace_whole_keys(config: dict[str, Any], layers: Sequence[Mapping[str, Any]]) -> None:

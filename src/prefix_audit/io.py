@@ -1,10 +1,28 @@
-"""Atomic, byte-deterministic file output."""
+"""Atomic, byte-deterministic file output; names as path components."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote, unquote
+
+# The escape of path labels: "%" (percent-encoding's own) would reach sbatch's --output through the
+# Slurm executor plugin's log paths, where Slurm reads it as a filename pattern and the job fails.
+# quote() never emits "+" (it encodes it as %2B), so swapping the two keeps the encoding reversible.
+_LABEL_ESCAPE = "+"
+
+
+def path_label(name: str) -> str:
+    """A model or block name as one path component and wildcard value: unchanged for letters,
+    digits and ``._-``; anything else percent-encoded with ``+`` for ``%``, so
+    ``meta-llama/Llama-3.1-8B`` never makes a nested folder (``meta-llama+2FLlama-3.1-8B``)."""
+    return quote(name, safe="._-").replace("%", _LABEL_ESCAPE)
+
+
+def name_of_label(label: str) -> str:
+    """The name a :func:`path_label` stands for."""
+    return unquote(label.replace(_LABEL_ESCAPE, "%"))
 
 import pyarrow as pa
 import pyarrow.parquet as pq

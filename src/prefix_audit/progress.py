@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
+
+from .io import name_of_label
 
 PARTIAL_SUFFIX = ".partial"
 
@@ -61,6 +62,6 @@ def block_progress(results: str | Path) -> list[BlockProgress]:
         finished = not path.name.endswith(PARTIAL_SUFFIX)
         dataset, label = path.parent.parent.name, path.parent.name
         method = path.name.removesuffix(PARTIAL_SUFFIX).removesuffix(".jsonl")
-        key = (dataset, unquote(label), method)
+        key = (dataset, name_of_label(label), method)
         found[key] = BlockProgress(*key, _complete_lines(path), _planned(root, dataset), finished)
     return [found[key] for key in sorted(found)]

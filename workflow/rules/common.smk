@@ -15,12 +15,12 @@ from prefix_audit.grid import (
     condition_pairs,
     endpoint_ceilings,
     endpoint_shares,
-    path_label,
     planned_blocks,
     replace_whole_keys,
     selected_datasets,
     unused_condition_models,
 )
+from prefix_audit.io import path_label
 from prefix_audit.tables import table_files
 
 
