@@ -111,9 +111,11 @@ def test_one_ceiling_per_endpoint_with_each_jobs_share(default):
     # Two models under one base URL and key share the smaller ceiling; the user simulator's
     # endpoint counts too (16: the default ceiling).
     assert ceilings == {gpu: 6, openai: 16} or ceilings == {openai: 16, gpu: 6}
-    shares = endpoint_shares(config, "tau_airline", "llama", "react")
+    grid = blocks(config)
+    shares = endpoint_shares(config, "tau_airline", grid[("llama", "react")], ceilings)
     assert shares == {gpu.resource: 6, openai.resource: 8}  # 8 episodes in flight by default for real models
-    assert endpoint_shares(config, "tau_airline", "reference", "reference") == {gpu.resource: 0, openai.resource: 0}
+    reference = endpoint_shares(config, "tau_airline", grid[("reference", "reference")], ceilings)
+    assert reference == {gpu.resource: 0, openai.resource: 0}
 
 
 def _snakemake(config: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -208,11 +208,11 @@ def endpoint_ceilings(config: Mapping[str, Any]) -> dict[Endpoint, int]:
     return dict(sorted(ceilings.items(), key=lambda item: item[0].resource))
 
 
-def endpoint_shares(config: Mapping[str, Any], dataset: str, model: str, method: str) -> dict[str, int]:
-    """The requests in flight one block's job holds per endpoint resource (0 for endpoints it does
-    not call): what the scheduler sums against each endpoint's ceiling."""
-    settings = blocks(config)[(model, method)]
-    ceilings = endpoint_ceilings(config)
+def endpoint_shares(config: Mapping[str, Any], dataset: str, settings: Mapping[str, Any],
+                    ceilings: Mapping[Endpoint, int]) -> dict[str, int]:
+    """The requests in flight one block's job (its ``settings``, from :func:`blocks`) holds per
+    endpoint resource of ``ceilings`` (:func:`endpoint_ceilings`; 0 for endpoints it does not call):
+    what the scheduler sums against each endpoint's ceiling."""
     in_flight = BlockSettings.parse(settings).episodes_in_flight
     shares = dict.fromkeys((e.resource for e in ceilings), 0)
     for backend in _block_backends(config, dataset, settings):

@@ -1,3 +1,4 @@
+import functools
 import json
 import re
 import sys
@@ -106,10 +107,15 @@ def block_settings(wildcards):
     return BLOCKS[(block_model(wildcards), wildcards.method)]
 
 
+@functools.cache
+def _endpoint_shares(dataset, model, method):
+    return endpoint_shares(config, dataset, BLOCKS[(model, method)], ENDPOINTS)
+
+
 def endpoint_resources():
     """The `resources:` of a job that may call endpoints: its share of each endpoint's ceiling."""
     def share(resource):
-        return lambda wc: endpoint_shares(config, wc.dataset, block_model(wc), wc.method)[resource]
+        return lambda wc: _endpoint_shares(wc.dataset, block_model(wc), wc.method)[resource]
 
     return {endpoint.resource: share(endpoint.resource) for endpoint in ENDPOINTS}
 
