@@ -1,127 +1,245 @@
-"""Multinomial-over-distinct-tuples percentile bootstrap."""
+"""The task-clustered percentile bootstrap: agreement with scipy and with naive resampling, clustered
+widths, pass^k / TER^k, shared draws and pairs, unbalanced trials, infrastructure rows."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
+import polars as pl
 import pytest
-from scipy import stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from prefix_audit import bootstrap
-from prefix_audit.bootstrap import bootstrap_replicates, percentile_bootstrap
+from prefix_audit.aggregates import unbiased_all_k
+from prefix_audit.intervals import clustered_wilson_interval, wilson_interval
+from prefix_audit.stats import compute_stats, task_set_seed
 
 B = 10_000
+SCHEMA = {"dataset": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8, "task_id": pl.Utf8, "trial": pl.Int32,
+          "T": pl.Int32, "FED": pl.Int32, "Y": pl.Int8}
 
 
-@pytest.fixture(scope="module")
-def block() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(20240601)
-    T = rng.integers(1, 9, size=120)
-    fed = np.minimum(rng.integers(1, 11, size=120), T + 1)  # mass at T + 1: some fully executable
-    Y = rng.choice([0.0, 1.0, math.nan], size=120, p=[0.4, 0.5, 0.1])
-    return fed, T, Y
+def frame(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=SCHEMA)
 
 
-def scipy_percentile(values: np.ndarray, seed: int) -> tuple[float, float]:
-    res = stats.bootstrap(
-        (values,),
-        np.mean,
-        n_resamples=B,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(seed),
-    )
-    return res.confidence_interval.low, res.confidence_interval.high
+def random_block(rng: np.random.Generator, n_tasks: int, trials: int, method: str = "react",
+                 task_effect: bool = False, dataset: str = "toolsandbox") -> list[dict]:
+    """Rollouts of one block; with ``task_effect`` a task's trials are mostly alike (easy or hard task)."""
+    rows = []
+    for i in range(n_tasks):
+        easy = rng.random() < 0.5
+        for trial in range(trials):
+            t = int(rng.integers(1, 7))
+            if task_effect:
+                fed = t + 1 if rng.random() < (0.9 if easy else 0.1) else int(rng.integers(1, t + 1))
+                y = int(rng.random() < (0.9 if easy else 0.1))
+            else:
+                fed = int(min(rng.integers(1, 9), t + 1))
+                y = [0, 1, None][int(rng.choice(3, p=[0.45, 0.45, 0.1]))]
+            rows.append({"dataset": dataset, "model": "m", "method": method, "task_id": f"t{i:03d}",
+                         "trial": trial, "T": t, "FED": fed, "Y": y})
+    return rows
 
 
-def test_agrees_with_scipy_percentile_bootstrap(block):
-    fed, T, Y = block
-    ours = percentile_bootstrap(fed, T, Y, k_max=4, resamples=B, seed=1)
-    # Monte Carlo tolerance: with N = 120 a [0, 1] mean has sd <= 0.046; the standard error of
-    # a 2.5% / 97.5% quantile from 10k resamples is ~ sqrt(.025 * .975 / 1e4) / density ~= 0.0012,
-    # so two independent runs differ by ~0.0017 (sd). The resampled mean also lives on a lattice
-    # of step 1/N ~= 0.0083, so a bound can move by a whole step. 0.02 covers two steps plus
-    # > 5 sd. Mean FED spans [1, 9], so its tolerance is scaled by that width (0.02 * 8).
-    cases = [
-        ("ter", (fed == T + 1).astype(float), 0.02),
-        ("pec@1", (fed > 1).astype(float), 0.02),
-        ("mean_fed", fed.astype(float), 0.16),
-    ]
-    for name, values, tol in cases:
-        lo, hi = scipy_percentile(values, seed=2)
-        if name == "pec@1":
-            our_lo, our_hi = ours["pec"][0][0], ours["pec"][1][0]
-        else:
-            our_lo, our_hi = ours[name]
-        assert our_lo == pytest.approx(lo, abs=tol), name
-        assert our_hi == pytest.approx(hi, abs=tol), name
+def row(stats: pl.DataFrame, metric: str, k: int | None = None, method: str = "react",
+        versus: str | None = None) -> dict:
+    cond = (pl.col("metric") == metric) & (pl.col("method") == method)
+    cond &= pl.col("k").is_null() if k is None else pl.col("k") == k
+    cond &= pl.col("versus").is_null() if versus is None else pl.col("versus") == versus
+    return stats.filter(cond).row(0, named=True)
 
 
-def test_multinomial_matches_naive_row_resampling_in_distribution(block):
-    fed, T, Y = block
-    ours = bootstrap_replicates(fed, T, Y, k_max=4, resamples=B, seed=3)["ter"]
-    rows = np.random.default_rng(4).integers(0, fed.size, size=(B, fed.size))
-    naive = (fed == T + 1)[rows].mean(axis=1)
-    # sd of resampled TER ~0.04; a mean of 10k draws has se ~0.0004, a quantile ~0.001-0.002.
-    assert ours.mean() == pytest.approx(naive.mean(), abs=0.003)
-    assert ours.std() == pytest.approx(naive.std(), rel=0.05)
-    qs = [2.5, 10, 25, 50, 75, 90, 97.5]
-    np.testing.assert_allclose(np.percentile(ours, qs), np.percentile(naive, qs), atol=0.0101)
-    assert stats.ks_2samp(ours, naive).pvalue > 1e-3
+def width(r: dict) -> float:
+    return r["ci_high"] - r["ci_low"]
 
 
-def test_same_seed_identical_different_seed_differs(block):
-    fed, T, Y = block
-    a = percentile_bootstrap(fed, T, Y, k_max=4, resamples=2_000, seed=7)
-    b = percentile_bootstrap(fed, T, Y, k_max=4, resamples=2_000, seed=7)
-    c = percentile_bootstrap(fed, T, Y, k_max=4, resamples=2_000, seed=8)
-    for name in a:
-        for x, y in zip(a[name], b[name]):
-            np.testing.assert_array_equal(x, y)
-    differs = [name for name in a if not all(np.array_equal(x, y) for x, y in zip(a[name], c[name]))]
-    assert differs, "a different seed should move at least one interval"
+def test_one_trial_agrees_with_scipy_percentile_bootstrap():
+    rows = random_block(np.random.default_rng(20240601), 120, 1)
+    stats = compute_stats(frame(rows), resamples=B, seed=1)
+    fed = np.array([r["FED"] for r in rows])
+    T = np.array([r["T"] for r in rows])
+    # Monte Carlo + lattice tolerance (steps of 1/N ≈ 0.008); mean FED spans [1, 9], scaled by 8.
+    for metric, values, tol in [("ter", (fed == T + 1).astype(float), 0.02),
+                                ("mean_fed", fed.astype(float), 0.16)]:
+        res = scipy_stats.bootstrap((values,), np.mean, n_resamples=B, method="percentile", vectorized=True,
+                                    rng=np.random.default_rng(2))
+        ours = row(stats, metric)
+        assert ours["ci_low"] == pytest.approx(res.confidence_interval.low, abs=tol), metric
+        assert ours["ci_high"] == pytest.approx(res.confidence_interval.high, abs=tol), metric
 
 
-def test_row_order_and_chunking_do_not_change_results(block, monkeypatch):
-    fed, T, Y = block
-    ref = bootstrap_replicates(fed, T, Y, k_max=4, resamples=500, seed=11)
-    perm = np.random.default_rng(0).permutation(fed.size)
-    shuffled = bootstrap_replicates(fed[perm], T[perm], Y[perm], k_max=4, resamples=500, seed=11)
-    monkeypatch.setattr(bootstrap, "_CHUNK_BYTES", 16 * 7 * fed.size)  # tiny chunks of <= 7 resamples
-    chunked = bootstrap_replicates(fed, T, Y, k_max=4, resamples=500, seed=11)
-    for name in ref:
-        np.testing.assert_array_equal(ref[name], shuffled[name])
-        np.testing.assert_array_equal(ref[name], chunked[name])
+def naive_cluster_ter(rows: list[dict], resamples: int, seed: int, clustered: bool) -> np.ndarray:
+    """TER replicates by explicit index resampling: of tasks (with all trials) or of rollouts."""
+    tasks = sorted({r["task_id"] for r in rows})
+    full = np.array([r["FED"] == r["T"] + 1 for r in rows], dtype=float)
+    rng = np.random.default_rng(seed)
+    if not clustered:
+        return full[rng.integers(0, full.size, size=(resamples, full.size))].mean(axis=1)
+    hits = np.array([sum(full[i] for i, r in enumerate(rows) if r["task_id"] == t) for t in tasks])
+    sizes = np.array([sum(1 for r in rows if r["task_id"] == t) for t in tasks], dtype=float)
+    drawn = rng.integers(0, len(tasks), size=(resamples, len(tasks)))
+    return hits[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)
 
 
-def test_replicates_are_consistent_with_point_definitions(block):
-    fed, T, Y = block
-    reps = bootstrap_replicates(fed, T, Y, k_max=4, resamples=300, seed=5)
-    assert reps["pec"].shape == (300, 4) and reps["ter"].shape == (300,)
-    # Every resample is itself a block, so the decomposition holds resample by resample.
-    np.testing.assert_allclose(reps["pec"], reps["depth_support"] * reps["eligible_pec"], rtol=1e-12)
-    assert np.all(np.diff(reps["pec"], axis=1) <= 0)
-    assert np.all((reps["ter"] <= reps["auc_pec"] + 1e-12) & (reps["mean_fed"] >= 1))
+def test_strong_task_effects_get_the_clustered_width_not_the_rollout_width():
+    rows = random_block(np.random.default_rng(3), 100, 4, task_effect=True)
+    stats = compute_stats(frame(rows), resamples=B, seed=4)
+    ours = row(stats, "ter")
+    clustered = np.percentile(naive_cluster_ter(rows, B, 5, clustered=True), [2.5, 97.5])
+    by_rollout = np.percentile(naive_cluster_ter(rows, B, 6, clustered=False), [2.5, 97.5])
+    # Our interval is the task-clustered one (Monte Carlo + lattice tolerance of the bounds)...
+    np.testing.assert_allclose([ours["ci_low"], ours["ci_high"]], clustered, atol=0.015)
+    # ... and a rollout-level bootstrap would be far too narrow on these data.
+    assert width(ours) > 1.4 * (by_rollout[1] - by_rollout[0])
+    assert (ours["n"], ours["n_rollouts"], ours["trials_min"], ours["trials_max"]) == (100, 400, 4, 4)
 
 
-def test_undefined_ratios_give_nan_bounds():
-    fed, T, Y = np.array([1, 2, 2]), np.array([1, 1, 1]), np.array([math.nan] * 3)
-    ci = percentile_bootstrap(fed, T, Y, k_max=2, resamples=200, seed=0)
-    assert np.isnan(ci["eligible_pec"][0][1]) and np.isnan(ci["eligible_pec"][1][1])
-    assert math.isnan(ci["final_success"][0]) and math.isnan(ci["final_success"][1])
-    assert ci["pec"][0][1] == ci["pec"][1][1] == 0.0
+def test_clustered_wilson_keeps_its_level_where_plain_wilson_does_not():
+    rng = np.random.default_rng(7)
+    covered_plain = covered_clustered = 0
+    runs = 400
+    for _ in range(runs):
+        p_task = np.where(rng.random(40) < 0.5, 0.9, 0.1)  # true rate 0.5, strong task effect
+        s = rng.binomial(4, p_task)
+        n = np.full(40, 4)
+        lo, hi = wilson_interval(int(s.sum()), int(n.sum()))
+        covered_plain += lo <= 0.5 <= hi
+        (lo, hi), name = clustered_wilson_interval(s, n)
+        assert name == "wilson_design_effect"
+        covered_clustered += lo <= 0.5 <= hi
+    assert covered_clustered / runs >= 0.92
+    assert covered_plain / runs < 0.85
 
 
-def test_degenerate_block_has_zero_width_intervals():
-    fed, T, Y = np.array([4, 4]), np.array([3, 3]), np.array([1.0, 1.0])
-    ci = percentile_bootstrap(fed, T, Y, k_max=3, resamples=100, seed=0)
-    assert ci["ter"] == (1.0, 1.0) and ci["mean_fed"] == (4.0, 4.0) and ci["final_success"] == (1.0, 1.0)
+def test_clustered_wilson_is_wilson_with_one_rollout_per_task():
+    s, n = np.array([1, 0, 1, 1, 0]), np.array([1, 1, 1, 1, 0])
+    assert clustered_wilson_interval(s, n) == (wilson_interval(3, 4), "wilson")
+    assert clustered_wilson_interval([], []) == (None, "wilson")
 
 
-def test_rejects_bad_arguments(block):
-    fed, T, Y = block
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 7).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_k_estimator_is_the_share_of_k_subsets_that_all_succeed(case):
+    n, c, k = case
+    outcomes = [1] * c + [0] * (n - c)
+    subsets = list(itertools.combinations(outcomes, k))
+    exact = sum(all(s) for s in subsets) / len(subsets)
+    got = float(unbiased_all_k(np.array([float(c)]), np.array([float(n)]), k)[0])
+    assert got == pytest.approx(exact, abs=1e-12)
+    assert got == pytest.approx(math.comb(c, k) / math.comb(n, k), abs=1e-12)
+
+
+def test_pass_k_and_ter_k_by_task_up_to_the_fewest_trials():
+    rows = []
+    # Task a: 3 trials, 2 succeed, all fully executable; task b: 2 trials, 1 succeeds, one executable.
+    for task, outcomes in (("a", [(1, 3), (1, 3), (0, 3)]), ("b", [(1, 3), (0, 1)])):
+        for trial, (y, fed) in enumerate(outcomes):
+            rows.append({"dataset": "toolsandbox", "model": "m", "method": "react", "task_id": task,
+                         "trial": trial, "T": 2, "FED": fed, "Y": y})
+    stats = compute_stats(frame(rows), resamples=200, seed=0)
+    assert row(stats, "pass_k", 1)["estimate"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert row(stats, "pass_k", 2)["estimate"] == pytest.approx((1 / 3 + 0) / 2)
+    assert row(stats, "ter_k", 2)["estimate"] == pytest.approx((1 + 0) / 2)
+    assert stats.filter(pl.col("metric") == "pass_k")["k"].to_list() == [1, 2]  # the fewest trials is 2
+    ter = row(stats, "ter")
+    assert ter["estimate"] == pytest.approx(4 / 5)  # point estimates are over all rollouts
+    assert (ter["n"], ter["n_rollouts"], ter["trials_min"], ter["trials_max"]) == (2, 5, 2, 3)
+    assert row(stats, "disagree_full")["estimate"] == pytest.approx(1 / 2)
+    assert row(stats, "disagree_y")["estimate"] == pytest.approx(1.0)
+
+
+def test_infrastructure_rows_leave_prefix_metrics_and_stay_in_final_success():
+    rows = random_block(np.random.default_rng(2), 20, 1)
+    infra = [{"dataset": "toolsandbox", "model": "m", "method": "react", "task_id": f"t{i:03d}", "trial": 1,
+              "T": None, "FED": None, "Y": 0} for i in range(5)]
+    with_infra = compute_stats(frame(rows + infra), resamples=300, seed=1)
+    without = compute_stats(frame(rows), resamples=300, seed=1)
+    for metric in ("ter", "auc_pec", "mean_fed"):
+        assert row(with_infra, metric)["estimate"] == row(without, metric)["estimate"]
+        assert row(with_infra, metric)["n_rollouts"] == 20
+    known = [r["Y"] for r in rows if r["Y"] is not None]
+    fs = row(with_infra, "final_success")
+    assert fs["n_rollouts"] == len(known) + 5
+    assert fs["estimate"] == pytest.approx(sum(known) / (len(known) + 5))
+    with pytest.raises(ValueError, match="only one of T and FED null"):
+        compute_stats(frame(rows + [infra[0] | {"T": 3}]), resamples=10, seed=0)
+
+
+def test_blocks_over_one_task_set_share_a_draw_and_pair_from_it():
+    rng = np.random.default_rng(8)
+    rows = random_block(rng, 60, 2, "react") + random_block(rng, 60, 2, "dual_loop")
+    stats = compute_stats(frame(rows), resamples=2_000, seed=3)
+    tasks = [f"t{i:03d}" for i in range(60)]
+    assert set(stats["seed"]) == {task_set_seed(3, "toolsandbox", tasks)}
+    delta = row(stats, "delta_ter", method="dual_loop", versus="react")
+    assert delta["estimate"] == pytest.approx(row(stats, "ter", method="dual_loop")["estimate"]
+                                              - row(stats, "ter")["estimate"])
+    assert (delta["n"], delta["n_method_only"], delta["n_versus_only"]) == (60, 0, 0)
+    # A block paired with itself (same rollouts under another method name) differs by exactly zero.
+    twin = [r | {"method": "prompt_planning"} for r in rows if r["method"] == "react"]
+    same = compute_stats(frame(rows + twin), resamples=2_000, seed=3)
+    zero = row(same, "delta_ter", method="prompt_planning", versus="react")
+    assert zero["estimate"] == zero["ci_low"] == zero["ci_high"] == 0.0
+    # Block intervals do not depend on which other blocks share the draw.
+    assert row(same, "ter")["ci_low"] == row(stats, "ter")["ci_low"]
+
+
+def test_blocks_over_different_task_sets_pair_on_common_tasks():
+    rng = np.random.default_rng(9)
+    react = random_block(rng, 30, 1, "react")
+    dual = [r for r in random_block(rng, 30, 1, "dual_loop") if r["task_id"] >= "t010"]
+    extra = [r | {"task_id": f"x{i}"} for i, r in enumerate(dual[:3])]
+    stats = compute_stats(frame(react + dual + extra), resamples=500, seed=1)
+    delta = row(stats, "delta_ter", method="dual_loop", versus="react")
+    assert (delta["n"], delta["n_method_only"], delta["n_versus_only"]) == (20, 3, 10)
+    common = {r["task_id"] for r in dual}
+
+    def ter(rs: list[dict]) -> float:
+        kept = [r for r in rs if r["task_id"] in common]
+        return sum(r["FED"] == r["T"] + 1 for r in kept) / len(kept)
+
+    assert delta["estimate"] == pytest.approx(ter(dual) - ter(react))
+    assert delta["interval"] == "paired_percentile_bootstrap"
+
+
+def test_row_order_and_chunking_do_not_change_results(monkeypatch):
+    rows = random_block(np.random.default_rng(10), 40, 3)
+    ref = compute_stats(frame(rows), resamples=500, seed=11)
+    shuffled = [rows[i] for i in np.random.default_rng(0).permutation(len(rows))]
+    assert compute_stats(frame(shuffled), resamples=500, seed=11).equals(ref)
+    monkeypatch.setattr(bootstrap, "_CHUNK_BYTES", 16 * 7 * 40)  # tiny chunks of a few resamples
+    chunked = compute_stats(frame(rows), resamples=500, seed=11)
+    # The same draw; only the matrix product's rounding of fractional sums may differ in the last bit.
+    assert chunked.drop("ci_low", "ci_high").equals(ref.drop("ci_low", "ci_high"))
+    for bound in ("ci_low", "ci_high"):
+        np.testing.assert_allclose(chunked[bound].to_numpy(), ref[bound].to_numpy(), rtol=1e-12)
+
+
+def test_resampled_sums_are_counts_times_rows():
+    values = np.random.default_rng(1).random((30, 5))
+    sums = bootstrap.resampled_sums(values, 200, np.random.default_rng(4))
+    drawn = np.random.default_rng(4).integers(0, 30, size=(200, 30))
+    np.testing.assert_allclose(sums, values[drawn].sum(axis=1), rtol=1e-12)
+
+
+def test_undefined_ratios_have_no_interval_and_degenerate_blocks_zero_width():
+    rows = [{"dataset": "d", "model": "m", "method": "react", "task_id": f"t{i}", "trial": 0, "T": 1,
+             "FED": 2, "Y": None} for i in range(3)]
+    stats = compute_stats(frame(rows), resamples=200, seed=0, k_max=2)
+    assert row(stats, "final_success")["interval"] == "none"
+    assert row(stats, "eligible_pec", 2)["estimate"] is None
+    ter = row(stats, "ter")
+    assert ter["estimate"] == ter["ci_low"] == ter["ci_high"] == 1.0
+
+
+def test_rejects_bad_arguments():
+    rows = frame(random_block(np.random.default_rng(0), 5, 1))
     with pytest.raises(ValueError, match="resamples"):
-        percentile_bootstrap(fed, T, Y, k_max=4, resamples=0)
+        compute_stats(rows, resamples=0, seed=0)
     with pytest.raises(ValueError, match="confidence"):
-        percentile_bootstrap(fed, T, Y, k_max=4, confidence=95)
+        compute_stats(rows, resamples=10, seed=0, confidence=95)

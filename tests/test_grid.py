@@ -71,3 +71,16 @@ def test_conditions_need_the_plan_conditioned_baseline(config):
     config["agents"]["methods"] = ["react", "dual_loop"]
     with pytest.raises(ValueError, match="plan_conditioned block"):
         condition_pairs(config)
+
+
+def test_trials_apply_per_dataset_to_agent_blocks_only():
+    from prefix_audit.grid import dataset_settings, trials_for
+
+    config = {"agents": {"trials": {"toolsandbox": 3}}}
+    agent, reference = {"kind": "agent", "method": "react"}, {"kind": "reference"}
+    assert trials_for(config, "toolsandbox") == 3 and trials_for(config, "bfcl_v3") == 1
+    assert dataset_settings(config, "toolsandbox", agent) == agent | {"trials": 3}
+    # One trial leaves the settings (a rule param) exactly as before; static blocks never repeat.
+    assert dataset_settings(config, "bfcl_v3", agent) == agent
+    assert dataset_settings(config, "toolsandbox", reference) == reference
+    assert trials_for({"agents": {"trials": 2}}, "bfcl_v3") == 2

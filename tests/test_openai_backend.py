@@ -310,3 +310,20 @@ def test_effort_without_a_reasoning_backend_is_rejected(make_backend):
 def test_request_role_must_be_a_model_role():
     with pytest.raises(ValueError, match="evaluator"):
         ModelRequest((Message("user", "hi"),), role="evaluator")
+
+
+def test_a_later_trial_is_a_fresh_sample_with_its_own_seed_and_cache_entry(server, make_backend, tmp_path):
+    from prefix_audit.models.base import TrialBackend, trial_seed
+
+    server.push(completion("first trial"), completion("second trial"))
+    backend = make_backend(cache_dir=tmp_path)
+    seeds = [trial_seed(7, t, None) for t in (0, 1)]
+    texts = [run_one(TrialBackend(backend, t, seed)).text for t, seed in enumerate(seeds)]
+    assert texts == ["first trial", "second trial"] and server.request_count == 2
+    first, second = (r.body for r in server.received)
+    assert seeds[0] is None and "seed" not in first  # trial 0 is sent as a one-trial run sends it
+    assert second["seed"] == seeds[1] == trial_seed(7, 1, None) != trial_seed(8, 1, None)
+    # Both are cached apart: a rerun of either trial makes no call and gets its own answer.
+    again = make_backend(cache_dir=tmp_path)
+    assert [run_one(TrialBackend(again, t, seed)).text for t, seed in enumerate(seeds)] == texts
+    assert server.request_count == 2

@@ -17,8 +17,8 @@ from prefix_audit.paired import (
 from prefix_audit.stats import (
     STATS_SCHEMA,
     TAU_POOL,
-    block_seed,
     compute_stats,
+    task_set_seed,
     write_stats,
 )
 from prefix_audit.tables import METHOD_ORDER, table_f1, table_f2, table_f3, table_files, write_tables
@@ -29,7 +29,7 @@ EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEM
 SIZES = {"tau_airline": 12, "tau_retail": 20, "bfcl_v3": 10}
 MODELS = ("sim-strong", "sim-weak")
 RESAMPLES = 500
-TABLE_STEMS = [f"table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3") for ext in ("csv", "md", "tex")]
+TABLE_STEMS = [f"table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3", "pairs", "consistency") for ext in ("csv", "md", "tex")]
 
 
 def make_episodes(seed: int = 0) -> pl.DataFrame:
@@ -108,7 +108,8 @@ def test_pooled_blocks_cover_the_union_of_members(episodes, stats):
     ter = metric(stats, "tau", "sim-strong", "dual_loop", "ter")
     assert ter["n"] == SIZES["tau_airline"] + SIZES["tau_retail"] == union.height
     assert ter["estimate"] == pytest.approx((union["FED"] == union["T"] + 1).mean())
-    assert ter["seed"] == block_seed(1, "tau", "sim-strong", "dual_loop")
+    units = sorted(f"{d}\x1f{t}" for d, t in union.select("dataset", "task_id").iter_rows())
+    assert ter["seed"] == task_set_seed(1, "tau", units)
     # Blocks stay sorted: the pool sorts among the datasets by name.
     assert stats["dataset"].unique(maintain_order=True).to_list() == ["bfcl_v3", "tau", "tau_airline", "tau_retail"]
 
@@ -124,8 +125,12 @@ def test_pool_requires_member_rows_and_checks_units(episodes):
     no_tau = episodes.filter(pl.col("dataset") == "bfcl_v3")
     assert "tau" not in compute_stats(no_tau, resamples=50, seed=0, pools=TAU_POOL)["dataset"].to_list()
     dup = pl.concat([episodes, episodes.filter(pl.col("dataset") == "tau_retail").head(1)])
-    with pytest.raises(ValueError, match="one rollout per task.*tau_retail/task-000"):
-        compute_stats(dup, resamples=50, seed=0, pools=TAU_POOL)
+    # A second rollout of a task is a second trial of it: still one task of the pooled cohort.
+    first = episodes.filter(pl.col("dataset") == "tau_retail").row(0, named=True)
+    block = ("tau", first["model"], first["method"], "ter")
+    again = metric(compute_stats(dup, resamples=50, seed=0, pools=TAU_POOL), *block)
+    single = metric(compute_stats(episodes, resamples=50, seed=0, pools=TAU_POOL), *block)
+    assert (again["n"], again["n_rollouts"], again["trials_max"]) == (single["n"], single["n_rollouts"] + 1, 2)
     with pytest.raises(ValueError, match="also a dataset"):
         compute_stats(episodes, resamples=50, seed=0, pools={"bfcl_v3": ["tau_airline"]})
 
@@ -149,16 +154,18 @@ def test_table_f1_cells(stats):
     assert strong == [*METHOD_ORDER, "deterministic_accept"]
     row = f1.row(0, named=True)
     ter = metric(stats, "tau", row["model"], row["method"], "ter")
-    assert row["N"] == 32 and row["TER"] == f"{ter['estimate']:.3f} [{ter['ci_low']:.3f}, {ter['ci_high']:.3f}]"
+    assert row["N"] == "32" and row["tasks"] == 32 and row["TER"] == f"{ter['estimate']:.3f} [{ter['ci_low']:.3f}, {ter['ci_high']:.3f}]"
     rr = metric(stats, "tau", row["model"], row["method"], "rr")
-    lo, hi = wilson_interval(rr["successes"], rr["n"])
-    assert row["RR"] == f"{rr['successes']}/{rr['n']} = {rr['successes'] / rr['n']:.3f} [{lo:.3f}, {hi:.3f}]"
+    lo, hi = wilson_interval(rr["successes"], rr["n_rollouts"])
+    assert rr["interval"] == "wilson"
+    assert row["RR"] == (f"{rr['successes']}/{rr['n_rollouts']} = {rr['successes'] / rr['n_rollouts']:.3f} "
+                         f"[{lo:.3f}, {hi:.3f}]")
     # Where some Y is unknown, the final-success denominator is shown.
     for r in f1.iter_rows(named=True):
         success = metric(stats, "tau", r["model"], r["method"], "final_success")
-        assert r["final_success_n"] == success["n"]
-        assert r["final success"].endswith(f"(n = {success['n']})") == (success["n"] < r["N"])
-    assert (f1["final_success_n"] < f1["N"]).any()
+        assert r["final_success_n"] == success["n_rollouts"]
+        assert r["final success"].endswith(f"(n = {success['n_rollouts']})") == (success["n_rollouts"] < r["rollouts"])
+    assert (f1["final_success_n"] < f1["rollouts"]).any()
 
 
 def test_table_f1_undefined_rr():

@@ -15,8 +15,9 @@ from prefix_audit.stats import (
     METRICS,
     STATS_SCHEMA,
     IdentityViolation,
-    block_seed,
+
     compute_stats,
+    task_set_seed,
     write_stats,
 )
 from prefix_audit.cli import main
@@ -63,19 +64,23 @@ def block_arrays(episodes: pl.DataFrame, dataset: str):
 
 def test_schema_order_and_denominators(episodes, stats):
     assert stats.schema == STATS_SCHEMA
-    assert stats.height == 2 * (3 * K_MAX + 5)
+    # Per block: 3 per-depth metrics, 5 scalars, ter_k/pass_k at k = 1 (one trial), 2 consistency shares.
+    assert stats.height == 2 * (3 * K_MAX + 5 + 2 + 2)
     assert set(stats["metric"]) == set(METRICS)
     assert stats["dataset"].unique(maintain_order=True).to_list() == ["bfcl_v3", "toolsandbox"]
     for dataset in ("bfcl_v3", "toolsandbox"):
         fed, T, Y = block_arrays(episodes, dataset)
         block = stats.filter(pl.col("dataset") == dataset)
         assert block["metric"].unique(maintain_order=True).to_list() == list(METRICS)
-        n = {(r["metric"], r["k"]): r["n"] for r in block.iter_rows(named=True)}
+        # One rollout per task: tasks and rollouts of every cohort coincide.
+        assert block["n"].to_list() == block["n_rollouts"].to_list()
+        n = {(r["metric"], r["k"]): r["n_rollouts"] for r in block.iter_rows(named=True)}
         assert all(n[("pec", k)] == n[("depth_support", k)] == fed.size for k in range(1, K_MAX + 1))
         for k in range(1, K_MAX + 1):
             assert n[("eligible_pec", k)] == int((T >= k).sum())
-        assert n[("final_success", None)] == int((~np.isnan(Y)).sum())
+        assert n[("final_success", None)] == n[("pass_k", 1)] == int((~np.isnan(Y)).sum())
         assert n[("rr", None)] == int(((fed <= T) & ~np.isnan(Y)).sum())
+        assert n[("disagree_full", None)] == n[("disagree_y", None)] == 0
 
 
 def test_identities_hold_on_the_table(stats):
@@ -89,7 +94,7 @@ def test_identities_hold_on_the_table(stats):
                 assert est[("pec", k)] == pytest.approx(product, rel=1e-12)
         assert 0 <= est[("ter", None)] <= est[("auc_pec", None)] <= 1
         rr = block.filter(pl.col("metric") == "rr").row(0, named=True)
-        assert rr["interval"] == "wilson" and rr["estimate"] == rr["successes"] / rr["n"]
+        assert rr["interval"] == "wilson" and rr["estimate"] == rr["successes"] / rr["n_rollouts"]
         assert rr["ci_low"] <= rr["estimate"] <= rr["ci_high"]
         assert block.filter(pl.col("metric") != "rr")["successes"].null_count() == block.height - 1
 
@@ -108,11 +113,12 @@ def test_seed_changes_intervals_only(episodes, stats):
     assert set(other["seed"]).isdisjoint(set(stats["seed"]))
 
 
-def test_block_seed_is_stable_and_distinct():
+def test_task_set_seed_is_stable_and_distinct():
     # A literal pins the derivation: Python's salted hash() would change it from run to run.
-    assert block_seed(0, "bfcl_v3", "sim-medium", "react") == 56044475735201629
-    seeds = {block_seed(s, d, "m", "x") for s in (0, 1) for d in ("a", "b")}
-    assert len(seeds) == 4 and all(0 <= s < 2**63 for s in seeds)
+    assert task_set_seed(0, "bfcl_v3", ["t1", "t2"]) == task_set_seed(0, "bfcl_v3", ("t1", "t2"))
+    assert task_set_seed(0, "bfcl_v3", ["t1", "t2"]) == 1607472018750963803
+    seeds = {task_set_seed(s, d, tasks) for s in (0, 1) for d in ("a", "b") for tasks in (["x"], ["x", "y"])}
+    assert len(seeds) == 8 and all(0 <= s < 2**63 for s in seeds)
 
 
 def test_undefined_metrics_are_null_not_zero():
@@ -124,9 +130,9 @@ def test_undefined_metrics_are_null_not_zero():
     out = compute_stats(episodes, resamples=200, seed=0, k_max=2)
     undefined = out.filter(pl.col("interval") == "none")
     assert list(zip(undefined["metric"], undefined["k"])) == [
-        ("eligible_pec", 2), ("final_success", None), ("rr", None)
+        ("eligible_pec", 2), ("final_success", None), ("rr", None), ("disagree_full", None), ("disagree_y", None)
     ]
-    assert undefined["estimate"].null_count() == undefined["ci_low"].null_count() == 3
+    assert undefined["estimate"].null_count() == undefined["ci_low"].null_count() == 5
     assert undefined.filter(pl.col("metric") == "rr")["n"].to_list() == [0]
 
 
@@ -165,11 +171,13 @@ def test_bad_episode_values_name_the_block(episodes, column, value, message):
 def test_bad_episode_frames_rejected(episodes):
     with pytest.raises(ValueError, match="required column"):
         compute_stats(episodes.drop("Y"), resamples=10, seed=0)
-    with pytest.raises(ValueError, match="null"):
+    with pytest.raises(ValueError, match="only one of T and FED null"):
         no_fed = episodes.with_columns(pl.lit(None, dtype=pl.Int32).alias("FED"))
         compute_stats(no_fed, resamples=10, seed=0)
-    with pytest.raises(ValueError, match="one rollout per task"):
-        compute_stats(pl.concat([episodes, episodes.head(1)]), resamples=10, seed=0)
+    with pytest.raises(ValueError, match="'task_id' has 1 null"):
+        compute_stats(episodes.with_columns(pl.when(pl.col("rollout_id") == "bfcl_v3-dual_loop-000")
+                                            .then(None).otherwise(pl.col("task_id")).alias("task_id")),
+                      resamples=10, seed=0)
 
 
 def test_empty_episodes_give_empty_typed_table(episodes):
@@ -190,7 +198,7 @@ def test_outputs_are_byte_identical_and_complete(episodes, stats, tmp_path):
     tables_b = list(table_files(tmp_path / "tb").values())
     assert [p.name for p in tables_a[:3]] == ["table_G1.csv", "table_G1.md", "table_G1.tex"]
     assert [p.name for p in tables_a[3:]] == [
-        f"table_{t}.{ext}" for t in ("F1", "F2", "F3") for ext in ("csv", "md", "tex")
+        f"table_{t}.{ext}" for t in ("F1", "F2", "F3", "pairs", "consistency") for ext in ("csv", "md", "tex")
     ]
     for a, b in zip(tables_a, tables_b):
         assert a.read_bytes() == b.read_bytes()
@@ -202,14 +210,14 @@ def test_outputs_are_byte_identical_and_complete(episodes, stats, tmp_path):
     assert "| bfcl_v3 | sim-medium | dual_loop | 40 | " + cell in text[".md"]
     assert r"bfcl\_v3 & sim-medium & dual\_loop & 40 & " + cell in text[".tex"]
     assert r"\toprule" in text[".tex"] and r"\bottomrule" in text[".tex"]
-    header = "dataset,model,method,N,PEC@1,PEC@2,PEC@3,PEC@4,pec_1,pec_1_lo,pec_1_hi"
+    header = "dataset,model,method,N,tasks,rollouts,PEC@1,PEC@2,PEC@3,PEC@4,pec_1,pec_1_lo,pec_1_hi"
     assert text[".csv"].splitlines()[0].startswith(header)
     assert len(text[".csv"].splitlines()) == 3
 
 
 def test_table_g1_shape(stats):
     g1 = table_g1(stats)
-    assert g1.height == 2 and g1["N"].to_list() == [40, 40]
+    assert g1.height == 2 and g1["N"].to_list() == ["40", "40"] and g1["tasks"].to_list() == [40, 40]
     assert [c for c in g1.columns if c.startswith("PEC@")] == [f"PEC@{k}" for k in range(1, 5)]
     assert g1["pec_1"].to_list() == stats.filter(PEC1)["estimate"].to_list()
 

@@ -199,3 +199,33 @@ def test_real_tau3_results_reproduce_recorded_rewards_and_errors(tau3, domain):
             "41": (100, 101, None, 0),  # max_steps: all calls valid, Y = 0
             "40": (11, 2, "state_consistency", 0),  # too_many_errors
         }
+
+
+def test_real_two_trial_tau2_results_keep_trials_and_get_pass_k(tmp_path):
+    """gemini-2.5-flash on 10 airline tasks × 2 trials (real-logs): every simulation is an episode
+    with its trial, and the task-clustered statistics give pass^1 and pass^2."""
+    import polars as pl
+
+    from conftest import SHARED
+    from prefix_audit.cli import main
+    from prefix_audit.stats import compute_stats
+
+    path = SHARED / "fixtures" / "real-logs" / "tau2" / "gemini-2.5-flash_airline_10tasks_2trials.json"
+    if not path.is_file():
+        pytest.skip(f"no real tau2 log at {path}")
+    rollouts = tmp_path / "rollouts.jsonl"
+    assert main(["import", "tau", str(path), "-o", str(rollouts), "--resources", "resources"]) == 0
+    assert main(["score", str(rollouts), "-o", str(tmp_path / "scores"), "--resources", "resources"]) == 0
+    episodes = pl.read_parquet(tmp_path / "scores" / "episodes.parquet")
+    recorded = json.loads(path.read_text())["simulations"]
+    assert sorted(episodes["trial"].to_list()) == sorted(s["trial"] for s in recorded)
+    stats = compute_stats(episodes, resamples=500, seed=0)
+    ter = stats.filter(pl.col("metric") == "ter").row(0, named=True)
+    assert (ter["n"], ter["n_rollouts"], ter["trials_min"], ter["trials_max"]) == (10, 20, 2, 2)
+    pass_k = stats.filter(pl.col("metric") == "pass_k").sort("k")
+    assert pass_k["k"].to_list() == [1, 2]
+    rewards: dict[str, list[float]] = {}
+    for s in recorded:
+        rewards.setdefault(s["task_id"], []).append(s["reward_info"]["reward"])
+    # pass^2 from the recorded rewards: a task counts when both of its trials succeeded.
+    assert pass_k["estimate"][1] == pytest.approx(sum(all(r == 1.0 for r in v) for v in rewards.values()) / 10)

@@ -19,6 +19,7 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("model", pa.string(), nullable=False),
     pa.field("method", pa.string(), nullable=False),
     pa.field("task_id", pa.string(), nullable=False),
+    pa.field("trial", pa.int32(), nullable=False),  # repetition of the task within the block, from 0
     pa.field("rollout_id", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),
     pa.field("T", pa.int32(), nullable=False),
@@ -66,7 +67,7 @@ def merge_episodes(paths: Sequence[str | Path], out: str | Path) -> int:
     """Concatenate per-block episode tables into the one FED table (typed, sorted, deterministic)."""
     frames = [pl.read_parquet(p) for p in sorted(map(str, paths))]
     table = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=pl.Schema(EPISODE_SCHEMA))
-    table = table.sort(["dataset", "model", "method", "task_id", "rollout_id"])
+    table = table.sort(["dataset", "model", "method", "task_id", "trial", "rollout_id"])
     write_parquet(table.to_arrow().cast(EPISODE_SCHEMA), out)
     log.info("FED table: %d episodes from %d blocks", table.height, len(frames))
     return table.height

@@ -301,6 +301,52 @@ def failure_categories_by_depth(
     return paths
 
 
+_CONSISTENCY = (("disagree_full", "full executability"), ("disagree_y", "final success Y"))
+
+
+def has_repeated_trials(stats: pl.DataFrame, dataset: str, model: str) -> bool:
+    rows = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model) & (pl.col("metric") == "ter"))
+    return bool(rows.height and (rows["trials_max"].fill_null(1) >= 2).any())
+
+
+def consistency(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
+                blocks: Sequence[tuple[str, str]] | None = None) -> list[Path]:
+    """Within-task consistency per dataset × model with repeated trials: per method, the share of
+    tasks whose trials disagree on full executability and on Y, with CIs; returns the files."""
+    out_dir = Path(out_dir)
+    paths: list[Path] = []
+    for dataset, model in _blocks(stats) if blocks is None else blocks:
+        if not has_repeated_trials(stats, dataset, model):
+            continue
+        block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model)
+                             & pl.col("metric").is_in([m for m, _ in _CONSISTENCY]))
+        methods = sorted(block["method"].unique().to_list())
+        fig, axes = _new_figure(len(_CONSISTENCY), 3.6, 0.6 + 0.45 * max(len(methods), 2))
+        with matplotlib.rc_context(_RC):
+            for ax, (metric, title) in zip(axes, _CONSISTENCY):
+                rows = {r["method"]: r for r in block.filter(pl.col("metric") == metric).iter_rows(named=True)}
+                for i, method in enumerate(methods):
+                    r = rows.get(method)
+                    if r is None or r["estimate"] is None:
+                        ax.text(0.02, i, "no task with 2+ trials", va="center", fontsize=8, color="#666666")
+                        continue
+                    ax.barh(i, r["estimate"], color="#4477AA", height=0.6)
+                    if r["ci_low"] is not None:
+                        ax.errorbar(r["estimate"], i, xerr=[[r["estimate"] - r["ci_low"]],
+                                                            [r["ci_high"] - r["estimate"]]],
+                                    color="black", capsize=3, linewidth=1)
+                    ax.text(1.0, i, f" {r['n']} tasks", va="center", fontsize=8)
+                ax.set_yticks(range(len(methods)), methods)
+                ax.set_xlim(0, 1.0)
+                ax.set_title(f"trials disagree on {title}", fontsize=9)
+                ax.set_xlabel("share of tasks (with 2+ trials)")
+                ax.grid(True, axis="x", color="#DDDDDD", linewidth=0.6)
+                ax.set_axisbelow(True)
+            fig.suptitle(f"Within-task consistency across trials, {dataset} / {model}")
+        paths += _save(fig, out_dir, f"consistency_{safe_name(dataset)}_{safe_name(model)}")
+    return paths
+
+
 def planning_note(n_per_block: int, epsilon: float = 0.05, delta: float = 0.05) -> str:
     """Hoeffding planning aid (Proposition 4) for the [0, 1] metrics at a block size of n rollouts."""
     bound = hoeffding_bound(n_per_block, epsilon)
@@ -328,7 +374,7 @@ def _min_block_n(stats: pl.DataFrame) -> int:
 # Figure family -> the kinds it draws. One output directory per family, grouped by the table the
 # kinds are drawn from (curves: stats; categories: FED table), so that a new bootstrap seed redraws
 # the curves and leaves the category figures alone.
-FAMILIES = {"curves": ("pec", "depth"), "categories": ("categories",)}
+FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",)}
 
 _FRAME: list[pl.DataFrame] = []  # the one table a drawing process works from
 
@@ -343,6 +389,8 @@ def _draw_figure(job: tuple[str, tuple[str, str]], out: Path) -> list[Path]:
         return pec_curves(_FRAME[0], out, [block])
     if kind == "depth":
         return depth_decomposition(_FRAME[0], out, [block])
+    if kind == "consistency":
+        return consistency(_FRAME[0], out, [block])
     return failure_categories_by_depth(_FRAME[0], out, blocks=[block])
 
 
@@ -356,7 +404,8 @@ def write_figures(
 ) -> list[Path]:
     """Write one family of figures and its ``index.json`` into ``out_dir``; return the figures.
 
-    ``curves``: PEC curves and depth decompositions from the stats table, plus ``planning.txt``
+    ``curves``: PEC curves, depth decompositions and (for blocks with repeated trials) within-task
+    consistency from the stats table, plus ``planning.txt``
     (for the smallest block size N in it). ``categories``: first-failure categories by depth from
     the FED table. ``index.json`` lists the files (relative to ``out_dir``, sorted). ``workers``
     processes draw the figures (each figure is drawn alone, so the files do not depend on it).

@@ -138,9 +138,30 @@ class SkippedBlock:
         return f"{self.dataset}/{self.model}/{self.method} skipped: {self.reason}"
 
 
+def trials_for(config: Mapping[str, Any], dataset: str) -> int:
+    """``agents.trials`` for one dataset: one integer for all, or a mapping dataset → trials (1 for
+    a dataset it does not name)."""
+    trials = (config.get("agents") or {}).get("trials", 1)
+    return int(trials.get(dataset, 1)) if isinstance(trials, Mapping) else int(trials)
+
+
+def dataset_settings(config: Mapping[str, Any], dataset: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A block's settings on one dataset: an agent block gains its trials there. Only a count above
+    one is written, so a one-trial block's settings (a rule param) stay as they always were."""
+    trials = trials_for(config, dataset)
+    if settings.get("kind") != "agent" or trials == 1:
+        return dict(settings)
+    return {**settings, "trials": trials}
+
+
 def planned_blocks(config: Mapping[str, Any]) -> tuple[dict[str, list[tuple[str, str]]], list[SkippedBlock]]:
     """Per dataset of the config, the blocks (model, method) it runs; and the blocks it skips because
     its benchmark lacks a capability they need (:meth:`~prefix_audit.settings.BlockSettings.needs`)."""
+    trials = (config.get("agents") or {}).get("trials", 1)
+    if isinstance(trials, Mapping):
+        unknown = sorted(set(trials) - set(selected_datasets(config)))
+        if unknown:
+            raise ValueError(f"agents.trials names dataset(s) the run does not have: {', '.join(unknown)}")
     grid = blocks(config)
     needs = {key: BlockSettings.parse(settings).needs() for key, settings in grid.items()}
     planned: dict[str, list[tuple[str, str]]] = {}

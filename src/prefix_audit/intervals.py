@@ -1,9 +1,13 @@
-"""Closed-form intervals: Wilson score interval and Hoeffding planning bounds (SPEC §2, §5)."""
+"""Closed-form intervals: Wilson score intervals (plain and for clustered trials) and Hoeffding
+planning bounds (SPEC §2, §5)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from statistics import NormalDist
+
+import numpy as np
 
 
 def _check_confidence(confidence: float) -> None:
@@ -18,9 +22,47 @@ def wilson_interval(s: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     _check_confidence(confidence)
     if n == 0:
         return None
+    return _wilson(s / n, n, confidence)
+
+
+def clustered_wilson_interval(
+    s: Sequence[float], n: Sequence[float], confidence: float = 0.95
+) -> tuple[tuple[float, float] | None, str]:
+    """Interval for ``Σs / Σn`` where task i contributes ``s[i]`` successes out of ``n[i]``
+    correlated rollouts (repeated trials); returns ``(bounds or None, interval name)``.
+
+    With at most one rollout per task this is exactly :func:`wilson_interval` ("wilson"). Otherwise
+    it is the Wilson interval at Kish's effective sample size ``Σn / deff`` ("wilson_design_effect"):
+    the design effect ``deff`` is the ratio of the task-clustered (linearised ratio-estimator)
+    variance to the binomial one, and the effective size is kept between the number of tasks and
+    the number of rollouts (an intra-task correlation in [0, 1]); a single task counts as one
+    rollout. A proportion of 0 or 1 over several tasks has no estimable design effect and keeps
+    the Wilson interval at all rollouts.
+    """
+    _check_confidence(confidence)
+    s_a, n_a = np.asarray(s, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    inside = n_a > 0
+    s_a, n_a = s_a[inside], n_a[inside]
+    total, hits, tasks = float(n_a.sum()), float(s_a.sum()), int(inside.sum())
+    if tasks == 0:
+        return None, "wilson"
+    if n_a.max() <= 1:
+        return wilson_interval(round(hits), round(total), confidence), "wilson"
+    p = hits / total
+    binomial = p * (1.0 - p) / total
+    if tasks == 1:
+        effective = 1.0
+    elif binomial == 0.0:
+        effective = total
+    else:
+        clustered = tasks / (tasks - 1) * float(((s_a - p * n_a) ** 2).sum()) / total**2
+        effective = total * binomial / clustered if clustered > 0 else total
+    return _wilson(p, min(total, max(float(tasks), effective)), confidence), "wilson_design_effect"
+
+
+def _wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
     z = NormalDist().inv_cdf((1.0 + confidence) / 2.0)
     z2 = z * z
-    p = s / n
     denom = 1.0 + z2 / n
     center = (p + z2 / (2.0 * n)) / denom
     half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denom

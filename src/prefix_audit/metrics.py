@@ -39,7 +39,8 @@ def _horizons(T: npt.ArrayLike) -> IntArray:
     return t_a
 
 
-def _outcomes(Y: npt.ArrayLike) -> FloatArray:
+def validate_outcomes(Y: npt.ArrayLike) -> FloatArray:
+    """``Y`` as floats; raise ValueError unless every value is 0, 1 or NaN (unknown)."""
     y_a = np.asarray(Y, dtype=np.float64)
     if y_a.ndim != 1:
         raise ValueError(f"Y must be one-dimensional, got shape {y_a.shape}")
@@ -67,7 +68,7 @@ def validate_block(
         )
     if Y is None:
         return fed_a, t_a, None
-    y_a = _outcomes(Y)
+    y_a = validate_outcomes(Y)
     if y_a.shape != fed_a.shape:
         raise ValueError(f"Y and FED lengths differ: {y_a.size} vs {fed_a.size}")
     return fed_a, t_a, y_a
@@ -128,7 +129,7 @@ def mean_fed(fed: npt.ArrayLike, T: npt.ArrayLike) -> float:
 
 def final_success(Y: npt.ArrayLike) -> tuple[float, int]:
     """Return ``(mean Y over known Y, n_known)``; the mean is NaN when no Y is known."""
-    y_a = _outcomes(Y)
+    y_a = validate_outcomes(Y)
     known = ~np.isnan(y_a)
     n_known = int(known.sum())
     if n_known == 0:

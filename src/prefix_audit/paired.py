@@ -1,13 +1,17 @@
 """Paired task-level bootstrap of condition-minus-baseline differences (SPEC §5, Table F.3).
 
-A pair joins the condition's and the baseline's rollout of the same task unit,
+A pair joins the condition's and the baseline's rollouts of the same task unit,
 ``(dataset, task_id)``; a pool name as the pair's dataset pairs over the union of
 its member datasets. Units present on one side only are counted and excluded from
-the paired estimate. Per paired unit the differences
-``(1{FED=T+1}, (FED-1)/T, Y known on both sides, Y difference)`` form one row; one
-shared index draw over the paired units (in unit order) resamples all three metric
-differences. Cost differences are point estimates over pairs with accounting on
-both sides.
+the paired estimate. With repeated trials, rollouts pair trial by trial when both
+sides hold the same trials of every paired task (``pairing`` "trial"), else each
+side's task means are compared (``pairing`` "task_mean"); either way the task is the
+resampling unit: per task, the summed differences ``1{FED=T+1}``, ``(FED-1)/T`` and
+Y and how many pairs each sum holds form one row, and one shared index draw over the
+paired tasks (in unit order) resamples all three differences as ratios of sums.
+Rows without a trajectory (infrastructure failures) are left out of the prefix
+differences and kept in the Y difference. Cost differences are point estimates over
+pairs with accounting on both sides.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import polars as pl
 
 from prefix_audit.bootstrap import percentile_bounds, ratio, resampled_sums
 from prefix_audit.io import atomic_write
-from prefix_audit.metrics import validate_block
+from prefix_audit.metrics import validate_block, validate_outcomes
 from prefix_audit.stats import COST_METRICS, check_episodes, check_pools, pool_members
 
 UNIT = ("dataset", "task_id")
@@ -55,6 +59,7 @@ PAIRED_SCHEMA = pl.Schema(
         "n_condition_only": pl.Int64,
         "n_baseline_only": pl.Int64,
         "n": pl.Int64,
+        "pairing": pl.Utf8,  # "trial" (trial-matched rollouts) or "task_mean"
         "interval": pl.Utf8,
         "resamples": pl.Int32,
         "seed": pl.Int64,
@@ -97,28 +102,25 @@ def _arm(
     rows = episodes.filter(
         pl.col("dataset").is_in(list(datasets)) & (pl.col("model") == model) & (pl.col("method") == method)
     )
-    dup = rows.filter(pl.struct(UNIT).is_duplicated())
-    if dup.height:
-        first = dup.row(0, named=True)
-        raise ValueError(
-            f"pair {label!r}: {side} {model}/{method} has more than one rollout for task "
-            f"{first['dataset']}/{first['task_id']} (paired bootstrap needs one per task)"
-        )
+    prefix = rows.filter(pl.col("T").is_not_null())
     if rows.height:  # an absent arm is reported through the unpaired counts
         try:
             validate_block(
-                rows["FED"].to_numpy().astype(np.int64),
-                rows["T"].to_numpy().astype(np.int64),
-                rows["Y"].cast(pl.Float64).fill_null(math.nan).to_numpy(),
+                prefix["FED"].to_numpy().astype(np.int64),
+                prefix["T"].to_numpy().astype(np.int64),
+                prefix["Y"].cast(pl.Float64).fill_null(math.nan).to_numpy(),
             )
+            validate_outcomes(rows["Y"].cast(pl.Float64).fill_null(math.nan).to_numpy())
         except ValueError as exc:
             raise ValueError(f"pair {label!r}: {side} {model}/{method}: {exc}") from exc
     costs = [
         (pl.col(c).cast(pl.Float64) if c in rows.columns else pl.lit(None, dtype=pl.Float64)).alias(c)
         for c in COST_METRICS
     ]
+    trial = pl.col("trial").cast(pl.Int64) if "trial" in rows.columns else pl.lit(0, dtype=pl.Int64)
     return rows.select(
         *UNIT,
+        trial.alias("trial"),
         (pl.col("FED") == pl.col("T") + 1).cast(pl.Float64).alias("full"),
         ((pl.col("FED") - 1) / pl.col("T")).cast(pl.Float64).alias("area"),
         pl.col("Y").cast(pl.Float64).alias("y"),
@@ -144,40 +146,74 @@ def _row(
     }
 
 
+def _pairing(cond: pl.DataFrame, base: pl.DataFrame) -> str:
+    """"trial" when both sides hold the same trials, each once, of every task they share."""
+    def trials(arm: pl.DataFrame) -> pl.DataFrame:
+        return arm.group_by(UNIT).agg(pl.col("trial").sort().alias("trials"), pl.len().alias("rows"))
+
+    both = trials(cond).join(trials(base), on=list(UNIT), suffix="_b")
+    unique = (both["rows"] == both["trials"].list.n_unique()) & (both["rows_b"] == both["trials_b"].list.n_unique())
+    same = both["trials"] == both["trials_b"]
+    return "trial" if bool((unique & same).all()) else "task_mean"
+
+
+_SIDES = ("full", "area", "y", *COST_METRICS)
+
+
+def _paired_rows(cond: pl.DataFrame, base: pl.DataFrame, pairing: str) -> pl.DataFrame:
+    """One row per pair of compared values (a trial pair, or a task's two means), sorted by unit."""
+    if pairing == "task_mean":
+        cond, base = (arm.group_by(UNIT).agg(pl.col(c).mean() for c in _SIDES) for arm in (cond, base))
+        on = list(UNIT)
+    else:
+        on = [*UNIT, "trial"]
+    joined = cond.join(base, on=on, suffix="_b")
+    return joined.rename({c: f"{c}_c" for c in _SIDES}).sort(on)
+
+
 def _metric_rows(
     paired: pl.DataFrame, *, resamples: int, seed: int, confidence: float
 ) -> list[dict[str, object]]:
-    n = paired.height
-    d_full = (paired["full_c"] - paired["full_b"]).to_numpy()
-    d_area = (paired["area_c"] - paired["area_b"]).to_numpy()
-    y_c, y_b = paired["y_c"].to_numpy(), paired["y_b"].to_numpy()
-    known = ~(np.isnan(y_c) | np.isnan(y_b))
-    d_y = np.where(known, y_c - y_b, 0.0)
-    n_known = int(known.sum())
+    def both(name: str) -> pl.Expr:
+        return pl.col(f"{name}_c").is_not_null() & pl.col(f"{name}_b").is_not_null()
+
+    def diff(name: str) -> pl.Expr:
+        return pl.when(both(name)).then(pl.col(f"{name}_c") - pl.col(f"{name}_b")).otherwise(0.0)
+
+    # Per task: summed differences and how many pairs each sum holds.
+    per_task = paired.group_by(UNIT).agg(
+        diff("full").sum().alias("d_full"), diff("area").sum().alias("d_area"),
+        both("full").cast(pl.Float64).sum().alias("w_prefix"),
+        diff("y").sum().alias("d_y"), both("y").cast(pl.Float64).sum().alias("w_y"),
+    ).sort(list(UNIT))
+    values = per_task.select("d_full", "d_area", "w_prefix", "d_y", "w_y").to_numpy().astype(np.float64)
+    d_full, d_area, w_prefix, d_y, w_y = values.T
+    n_prefix, n_known = int((w_prefix > 0).sum()), int((w_y > 0).sum())
     estimates = [
-        float(d_full.mean()) if n else None,
-        float(d_area.mean()) if n else None,
-        float(d_y.sum() / n_known) if n_known else None,
+        float(d_full.sum() / w_prefix.sum()) if n_prefix else None,
+        float(d_area.sum() / w_prefix.sum()) if n_prefix else None,
+        float(d_y.sum() / w_y.sum()) if n_known else None,
     ]
     bounds: list[tuple[float, float] | None] = [None, None, None]
-    if n:
-        values = np.column_stack([d_full, d_area, known.astype(np.float64), d_y])
+    if per_task.height:
         sums = resampled_sums(values, resamples, np.random.default_rng(seed))
-        reps = np.column_stack([sums[:, 0] / n, sums[:, 1] / n, ratio(sums[:, 3], sums[:, 2])])
+        reps = np.column_stack([ratio(sums[:, 0], sums[:, 2]), ratio(sums[:, 1], sums[:, 2]),
+                                ratio(sums[:, 3], sums[:, 4])])
         lo, hi = percentile_bounds(reps, confidence)
         bounds = [(float(a), float(b)) for a, b in zip(lo, hi)]
     rows = [
         _row(metric, est, b, count)
-        for metric, est, b, count in zip(INTERVAL_METRICS, estimates, bounds, (n, n, n_known))
+        for metric, est, b, count in zip(INTERVAL_METRICS, estimates, bounds, (n_prefix, n_prefix, n_known))
     ]
     deltas, relatives = [], []
     for c in COST_METRICS:
-        both = paired.filter(pl.col(f"{c}_c").is_not_null() & pl.col(f"{c}_b").is_not_null())
-        if both.height:
-            mean_c, mean_b = float(both[f"{c}_c"].mean()), float(both[f"{c}_b"].mean())
+        costed = paired.filter(both(c))
+        if costed.height:
+            mean_c, mean_b = float(costed[f"{c}_c"].mean()), float(costed[f"{c}_b"].mean())
             rel = mean_c / mean_b - 1.0 if mean_b else None
-            deltas.append(_row(f"delta_{c}", mean_c - mean_b, None, both.height))
-            relatives.append(_row(f"rel_{c}", rel, None, both.height))
+            tasks = costed.select(UNIT).n_unique()
+            deltas.append(_row(f"delta_{c}", mean_c - mean_b, None, tasks))
+            relatives.append(_row(f"rel_{c}", rel, None, tasks))
         else:
             deltas.append(_row(f"delta_{c}", None, None, 0))
             relatives.append(_row(f"rel_{c}", None, None, 0))
@@ -196,10 +232,10 @@ def _pair_rows(
     members = pool_members(pools, pair.dataset)
     cond = _arm(episodes, members, pair.condition, pair.label, "condition")
     base = _arm(episodes, members, pair.baseline, pair.label, "baseline")
-    joined = cond.join(base, on=list(UNIT), how="full", coalesce=True, suffix="_b")
-    joined = joined.rename({c: f"{c}_c" for c in cond.columns if c not in UNIT})
-    in_c, in_b = pl.col("full_c").is_not_null(), pl.col("full_b").is_not_null()
-    paired = joined.filter(in_c & in_b).sort(list(UNIT))
+    units_c, units_b = cond.select(UNIT).unique(), base.select(UNIT).unique()
+    shared = units_c.join(units_b, on=list(UNIT))
+    pairing = _pairing(cond, base)
+    paired = _paired_rows(cond.join(shared, on=list(UNIT)), base.join(shared, on=list(UNIT)), pairing)
     pseed = pair_seed(seed, pair)
     common = {
         "label": pair.label,
@@ -208,9 +244,10 @@ def _pair_rows(
         "condition_method": pair.condition[1],
         "baseline_model": pair.baseline[0],
         "baseline_method": pair.baseline[1],
-        "n_pairs": paired.height,
-        "n_condition_only": joined.filter(in_c & ~in_b).height,
-        "n_baseline_only": joined.filter(~in_c & in_b).height,
+        "n_pairs": shared.height,
+        "n_condition_only": units_c.height - shared.height,
+        "n_baseline_only": units_b.height - shared.height,
+        "pairing": pairing,
         "resamples": resamples,
         "seed": pseed,
         "confidence": confidence,

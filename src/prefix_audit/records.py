@@ -109,6 +109,7 @@ class Rollout:
     meta: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     usage: tuple[Usage, ...] = ()
+    trial: int = 0  # which repetition of the task this is (0-based), in the block
 
     @property
     def final_text(self) -> str | None:
@@ -182,6 +183,7 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
         "model": rollout.model,
         "method": rollout.method,
         "rollout_id": rollout.rollout_id,
+        "trial": rollout.trial,
         "source": rollout.source,
         "turns": turns,
         "meta": rollout.meta,
@@ -300,10 +302,13 @@ def rollout_from_json(obj: Any) -> Rollout:
     if not isinstance(meta, dict):
         raise RecordError("field 'meta' must be an object")
     usage = _usage_from_json(obj.get("usage", []))
-    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage"}
+    trial = obj.get("trial", 0)
+    if isinstance(trial, bool) or not isinstance(trial, int) or not 0 <= trial < 2**31:
+        raise RecordError(f"field 'trial' must be a whole number from 0, got {trial!r}")
+    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial"}
     extra = {k: v for k, v in obj.items() if k not in known}
     return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"],
-                   tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage)
+                   tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage, trial)
 
 
 @dataclass(frozen=True)

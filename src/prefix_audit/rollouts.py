@@ -21,7 +21,7 @@ from typing import Any
 from . import registry
 from .agents.methods import ReplayVerifier, run_method
 from .contract import Benchmark, MissingCapability
-from .models.base import ModelBackend
+from .models.base import ModelBackend, TrialBackend, trial_seed
 from .models.endpoints import EndpointGates, job_share
 from .records import Rollout, rollout_id_for
 from .rollout_store import store_all
@@ -54,6 +54,12 @@ def real_backend(backend: BackendSettings | None, cache_dir: str | Path, gates: 
                                    cache_dir=cache_dir)
 
 
+def trial_rollout_id(dataset: str, model: str, method: str, task_id: str, trial: int) -> str:
+    """A generated rollout's id; trial 0 has the id a one-trial run gives it."""
+    parts = (dataset, model, method, task_id, *((trial,) if trial else ()))
+    return rollout_id_for(*parts)
+
+
 def simulated_episode_backend(bench: Benchmark, task_id: str, model: str, backend: BackendSettings,
                               episode_seed: str, plan_seed: str) -> ModelBackend:
     """The simulated model of one episode, deviating from the task's reference."""
@@ -74,32 +80,42 @@ class _AgentBlock:
         in_flight = settings.episodes_in_flight
         self.executor = real_backend(settings.backend, cache_dir, gates, in_flight)
         self.verifier = real_backend(settings.verifier_backend, cache_dir, gates, in_flight)
-        self.user = (real_backend(BackendSettings.parse(user_simulator), cache_dir, gates, in_flight)
-                     if user_simulator else None)
+        self.user_settings = BackendSettings.parse(user_simulator) if user_simulator else None
+        self.user = real_backend(self.user_settings, cache_dir, gates, in_flight)
 
-    async def episode(self, task_id: str, rollout_id: str) -> Rollout:
+    def _trial_of(self, backend: ModelBackend | None, settings: BackendSettings | None,
+                  trial: int) -> ModelBackend | None:
+        if backend is None or settings is None:
+            return backend
+        return TrialBackend(backend, trial, trial_seed(self.settings.seed, trial, settings.params.seed))
+
+    async def episode(self, task_id: str, trial: int, rollout_id: str) -> Rollout:
         dataset = self.bench.dataset
         settings = self.settings
         # The episode stream depends on the method; the first plan of each turn only on the model.
-        episode_seed = f"{settings.seed}:{dataset}:{task_id}:{self.model}:{self.method}"
-        plan_seed = f"{settings.seed}:{dataset}:{task_id}:{self.model}"
-        executor = self.executor or simulated_episode_backend(self.bench, task_id, self.model, settings.backend,
-                                                              episode_seed, plan_seed)
+        # Trial 0 keeps the streams a one-trial run has; each later trial draws afresh.
+        again = f":trial{trial}" if trial else ""
+        episode_seed = f"{settings.seed}:{dataset}:{task_id}:{self.model}:{self.method}{again}"
+        plan_seed = f"{settings.seed}:{dataset}:{task_id}:{self.model}{again}"
+        executor = (self._trial_of(self.executor, settings.backend, trial)
+                    or simulated_episode_backend(self.bench, task_id, self.model, settings.backend, episode_seed,
+                                                 plan_seed))
         verifier = None
         if settings.verifier_backend is not None:
             name = settings.verifier_model
-            verifier = self.verifier or simulated_episode_backend(
+            verifier = self._trial_of(self.verifier, settings.verifier_backend, trial) or simulated_episode_backend(
                 self.bench, task_id, name, settings.verifier_backend, f"{episode_seed}:verifier:{name}",
                 f"{plan_seed}:{name}")
+        user = self._trial_of(self.user, self.user_settings, trial)
         replay = ReplayVerifier(self.bench, dataset, task_id) if self.spec.verifier == "replay" else None
         env = self.bench.agent_environment(task_id)
-        result = await run_method(self.spec, executor, env, self.bench.conversation(env, self.user),
+        result = await run_method(self.spec, executor, env, self.bench.conversation(env, user),
                                   verifier=verifier, replay=replay)
         meta: dict[str, Any] = {**result.conversation, "force_terminated": result.force_terminated}
         if result.planning:
             meta["planning"] = list(result.planning)
         return Rollout(dataset, task_id, self.model, self.method, rollout_id, result.turns, "agent", meta,
-                       usage=result.usage)
+                       usage=result.usage, trial=trial)
 
     async def aclose(self) -> None:
         for backend in (self.executor, self.verifier, self.user):
@@ -151,19 +167,23 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
                                 f"capabilities they need: {', '.join(sorted(missing))}")
     benchmark = benchmark or {}
     bench = registry.open_benchmark(dataset, resources, benchmark, fetch=False)
-    planned = [(rollout_id_for(dataset, model, method, t), t) for t in read_task_list(tasks_file)]
+    trials = range(block.trials if block.kind == "agent" else 1)
+    planned = [(trial_rollout_id(dataset, model, method, t, trial), (t, trial))
+               for t in read_task_list(tasks_file) for trial in trials]
     label = f"{dataset}/{model}/{method}"
 
     async def run() -> int:
         if block.kind != "agent":
-            async def produce_static(task_id: str) -> Rollout | None:
+            async def produce_static(spec: tuple[str, int]) -> Rollout | None:
+                task_id, _ = spec
                 return _static(bench, block, model, method, task_id, rollout_id_for(dataset, model, method, task_id))
 
             return await store_all(out, planned, produce_static, label=label)
         agents = _AgentBlock(bench, model, method, block, cache_dir or Path(out).parent / "model-cache",
                              benchmark.get("user_simulator"), EndpointGates(dict(endpoint_slots or {})))
-        def produce_episode(task_id: str):
-            return agents.episode(task_id, rollout_id_for(dataset, model, method, task_id))
+        def produce_episode(spec: tuple[str, int]):
+            task_id, trial = spec
+            return agents.episode(task_id, trial, trial_rollout_id(dataset, model, method, task_id, trial))
 
         try:
             return await store_all(out, planned, produce_episode, concurrency=block.episodes_in_flight, label=label)

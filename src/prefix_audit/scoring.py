@@ -69,7 +69,7 @@ def episode_row(ep: EpisodeResult) -> dict:
     main = primary(ff.failures) if ff else None
     return {
         "dataset": r.dataset, "model": r.model, "method": r.method, "task_id": r.task_id,
-        "rollout_id": r.rollout_id, "source": r.source, "T": ep.T, "FED": ep.FED, "Y": ep.Y,
+        "trial": r.trial, "rollout_id": r.rollout_id, "source": r.source, "T": ep.T, "FED": ep.FED, "Y": ep.Y,
         "category": main.category if main else None,
         "failure_code": main.code if main else None,
         "failure_detail": main.detail if main else None,
@@ -134,7 +134,7 @@ def score_rollouts(items: Iterable[Located | BadLine], benchmark_for: Callable[[
 
 def _sort_key(ep: EpisodeResult) -> tuple:
     r = ep.rollout
-    return (r.dataset, r.model, r.method, r.task_id, r.rollout_id)
+    return (r.dataset, r.model, r.method, r.task_id, r.trial, r.rollout_id)
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ class BlockSettings:
     # agent: the method, its limits and the models it runs on
     method: MethodSpec | None = None
     episodes_in_flight: int = EPISODES_IN_FLIGHT
+    trials: int = 1  # rollouts per task
     backend: BackendSettings | None = None
     verifier_model: str | None = None  # a swapped verifier: its name and backend
     verifier_backend: BackendSettings | None = None
@@ -100,8 +101,8 @@ class BlockSettings:
         verifier_backend = BackendSettings.parse(verifier["backend"]) if verifier else None
         real = any(b is not None and not b.simulated for b in (backend, verifier_backend))
         in_flight = settings.get("episodes_in_flight", REAL_EPISODES_IN_FLIGHT if real else EPISODES_IN_FLIGHT)
-        return cls(kind, seed, method=spec, episodes_in_flight=int(in_flight), backend=backend,
-                   verifier_model=verifier["model"] if verifier else None, verifier_backend=verifier_backend)
+        return cls(kind, seed, method=spec, episodes_in_flight=int(in_flight),
+                   trials=int(settings.get("trials", 1)), backend=backend, verifier_model=verifier["model"] if verifier else None, verifier_backend=verifier_backend)
 
     def backends(self) -> tuple[BackendSettings, ...]:
         return tuple(b for b in (self.backend, self.verifier_backend) if b is not None)

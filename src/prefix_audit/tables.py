@@ -11,13 +11,11 @@ import polars as pl
 
 from prefix_audit.io import atomic_write_text
 from prefix_audit.paired import INTERVAL_METRICS, PAIRED_SCHEMA
-from prefix_audit.stats import ACCOUNTING_METRICS, BLOCK_KEYS, COST_METRICS, TAU_POOL
+from prefix_audit.stats import ACCOUNTING_METRICS, BLOCK_KEYS, COST_METRICS, METHOD_ORDER, TAU_POOL, method_rank
 
 EMPTY_NOTE = "No blocks were present."
-TABLES = ("G1", "F1", "F2", "F3")
+TABLES = ("G1", "F1", "F2", "F3", "pairs", "consistency")
 FORMATS = ("csv", "md", "tex")
-# Display order of the product's methods; any other method follows, sorted.
-METHOD_ORDER = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
 F2_BASELINES = ("react", "plan_conditioned")
 _MISSING = "n/a"
 _LATEX_SPECIALS = {
@@ -49,22 +47,40 @@ def _fmt_ci(est: float | None, lo: float | None, hi: float | None, signed: bool 
     return f"{est + 0.0:{spec}} [{lo + 0.0:{spec}}, {hi + 0.0:{spec}}]"
 
 
+def block_size(r: Mapping[str, Any]) -> str:
+    """A cohort as tasks × trials: ``"200"`` with one trial each, ``"200 × 4"``, or for unequal
+    trials ``"200 × 1–4 (612)"`` with the rollouts in parentheses."""
+    fewest, most = r["trials_min"], r["trials_max"]
+    if fewest is None or most == 1:
+        return str(r["n"])
+    if fewest == most:
+        return f"{r['n']} × {most}"
+    return f"{r['n']} × {fewest}–{most} ({r['n_rollouts']})"
+
+
+_SIZE_SCHEMA: dict[str, pl.DataType] = {"N": pl.Utf8(), "tasks": pl.Int64(), "rollouts": pl.Int64()}
+
+
+def _size(r: Mapping[str, Any]) -> dict[str, object]:
+    return {"N": block_size(r), "tasks": r["n"], "rollouts": r["n_rollouts"]}
+
+
 def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
     """Table G.1: PEC@1..k_max with CIs, one row per dataset x model x method block.
 
-    Display columns ``PEC@k`` hold ``"0.873 [0.825, 0.915]"``; the numeric
-    ``pec_k``, ``pec_k_lo``, ``pec_k_hi`` columns are kept for CSV.
+    Display columns ``PEC@k`` hold ``"0.873 [0.825, 0.915]"``, ``N`` the block as tasks × trials;
+    the numeric ``pec_k``, ``pec_k_lo``, ``pec_k_hi``, ``tasks`` and ``rollouts`` columns are kept for CSV.
     """
     ks = range(1, k_max + 1)
-    schema: dict[str, pl.DataType] = {key: pl.Utf8() for key in BLOCK_KEYS} | {"N": pl.Int64()}
+    schema: dict[str, pl.DataType] = {key: pl.Utf8() for key in BLOCK_KEYS} | _SIZE_SCHEMA
     schema |= {f"PEC@{k}": pl.Utf8() for k in ks}
     for k in ks:
         schema |= {f"pec_{k}": pl.Float64(), f"pec_{k}_lo": pl.Float64(), f"pec_{k}_hi": pl.Float64()}
 
     blocks: dict[tuple[str, ...], dict[str, object]] = {}
-    pec = stats.filter((pl.col("metric") == "pec") & pl.col("k").is_between(1, k_max))
+    pec = blocks_only(stats).filter((pl.col("metric") == "pec") & pl.col("k").is_between(1, k_max))
     for r in pec.iter_rows(named=True):
-        row = blocks.setdefault(tuple(r[key] for key in BLOCK_KEYS), {"N": r["n"]})
+        row = blocks.setdefault(tuple(r[key] for key in BLOCK_KEYS), _size(r))
         k = r["k"]
         row |= {f"pec_{k}": r["estimate"], f"pec_{k}_lo": r["ci_low"], f"pec_{k}_hi": r["ci_high"]}
     rows = []
@@ -76,13 +92,14 @@ def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
-def _method_rank(method: str) -> tuple[int, str]:
-    return (METHOD_ORDER.index(method), "") if method in METHOD_ORDER else (len(METHOD_ORDER), method)
+def blocks_only(stats: pl.DataFrame) -> pl.DataFrame:
+    """The block rows of a stats table (pair rows, which have ``versus`` set, left out)."""
+    return stats.filter(pl.col("versus").is_null()) if "versus" in stats.columns else stats
 
 
 def _estimates(stats: pl.DataFrame, dataset: str | None = None) -> dict[tuple[str, ...], dict[str, dict]]:
-    """Scalar (k-less) rows by block key, then by metric."""
-    rows = stats.filter(pl.col("k").is_null())
+    """Scalar (k-less) block rows by block key, then by metric."""
+    rows = blocks_only(stats).filter(pl.col("k").is_null())
     if dataset is not None:
         rows = rows.filter(pl.col("dataset") == dataset)
     out: dict[tuple[str, ...], dict[str, dict]] = {}
@@ -100,40 +117,90 @@ F2_RELATIVE = ("agent_tokens", "agent_latency_s")
 F3_COSTS = (("Δtokens", "agent_tokens", "{:+,.0f}"), ("Δlatency", "agent_latency_s", "{:+.2f} s"))
 
 
+def _all_k(stats: pl.DataFrame, metric: str, dataset: str | None = None) -> dict[tuple[str, ...], dict[int, dict]]:
+    """pass^k / TER^k rows by block key, then k."""
+    rows = blocks_only(stats).filter(pl.col("metric") == metric)
+    if dataset is not None:
+        rows = rows.filter(pl.col("dataset") == dataset)
+    out: dict[tuple[str, ...], dict[int, dict]] = {}
+    for r in rows.iter_rows(named=True):
+        out.setdefault(tuple(r[key] for key in BLOCK_KEYS), {})[r["k"]] = r
+    return out
+
+
+def _repeated_columns(by_k: Mapping[tuple[str, ...], Mapping[int, dict]]) -> list[int]:
+    """k = 1..K for the largest K any block reaches, when one has two or more trials per task."""
+    most = max((max(ks) for ks in by_k.values() if ks), default=1)
+    return list(range(1, most + 1)) if most >= 2 else []
+
+
+ALL_K_METRICS = (("pass^", "pass_k"), ("TER^", "ter_k"))
+
+
+def _all_k_schema(ks: Sequence[int]) -> dict[str, pl.DataType]:
+    schema: dict[str, pl.DataType] = {}
+    for title, metric in ALL_K_METRICS:
+        schema |= {f"{title}{k}": pl.Utf8() for k in ks}
+        for k in ks:
+            schema |= {f"{metric}_{k}": pl.Float64(), f"{metric}_{k}_lo": pl.Float64(), f"{metric}_{k}_hi": pl.Float64()}
+    return schema
+
+
+def _all_k_cells(by_k: Mapping[str, Mapping[tuple[str, ...], Mapping[int, dict]]], key: tuple[str, ...],
+                 ks: Sequence[int]) -> dict[str, object]:
+    row: dict[str, object] = {}
+    for title, metric in ALL_K_METRICS:
+        rows = by_k[metric].get(key, {})
+        for k in ks:
+            r = rows.get(k)
+            if r is None:  # fewer trials than k in some task of this block
+                row[f"{title}{k}"] = _MISSING
+                continue
+            row |= {f"{metric}_{k}": r["estimate"], f"{metric}_{k}_lo": r["ci_low"], f"{metric}_{k}_hi": r["ci_high"]}
+            row[f"{title}{k}"] = _fmt_ci(r["estimate"], r["ci_low"], r["ci_high"])
+    return row
+
+
 def table_f1(stats: pl.DataFrame, pool: str = "tau") -> pl.DataFrame:
-    """Table F.1: TER, mean FED, AUC-PEC, final success with CIs and RR (s/n, Wilson) of a pooled dataset.
+    """Table F.1: TER, mean FED, AUC-PEC, final success with CIs and RR (s/n) of a pooled dataset;
+    with repeated trials, pass^k and TER^k for k = 1..the most trials a block has in every task.
 
     One row per model x method of the blocks with dataset = ``pool``; numeric columns kept for CSV.
+    RR's interval is Wilson's (one eligible rollout per task) or Wilson at the design-effect
+    sample size (see :func:`prefix_audit.intervals.clustered_wilson_interval`).
     """
-    schema: dict[str, pl.DataType] = {"model": pl.Utf8(), "method": pl.Utf8(), "N": pl.Int64()}
+    blocks = _estimates(stats, pool)
+    by_k = {metric: _all_k(stats, metric, pool) for _, metric in ALL_K_METRICS}
+    ks = _repeated_columns(by_k["pass_k"])
+    schema: dict[str, pl.DataType] = {"model": pl.Utf8(), "method": pl.Utf8()} | _SIZE_SCHEMA
     schema |= {title: pl.Utf8() for title, _ in F1_METRICS} | {"RR": pl.Utf8()}
     for _, m in F1_METRICS:
         schema |= {m: pl.Float64(), f"{m}_lo": pl.Float64(), f"{m}_hi": pl.Float64()}
     schema |= {"final_success_n": pl.Int64(), "rr_s": pl.Int64(), "rr_n": pl.Int64()}
-    schema |= {"rr": pl.Float64(), "rr_lo": pl.Float64(), "rr_hi": pl.Float64()}
+    schema |= {"rr": pl.Float64(), "rr_lo": pl.Float64(), "rr_hi": pl.Float64(), "rr_interval": pl.Utf8()}
+    schema |= _all_k_schema(ks)
 
-    blocks = _estimates(stats, pool)
     rows = []
-    for key in sorted(blocks, key=lambda k: (k[1], _method_rank(k[2]))):
+    for key in sorted(blocks, key=lambda k: (k[1], method_rank(k[2]))):
         metrics = blocks[key]
-        row: dict[str, object] = {"model": key[1], "method": key[2], "N": metrics["ter"]["n"]}
+        row: dict[str, object] = {"model": key[1], "method": key[2], **_size(metrics["ter"])}
         for title, m in F1_METRICS:
             r = metrics[m]
             row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"]}
             row[title] = _fmt_ci(r["estimate"], r["ci_low"], r["ci_high"])
         success = metrics["final_success"]
-        row["final_success_n"] = success["n"]
-        if success["n"] != row["N"]:
-            row["final success"] = f"{row['final success']} (n = {success['n']})"
+        row["final_success_n"] = success["n_rollouts"]
+        if success["n_rollouts"] != row["rollouts"]:
+            row["final success"] = f"{row['final success']} (n = {success['n_rollouts']})"
         rr = metrics["rr"]
-        row |= {"rr_s": rr["successes"], "rr_n": rr["n"], "rr": rr["estimate"]}
-        row |= {"rr_lo": rr["ci_low"], "rr_hi": rr["ci_high"]}
+        row |= {"rr_s": rr["successes"], "rr_n": rr["n_rollouts"], "rr": rr["estimate"]}
+        row |= {"rr_lo": rr["ci_low"], "rr_hi": rr["ci_high"], "rr_interval": rr["interval"]}
         if rr["estimate"] is None:
-            row["RR"] = f"{rr['successes']}/{rr['n']} (undefined)"
+            row["RR"] = f"{rr['successes']}/{rr['n_rollouts']} (undefined)"
         else:
             ci = _fmt_ci(rr["estimate"], rr["ci_low"], rr["ci_high"])
-            row["RR"] = f"{rr['successes']}/{rr['n']} = {ci}"
-        rows.append(row)
+            row["RR"] = f"{rr['successes']}/{rr['n_rollouts']} = {ci}"
+        rows.append(row | _all_k_cells(by_k, key, ks))
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -188,10 +255,10 @@ def table_f2(stats: pl.DataFrame) -> pl.DataFrame:
             if metrics is None:
                 row[m] = _MISSING
                 continue
-            n_all = metrics["ter"]["n"]
+            n_all = metrics["ter"]["n_rollouts"]
             row[f"{m}_N"] = n_all
             est = {c: metrics[c]["estimate"] if c in metrics else None for c in COST_METRICS}
-            den = {c: metrics[c]["n"] if c in metrics else 0 for c in COST_METRICS}
+            den = {c: metrics[c]["n_rollouts"] if c in metrics else 0 for c in COST_METRICS}
             for c in COST_METRICS:
                 row |= {f"{m}_{c}": est[c], f"{m}_{c}_n": den[c]}
             tokens, latency = den["agent_tokens"], den["agent_latency_s"]
@@ -230,7 +297,7 @@ def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
     """
     schema: dict[str, pl.DataType] = {
         "label": pl.Utf8(), "dataset": pl.Utf8(), "condition": pl.Utf8(), "baseline": pl.Utf8(),
-        "pairs": pl.Int64(), "unpaired": pl.Utf8(),
+        "pairs": pl.Int64(), "pairing": pl.Utf8(), "unpaired": pl.Utf8(),
         "ΔTER": pl.Utf8(), "ΔAUC-PEC": pl.Utf8(), "Δfinal success": pl.Utf8(),
         "Δtokens": pl.Utf8(), "Δlatency": pl.Utf8(),
         "n_condition_only": pl.Int64(), "n_baseline_only": pl.Int64(),
@@ -252,6 +319,7 @@ def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
             "condition": f"{first['condition_model']}/{first['condition_method']}",
             "baseline": f"{first['baseline_model']}/{first['baseline_method']}",
             "pairs": first["n_pairs"],
+            "pairing": first.get("pairing") or "trial",
             "unpaired": (
                 f"{first['n_condition_only']} condition-only, {first['n_baseline_only']} baseline-only"
             ),
@@ -275,6 +343,68 @@ def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
                 text += f" (n = {row[f'delta_{c}_n']})"
             row[title] = text
         rows.append(row)
+    return pl.DataFrame(rows, schema=schema)
+
+
+PAIR_COLUMNS = (("ΔPEC@", "delta_pec"), ("ΔTER", "delta_ter"), ("ΔAUC-PEC", "delta_auc_pec"),
+                ("Δfinal success", "delta_final_success"))
+
+
+def table_pairs(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
+    """Every within-model method difference per dataset (method − versus) with paired percentile
+    intervals from the draw the two blocks share; ``tasks`` paired, and the tasks only one side has."""
+    pairs = stats.filter(pl.col("versus").is_not_null()) if "versus" in stats.columns else stats.clear()
+    titles = [(f"{t}{k}", m, k) for t, m in PAIR_COLUMNS[:1] for k in range(1, k_max + 1)]
+    titles += [(t, m, None) for t, m in PAIR_COLUMNS[1:]]
+    schema: dict[str, pl.DataType] = {"dataset": pl.Utf8(), "model": pl.Utf8(), "method": pl.Utf8(),
+                                      "versus": pl.Utf8(), "tasks": pl.Int64(), "unpaired": pl.Utf8()}
+    schema |= {title: pl.Utf8() for title, _, _ in titles}
+    for _, m, k in titles:
+        name = m if k is None else f"{m}_{k}"
+        schema |= {name: pl.Float64(), f"{name}_lo": pl.Float64(), f"{name}_hi": pl.Float64()}
+    rows: dict[tuple[str, ...], dict[str, object]] = {}
+    for r in pairs.iter_rows(named=True):
+        key = (r["dataset"], r["model"], r["method"], r["versus"])
+        row = rows.setdefault(key, dict(zip(("dataset", "model", "method", "versus"), key)))
+        if r["metric"] == "delta_ter":
+            row["tasks"] = r["n"]
+            row["unpaired"] = (f"{r['n_method_only']} {r['method']} only, {r['n_versus_only']} {r['versus']} only"
+                               if r["n_method_only"] or r["n_versus_only"] else "none")
+        name = r["metric"] if r["k"] is None else f"{r['metric']}_{r['k']}"
+        row |= {name: r["estimate"], f"{name}_lo": r["ci_low"], f"{name}_hi": r["ci_high"]}
+    out = []
+    for row in rows.values():
+        for title, m, k in titles:
+            name = m if k is None else f"{m}_{k}"
+            row[title] = _fmt_ci(row.get(name), row.get(f"{name}_lo"), row.get(f"{name}_hi"), signed=True)
+        out.append(row)
+    return pl.DataFrame(out, schema=schema)
+
+
+CONSISTENCY_METRICS = (("TER disagree", "disagree_full"), ("Y disagree", "disagree_y"))
+
+
+def table_consistency(stats: pl.DataFrame) -> pl.DataFrame:
+    """Within-task consistency of blocks with repeated trials: the share of tasks (with two or more
+    trials) whose trials disagree on full executability and on Y, then pass^k and TER^k."""
+    blocks = {key: m for key, m in _estimates(stats).items() if (m["ter"]["trials_max"] or 0) >= 2}
+    by_k = {metric: {key: v for key, v in _all_k(stats, metric).items() if key in blocks}
+            for _, metric in ALL_K_METRICS}
+    ks = _repeated_columns(by_k["pass_k"])
+    schema: dict[str, pl.DataType] = {key: pl.Utf8() for key in BLOCK_KEYS} | _SIZE_SCHEMA
+    schema |= {title: pl.Utf8() for title, _ in CONSISTENCY_METRICS}
+    for _, m in CONSISTENCY_METRICS:
+        schema |= {m: pl.Float64(), f"{m}_lo": pl.Float64(), f"{m}_hi": pl.Float64(), f"{m}_tasks": pl.Int64()}
+    schema |= _all_k_schema(ks)
+    rows = []
+    for key in sorted(blocks, key=lambda k: (k[0], k[1], method_rank(k[2]))):
+        metrics = blocks[key]
+        row: dict[str, object] = dict(zip(BLOCK_KEYS, key)) | _size(metrics["ter"])
+        for title, m in CONSISTENCY_METRICS:
+            r = metrics[m]
+            row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"], f"{m}_tasks": r["n"]}
+            row[title] = f"{_fmt_ci(r['estimate'], r['ci_low'], r['ci_high'])} (of {r['n']})"
+        rows.append(row | _all_k_cells(by_k, key, ks))
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -362,7 +492,8 @@ def _confidence_text(frame: pl.DataFrame) -> str:
 
 def _display(df: pl.DataFrame) -> list[str]:
     """The text columns and the block size; the numeric columns go to the CSV only."""
-    return [c for c, dt in df.schema.items() if dt == pl.Utf8 or c in ("N", "pairs")]
+    return [c for c, dt in df.schema.items()
+            if dt == pl.Utf8 or c == "pairs" or (c == "tasks" and "N" not in df.columns)]
 
 
 def write_tables(
@@ -371,8 +502,8 @@ def write_tables(
     paired_path: str | os.PathLike[str] | None = None,
     pools: Mapping[str, Sequence[str]] = TAU_POOL,
 ) -> list[Path]:
-    """Write tables G.1, F.1, F.2 and F.3 (CSV, Markdown, LaTeX each) to ``outputs`` (keys
-    ``{table}_{format}``, see :func:`table_files`); return the 12 paths.
+    """Write tables G.1, F.1, F.2, F.3, pairs and consistency (CSV, Markdown, LaTeX each) to
+    ``outputs`` (keys ``{table}_{format}``, see :func:`table_files`); return the 18 paths.
 
     F.3 reads ``paired_path`` (no paired differences when None). Every table is always written; an
     empty one carries a note on which blocks were absent.
@@ -397,6 +528,7 @@ def write_tables(
 
     pool = "tau"
     f1 = table_f1(stats, pool)
+    repeated = " pass^k and TER^k (all k trials succeed / are fully executable, τ-bench's unbiased estimator) where blocks hold repeated trials."
     members = pools.get(pool, TAU_POOL[pool])
     joined = "/".join(members)
     if stats["dataset"].is_in(list(members)).any():
@@ -406,7 +538,9 @@ def write_tables(
     paths += write_table(
         f1, files("F1"), "table_F1",
         f"{joined} pooled per task: TER, mean FED, AUC-PEC and final success with {conf}task-level "
-        "percentile-bootstrap intervals; RR as recovered/eligible with a Wilson interval.",
+        "percentile-bootstrap intervals (tasks drawn with all their trials); N = tasks × trials; RR as "
+        "recovered/eligible with a Wilson interval (at the design-effect sample size where tasks contribute "
+        "several eligible rollouts)." + repeated,
         display=_display(f1),
         note=f"No {pool} blocks in the stats table: {absent}.",
     )
@@ -434,4 +568,21 @@ def write_tables(
         display=_display(f3),
         note=f"No paired differences: {reason}.",
     )
+    pairs = table_pairs(stats)
+    paths += write_table(
+        pairs, files("pairs"), "table_pairs",
+        f"Every pairwise method difference (method - versus) within a model and dataset, with {conf}paired "
+        "percentile-bootstrap intervals from the task draw the two blocks share; blocks over different task "
+        "sets pair on their common tasks.",
+        display=_display(pairs), note="No pairs: no model has two methods on a dataset.",
+    )
+    consistency = table_consistency(stats)
+    paths += write_table(
+        consistency, files("consistency"), "table_consistency",
+        f"Within-task consistency of blocks with repeated trials: the share of tasks (of those with two or more "
+        f"trials) whose trials disagree on full executability and on Y, with {conf}task-bootstrap intervals; "
+        "pass^k and TER^k.",
+        display=_display(consistency), note="No block holds repeated trials (agents.trials is 1).",
+    )
+
     return paths

@@ -14,6 +14,7 @@ from prefix_audit.fingerprint import code_fingerprint
 from prefix_audit.grid import (
     blocks,
     condition_pairs,
+    dataset_settings,
     endpoint_ceilings,
     endpoint_shares,
     planned_blocks,
@@ -104,7 +105,7 @@ def block_model(wildcards):
 
 
 def block_settings(wildcards):
-    return BLOCKS[(block_model(wildcards), wildcards.method)]
+    return dataset_settings(config, wildcards.dataset, BLOCKS[(block_model(wildcards), wildcards.method)])
 
 
 @functools.cache

@@ -10,8 +10,10 @@ policy are two such backends, and nothing downstream may tell them apart.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..calls import ToolCall, structured_call
@@ -84,6 +86,10 @@ class ModelRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolSchema, ...] = ()
     role: str = "executor"
+    # Repeated trials (set by :class:`TrialBackend`): a later trial is a fresh sample, so the
+    # trial is part of the response cache key and its seed replaces the model's own.
+    trial: int = 0
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.role not in MODEL_ROLES:
@@ -112,6 +118,30 @@ class ModelBackend(Protocol):
 
     async def aclose(self) -> None:
         """Release connections opened in the running event loop (a no-op where there are none)."""
+
+
+def trial_seed(run_seed: int, trial: int, model_seed: int | None) -> int | None:
+    """The seed trial ``trial`` sends: the model's own for trial 0 (so adding trials keeps it), a
+    31-bit value derived from the run seed, the model's seed and the trial index for later ones."""
+    if trial == 0:
+        return model_seed
+    payload = json.dumps(["trial", run_seed, model_seed, trial]).encode()
+    return int.from_bytes(hashlib.sha256(payload).digest()[:4], "big") >> 1
+
+
+class TrialBackend:
+    """One trial's view of a shared backend: each request carries the trial and its seed. Closing
+    it leaves the shared backend to its owner."""
+
+    def __init__(self, backend: ModelBackend, trial: int, seed: int | None) -> None:
+        self.backend, self.trial, self.seed = backend, trial, seed
+        self.name = backend.name
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self.backend.complete(replace(request, trial=self.trial, seed=self.seed))
+
+    async def aclose(self) -> None:
+        return None
 
 
 def to_tool_call(call: ModelToolCall) -> ToolCall:

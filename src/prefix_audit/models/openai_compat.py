@@ -196,10 +196,13 @@ class OpenAICompatibleBackend:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         params = self._wire_params
+        if request.seed is not None and request.seed != params.get("seed"):
+            params = json.loads(canonical_json({**params, "seed": request.seed}))
         body: dict[str, Any] = {"model": self.model, "messages": [wire_message(m) for m in request.messages],
                                 **({"tools": [wire_tool(t) for t in request.tools]} if request.tools else {}),
                                 **params}
-        key = cache_key({"base_url": self.base_url, **body})
+        # A later trial must not be served trial 0's answer, even where the provider ignores seed.
+        key = cache_key({"base_url": self.base_url, **body, **({"trial": request.trial} if request.trial else {})})
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             return hit.response(request.role)
         response = await self._call(body, params, request)

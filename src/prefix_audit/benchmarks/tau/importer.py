@@ -200,7 +200,17 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mappi
         "results_git_commit": results_info.get("git_commit"), **bench.provenance,
     }
     rid = rollout_id_for(bench.dataset, model, method, task_id, sim.get("id"), sim.get("trial"))
-    return Rollout(bench.dataset, task_id, model, method, rid, convo.turns, "import:tau", meta, usage=convo.usage)
+    return Rollout(bench.dataset, task_id, model, method, rid, convo.turns, "import:tau", meta, usage=convo.usage,
+                   trial=_trial(sim.get("trial")))
+
+
+def _trial(value: Any) -> int:
+    """The simulation's trial index (0 where the file records none)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        raise BadSimulation(f"trial must be a whole number from 0, got {value!r}")
+    return value
 
 
 def _agent_model(info: Mapping[str, Any]) -> str:
