@@ -132,3 +132,33 @@ def test_dual_loop_through_an_openai_compatible_server(bfcl, tmp_path, monkeypat
     (ep,) = pl.read_parquet(tmp_path / "scored" / "episodes.parquet").to_dicts()
     assert ep["T"] == 1  # the closing answer: planner and verifier output is never an action
     assert ep["agent_tokens"] == sum(r.body["usage"]["total_tokens"] for r in replies)
+
+
+def test_more_trials_keep_trial_zero_and_sample_the_rest_afresh(bfcl, tmp_path, monkeypatch):
+    from prefix_audit.models.base import trial_seed
+
+    monkeypatch.setenv("FAKE_API_KEY", KEY)
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps({"task_ids": [TASK]}))
+    cache = tmp_path / "cache"
+    replies = _script(bfcl)
+    with FakeOpenAIServer() as server:
+        settings = {"kind": "agent", "method": "react", "seed": 3,
+                    "backend": {"type": "openai", "model": "fake-model", "base_url": server.base_url,
+                                "api_key_env": "FAKE_API_KEY"}}
+        server.push(*replies)
+        one = tmp_path / "one.jsonl"
+        assert generate_rollouts("bfcl_v3", tasks, "fake", "react", settings, ROOT / "resources", one, cache) == 1
+        server.push(*replies)
+        two = tmp_path / "two.jsonl"
+        assert generate_rollouts("bfcl_v3", tasks, "fake", "react", settings | {"trials": 2}, ROOT / "resources",
+                                 two, cache) == 2
+        # Trial 0 came from the one-trial run's cache entries; only trial 1 went to the server, seeded.
+        assert server.request_count == 2 * len(replies)
+        later = [r.body for r in server.received[len(replies):]]
+    assert all("seed" not in r.body for r in server.received[:len(replies)])
+    assert {body["seed"] for body in later} == {trial_seed(3, 1, None)}
+    first, second = two.read_text().splitlines()
+    assert first == one.read_text().strip()  # same id, same record
+    assert [json.loads(line)["trial"] for line in (first, second)] == [0, 1]
+    assert json.loads(first)["rollout_id"] != json.loads(second)["rollout_id"]

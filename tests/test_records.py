@@ -57,3 +57,17 @@ def test_bad_lines_are_located_and_the_rest_is_read(tmp_path):
     for fragment in ["invalid JSON", "missing field", "'turns' must be a list", "calls[0]", "schema_version",
                      "usage[0].role", "usage[0].input_tokens", "not UTF-8"]:
         assert fragment in reasons
+
+
+def test_trial_round_trips_defaults_to_zero_and_bad_trials_are_located(tmp_path):
+    good = json.loads(dumps(_rollout(trial=3)))
+    assert good["trial"] == 3
+    old = {k: v for k, v in good.items() if k != "trial"}  # records written before trials existed
+    lines = [json.dumps(good), json.dumps(old),
+             *(json.dumps({**good, "trial": bad}) for bad in (-1, True, "1", 1.5, 2**40))]
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    items = list(read_rollouts(path))
+    assert [i.rollout.trial for i in items[:2]] == [3, 0]
+    assert [(b.line, "field 'trial'" in b.reason) for b in items[2:]] == [(n, True) for n in range(3, 8)]
+    assert "trial" not in items[0].rollout.extra

@@ -37,6 +37,7 @@ from matplotlib.figure import Figure
 from prefix_audit.taxonomy import CATEGORIES
 from prefix_audit.intervals import hoeffding_bound, hoeffding_sample_size
 from prefix_audit.io import atomic_write, atomic_write_text
+from prefix_audit.stats import cohort_size
 
 log = logging.getLogger(__name__)
 
@@ -144,9 +145,10 @@ def _series(stats: pl.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray, n
     return rows["k"].to_numpy().astype(int), est, lo, hi
 
 
-def _block_n(stats: pl.DataFrame) -> int | None:
+def _block_n(stats: pl.DataFrame) -> str | None:
+    """The block's size as tasks × trials (from its PEC(1) row)."""
     rows = stats.filter(pl.col("metric") == "pec").sort("k")
-    return int(rows["n"][0]) if rows.height else None
+    return cohort_size(rows.row(0, named=True)) if rows.height else None
 
 
 def _depth_axis(ax, k_max: int, ylabel: str | None) -> None:
@@ -348,14 +350,15 @@ def consistency(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
 
 
 def planning_note(n_per_block: int, epsilon: float = 0.05, delta: float = 0.05) -> str:
-    """Hoeffding planning aid (Proposition 4) for the [0, 1] metrics at a block size of n rollouts."""
+    """Hoeffding planning aid (Proposition 4) for the [0, 1] metrics at a block size of n tasks."""
     bound = hoeffding_bound(n_per_block, epsilon)
     needed = hoeffding_sample_size(epsilon, delta)
     achieved = math.sqrt(math.log(2.0 / delta) / (2.0 * n_per_block)) if n_per_block > 0 else math.inf
     lines = [
         "Hoeffding planning aid (Proposition 4), for PEC@k, TER, AUC-PEC and final success:",
         "  P(|estimate - truth| >= eps) <= 2 exp(-2 N eps^2).",
-        f"  With N = {n_per_block} rollouts per block and eps = {epsilon:g}: bound = "
+        f"  With N = {n_per_block} tasks per block (a task's trials are not independent, so tasks count) "
+        f"and eps = {epsilon:g}: bound = "
         + (f"{bound:.4g}" if bound <= 1 else f"{bound:.4g} (vacuous)") + ".",
         f"  Guaranteeing eps = {epsilon:g} with probability >= {1 - delta:g} needs N >= {needed}.",
         f"  At N = {n_per_block}, the guaranteed eps at probability {1 - delta:g} is "

@@ -94,6 +94,17 @@ def method_rank(method: str) -> tuple[int, str]:
     return (METHOD_ORDER.index(method), "") if method in METHOD_ORDER else (len(METHOD_ORDER), method)
 
 
+def cohort_size(row: Mapping[str, object]) -> str:
+    """A stats row's cohort as tasks × trials: ``"200"`` with one trial each, ``"200 × 4"``, or for
+    unequal trials ``"200 × 1–4 (612)"`` with the rollouts in parentheses."""
+    fewest, most = row["trials_min"], row["trials_max"]
+    if fewest is None or most == 1:
+        return str(row["n"])
+    if fewest == most:
+        return f"{row['n']} × {most}"
+    return f"{row['n']} × {fewest}–{most} ({row['n_rollouts']})"
+
+
 def _defined(x: float | None) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
@@ -284,47 +295,44 @@ def _group_rows(
     """Block rows of ``blocks`` (all over ``units``) and pair rows of ``pairs`` (both arms over
     ``units`` as given, or restricted to them), from one task draw over ``units``."""
     gseed = task_set_seed(seed, dataset, units)
-    keep = {id(b): np.isin(b.aggregates.units, np.asarray(units)) for p in pairs for b in (p.method, p.versus)}
-    arms = {id(b): b.aggregates for b in blocks}
+    # What this draw resamples, by block id: each block of the group whole with every defined
+    # metric; each other pair arm restricted to these tasks, with the pair metrics only.
+    arms: dict[int, tuple[TaskAggregates, list[MetricSpec]]] = {id(b): (b.aggregates, _interval_specs(b))
+                                                                 for b in blocks}
     for p in pairs:
         for b in (p.method, p.versus):
             if id(b) not in arms:
-                arms[id(b)] = b.aggregates.restricted(keep[id(b)])
-    order = list(arms)
-    specs = {bid: [] for bid in order}
-    for b in blocks:
-        specs[id(b)] = _interval_specs(b)
-    for p in pairs:
-        for b in (p.method, p.versus):
-            if arms[id(b)] is not b.aggregates:
-                specs[id(b)] = [s for s in _pair_specs(b.aggregates.specs) if arms[id(b)].point(s) is not None]
-    reps = dict(zip(order, _replicates([arms[i] for i in order], [specs[i] for i in order], resamples, gseed)))
-    column = {(bid, (s.metric, s.k)): j for bid in order for j, s in enumerate(specs[bid])}
+                agg = b.aggregates.restricted(np.isin(b.aggregates.units, np.asarray(units)))
+                arms[id(b)] = (agg, [s for s in _pair_specs(agg.specs) if agg.point(s) is not None])
+    reps = dict(zip(arms, _replicates([agg for agg, _ in arms.values()], [specs for _, specs in arms.values()],
+                                      resamples, gseed)))
+    column = {(bid, (s.metric, s.k)): j for bid, (_, specs) in arms.items() for j, s in enumerate(specs)}
 
-    # One percentile pass over every interval of the group.
+    # Every interval of the group, side by side, for one percentile pass.
     wanted: list[FloatArray] = []
-    block_cols: dict[int, int] = {}
-    for b in blocks:
-        block_cols[id(b)] = sum(w.shape[1] for w in wanted)
-        wanted.append(reps[id(b)])
+    width = 0
+
+    def add(replicates: FloatArray) -> int:
+        nonlocal width
+        wanted.append(replicates)
+        width += replicates.shape[1]
+        return width - replicates.shape[1]
+
+    block_cols = [(b, add(reps[id(b)])) for b in blocks]
     pair_cols: list[tuple[_Pair, list[MetricSpec], int]] = []
     for p in pairs:
         a, v = id(p.method), id(p.versus)
         both = [s for s in _pair_specs(p.method.aggregates.specs)
                 if (a, (s.metric, s.k)) in column and (v, (s.metric, s.k)) in column]
-        pair_cols.append((p, both, sum(w.shape[1] for w in wanted)))
-        wanted.append(np.column_stack([reps[a][:, column[(a, (s.metric, s.k))]] - reps[v][:, column[(v, (s.metric, s.k))]]
-                                       for s in both]) if both else np.empty((resamples, 0)))
-    stacked = np.column_stack(wanted) if wanted else np.empty((resamples, 0))
-    lo, hi = percentile_bounds(stacked, confidence) if stacked.shape[1] else (np.empty(0), np.empty(0))
+        diffs = [reps[a][:, column[(a, (s.metric, s.k))]] - reps[v][:, column[(v, (s.metric, s.k))]] for s in both]
+        pair_cols.append((p, both, add(np.column_stack(diffs) if diffs else np.empty((resamples, 0)))))
+    lo, hi = percentile_bounds(np.column_stack(wanted), confidence) if width else (np.empty(0), np.empty(0))
 
     common = {"resamples": resamples, "seed": gseed, "confidence": confidence}
-    rows = []
-    for b in blocks:
-        rows += _block_rows(b, specs[id(b)], lo, hi, block_cols[id(b)], common, confidence)
-    pair_rows = []
-    for p, both, start in pair_cols:
-        pair_rows += _pair_rows(p, arms[id(p.method)], arms[id(p.versus)], both, lo, hi, start, common)
+    rows = [row for b, start in block_cols
+            for row in _block_rows(b, arms[id(b)][1], lo, hi, start, common, confidence)]
+    pair_rows = [row for p, both, start in pair_cols
+                 for row in _pair_rows(p, arms[id(p.method)][0], arms[id(p.versus)][0], both, lo, hi, start, common)]
     return rows, pair_rows
 
 

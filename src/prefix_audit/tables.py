@@ -11,7 +11,15 @@ import polars as pl
 
 from prefix_audit.io import atomic_write_text
 from prefix_audit.paired import INTERVAL_METRICS, PAIRED_SCHEMA
-from prefix_audit.stats import ACCOUNTING_METRICS, BLOCK_KEYS, COST_METRICS, METHOD_ORDER, TAU_POOL, method_rank
+from prefix_audit.stats import (
+    ACCOUNTING_METRICS,
+    BLOCK_KEYS,
+    COST_METRICS,
+    METHOD_ORDER,
+    TAU_POOL,
+    cohort_size,
+    method_rank,
+)
 
 EMPTY_NOTE = "No blocks were present."
 TABLES = ("G1", "F1", "F2", "F3", "pairs", "consistency")
@@ -47,22 +55,11 @@ def _fmt_ci(est: float | None, lo: float | None, hi: float | None, signed: bool 
     return f"{est + 0.0:{spec}} [{lo + 0.0:{spec}}, {hi + 0.0:{spec}}]"
 
 
-def block_size(r: Mapping[str, Any]) -> str:
-    """A cohort as tasks × trials: ``"200"`` with one trial each, ``"200 × 4"``, or for unequal
-    trials ``"200 × 1–4 (612)"`` with the rollouts in parentheses."""
-    fewest, most = r["trials_min"], r["trials_max"]
-    if fewest is None or most == 1:
-        return str(r["n"])
-    if fewest == most:
-        return f"{r['n']} × {most}"
-    return f"{r['n']} × {fewest}–{most} ({r['n_rollouts']})"
-
-
 _SIZE_SCHEMA: dict[str, pl.DataType] = {"N": pl.Utf8(), "tasks": pl.Int64(), "rollouts": pl.Int64()}
 
 
 def _size(r: Mapping[str, Any]) -> dict[str, object]:
-    return {"N": block_size(r), "tasks": r["n"], "rollouts": r["n_rollouts"]}
+    return {"N": cohort_size(r), "tasks": r["n"], "rollouts": r["n_rollouts"]}
 
 
 def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
@@ -97,15 +94,20 @@ def blocks_only(stats: pl.DataFrame) -> pl.DataFrame:
     return stats.filter(pl.col("versus").is_null()) if "versus" in stats.columns else stats
 
 
-def _estimates(stats: pl.DataFrame, dataset: str | None = None) -> dict[tuple[str, ...], dict[str, dict]]:
-    """Scalar (k-less) block rows by block key, then by metric."""
-    rows = blocks_only(stats).filter(pl.col("k").is_null())
+def _by_block(rows: pl.DataFrame, field: str, dataset: str | None) -> dict[tuple[str, ...], dict[Any, dict]]:
+    """``rows`` (block rows only) by block key, then by ``field``; optionally of one dataset."""
+    rows = blocks_only(rows)
     if dataset is not None:
         rows = rows.filter(pl.col("dataset") == dataset)
-    out: dict[tuple[str, ...], dict[str, dict]] = {}
+    out: dict[tuple[str, ...], dict[Any, dict]] = {}
     for r in rows.iter_rows(named=True):
-        out.setdefault(tuple(r[key] for key in BLOCK_KEYS), {})[r["metric"]] = r
+        out.setdefault(tuple(r[key] for key in BLOCK_KEYS), {})[r[field]] = r
     return out
+
+
+def _estimates(stats: pl.DataFrame, dataset: str | None = None) -> dict[tuple[str, ...], dict[str, dict]]:
+    """Scalar (k-less) block rows by block key, then by metric."""
+    return _by_block(stats.filter(pl.col("k").is_null()), "metric", dataset)
 
 
 F1_METRICS = (
@@ -119,13 +121,7 @@ F3_COSTS = (("Δtokens", "agent_tokens", "{:+,.0f}"), ("Δlatency", "agent_laten
 
 def _all_k(stats: pl.DataFrame, metric: str, dataset: str | None = None) -> dict[tuple[str, ...], dict[int, dict]]:
     """pass^k / TER^k rows by block key, then k."""
-    rows = blocks_only(stats).filter(pl.col("metric") == metric)
-    if dataset is not None:
-        rows = rows.filter(pl.col("dataset") == dataset)
-    out: dict[tuple[str, ...], dict[int, dict]] = {}
-    for r in rows.iter_rows(named=True):
-        out.setdefault(tuple(r[key] for key in BLOCK_KEYS), {})[r["k"]] = r
-    return out
+    return _by_block(stats.filter(pl.col("metric") == metric), "k", dataset)
 
 
 def _repeated_columns(by_k: Mapping[tuple[str, ...], Mapping[int, dict]]) -> list[int]:
