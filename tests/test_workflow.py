@@ -46,7 +46,8 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
         proc = _run(tmp_path, name, hash_seed=hash_seed)
         assert proc.returncode == 0, proc.stderr[-3000:]
     outputs = ["fed/episodes.parquet", "stats/stats.parquet", "stats/paired.parquet",
-               *(f"tables/table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3") for ext in ("csv", "md", "tex"))]
+               *(f"tables/table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3", "pairs", "consistency")
+                 for ext in ("csv", "md", "tex"))]
     for rel in outputs:
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
     table = (tmp_path / "a" / "tables" / "table_G1.md").read_text()
@@ -57,10 +58,14 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     f1 = (tmp_path / "a" / "tables" / "table_F1.md").read_text()  # τ Airline + Retail pooled per task
     for method in ("react", "prompt_planning", "plan_conditioned", "dual_loop"):
         assert f"| sim-medium | {method} | 12 |" in f1
-    for dataset in ("bfcl_v3", "toolsandbox"):
+    # The smoke grid runs two trials of every toolsandbox agent block (agents.trials), one elsewhere.
+    for dataset, size in (("bfcl_v3", "12"), ("toolsandbox", "12 × 2")):
         for method in ("react", "prompt_planning", "plan_conditioned", "dual_loop"):
-            assert f"| {dataset} | sim-medium | {method} | 12 |" in table
+            assert f"| {dataset} | sim-medium | {method} | {size} |" in table
         assert f"| {dataset} | reference | reference | 12 | 1.000 [1.000, 1.000] |" in table
+    consistency = (tmp_path / "a" / "tables" / "table_consistency.md").read_text()
+    assert consistency.count("| toolsandbox | sim-medium |") == 7 and "bfcl_v3" not in consistency
+    assert "| pass^2 |" in consistency
     for condition in ("dual_loop", "dual_loop.accept", "dual_loop.replay", "dual_loop.verifier-sim-weak"):
         assert f"{condition} vs plan_conditioned" in f3
     assert "quarantined: 0" in (tmp_path / "a" / "logs" / "score" / "bfcl_v3" / "mutator" / "mutation.log").read_text()
@@ -73,6 +78,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     figures = figure_files("a")
     assert figures == figure_files("b")
     assert {name.split("/")[0] for name in figures} == {"curves", "categories"}
+    assert "curves/consistency_toolsandbox_sim-medium.png" in figures
     for name in figures:
         assert (tmp_path / "a" / "figures" / name).read_bytes() == (tmp_path / "b" / "figures" / name).read_bytes()
 
