@@ -110,6 +110,9 @@ class Rollout:
     extra: dict[str, Any] = field(default_factory=dict)
     usage: tuple[Usage, ...] = ()
     trial: int = 0  # which repetition of the task this is (0-based), in the block
+    # Why the log holds no observed action for this entry because the model call itself failed
+    # (SPEC §2 "Infrastructure failures"): such an entry is an episode with T/FED null.
+    infra_error: str | None = None
 
     @property
     def final_text(self) -> str | None:
@@ -188,6 +191,7 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
         "turns": turns,
         "meta": rollout.meta,
         **({"usage": [u.to_json() for u in rollout.usage]} if rollout.usage else {}),
+        **({"infra_error": rollout.infra_error} if rollout.infra_error is not None else {}),
         **rollout.extra,
     }
 
@@ -305,10 +309,15 @@ def rollout_from_json(obj: Any) -> Rollout:
     trial = obj.get("trial", 0)
     if isinstance(trial, bool) or not isinstance(trial, int) or not 0 <= trial < 2**31:
         raise RecordError(f"field 'trial' must be a whole number from 0, got {trial!r}")
-    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial"}
+    infra_error = obj.get("infra_error")
+    if infra_error is not None and (not isinstance(infra_error, str) or not infra_error):
+        raise RecordError("field 'infra_error' must be a non-empty string (why the model call failed)")
+    if infra_error is not None and any(turns):
+        raise RecordError("field 'infra_error' marks an entry with no observed action, but 'turns' holds steps")
+    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial", "infra_error"}
     extra = {k: v for k, v in obj.items() if k not in known}
     return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"],
-                   tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage, trial)
+                   tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage, trial, infra_error)
 
 
 @dataclass(frozen=True)
