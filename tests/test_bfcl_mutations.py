@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 
 import pytest
+from bfcl_reference import BfclReference
 from mutation_depths import chosen_depths_honoured
 
 from prefix_audit.checker import replay
@@ -78,27 +78,8 @@ def _result_line(rollout: Rollout, structured: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def bfcl_checker(bfcl):
-    """bfcl-eval's own checker, called only on these generated inputs, with its instance cache and
-    the module state its classes mutate reset before every call."""
-    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker as checker_module
-    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
-
-    twitter = bfcl.loader.classes["TwitterAPI"]
-
-    def run(entry, decoded) -> int:
-        for name in [k for k in vars(multi_turn_utils) if k.endswith("_instance")]:
-            del vars(multi_turn_utils)[name]
-        bfcl.loader.reset_module_state()
-        twitter.post_tweet.__defaults__ = ([], [])
-        test_entry = {"id": entry.id, "initial_config": entry.initial_config,
-                      "involved_classes": list(entry.involved_classes)}
-        gt = [list(t) for t in entry.ground_truth]
-        if len(decoded) != len(gt):
-            return 0  # force-terminated, as BFCL's runner scores it
-        return int(checker_module.multi_turn_checker(decoded, gt, test_entry, entry.category, "audit")["valid"])
-
-    assert "bfcl_eval" in sys.modules
-    return run
+    """bfcl-eval's own checker on already decoded calls."""
+    return BfclReference(bfcl).checker
 
 
 @pytest.mark.slow

@@ -66,15 +66,17 @@ def test_scoring_writes_typed_parquet_and_quarantines_bad_lines(bfcl, tmp_path):
     assert pq.read_schema(out / "episodes.parquet").equals(EPISODE_SCHEMA)
     assert pq.read_schema(out / "actions.parquet").equals(ACTION_SCHEMA)
     episodes = pl.read_parquet(out / "episodes.parquet").sort("rollout_id")
-    assert episodes["rollout_id"].to_list() == ["early", "gold"]
-    early, gold = episodes.to_dicts()
+    assert episodes["rollout_id"].to_list() == ["early", "empty", "gold"]
+    early, empty, gold = episodes.to_dicts()
     assert gold["FED"] == gold["T"] + 1 and gold["Y"] == 1 and gold["category"] is None
     assert (early["T"], early["FED"], early["category"]) == (3, 2, "dependency")
     assert early["Y"] == 0
+    # A model that answered nothing is one empty terminal action, never dropped (SPEC §2).
+    assert (empty["T"], empty["FED"], empty["Y"], empty["infra_error"]) == (1, 1, 0, None)
     quarantine = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
-    assert sorted(q["line"] for q in quarantine) == [2, 3, 4, 6, 7, 8]
+    assert sorted(q["line"] for q in quarantine) == [2, 3, 4, 6, 8]
     text = " ".join(q["reason"] for q in quarantine)
-    for fragment in ["invalid JSON", "missing field", "unknown dataset", "unknown task_id", "T = 0",
+    for fragment in ["invalid JSON", "missing field", "unknown dataset", "unknown task_id",
                      "duplicate rollout_id 'gold'"]:
         assert fragment in text
     actions = pl.read_parquet(out / "actions.parquet").filter(pl.col("rollout_id") == "early").sort("j")
@@ -91,15 +93,22 @@ def test_cli_import_bfcl_and_plan(bfcl, tmp_path, capsys):
                   "output_token_count": [[10, 5] if t else [7] for t in entry.ground_truth],
                   "latency": [[0.5, 0.25] if t else [0.125] for t in entry.ground_truth]}
     result.write_text(json.dumps({"id": TASK, "result": steps, **accounting}) + "\n" + "not json\n"
-                      + json.dumps({"id": TASK, "result": "oops"}) + "\n")
+                      + json.dumps({"id": "multi_turn_base_1", "result": "Error during inference: boom\nmore",
+                                    "traceback": "..."}) + "\n")
     out = tmp_path / "rollouts.jsonl"
     assert main(["import", "bfcl", str(result), "-o", str(out), "--resources", str(RESOURCES)]) == 0
-    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert record["model"] == "gpt-x" and record["task_id"] == TASK
+    record, failed = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["model"] == "gpt-x" and record["task_id"] == TASK and "infra_error" not in record
+    # A failed model call is an entry all the same: no action, the error's first line kept.
+    assert failed["infra_error"] == "Error during inference: boom" and failed["turns"] == []
     quarantine = out.with_name(out.name + ".quarantine.jsonl").read_text().splitlines()
-    assert len(quarantine) == 2
+    assert len(quarantine) == 1
     assert main(["score", str(out), "-o", str(tmp_path / "s"), "--resources", str(RESOURCES)]) == 0
-    (ep,) = pl.read_parquet(tmp_path / "s" / "episodes.parquet").to_dicts()
+    episodes = pl.read_parquet(tmp_path / "s" / "episodes.parquet")
+    (ep,) = episodes.filter(pl.col("infra_error").is_null()).to_dicts()
+    (infra,) = episodes.filter(pl.col("infra_error").is_not_null()).to_dicts()
+    assert (infra["T"], infra["FED"], infra["Y"]) == (None, None, 0)
+    assert infra["infra_error"] == "Error during inference: boom" and infra["category"] is None
     # gold calls plus one terminal no-tool action: the final turn had calls, so ending there is valid
     assert ep["T"] == sum(len(t) for t in entry.ground_truth) + 1 and ep["FED"] == ep["T"] + 1 and ep["Y"] == 1
     busy = sum(1 for t in entry.ground_truth if t)

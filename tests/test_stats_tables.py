@@ -12,6 +12,7 @@ from prefix_audit import scoring
 from prefix_audit import stats as stats_module
 from prefix_audit.metrics import block_metrics, check_identities
 from prefix_audit.stats import (
+    COUNTED_METRICS,
     METRICS,
     STATS_SCHEMA,
     IdentityViolation,
@@ -64,8 +65,8 @@ def block_arrays(episodes: pl.DataFrame, dataset: str):
 
 def test_schema_order_and_denominators(episodes, stats):
     assert stats.schema == STATS_SCHEMA
-    # Per block: 3 per-depth metrics, 5 scalars, ter_k/pass_k at k = 1 (one trial), 2 consistency shares.
-    assert stats.height == 2 * (3 * K_MAX + 5 + 2 + 2)
+    # Per block: 3 per-depth metrics, 6 scalars, ter_k/pass_k at k = 1 (one trial), 2 consistency shares.
+    assert stats.height == 2 * (3 * K_MAX + 6 + 2 + 2)
     assert set(stats["metric"]) == set(METRICS)
     assert stats["dataset"].unique(maintain_order=True).to_list() == ["bfcl_v3", "toolsandbox"]
     for dataset in ("bfcl_v3", "toolsandbox"):
@@ -81,6 +82,8 @@ def test_schema_order_and_denominators(episodes, stats):
         assert n[("final_success", None)] == n[("pass_k", 1)] == int((~np.isnan(Y)).sum())
         assert n[("rr", None)] == int(((fed <= T) & ~np.isnan(Y)).sum())
         assert n[("disagree_full", None)] == n[("disagree_y", None)] == 0
+        infra = block.filter(pl.col("metric") == "infra_error").row(0, named=True)
+        assert (infra["n_rollouts"], infra["successes"], infra["estimate"]) == (fed.size, 0, 0.0)
 
 
 def test_identities_hold_on_the_table(stats):
@@ -96,7 +99,11 @@ def test_identities_hold_on_the_table(stats):
         rr = block.filter(pl.col("metric") == "rr").row(0, named=True)
         assert rr["interval"] == "wilson" and rr["estimate"] == rr["successes"] / rr["n_rollouts"]
         assert rr["ci_low"] <= rr["estimate"] <= rr["ci_high"]
-        assert block.filter(pl.col("metric") != "rr")["successes"].null_count() == block.height - 1
+        counted = block.filter(pl.col("metric").is_in(["rr", *COUNTED_METRICS]))
+        assert counted["successes"].null_count() == 0
+        assert block["successes"].null_count() == block.height - counted.height
+        success = block.filter(pl.col("metric") == "final_success").row(0, named=True)
+        assert success["estimate"] == success["successes"] / success["n_rollouts"]
 
 
 def test_seed_changes_intervals_only(episodes, stats):
@@ -210,7 +217,7 @@ def test_outputs_are_byte_identical_and_complete(episodes, stats, tmp_path):
     assert "| bfcl_v3 | sim-medium | dual_loop | 40 | " + cell in text[".md"]
     assert r"bfcl\_v3 & sim-medium & dual\_loop & 40 & " + cell in text[".tex"]
     assert r"\toprule" in text[".tex"] and r"\bottomrule" in text[".tex"]
-    header = "dataset,model,method,N,tasks,rollouts,PEC@1,PEC@2,PEC@3,PEC@4,pec_1,pec_1_lo,pec_1_hi"
+    header = "dataset,model,method,N,tasks,rollouts,infra failures,PEC@1,PEC@2,PEC@3,PEC@4,pec_1,pec_1_lo,pec_1_hi"
     assert text[".csv"].splitlines()[0].startswith(header)
     assert len(text[".csv"].splitlines()) == 3
 

@@ -161,7 +161,7 @@ def test_normalize_and_classify_exceptions():
         "state_consistency", "state_consistency"]
 
 
-def test_bad_scenarios_are_quarantined_with_reasons(tmp_path: Path):
+def test_bad_scenarios_are_quarantined_with_reasons_and_failed_model_calls_kept(tmp_path: Path):
     good = SCENARIOS[1]
     run = write_run(tmp_path, [good, ScenarioRun("missing_folder", [("user", "hi")]),
                                ScenarioRun("bad_json", [("user", "hi")]), ScenarioRun("rate_limited", [("user", "hi")]),
@@ -187,11 +187,13 @@ def test_bad_scenarios_are_quarantined_with_reasons(tmp_path: Path):
     (traj / "unanswered" / "execution_context.json").write_text(json.dumps(context))
 
     items = list(import_runs(run))
-    assert [type(i).__name__ for i in items] == ["Located"] + ["BadLine"] * 7
+    # The rate-limited scenario aborted before the agent acted: an infrastructure failure, kept.
+    assert [type(i).__name__ for i in items] == ["Located", "BadLine", "BadLine", "Located"] + ["BadLine"] * 4
+    assert items[3].rollout.infra_error == "RateLimitError: Error code: 429"
+    assert items[3].rollout.turns == () and items[0].rollout.infra_error is None
     reasons = {i.line: i.reason for i in items if isinstance(i, BadLine)}
     assert "missing execution_context.json" in reasons[2]
     assert "not valid JSON" in reasons[3]
-    assert "aborted by RateLimitError outside a recorded agent tool call" in reasons[4]
     assert "disagree with the execution log" in reasons[5]
     assert "without a recorded response: c1" in reasons[6]
     assert "listed twice" in reasons[7]
@@ -310,3 +312,24 @@ def test_malformed_logs_are_quarantined_and_the_rest_imports(tmp_path: Path):
     assert "tool_call_exception must be text or null" in reasons[4]
     assert "a logged message without a sender" in reasons[5]
     assert "is not a folder name" in reasons[7]
+
+
+def test_scenarios_aborted_by_the_model_call_are_episodes(tmp_path: Path):
+    """Aborted after an action: a normal episode (its action scored); aborted before any: an
+    infrastructure failure with T/FED null and Y from ToolSandbox's similarity, as it scores it."""
+    abort = {"exception_type": "APIConnectionError", "traceback": "openai.APIConnectionError: Connection error."}
+    run = write_run(tmp_path, [ScenarioRun("mid_way", [("user", "hi"), ("calls", [search("c1", name="Bruno")])],
+                                           similarity=0.5, **abort),
+                               ScenarioRun("at_once", [("user", "hi")], similarity=0.0, **abort)])
+    out = tmp_path / "r.jsonl"
+    assert main(["import", "toolsandbox", str(run), "-o", str(out)]) == 0
+    assert (tmp_path / "r.jsonl.quarantine.jsonl").read_text() == ""
+    assert main(["score", str(out), "-o", str(tmp_path / "s")]) == 0
+    import polars as pl
+
+    rows = {r["task_id"]: r for r in pl.read_parquet(tmp_path / "s" / "episodes.parquet").iter_rows(named=True)}
+    assert (rows["mid_way"]["T"], rows["mid_way"]["infra_error"], rows["mid_way"]["Y"]) == (1, None, 0)
+    assert "aborted by APIConnectionError" in rows["mid_way"]["y_detail"]
+    at_once = rows["at_once"]
+    assert (at_once["T"], at_once["FED"], at_once["Y"]) == (None, None, 0)
+    assert at_once["infra_error"] == "APIConnectionError: Connection error."

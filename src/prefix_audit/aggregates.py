@@ -5,7 +5,8 @@ A block holds one or more rollouts (trials) of each task. Every metric the stati
 metric of every block over the same tasks is ``(w @ num) / (w @ den)`` for one vector ``w`` of how
 often each task was drawn. Cohorts differ per metric: the prefix metrics count rollouts with an
 observed trajectory (``T``/``FED`` known), final success the rollouts whose ``Y`` is known —
-infrastructure-failure rows (``T``/``FED`` null, SPEC §2) are in the second and not the first.
+infrastructure-failure rows (``T``/``FED`` null, SPEC §2) are in the second and not the first;
+``infra_error`` is their share of all the block's entries.
 
 pass^k and TER^k use τ-bench's unbiased estimator per task, ``C(c, k) / C(n, k)`` (c successes,
 resp. fully executable trials, among n), averaged over the tasks of the cohort, for k = 1 up to
@@ -77,6 +78,7 @@ def prefix_specs(k_max: int) -> list[MetricSpec]:
         MetricSpec("auc_pec", None, "area", "rollouts", "rollouts"),
         MetricSpec("mean_fed", None, "fed", "rollouts", "rollouts"),
         MetricSpec("final_success", None, "y_success", "y_known", "y_known"),
+        MetricSpec("infra_error", None, "infra", "entries", "entries"),
     ]
 
 
@@ -113,6 +115,8 @@ def task_aggregates(
     cols["full"] = per_task(prefix & (fed0 == t1 + 1))
     cols["area"] = per_task(np.where(prefix, (fed0 - 1.0) / t1, 0.0))
     cols["fed"] = per_task(fed0)
+    cols["entries"] = per_task(np.ones_like(T))
+    cols["infra"] = per_task(~prefix)
     cols["y_known"] = per_task(known)
     cols["y_success"] = per_task(success)
     cols["rr_eligible"] = per_task(failed & known)

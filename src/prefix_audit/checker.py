@@ -47,14 +47,16 @@ class ActionVerdict:
 @dataclass(frozen=True)
 class EpisodeResult:
     rollout: Rollout
-    T: int
-    FED: int
+    T: int | None  # None (with FED): an infrastructure failure, no observed action
+    FED: int | None
     Y: int | None
     verdicts: tuple[ActionVerdict, ...]
     y_detail: str | None = None
 
     @property
     def first_failure(self) -> ActionVerdict | None:
+        if self.FED is None or self.T is None:
+            return None
         return self.verdicts[self.FED - 1] if self.FED <= self.T else None
 
     @property
@@ -316,17 +318,19 @@ def _text(outcome: Outcome | None) -> str | None:
 
 
 def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
-    """Replay one rollout on a fresh session; FED, all verdicts, and Y."""
+    """Replay one rollout on a fresh session; FED, all verdicts, and Y. An infrastructure failure
+    (``rollout.infra_error``) opens no session: T and FED are None, Y the benchmark's score of it."""
     if not benchmark.has_task(rollout.task_id):
         raise UnscorableRollout(f"unknown task_id {rollout.task_id!r} for dataset {rollout.dataset!r}")
+    if rollout.infra_error is not None:
+        return EpisodeResult(rollout, None, None, benchmark.infra_error_success(rollout), (),
+                             f"infrastructure failure: {rollout.infra_error}")
     session = benchmark.open_session(rollout)
     run = _Replay(session, Availability(session.facts))
     actions = actions_of(rollout)
-    if not actions:
-        raise UnscorableRollout("rollout has no scored action (T = 0): no tool call and no final message")
     pending = iter(actions)
     action = next(pending, None)
-    for t in range(len(rollout.turns)):
+    for t in range(max(len(rollout.turns), 1)):  # a log with no turn still has its empty action
         session.start_turn(t)
         run.avail.reveal_turn(t)
         while action is not None and action.turn == t:

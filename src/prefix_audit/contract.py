@@ -238,6 +238,12 @@ class Benchmark:
         :class:`UnscorableRollout` for a rollout that does not fit it."""
         raise NotImplementedError(f"{type(self).__name__} does not implement open_session")
 
+    def infra_error_success(self, rollout: Rollout) -> int | None:
+        """Y of an entry whose model call failed before any action (SPEC §2 "Infrastructure
+        failures"): what the benchmark's own scoring gives it. Every benchmark here counts such an
+        entry as a failure (BFCL's ``multi_turn:inference_error``, τ's premature termination)."""
+        return 0
+
     # task sampling (defaults: a seeded sample of task_ids(), no provenance) --------------------
     def sample(self, n: int | None, seed: int) -> TaskSample:
         """The seeded sample of ``n`` tasks (every task when ``n`` is None), in task order."""

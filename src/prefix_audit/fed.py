@@ -22,8 +22,10 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("trial", pa.int32(), nullable=False),  # repetition of the task within the block, from 0
     pa.field("rollout_id", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),
-    pa.field("T", pa.int32(), nullable=False),
-    pa.field("FED", pa.int32(), nullable=False),
+    pa.field("infra_error", pa.string()),  # why the model call failed before any action; null otherwise
+    # T and FED are null together on an infrastructure failure (no observed action, SPEC §2).
+    pa.field("T", pa.int32()),
+    pa.field("FED", pa.int32()),
     pa.field("Y", pa.int8()),  # null: the benchmark could not decide success
     pa.field("category", pa.string()),  # primary first-failure category; null when fully executable
     pa.field("failure_code", pa.string()),

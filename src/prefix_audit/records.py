@@ -8,7 +8,9 @@ Calls are stored either as ``{"raw": "f(a=1)"}`` — text parsed with :mod:`ast`
 never evaluated — or as structured ``{"name": ..., "arguments": {...}}``.
 
 The scored action sequence is every call in order plus, when the rollout ends with a text step
-that has no call, one terminal no-tool action (SPEC §2).
+that has no call, one terminal no-tool action (SPEC §2); a rollout with no call and no text at all
+is one empty terminal action. A rollout with ``infra_error`` set has no action: the model call
+failed before the model emitted anything.
 """
 
 from __future__ import annotations
@@ -149,6 +151,12 @@ def actions_of(rollout: Rollout) -> list[Action]:
     if final is not None:
         last_turn = max(t for t, turn in enumerate(rollout.turns) if turn)
         actions.append(Action(len(actions) + 1, last_turn, len(rollout.turns[last_turn]) - 1, None, final))
+    elif not actions and rollout.infra_error is None:
+        # The model answered, with nothing: one empty terminal no-tool action (SPEC §2), in the
+        # last turn the log has (the first when it has none).
+        last_turn = max(len(rollout.turns) - 1, 0)
+        last_step = max(len(rollout.turns[last_turn]) - 1, 0) if rollout.turns else 0
+        actions.append(Action(1, last_turn, last_step, None, ""))
     return actions
 
 

@@ -32,13 +32,15 @@ MAX_RESULT_CHARS = 2_000
 class ScoreReport:
     lines_read: int = 0
     scored: int = 0
+    infra_errors: int = 0  # of the scored: entries whose model call failed before any action
     quarantined: int = 0
     quarantine_reasons: Counter = field(default_factory=Counter)
     datasets: Counter = field(default_factory=Counter)
 
     def summary(self) -> str:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.quarantine_reasons.items())) or "none"
-        return (f"rollout records read: {self.lines_read}; scored: {self.scored}; "
+        return (f"rollout records read: {self.lines_read}; scored: {self.scored} "
+                f"({self.infra_errors} infrastructure failures: T/FED null); "
                 f"quarantined: {self.quarantined} ({reasons})")
 
 
@@ -69,7 +71,8 @@ def episode_row(ep: EpisodeResult) -> dict:
     main = primary(ff.failures) if ff else None
     return {
         "dataset": r.dataset, "model": r.model, "method": r.method, "task_id": r.task_id,
-        "trial": r.trial, "rollout_id": r.rollout_id, "source": r.source, "T": ep.T, "FED": ep.FED, "Y": ep.Y,
+        "trial": r.trial, "rollout_id": r.rollout_id, "source": r.source, "infra_error": r.infra_error,
+        "T": ep.T, "FED": ep.FED, "Y": ep.Y,
         "category": main.category if main else None,
         "failure_code": main.code if main else None,
         "failure_detail": main.detail if main else None,
@@ -127,6 +130,7 @@ def score_rollouts(items: Iterable[Located | BadLine], benchmark_for: Callable[[
             bad.append(BadLine(item.path, item.line, f"replay error: {type(exc).__name__}: {exc}",
                                rollout.rollout_id))
     report.scored = len(episodes)
+    report.infra_errors = sum(ep.T is None for ep in episodes)
     report.quarantined = len(bad)
     report.quarantine_reasons.update(_reason_kind(b.reason) for b in bad)
     return episodes, bad

@@ -32,9 +32,11 @@ from prefix_audit.io import atomic_write
 from prefix_audit.metrics import BlockMetrics, FloatArray, block_metrics, check_identities, validate_outcomes
 
 BLOCK_KEYS = ("dataset", "model", "method")
-METRICS = ("pec", "depth_support", "eligible_pec", "ter", "auc_pec", "mean_fed", "final_success", "rr",
-           "ter_k", "pass_k", "disagree_full", "disagree_y")
+METRICS = ("pec", "depth_support", "eligible_pec", "ter", "auc_pec", "mean_fed", "final_success", "infra_error",
+           "rr", "ter_k", "pass_k", "disagree_full", "disagree_y")
 PER_DEPTH = ("pec", "depth_support", "eligible_pec")
+# Rows whose ``successes`` holds the count behind the estimate (successful, resp. failed, entries).
+COUNTED_METRICS = ("final_success", "infra_error")
 # Pair rows: method minus versus, within a model and dataset.
 PAIR_METRICS = ("pec", "ter", "auc_pec", "final_success")
 REQUIRED_COLUMNS = (*BLOCK_KEYS, "task_id", "T", "FED", "Y")
@@ -62,7 +64,7 @@ STATS_SCHEMA = pl.Schema(
         "n_rollouts": pl.Int64,  # rollouts in the metric's cohort (pair rows: of both blocks)
         "trials_min": pl.Int64,  # fewest / most rollouts one task contributes to the cohort
         "trials_max": pl.Int64,
-        "successes": pl.Int64,  # rr only: recovered rollouts
+        "successes": pl.Int64,  # rr: recovered rollouts; final_success: successes; infra_error: failed entries
         "n_method_only": pl.Int64,  # pair rows: tasks only the method's / only the versus block covers
         "n_versus_only": pl.Int64,
         "interval": pl.Utf8,
@@ -359,8 +361,9 @@ def _block_rows(
             continue
         j = at.get((spec.metric, spec.k))
         bounds = (lo[j], hi[j]) if j is not None else (None, None)
+        counted = int(agg.columns[spec.num].sum()) if spec.metric in COUNTED_METRICS else None
         rows.append(head | _row(spec.metric, spec.k, block.estimate(spec), *bounds, agg.cohort(spec),
-                                "percentile_bootstrap"))
+                                "percentile_bootstrap", successes=counted))
     frame = block.frame
     for metric in ACCOUNTING_METRICS:
         if metric in frame.columns:

@@ -55,11 +55,20 @@ def _fmt_ci(est: float | None, lo: float | None, hi: float | None, signed: bool 
     return f"{est + 0.0:{spec}} [{lo + 0.0:{spec}}, {hi + 0.0:{spec}}]"
 
 
-_SIZE_SCHEMA: dict[str, pl.DataType] = {"N": pl.Utf8(), "tasks": pl.Int64(), "rollouts": pl.Int64()}
+_SIZE_SCHEMA: dict[str, pl.DataType] = {"N": pl.Utf8(), "tasks": pl.Int64(), "rollouts": pl.Int64(),
+                                        "infra failures": pl.Int64()}
 
 
-def _size(r: Mapping[str, Any]) -> dict[str, object]:
-    return {"N": cohort_size(r), "tasks": r["n"], "rollouts": r["n_rollouts"]}
+def _size(r: Mapping[str, Any], infra: Mapping[str, Any] | None) -> dict[str, object]:
+    """The prefix cohort of a block (``r`` one of its prefix-metric rows) and its infrastructure
+    failures (entries outside that cohort: no observed action, SPEC §2)."""
+    return {"N": cohort_size(r), "tasks": r["n"], "rollouts": r["n_rollouts"],
+            "infra failures": infra["successes"] if infra is not None else 0}
+
+
+def _infra_rows(stats: pl.DataFrame) -> dict[tuple[str, ...], dict]:
+    """Each block's ``infra_error`` row (its count is in ``successes``)."""
+    return {key: metrics["infra_error"] for key, metrics in _estimates(stats).items() if "infra_error" in metrics}
 
 
 def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
@@ -75,9 +84,11 @@ def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
         schema |= {f"pec_{k}": pl.Float64(), f"pec_{k}_lo": pl.Float64(), f"pec_{k}_hi": pl.Float64()}
 
     blocks: dict[tuple[str, ...], dict[str, object]] = {}
+    infra = _infra_rows(stats)
     pec = blocks_only(stats).filter((pl.col("metric") == "pec") & pl.col("k").is_between(1, k_max))
     for r in pec.iter_rows(named=True):
-        row = blocks.setdefault(tuple(r[key] for key in BLOCK_KEYS), _size(r))
+        key = tuple(r[key] for key in BLOCK_KEYS)
+        row = blocks.setdefault(key, _size(r, infra.get(key)))
         k = r["k"]
         row |= {f"pec_{k}": r["estimate"], f"pec_{k}_lo": r["ci_low"], f"pec_{k}_hi": r["ci_high"]}
     rows = []
@@ -179,7 +190,8 @@ def table_f1(stats: pl.DataFrame, pool: str = "tau") -> pl.DataFrame:
     rows = []
     for key in sorted(blocks, key=lambda k: (k[1], method_rank(k[2]))):
         metrics = blocks[key]
-        row: dict[str, object] = {"model": key[1], "method": key[2], **_size(metrics["ter"])}
+        row: dict[str, object] = {"model": key[1], "method": key[2],
+                                  **_size(metrics["ter"], metrics.get("infra_error"))}
         for title, m in F1_METRICS:
             r = metrics[m]
             row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"]}
@@ -228,7 +240,7 @@ def table_f2(stats: pl.DataFrame) -> pl.DataFrame:
     (the provider reported no usage); then Dual-Loop's relative change vs ReAct and vs
     Plan-Conditioned (tokens / latency). Only dataset x model pairs with accounting rows appear.
     """
-    blocks = _estimates(stats.filter(pl.col("metric").is_in(["ter", *ACCOUNTING_METRICS])))
+    blocks = _estimates(stats.filter(pl.col("metric").is_in(["ter", "infra_error", *ACCOUNTING_METRICS])))
     costed = {key for key, metrics in blocks.items() if any(m in metrics for m in COST_METRICS)}
     extra = sorted({key[2] for key in costed} - set(METHOD_ORDER))
     methods = (*METHOD_ORDER, *extra)
@@ -251,7 +263,8 @@ def table_f2(stats: pl.DataFrame) -> pl.DataFrame:
             if metrics is None:
                 row[m] = _MISSING
                 continue
-            n_all = metrics["ter"]["n_rollouts"]
+            # Every entry of the block, infrastructure failures included (they have no accounting).
+            n_all = (metrics.get("infra_error") or metrics["ter"])["n_rollouts"]
             row[f"{m}_N"] = n_all
             est = {c: metrics[c]["estimate"] if c in metrics else None for c in COST_METRICS}
             den = {c: metrics[c]["n_rollouts"] if c in metrics else 0 for c in COST_METRICS}
@@ -395,7 +408,7 @@ def table_consistency(stats: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for key in sorted(blocks, key=lambda k: (k[0], k[1], method_rank(k[2]))):
         metrics = blocks[key]
-        row: dict[str, object] = dict(zip(BLOCK_KEYS, key)) | _size(metrics["ter"])
+        row: dict[str, object] = dict(zip(BLOCK_KEYS, key)) | _size(metrics["ter"], metrics.get("infra_error"))
         for title, m in CONSISTENCY_METRICS:
             r = metrics[m]
             row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"], f"{m}_tasks": r["n"]}
@@ -487,9 +500,12 @@ def _confidence_text(frame: pl.DataFrame) -> str:
 
 
 def _display(df: pl.DataFrame) -> list[str]:
-    """The text columns and the block size; the numeric columns go to the CSV only."""
+    """The text columns and the block size, and the infrastructure failures when a block has any;
+    the other numeric columns go to the CSV only."""
+    failed = "infra failures" in df.columns and bool(df["infra failures"].fill_null(0).sum())
     return [c for c, dt in df.schema.items()
-            if dt == pl.Utf8 or c == "pairs" or (c == "tasks" and "N" not in df.columns)]
+            if dt == pl.Utf8 or c == "pairs" or (c == "tasks" and "N" not in df.columns)
+            or (c == "infra failures" and failed)]
 
 
 def write_tables(

@@ -1,75 +1,174 @@
 """Import BFCL multi-turn result files (as ``bfcl generate`` writes them) into rollout records.
 
 A result file is JSON Lines: ``id`` and ``result`` = per turn a list of steps. A step is what the
-model produced in one response, in any of the shapes BFCL handlers leave there:
+model produced in one response, in the shape the handler that ran the model leaves there:
 
-* a list of decoded call strings, ``["cd(folder='x')", "ls()"]``;
-* a list of function-calling dicts, ``[{"cd": "{\\"folder\\": \\"x\\"}"}]`` (arguments as JSON
-  text or as an object), or ``[{"name": "cd", "arguments": {...}}]``;
-* a string: prompting-style output (``"[cd(folder='x')]"``) or plain prose, which is a text step.
+* function-calling handlers: a list of ``{tool_name: arguments}`` objects, arguments as JSON text
+  or as an object (``[{"cd": "{\"folder\": \"x\"}"}]``; several keys are several calls; ``[]``
+  when the model answered without a call);
+* prompting handlers: a string, the model's text (``"[cd(folder='x')]"`` or prose);
+* a list of call strings (``["cd(folder='x')"]``): the decoded form BFCL's checker takes, which
+  no BFCL handler writes but converters from other harnesses may.
 
-Nothing is evaluated; call text is parsed with :mod:`ast`. A line that cannot be used is
-quarantined with its location and reason; every other line is imported.
+Every entry becomes a rollout record:
+
+* a ``result`` that is no list of turns — BFCL's "Error during inference …" string, which comes
+  with a ``traceback`` — is an infrastructure failure (``infra_error``: the model call failed, no
+  action was observed; BFCL scores it 0);
+* a step's calls are the rollout's actions whatever their shape (a malformed one is a schema
+  failure at scoring); what BFCL's evaluation *executes* follows its runner, which decodes each
+  step whole with the handler's decoder and skips a step it cannot decode or that decodes to
+  nothing — that step executes nothing. The steps it skips are listed in
+  ``meta["bfcl_undecoded_steps"]`` (``[turn, step, reason]``), which Y follows (:mod:`.replay`).
+  Which decoder applies is read from the file: function-calling when any step of the file is a
+  call object, else prompting (``meta["bfcl_decoding"]``). Under function calling a string step
+  is the model's text; under prompting it is decoded as calls when it parses as calls, and BFCL's
+  decoder keeps only keyword arguments, so such a step's calls execute without their positional
+  ones (``meta["bfcl_keywords_only_steps"]``). Not mirrored: the prompting decoder's coercion of
+  non-literal arguments (a bare name becomes its text, arithmetic is evaluated, a nested call
+  becomes text) and dotted callees — here those calls are schema failures that execute nothing —
+  and the decoders of individual handlers other than the two stock ones.
+
+Nothing is evaluated; call text is parsed with :mod:`ast`. Only a line that is no record at all
+(not JSON, no string ``id``, turns that are not lists of steps) is quarantined, with its location
+and reason.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, decode_call_list, parse_call_string, structured_call
-from ...records import BadLine, Located, Rollout, Step, Usage, iter_json_lines, rollout_id_for
+from ...records import BadLine, JsonLine, Located, Rollout, Step, Usage, iter_json_lines, rollout_id_for
 from ...registry import ImportRequest
 from .data import DATASET
+
+FUNCTION_CALLING = "function_calling"
+PROMPTING = "prompting"
+INFRA_ERROR_CHARS = 500
 
 
 class StepError(ValueError):
     pass
 
 
-def _calls_from_item(item: Any, where: str) -> list[ToolCall]:
-    if isinstance(item, str):
-        return [parse_call_string(item)]
-    if isinstance(item, dict):
-        if "name" in item and ("arguments" in item or len(item) <= 2):
-            return [structured_call(item["name"], item.get("arguments"), item.get("id"))]
-        if len(item) == 1:
-            (name, arguments), = item.items()
-            return [structured_call(name, arguments)]
-        raise StepError(f"{where}: a function-call object must have one key (the tool name) or name/arguments")
-    raise StepError(f"{where}: a call must be a string or an object, got {type(item).__name__}")
+def _fc_decode_error(raw: Any) -> str | None:
+    """Why BFCL's function-calling decoder fails on a step (None: it decodes). Its rule: a step
+    is a list of objects (or one object); every key is a tool name, every value an object or
+    the JSON text of one."""
+    items = [raw] if isinstance(raw, dict) else raw
+    if not isinstance(items, list):
+        return f"a {type(raw).__name__} step is the model's text, not a function call"
+    for item in items:
+        if not isinstance(item, dict):
+            return f"a {type(item).__name__} where a function-call object belongs"
+        for name, arguments in item.items():
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    return f"arguments of {name!r} are not valid JSON: {exc}"
+            if not isinstance(arguments, dict):
+                return f"arguments of {name!r} are a {type(arguments).__name__}, not an object"
+    return None
 
 
-def step_from_result(raw: Any, where: str) -> Step:
-    """One BFCL step (see module docstring) → a :class:`Step`."""
+def _malformed(calls: tuple[ToolCall, ...]) -> str | None:
+    broken = next((c for c in calls if not c.well_formed), None)
+    return f"a call does not parse: {broken.parse_error}" if broken is not None else None
+
+
+def _fc_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+    for i, item in enumerate([raw] if isinstance(raw, dict) else raw):
+        if isinstance(item, str):
+            calls.append(parse_call_string(item))
+        elif isinstance(item, dict):
+            calls.extend(structured_call(name, arguments) for name, arguments in item.items())
+        else:
+            calls.append(ToolCall(None, raw=json.dumps(item), parse_error=f"{where}[{i}]: a call must be an "
+                                                                           f"object or a string"))
+    return tuple(calls)
+
+
+def _prompting_calls(text: str) -> list[ToolCall] | None:
+    """The calls in prompting output, cleaned as BFCL's prompting decoder cleans it (backticks,
+    newlines and spaces around it, the list brackets optional); None when it holds no call."""
+    body = text.strip("`\n ")
+    body = ("" if body.startswith("[") else "[") + body + ("" if body.endswith("]") else "]")
+    return decode_call_list(body.strip().strip("'"))
+
+
+def step_from_result(raw: Any, where: str, decoding: str) -> tuple[Step, str | None]:
+    """One BFCL step → a :class:`Step` and why BFCL's runner does not execute it (None: it does)."""
     if isinstance(raw, str):
-        calls = decode_call_list(raw)
-        return Step((), raw) if calls is None else Step(tuple(calls))
-    if isinstance(raw, dict):
-        raw = [raw]
-    if isinstance(raw, list):
-        calls: list[ToolCall] = []
-        for i, item in enumerate(raw):
-            calls.extend(_calls_from_item(item, f"{where}[{i}]"))
-        return Step(tuple(calls))
-    raise StepError(f"{where}: a step must be a string, an object or a list, got {type(raw).__name__}")
+        decoded = _prompting_calls(raw) if decoding == PROMPTING else None
+        step = Step((), raw) if decoded is None else Step(tuple(decoded))
+    elif isinstance(raw, (dict, list)):
+        step = Step(_fc_calls(raw, where))
+    else:
+        raise StepError(f"{where}: a step must be a string, an object or a list, got {type(raw).__name__}")
+    if not step.calls:
+        return step, "no call" if step.text is None else "the model's text, no call"
+    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        return step, _malformed(step.calls)  # already the decoded calls BFCL's checker takes
+    if decoding == FUNCTION_CALLING:
+        return step, _fc_decode_error(raw)
+    if not isinstance(raw, str):
+        return step, f"a {type(raw).__name__} step is not prompting output (a string)"
+    return step, _malformed(step.calls)  # the prompting decoder reads the text as a list of calls
 
 
-def rollout_from_result(obj: Any, model: str, method: str) -> Rollout:
+def _is_call_object_step(raw: Any) -> bool:
+    return isinstance(raw, dict) or (isinstance(raw, list) and any(isinstance(item, dict) for item in raw))
+
+
+def decoding_of(results: list[Any]) -> str:
+    """The decoder BFCL's evaluation applies to a file: function calling when any step of any
+    entry is a call object, else prompting."""
+    for obj in results:
+        turns = obj.get("result") if isinstance(obj, dict) else None
+        if isinstance(turns, list) and any(isinstance(t, list) and any(map(_is_call_object_step, t)) for t in turns):
+            return FUNCTION_CALLING
+    return PROMPTING
+
+
+def _infra_error(result: Any) -> str:
+    text = result if isinstance(result, str) else f"'result' is a {type(result).__name__}, not a list of turns"
+    first = text.strip().splitlines()[0] if text.strip() else "empty 'result'"
+    return first[:INFRA_ERROR_CHARS]
+
+
+def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCTION_CALLING) -> Rollout:
     if not isinstance(obj, dict):
         raise StepError(f"a result line must be a JSON object, got {type(obj).__name__}")
     if not isinstance(obj.get("id"), str):
         raise StepError("missing or non-string 'id'")
-    result = obj.get("result")
-    if not isinstance(result, list) or not all(isinstance(t, list) for t in result):
-        raise StepError("'result' must be a list of turns, each a list of steps "
-                        "(single-turn BFCL categories are not multi-turn results)")
-    turns = tuple(tuple(step_from_result(step, f"result[{t}][{s}]") for s, step in enumerate(turn))
-                  for t, turn in enumerate(result))
     task_id = obj["id"]
-    return Rollout(DATASET, task_id, model, method, rollout_id_for(DATASET, model, method, task_id),
-                   turns, source="import:bfcl", usage=_usage(obj))
+    rid = rollout_id_for(DATASET, model, method, task_id)
+    result = obj.get("result")
+    if not isinstance(result, list):
+        # BFCL's runner: a result that is no list is an inference error, scored 0.
+        meta = {"bfcl_decoding": decoding, "bfcl_undecoded_steps": [], "bfcl_keywords_only_steps": []}
+        return Rollout(DATASET, task_id, model, method, rid, (), "import:bfcl", meta, infra_error=_infra_error(result))
+    if not all(isinstance(t, list) for t in result):
+        raise StepError("'result' must be a list of turns, each a list of steps")
+    turns, undecoded, keywords_only = [], [], []
+    for t, turn in enumerate(result):
+        steps = []
+        for s, raw in enumerate(turn):
+            step, why = step_from_result(raw, f"result[{t}][{s}]", decoding)
+            steps.append(step)
+            if why is not None and step.calls:
+                undecoded.append([t, s, why])
+            elif isinstance(raw, str) and any(c.args for c in step.calls):
+                keywords_only.append([t, s])
+        turns.append(tuple(steps))
+    meta = {"bfcl_decoding": decoding, "bfcl_undecoded_steps": undecoded, "bfcl_keywords_only_steps": keywords_only}
+    return Rollout(DATASET, task_id, model, method, rid, tuple(turns), "import:bfcl", meta, usage=_usage(obj))
 
 
 def _flat(value: Any, where: str) -> list[float]:
@@ -93,20 +192,24 @@ def _usage(obj: dict) -> tuple[Usage, ...]:
     return tuple(Usage("executor", int(i), int(o), float(t)) for i, o, t in zip(inputs, outputs, latency))
 
 
-def import_result_file(path: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Located | BadLine]:
-    """Yield a located rollout per usable line of a BFCL result file, a :class:`BadLine` otherwise.
+def import_result_file(path: str | Path, model: str | None = None,
+                       method: str = "imported") -> Iterator[Located | BadLine]:
+    """Yield a located rollout per line of a BFCL result file, a :class:`BadLine` for a line that
+    is no record at all.
 
     ``model`` defaults to the result file's parent directory name, which is where BFCL puts the
     model name (``result/<model>/.../BFCL_v4_multi_turn_base_result.json``).
     """
     path = Path(path)
     model = model or path.parent.name or "unknown"
-    for item in iter_json_lines(path):
+    lines = list(iter_json_lines(path))
+    decoding = decoding_of([item.value for item in lines if isinstance(item, JsonLine)])
+    for item in lines:
         if isinstance(item, BadLine):
             yield item
             continue
         try:
-            yield Located(item.path, item.line, rollout_from_result(item.value, model, method))
+            yield Located(item.path, item.line, rollout_from_result(item.value, model, method, decoding))
         except StepError as exc:
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None

@@ -1,15 +1,18 @@
 """BFCL-v3 multi-turn replay: the adapter (dataset ``bfcl_v3``) and one rollout's session.
 
-Final success Y follows BFCL's multi-turn checker: per turn with a non-empty ground truth, the
-model must have emitted a call; the public attributes of its instances must equal those of
-instances driven by the ground truth; and the ground truth's execution results must be contained
-(as a multiset) in the model's results so far. A rollout with a different number of turns than the
-entry is force-terminated (Y = 0).
+Final success Y follows BFCL's evaluation runner and multi-turn checker: a rollout with a
+different number of turns than the entry is force-terminated (Y = 0); a step BFCL's runner cannot
+decode executes nothing (``meta["bfcl_undecoded_steps"]``, see :mod:`.importer`), and a prompting
+step's calls execute with keyword arguments only (``meta["bfcl_keywords_only_steps"]``); per turn with a
+non-empty ground truth, the model must have a decoded step with calls; the public attributes of
+its instances must equal those of instances driven by the ground truth; and the ground truth's
+execution results must be contained (as a multiset) in the model's results so far.
 """
 
 from __future__ import annotations
 
 import inspect
+import pickle
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -121,11 +124,7 @@ class BfclBenchmark(Benchmark):
         return BfclAgentEnvironment(entry, self.tools_of(entry), self.loader.instantiate(entry))
 
     def open_session(self, rollout: Rollout) -> BfclSession:
-        entry = self.entry(rollout.task_id)
-        if len(rollout.turns) > len(entry.ground_truth):
-            raise UnscorableRollout(f"rollout has {len(rollout.turns)} turns, entry {entry.id} has "
-                                    f"{len(entry.ground_truth)}")
-        return BfclSession(self, entry)
+        return BfclSession(self, self.entry(rollout.task_id), rollout)
 
 
 def _task_facts(entry: Entry, initial: frozenset[Any]) -> TaskFacts:
@@ -152,11 +151,39 @@ def _task_facts(entry: Entry, initial: frozenset[Any]) -> TaskFacts:
     return TaskFacts(initial, texts, facts, sem.ALWAYS_AVAILABLE)
 
 
-class BfclSession:
-    """One rollout's fresh model-side and ground-truth-side instances."""
+def _step_positions(rollout: Rollout, key: str) -> set[tuple[int, int]]:
+    """(turn, step) positions listed in ``meta[key]`` as ``[turn, step, ...]`` items (written by
+    the importer; none for other rollouts)."""
+    listed = rollout.meta.get(key, [])
+    if not isinstance(listed, list) or not all(
+            isinstance(item, list) and len(item) >= 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                              for x in item[:2]) for item in listed):
+        raise UnscorableRollout(f"meta.{key} must be a list of [turn, step, ...] items")
+    return {(item[0], item[1]) for item in listed}
 
-    def __init__(self, bench: BfclBenchmark, entry: Entry) -> None:
+
+def _calls_at(rollout: Rollout, positions: set[tuple[int, int]]) -> set[int]:
+    # By identity: the checker hands the session the rollout's own call objects.
+    return {id(call) for t, turn in enumerate(rollout.turns) for s, step in enumerate(turn)
+            if (t, s) in positions for call in step.calls}
+
+
+class BfclSession:
+    """One rollout's fresh model-side and ground-truth-side instances.
+
+    Y follows BFCL's evaluation: a rollout with another number of turns than the entry is
+    force-terminated (0); a step BFCL's runner cannot decode executes nothing (its calls are still
+    judged, on a scratch copy of the state); a turn with a non-empty ground truth needs a decoded
+    step with calls."""
+
+    def __init__(self, bench: BfclBenchmark, entry: Entry, rollout: Rollout) -> None:
         self.entry = entry
+        skipped = _step_positions(rollout, "bfcl_undecoded_steps")
+        self._not_executed = _calls_at(rollout, skipped)
+        self._keywords_only = _calls_at(rollout, _step_positions(rollout, "bfcl_keywords_only_steps"))
+        self._decoded_steps = [sum(bool(step.calls) and (t, s) not in skipped for s, step in enumerate(turn))
+                               for t, turn in enumerate(rollout.turns)]
+        self._rollout_turns = len(rollout.turns)
         self.facts = bench.facts_of(entry)
         self._tools = bench.tools_of(entry)
         self._model = bench.loader.instantiate(entry)
@@ -207,8 +234,14 @@ class BfclSession:
     def execute(self, call: ToolCall) -> Outcome:
         self._turn_calls += 1
         if not call.well_formed:
-            self._results.append(f"Error during execution: {call.parse_error}")
             return Outcome(False, None, call.parse_error)
+        if id(call) in self._not_executed:
+            # Judged on a copy: BFCL's runner skipped the step, so the state does not change.
+            scratch = pickle.loads(pickle.dumps(self._model, protocol=pickle.HIGHEST_PROTOCOL))
+            accepted, value, text = invoke(method_table(scratch), call)
+            return Outcome(accepted, value, None if accepted else text)
+        if id(call) in self._keywords_only:  # BFCL's prompting decoder drops positional arguments
+            call = ToolCall(call.name, (), call.kwargs, call.raw)
         deleting = call.name in sem.DELETING_METHODS
         before = set(self._live_values()) if deleting else None
         accepted, value, text = invoke(self._model_methods, call)
@@ -229,14 +262,14 @@ class BfclSession:
     def end_turn(self) -> None:
         t = self.turn
         self._turns_checked = t + 1
-        if self.y_detail is not None:
+        if self.y_detail is not None or t >= len(self._gt_calls):
             return
         gt_results = []
         for call in self._gt_calls[t]:
             gt_results.append(invoke(self._gt_methods, call)[2])
         if not self._gt_calls[t]:
             return
-        if self._turn_calls == 0:
+        if t >= len(self._decoded_steps) or self._decoded_steps[t] == 0:
             self.y_detail = f"multi_turn:empty_turn_model_response (turn {t})"
             return
         for cls_name, gt_instance in self._gt.items():
@@ -252,7 +285,8 @@ class BfclSession:
                 return
 
     def final_success(self) -> int:
-        if self.y_detail is None and self._turns_checked != len(self.entry.ground_truth):
-            self.y_detail = (f"multi_turn:force_terminated ({self._turns_checked} of "
+        # BFCL checks the turn count before anything else.
+        if self._rollout_turns != len(self.entry.ground_truth):
+            self.y_detail = (f"multi_turn:force_terminated ({self._rollout_turns} of "
                              f"{len(self.entry.ground_truth)} turns)")
         return int(self.y_detail is None)

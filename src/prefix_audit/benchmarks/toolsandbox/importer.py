@@ -16,8 +16,10 @@ that fails). When ``conversation.json`` exists its tool calls must agree with th
 
 A scenario that aborted on a tool outside the allow list (``KeyError``) has no conversation and
 the rejected call only in ``result_summary.json``: it is appended as a call of that tool with
-unknown arguments. A scenario aborted by anything else, or whose files are missing, malformed or
-inconsistent, is quarantined with its reason; the other scenarios are still imported.
+unknown arguments. A scenario aborted by anything else is an episode all the same: its logged
+actions are scored and the exception kept in meta, or, when the agent had done nothing yet, it is
+an infrastructure failure (``infra_error``, SPEC §2). A scenario whose files are missing, malformed
+or inconsistent is quarantined with its reason; the other scenarios are still imported.
 
 Y comes from ToolSandbox's similarity (1.0 = success); the raw similarities, categories, turn
 count and exception are kept in ``meta.toolsandbox``. Exception texts are normalised
@@ -272,13 +274,14 @@ def _summary_entry(entry: Any) -> dict[str, Any]:
     return entry
 
 
-def _aborted_call(entry: dict[str, Any]) -> tuple[ToolCall, str]:
+def _abort(entry: dict[str, Any]) -> tuple[ToolCall | None, str]:
+    """The call a scenario aborted on (None: it aborted outside an agent tool call, e.g. the model
+    call failed) and the exception's last line."""
     traceback = normalize_exception(str(entry.get("traceback") or ""))
     last = next((line for line in reversed(traceback.splitlines()) if line.strip()), "")
     match = _DISALLOWED.search(last)
     if entry.get("exception_type") != "KeyError" or match is None:
-        raise ScenarioError(f"scenario aborted by {entry.get('exception_type')} outside a recorded agent tool call: "
-                            f"{last[:300]}")
+        return None, last
     return ToolCall(match.group(1), (), {}, call_id=ABORTED_CALL_ID, structured=True), last
 
 
@@ -292,10 +295,16 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
     built = _Builder(context)
     unanswered = [cid for cid in built.calls if cid not in built.answered]
     aborted = entry.get("exception_type")
+    infra_error = None
     if aborted:
-        call, error = _aborted_call(entry)
-        built.add_step(Step((call,)))
-        built.calls[ABORTED_CALL_ID] = {"error": error, "result": None, "gone": [], "arguments_unknown": True}
+        call, error = _abort(entry)
+        if call is not None:
+            built.add_step(Step((call,)))
+            built.calls[ABORTED_CALL_ID] = {"error": error, "result": None, "gone": [], "arguments_unknown": True}
+        elif not any(turn for turn in built.turns):
+            # Aborted before the agent did anything: the model call itself failed (SPEC §2).
+            infra_error = (error if error.startswith(str(aborted)) else f"{aborted}: {error}")[:500]
+        # Aborted after some actions: those are scored, the abort is in meta.
     if unanswered:
         raise ScenarioError(f"tool call(s) without a recorded response: {', '.join(unanswered)}")
     if (folder / "conversation.json").exists():
@@ -310,8 +319,9 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
                          "categories": entry.get("categories"), "turn_count": entry.get("turn_count"),
                          "exception_type": aborted or None}}
     rid = rollout_id_for(DATASET, model, method, name, run.name)
-    return Rollout(DATASET, name, model, method, rid, tuple(tuple(t) for t in built.turns), "import:toolsandbox",
-                   meta, {RECORD_KEY: record})
+    turns = () if infra_error is not None else tuple(tuple(t) for t in built.turns)
+    return Rollout(DATASET, name, model, method, rid, turns, "import:toolsandbox", meta, {RECORD_KEY: record},
+                   infra_error=infra_error)
 
 
 def import_runs(source: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Located | BadLine]:

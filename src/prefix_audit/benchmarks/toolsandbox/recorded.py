@@ -271,6 +271,15 @@ class RecordedToolSandboxBenchmark(Benchmark):
     def has_task(self, task_id: str) -> bool:
         return bool(task_id)
 
+    def infra_error_success(self, rollout: Rollout) -> int | None:
+        """ToolSandbox scores an aborted scenario by its similarity, like any other."""
+        meta = rollout.meta.get(RECORD_KEY)
+        similarity = meta.get("similarity") if isinstance(meta, dict) else None
+        if isinstance(similarity, bool) or not isinstance(similarity, (int, float)):
+            raise UnscorableRollout(f"unusable ToolSandbox record: meta field '{RECORD_KEY}.similarity' "
+                                    "must be a number")
+        return int(similarity >= 1.0)
+
     def open_session(self, rollout: Rollout) -> RecordedSession:
         try:
             return RecordedSession(RecordedRun(rollout))
