@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -24,7 +26,8 @@ def _run(tmp_path: Path, name: str, *extra: str, hash_seed: str = "0", library: 
     override = tmp_path / f"{name}.yaml"
     override.write_text(yaml.safe_dump({"results_dir": str(tmp_path / name),
                                         "resources_dir": str(ROOT / "resources"), **overrides}))
-    cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "config/smoke.yaml", str(override), *extra]
+    # Targets and options first: --configfile takes every argument after it.
+    cmd = [SNAKEMAKE, "--cores", "2", *extra, "--configfile", "config/smoke.yaml", str(override)]
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}  # the Snakefile must pin it for its jobs
     if library is not None:  # import prefix_audit from this copy of src/ instead of the work tree
         env["PYTHONPATH"] = str(library)
@@ -173,3 +176,55 @@ def test_a_real_model_entry_validates_and_plans_its_own_jobs(tmp_path):
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
     for method in config["agents"]["methods"]:
         assert f"rollouts/bfcl_v3/gpt-x/{method}.jsonl" in dry.stdout
+
+
+def _bfcl_log(bfcl, path: Path, task_ids: list[str]) -> None:
+    """A function-calling result file: each entry's gold (keyword arguments only), and one failed
+    model call."""
+    from prefix_audit.calls import parse_call_string
+
+    lines = []
+    for task_id in task_ids:
+        gold = [[parse_call_string(c) for c in turn] for turn in bfcl.entry(task_id).ground_truth]
+        lines.append(json.dumps({"id": task_id, "result": [[[{c.name: json.dumps(c.kwargs)} for c in turn], []]
+                                                           for turn in gold]}))
+    lines.append(json.dumps({"id": "multi_turn_base_2", "result": "Error during inference: 503", "traceback": ""}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_imported_logs_are_blocks_beside_generated_ones(tmp_path, bfcl):
+    from toolsandbox_runs import BRUNO, Call, ScenarioRun, write_run
+
+    log = tmp_path / "logs" / "gpt-log" / "BFCL_v4_multi_turn_base_result.json"
+    _bfcl_log(bfcl, log, ["multi_turn_base_1", "multi_turn_base_4"])
+    run = write_run(tmp_path / "runs", [ScenarioRun("ask", [("user", "Find Bruno"), ("calls", [
+        Call("c1", "search_contacts", {"name": "Bruno"}, result=[BRUNO])])])])
+    imports = [{"dataset": "bfcl_v3", "model": "gpt-log", "files": [str(tmp_path / "logs" / "*" / "*_result.json")]},
+               {"dataset": "toolsandbox_recorded", "model": "ts-log", "method": "scripted", "files": [str(run)]}]
+    pairs = [{"label": "log vs reference", "dataset": "bfcl_v3", "condition": {"model": "gpt-log", "method": "imported"},
+              "baseline": {"model": "reference", "method": "reference"}}]
+    stats = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["stats"]
+    scored = [str(tmp_path / "imp" / "scored" / d) for d in ("bfcl_v3/gpt-log/imported/episodes.parquet",
+                                                             "toolsandbox_recorded/ts-log/scripted/episodes.parquet")]
+    dry = _run(tmp_path, "imp", "--dry-run", imports=imports, stats=stats | {"pairs": pairs})
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    assert _planned_jobs(dry.stdout)["import_logs"] == 2  # both blocks feed the FED table
+    proc = _run(tmp_path, "imp", *scored, imports=imports)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    episodes = pl.read_parquet(scored[0])
+    assert episodes.height == 3 and episodes["infra_error"].is_not_null().sum() == 1
+    assert episodes.filter(pl.col("infra_error").is_null())["Y"].to_list() == [1, 1]
+    assert pl.read_parquet(scored[1]).height == 1
+    again = _run(tmp_path, "imp", *scored, "--dry-run", imports=imports)
+    assert "Nothing to be done" in again.stdout + again.stderr
+    _bfcl_log(bfcl, log, ["multi_turn_base_1"])  # the log changed: its block reruns, the other does not
+    changed = _run(tmp_path, "imp", *scored, "--dry-run", imports=imports)
+    assert _planned_jobs(changed.stdout) == {"import_logs": 1, "score_rollouts": 1}, changed.stdout[-2000:]
+
+
+def test_an_import_pattern_that_matches_nothing_is_refused(tmp_path):
+    imports = [{"dataset": "bfcl_v3", "model": "m", "files": [str(tmp_path / "nowhere" / "*.json")]}]
+    proc = _run(tmp_path, "none", "--dry-run", imports=imports)
+    assert proc.returncode != 0
+    assert "matches no file or folder" in proc.stdout + proc.stderr

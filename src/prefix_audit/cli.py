@@ -39,25 +39,29 @@ def _resolver(args: argparse.Namespace):
 
 
 def _import(args: argparse.Namespace) -> int:
-    from . import registry
-    from .io import atomic_write_text
-    from .records import BadLine, dumps
+    from .imports import read_logs, write_records
+    from .records import BadLine
 
-    request = registry.ImportRequest(Path(args.source), args.model, args.method, _resolver(args))
-    good, bad = [], []
-    for item in registry.importers()[args.kind](request):
-        if isinstance(item, BadLine):
-            bad.append(item)
-        else:
-            good.append(item.rollout)
     out = Path(args.output)
-    atomic_write_text(out, "".join(dumps(r) + "\n" for r in good))
     quarantine = out.with_name(out.name + ".quarantine.jsonl")
-    atomic_write_text(quarantine, "".join(json.dumps(b.to_json(), sort_keys=True) + "\n" for b in bad))
-    print(f"imported {len(good)} rollouts; quarantined {len(bad)} (see {quarantine})", file=sys.stderr)
-    for b in bad:
-        print(f"  {b.path}:{b.line}: {b.reason}", file=sys.stderr)
+    items = list(read_logs([args.source], _resolver(args), kind=args.kind, model=args.model, method=args.method))
+    good, n_bad = write_records(items, out, quarantine)
+    print(f"imported {good} rollouts; quarantined {n_bad} (see {quarantine})", file=sys.stderr)
+    for b in items:
+        if isinstance(b, BadLine):
+            print(f"  {b.path}:{b.line}: {b.reason}", file=sys.stderr)
     return 0 if good else 1
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from .audit import audit_logs
+
+    report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, model=args.model,
+                        method=args.method, resamples=args.resamples, seed=args.seed, workers=args.workers)
+    for line in report.lines():
+        print(line, file=sys.stderr)
+    print(f"tables: {Path(args.output) / 'tables'} (table_G1.md, table_F1.md, ...)", file=sys.stderr)
+    return 0
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -167,6 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--method", default="imported")
     _dataset_options(imp)
     imp.set_defaults(func=_import)
+
+    au = sub.add_parser("audit", help="logs → import, score, stats and tables in one go, laid out as results/")
+    au.add_argument("logs", nargs="+", metavar="LOG", help="BFCL result files, τ results files, ToolSandbox run folders")
+    au.add_argument("-o", "--output", required=True, help="the audit's results directory")
+    au.add_argument("--format", choices=sorted(registry.importers()), help="the logs' format (default: detected)")
+    au.add_argument("--model", help="model name of every log (default: what each log says)")
+    au.add_argument("--method", default="imported")
+    au.add_argument("--resamples", type=int, default=10_000)
+    au.add_argument("--seed", type=int, default=0)
+    au.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8))
+    _dataset_options(au)
+    au.set_defaults(func=_audit)
 
     sc = sub.add_parser("score", help="rollouts → actions.parquet, episodes.parquet, quarantine.jsonl")
     sc.add_argument("rollouts")

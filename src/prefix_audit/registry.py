@@ -58,6 +58,8 @@ class ImportRequest:
 
 # An importer yields, per entry of the log, a located rollout or a located quarantine record.
 Importer = Callable[[ImportRequest], Iterable["Located | BadLine"]]
+# Whether a file or folder is a log its importer reads (cheap, and never raising on other input).
+Detector = Callable[[Path], bool]
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class Registration:
     datasets: tuple[DatasetSpec, ...]
     importers: Mapping[str, Importer] = field(default_factory=dict)
     cli_options: tuple[CliOption, ...] = ()
+    detectors: Mapping[str, Detector] = field(default_factory=dict)  # importer name → its log detector
 
 
 _REGISTRATIONS: dict[str, Registration] = {}
@@ -117,6 +120,9 @@ def register(registration: Registration) -> Registration:
         if taken:
             raise RegistryError(f"{registration.package} registers importer(s) {sorted(taken)}, "
                                 f"already registered by {other.package}")
+    stray = set(registration.detectors) - set(registration.importers)
+    if stray:
+        raise RegistryError(f"{registration.package} registers detector(s) {sorted(stray)} without an importer")
     _REGISTRATIONS[registration.package] = registration
     return registration
 
@@ -195,6 +201,21 @@ def plugins_for(name: str, plugins: Sequence[str]) -> list[str]:
 
 def importers() -> dict[str, Importer]:
     return {name: imp for r in registrations() for name, imp in sorted(r.importers.items())}
+
+
+def detect_format(path: str | Path) -> str:
+    """The importer whose detector recognises the log at ``path``; a clear error when none or
+    several do (name the format then)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file or folder: {path}")
+    found = sorted(name for r in registrations() for name, detect in r.detectors.items() if detect(path))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ValueError(f"{path}: not a log any importer recognises (formats: {', '.join(sorted(importers()))}); "
+                         "name the format if it is one of them")
+    raise ValueError(f"{path}: recognised as {' and '.join(found)}; name the format")
 
 
 def cli_options() -> list[CliOption]:

@@ -18,6 +18,7 @@ import copy
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from prefix_audit.calls import ToolCall, structured_call
@@ -243,6 +244,16 @@ def import_toy(request: ImportRequest) -> Iterator[Located | BadLine]:
         yield Located(item.path, item.line, rollout)
 
 
+def is_toy_log(path: Path) -> bool:
+    """A toy log: JSON Lines whose first line has ``task`` and ``turns``."""
+    try:
+        first = next((line for line in path.read_text().splitlines() if line.strip()), "") if path.is_file() else ""
+        entry = json.loads(first)
+    except (OSError, ValueError):
+        return False
+    return isinstance(entry, dict) and "task" in entry and "turns" in entry
+
+
 CONFIG_SCHEMA = {"type": "object", "additionalProperties": False,
                  "properties": {"sample": {"$ref": "#/$defs/sample"}}}
 
@@ -251,4 +262,5 @@ register(Registration(
     (DatasetSpec("toy_lights", ToyLights, lambda request: ToyLights("toy_lights"), CONFIG_SCHEMA),
      DatasetSpec("toy_readonly", ToyReplay, lambda request: ToyReplay("toy_readonly"), copy.deepcopy(CONFIG_SCHEMA))),
     importers={"toy": import_toy},
+    detectors={"toy": is_toy_log},
 ))

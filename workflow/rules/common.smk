@@ -17,11 +17,13 @@ from prefix_audit.grid import (
     dataset_settings,
     endpoint_ceilings,
     endpoint_shares,
+    import_blocks,
     planned_blocks,
     replace_whole_keys,
     selected_datasets,
     unused_condition_models,
 )
+from prefix_audit.imports import imported_rollouts_path
 from prefix_audit.io import path_label
 from prefix_audit.tables import table_files
 
@@ -57,8 +59,10 @@ PLUGINS = config.get("plugins", [])
 DATASETS = selected_datasets(config)
 # Every block of the run: (model, method) -> settings; reference/mutation sources and the agent grid.
 BLOCKS = blocks(config)
+# Blocks of logs that exist (config imports:): (dataset, model, method) -> files and format.
+IMPORTS = import_blocks(config)
 # Model names as path components and wildcard values (a name like org/model never nests folders).
-MODEL_OF_LABEL = {path_label(model): model for model, _ in BLOCKS}
+MODEL_OF_LABEL = {path_label(model): model for model in [*(m for m, _ in BLOCKS), *(m for _, m, _ in IMPORTS)]}
 # The blocks each dataset runs; a block needing a capability its benchmark lacks is skipped.
 PLANNED, SKIPPED = planned_blocks(config)
 for skipped in SKIPPED:
@@ -93,9 +97,14 @@ def dataset_plugins(wildcards):
     return registry.plugins_for(wildcards.dataset, PLUGINS)
 
 
+def benchmark_entry(dataset):
+    """A dataset's config entry ({} for an imported dataset the config does not list)."""
+    return config["benchmarks"].get(dataset, {})
+
+
 def fetched_marker(dataset):
     """The fetched package a dataset needs ([] for one with nothing to fetch)."""
-    pin = config["benchmarks"][dataset].get("package")
+    pin = benchmark_entry(dataset).get("package")
     return [f"{RESOURCES}/{pin['name']}-{pin['version']}/FETCHED.json"] if pin else []
 
 
@@ -121,9 +130,21 @@ def endpoint_resources():
     return {endpoint.resource: share(endpoint.resource) for endpoint in ENDPOINTS}
 
 
+def import_block(wildcards):
+    return IMPORTS[(wildcards.dataset, block_model(wildcards), wildcards.method)]
+
+
+def block_rollouts(wildcards):
+    """A block's rollout records: imported from logs, or generated."""
+    if (wildcards.dataset, block_model(wildcards), wildcards.method) in IMPORTS:
+        return str(imported_rollouts_path(RESULTS, wildcards.dataset, block_model(wildcards), wildcards.method))
+    return f"{RESULTS}/rollouts/{wildcards.dataset}/{wildcards.model}/{wildcards.method}.jsonl"
+
+
 def block_episodes():
+    generated = [(dataset, model, method) for dataset in DATASETS for model, method in PLANNED[dataset]]
     return [f"{RESULTS}/scored/{dataset}/{path_label(model)}/{method}/episodes.parquet"
-            for dataset in DATASETS for model, method in PLANNED[dataset]]
+            for dataset, model, method in [*generated, *IMPORTS]]
 
 
 def all_outputs():
@@ -132,6 +153,6 @@ def all_outputs():
 
 
 wildcard_constraints:
-    dataset="|".join(map(re.escape, DATASETS)),
+    dataset="|".join(sorted(map(re.escape, {*DATASETS, *(d for d, _, _ in IMPORTS)}))),
     model="|".join(sorted(map(re.escape, MODEL_OF_LABEL))),
-    method="|".join(sorted({re.escape(method) for _, method in BLOCKS})),
+    method="|".join(sorted({re.escape(method) for method in [*(m for _, m in BLOCKS), *(m for _, _, m in IMPORTS)]})),

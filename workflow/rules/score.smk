@@ -1,7 +1,7 @@
 rule score_rollouts:
     """Replay every rollout: per-action and per-rollout (FED) Parquet, and a quarantine file."""
     input:
-        rollouts=f"{RESULTS}/rollouts/{{dataset}}/{{model}}/{{method}}.jsonl",
+        rollouts=block_rollouts,
         package=lambda wc: fetched_marker(wc.dataset),
     output:
         actions=f"{RESULTS}/scored/{{dataset}}/{{model}}/{{method}}/actions.parquet",
@@ -9,7 +9,7 @@ rule score_rollouts:
         quarantine=f"{RESULTS}/scored/{{dataset}}/{{model}}/{{method}}/quarantine.jsonl",
     params:
         resources=RESOURCES,
-        benchmark=lambda wc: config["benchmarks"][wc.dataset],
+        benchmark=lambda wc: benchmark_entry(wc.dataset),
         plugins=dataset_plugins,
         code=lambda wc: code("score_rollouts", wc.dataset),
     log:

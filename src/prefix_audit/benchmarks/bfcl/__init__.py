@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...fetch import PackagePin
 from ...registry import DatasetSpec, OpenRequest, Registration, register
 from .data import CATEGORIES, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
-from .importer import import_bfcl, import_result_file
+from .importer import import_bfcl, import_result_file, is_result_file
 from .replay import BfclBenchmark, BfclSession
 
 __all__ = ["CATEGORIES", "DATASET", "DEFAULT_PIN", "BfclBenchmark", "BfclData", "BfclSession", "Entry",
@@ -33,4 +33,4 @@ def _open(request: OpenRequest) -> BfclBenchmark:
 
 
 register(Registration(__name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA),),
-                      importers={"bfcl": import_bfcl}))
+                      importers={"bfcl": import_bfcl}, detectors={"bfcl": is_result_file}))

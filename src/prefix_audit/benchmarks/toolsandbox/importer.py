@@ -68,6 +68,14 @@ def run_folders(source: str | Path) -> list[Path]:
     raise FileNotFoundError(f"no ToolSandbox run folder (a folder with result_summary.json) at {source}")
 
 
+def is_run(path: Path) -> bool:
+    """A ToolSandbox run folder, a folder of them, or a run's result_summary.json."""
+    try:
+        return bool(run_folders(path))
+    except (FileNotFoundError, OSError):
+        return False
+
+
 def model_of(run: Path) -> str:
     match = _RUN_NAME.match(run.name)
     return match.group("agent") if match else run.name

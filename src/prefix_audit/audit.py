@@ -1,0 +1,97 @@
+"""``prefix-audit audit LOG... -o DIR``: logs that exist, audited in one command.
+
+Detect each log's format, import it, score every block, merge the FED table, compute the
+statistics and write the tables — into ``DIR`` laid out as the workflow's ``results/``:
+
+* ``rollouts/imported/<dataset>/<model>/<method>.jsonl`` per block, ``rollouts/imported/quarantine.jsonl``
+  for entries no block could take;
+* ``scored/<dataset>/<model>/<method>/{actions.parquet, episodes.parquet, quarantine.jsonl}``;
+* ``fed/episodes.parquet``, ``stats/stats.parquet``, ``tables/table_*.{csv,md,tex}``.
+
+So ``stats``, ``tables`` and ``progress`` read it as they read a workflow run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from .contract import Benchmark
+from .fed import merge_episodes
+from .imports import IMPORTED, ImportReport, imported_rollouts_path, read_logs, write_quarantine, write_records
+from .io import path_label
+from .records import BadLine, Located
+from .scoring import ScoreOutputs, ScoreReport, score_file
+from .stats import TAU_POOL, write_stats
+from .tables import table_files, write_tables
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AuditReport:
+    imported: ImportReport
+    blocks: dict[tuple[str, str, str], ScoreReport] = field(default_factory=dict)
+    headlines: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    tables: list[Path] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [self.imported.summary()]
+        for key, report in sorted(self.blocks.items()):
+            out.append(f"{'/'.join(key)}: {report.summary()}")
+            if key in self.headlines:
+                out.append(f"  {self.headlines[key]}")
+        return out
+
+
+def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
+    """Per block: TER over its prefix cohort and final success over every entry, with their counts."""
+    rows = stats.filter(pl.col("versus").is_null() & pl.col("metric").is_in(["ter", "final_success"]))
+    out: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for r in rows.iter_rows(named=True):
+        out.setdefault((r["dataset"], r["model"], r["method"]), {})[r["metric"]] = r
+
+    def share(r: dict) -> str:
+        return "undefined" if r["estimate"] is None else f"{r['estimate']:.3f} of {r['n_rollouts']}"
+
+    return {key: f"TER {share(m['ter'])}; final success {share(m['final_success'])}"
+            for key, m in out.items() if "ter" in m and "final_success" in m}
+
+
+def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
+               kind: str | None = None, model: str | None = None, method: str = IMPORTED,
+               resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
+               workers: int = 1) -> AuditReport:
+    """Audit ``logs`` into ``out_dir`` (see the module docstring); raises ValueError when no entry
+    of any log could be imported."""
+    out = Path(out_dir)
+    report = AuditReport(ImportReport())
+    by_block: dict[tuple[str, str, str], list[Located | BadLine]] = {}
+    unplaced: list[BadLine] = []
+    for item in read_logs(logs, open_dataset, kind=kind, model=model, method=method, report=report.imported):
+        if isinstance(item, BadLine):
+            unplaced.append(item)
+        else:
+            r = item.rollout
+            by_block.setdefault((r.dataset, r.model, r.method), []).append(item)
+    write_quarantine(unplaced, out / "rollouts" / IMPORTED / "quarantine.jsonl")
+    if not by_block:
+        raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported "
+                         f"(see {out / 'rollouts' / IMPORTED / 'quarantine.jsonl'})")
+    episodes = []
+    for (dataset, block_model, block_method), items in sorted(by_block.items()):
+        rollouts = imported_rollouts_path(out, dataset, block_model, block_method)
+        write_records(items, rollouts, rollouts.with_suffix(".quarantine.jsonl"))
+        scored = ScoreOutputs.in_dir(out / "scored" / dataset / path_label(block_model) / path_label(block_method))
+        report.blocks[(dataset, block_model, block_method)] = score_file(rollouts, scored, open_dataset)
+        episodes.append(scored.episodes)
+    merge_episodes(episodes, out / "fed" / "episodes.parquet")
+    stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", resamples=resamples,
+                        seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=workers)
+    report.headlines = _headlines(pl.read_parquet(stats))
+    report.tables = write_tables(stats, table_files(out / "tables"))
+    return report
