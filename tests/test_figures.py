@@ -166,3 +166,17 @@ def test_planning_note_uses_hoeffding():
     assert f"needs N >= {hoeffding_sample_size(0.05)}" in note
     assert "N = 200" in note
     assert "(vacuous)" in planning_note(10, epsilon=0.05)
+
+
+def test_infrastructure_failures_are_counted_not_drawn(tmp_path):
+    episodes = pl.DataFrame(
+        {"dataset": ["d"] * 4, "model": ["m"] * 4, "method": ["imported"] * 4, "T": [3, 2, None, None],
+         "FED": [2, 3, None, None], "category": ["schema", None, None, None]},
+        schema={"dataset": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8, "T": pl.Int32, "FED": pl.Int32,
+                "category": pl.Utf8},
+    )
+    path = tmp_path / "e.parquet"
+    episodes.write_parquet(path)
+    paths = write_figures("categories", path, tmp_path / "categories")
+    assert sorted(p.name for p in paths) == ["categories_d_m.pdf", "categories_d_m.png"]
+    assert "categories_d_m.png" in (tmp_path / "categories" / "index.json").read_text()

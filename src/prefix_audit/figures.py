@@ -250,7 +250,7 @@ def failure_categories_by_depth(
     """Per dataset × model, one panel per method: stacked first-failure category counts by FED depth.
 
     Depths above ``cap`` share the last bin (labelled ``cap+``); rollouts without a prefix failure
-    (FED = T + 1) are counted in the panel title.
+    (FED = T + 1) are counted in the panel title, and so are infrastructure failures (no action).
     """
     if cap < 1:
         raise ValueError(f"cap must be >= 1, got {cap}")
@@ -260,8 +260,10 @@ def failure_categories_by_depth(
     out_dir = Path(out_dir)
     paths: list[Path] = []
     for dataset, model in _blocks(episodes) if blocks is None else blocks:
-        block = episodes.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
-        methods = sorted(block["method"].unique().to_list())
+        entries = episodes.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
+        # Infrastructure failures (no observed action, T/FED null) have no first failure to draw.
+        block = entries.filter(pl.col("T").is_not_null())
+        methods = sorted(entries["method"].unique().to_list())
         per_method = {m: _category_counts(block.filter(pl.col("method") == m), cap) for m in methods}
         # Bins shown: 1..deepest failure seen in any method of the block (at least 1, at most cap).
         deepest = max((int(np.nonzero(sum(c.values()))[0].max()) + 1
@@ -288,7 +290,9 @@ def failure_categories_by_depth(
                             va="center", color="#777777")
                 ax.set_xticks(depths, labels)
                 ax.set_xlabel("first error depth (FED)")
-                ax.set_title(f"{method}\nfully executable: {full} of N = {n}; failed: {n - full}")
+                infra = entries.filter(pl.col("method") == method).height - n
+                ax.set_title(f"{method}\nfully executable: {full} of N = {n}; failed: {n - full}"
+                             + (f"\n(and {infra} infrastructure failures)" if infra else ""))
                 ax.yaxis.get_major_locator().set_params(integer=True)
                 ax.grid(True, axis="y", color="#DDDDDD", linewidth=0.6)
                 ax.set_axisbelow(True)
