@@ -42,6 +42,9 @@ def _import(args: argparse.Namespace) -> int:
     from .imports import read_logs, write_records
     from .records import BadLine
 
+    if not Path(args.source).exists():
+        print(f"import: no such file or folder: {args.source}", file=sys.stderr)
+        return 2
     out = Path(args.output)
     quarantine = out.with_name(out.name + ".quarantine.jsonl")
     items = list(read_logs([args.source], _resolver(args), kind=args.kind, model=args.model, method=args.method))

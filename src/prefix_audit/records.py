@@ -23,12 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from .calls import ToolCall, parse_call_string, structured_call
+from .decode import BadLine, DecodeError, count, iter_json_lines, seconds
+
+__all__ = ["BadLine", "Located", "Rollout", "RecordError", "Step", "Usage", "actions_of", "dumps", "read_rollouts",
+           "rollout_from_json", "rollout_id_for"]
 
 SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("dataset", "task_id", "model", "method", "rollout_id", "turns")
 
 
-class RecordError(ValueError):
+class RecordError(DecodeError):
     """A rollout line that cannot be used; the message says where and why."""
 
 
@@ -224,18 +228,6 @@ def _call_from_json(obj: Any, where: str) -> ToolCall:
     raise RecordError(f"{where}: a call needs 'raw' or 'name'")
 
 
-def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
-        raise RecordError(f"{where} must be a non-negative whole number, got {value!r}")
-    return int(value)
-
-
-def _seconds(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-        raise RecordError(f"{where} must be a finite non-negative number, got {value!r}")
-    return float(value)
-
-
 def _retries_from_json(items: Any, where: str) -> tuple[Retry, ...]:
     if not isinstance(items, list):
         raise RecordError(f"{where} must be a list")
@@ -243,8 +235,8 @@ def _retries_from_json(items: Any, where: str) -> tuple[Retry, ...]:
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("error"), str):
             raise RecordError(f"{where}[{i}] must be an object with an 'error' string")
-        out.append(Retry(item["error"], _seconds(item.get("elapsed_s"), f"{where}[{i}].elapsed_s"),
-                         _seconds(item.get("wait_s"), f"{where}[{i}].wait_s")))
+        out.append(Retry(item["error"], seconds(item.get("elapsed_s"), f"{where}[{i}].elapsed_s"),
+                         seconds(item.get("wait_s"), f"{where}[{i}].wait_s")))
     return tuple(out)
 
 
@@ -259,23 +251,23 @@ def _usage_from_json(items: Any) -> tuple[Usage, ...]:
         role = item.get("role")
         if role not in AGENT_ROLES + OTHER_ROLES:
             raise RecordError(f"{where}.role must be one of {', '.join(AGENT_ROLES + OTHER_ROLES)}, got {role!r}")
-        latency = _seconds(item.get("latency_s"), f"{where}.latency_s")
+        latency = seconds(item.get("latency_s"), f"{where}.latency_s")
         reasoning = item.get("reasoning_tokens")
         retries = _retries_from_json(item.get("retries", []), f"{where}.retries")
         if "attempts" in item and item["attempts"] != len(retries) + 1:
             raise RecordError(f"{where}.attempts must be the retries plus one ({len(retries) + 1}), "
                               f"got {item['attempts']!r}")
         wall = item.get("wall_s")
-        wall = None if wall is None else _seconds(wall, f"{where}.wall_s")
+        wall = None if wall is None else seconds(wall, f"{where}.wall_s")
         estimated = item.get("estimated", False)
         if not isinstance(estimated, bool):
             raise RecordError(f"{where}.estimated must be true or false, got {estimated!r}")
         params = item.get("params")
         if params is not None and not isinstance(params, dict):
             raise RecordError(f"{where}.params must be an object")
-        out.append(Usage(role, _count(item.get("input_tokens"), f"{where}.input_tokens"),
-                         _count(item.get("output_tokens"), f"{where}.output_tokens"), latency,
-                         None if reasoning is None else _count(reasoning, f"{where}.reasoning_tokens"),
+        out.append(Usage(role, count(item.get("input_tokens"), f"{where}.input_tokens"),
+                         count(item.get("output_tokens"), f"{where}.output_tokens"), latency,
+                         None if reasoning is None else count(reasoning, f"{where}.reasoning_tokens"),
                          retries, wall, estimated, params))
     return tuple(out)
 
@@ -329,52 +321,12 @@ def rollout_from_json(obj: Any) -> Rollout:
 
 
 @dataclass(frozen=True)
-class BadLine:
-    """A quarantined input line: where it was and why it could not be used."""
-
-    path: str
-    line: int
-    reason: str
-    rollout_id: str | None = None
-    excerpt: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "reason": self.reason,
-                "rollout_id": self.rollout_id, "excerpt": self.excerpt}
-
-
-@dataclass(frozen=True)
 class Located:
     """A rollout and the line it was read from, so later failures can still name their place."""
 
     path: str
     line: int
     rollout: Rollout
-
-
-@dataclass(frozen=True)
-class JsonLine:
-    path: str
-    line: int
-    value: Any
-    excerpt: str
-
-
-def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
-    """Decode a JSON Lines file line by line; a line that is not UTF-8 or not JSON becomes a
-    located :class:`BadLine` instead of failing the whole file. Blank lines are skipped."""
-    path = Path(path)
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            excerpt = raw[:200].decode("utf-8", errors="replace")
-            try:
-                yield JsonLine(str(path), lineno, json.loads(raw.decode("utf-8")), excerpt)
-            except UnicodeDecodeError as exc:
-                yield BadLine(str(path), lineno, f"not UTF-8: {exc}", excerpt=excerpt)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
 
 
 def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:
@@ -385,7 +337,7 @@ def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:
             continue
         try:
             yield Located(item.path, item.line, rollout_from_json(item.value))
-        except RecordError as exc:
+        except DecodeError as exc:
             obj = item.value
             rid = obj.get("rollout_id") if isinstance(obj, dict) else None
             yield BadLine(item.path, item.line, str(exc), rid if isinstance(rid, str) else None, item.excerpt)

@@ -25,7 +25,8 @@ from prefix_audit.calls import ToolCall, structured_call
 from prefix_audit.checker import bind_arguments
 from prefix_audit.contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, unreadable_call_observation
 from prefix_audit.models.base import ToolSchema
-from prefix_audit.records import BadLine, Located, Rollout, Step, iter_json_lines, rollout_id_for
+from prefix_audit.decode import iter_json_lines
+from prefix_audit.records import BadLine, Located, Rollout, Step, rollout_id_for
 from prefix_audit.registry import DatasetSpec, ImportRequest, Registration, register
 
 PIN = "4321"

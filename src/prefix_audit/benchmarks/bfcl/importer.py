@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, decode_call_list, parse_call_string, structured_call
-from ...records import BadLine, JsonLine, Located, Rollout, Step, Usage, iter_json_lines, rollout_id_for
+from ...decode import DecodeError, JsonLine, count, iter_json_lines, seconds
+from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
 from ...registry import ImportRequest
 from .data import DATASET
 
@@ -171,13 +172,9 @@ def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCT
     return Rollout(DATASET, task_id, model, method, rid, tuple(turns), "import:bfcl", meta, usage=_usage(obj))
 
 
-def _flat(value: Any, where: str) -> list[float]:
-    """BFCL accounting is nested per turn and step; numbers must be non-negative."""
-    if isinstance(value, list):
-        return [x for item in value for x in _flat(item, where)]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise StepError(f"{where} holds {value!r}, not a non-negative number")
-    return [value]
+def _flat(value: Any) -> list[Any]:
+    """BFCL accounting is nested per turn and step."""
+    return [x for item in value for x in _flat(item)] if isinstance(value, list) else [value]
 
 
 def _usage(obj: dict) -> tuple[Usage, ...]:
@@ -185,11 +182,12 @@ def _usage(obj: dict) -> tuple[Usage, ...]:
     keys = ("input_token_count", "output_token_count", "latency")
     if not all(k in obj for k in keys):
         return ()
-    inputs, outputs, latency = (_flat(obj[k], k) for k in keys)
+    inputs, outputs, latency = (_flat(obj[k]) for k in keys)
     if not len(inputs) == len(outputs) == len(latency):
         raise StepError(f"token counts and latency have different lengths "
                         f"({len(inputs)}, {len(outputs)}, {len(latency)})")
-    return tuple(Usage("executor", int(i), int(o), float(t)) for i, o, t in zip(inputs, outputs, latency))
+    return tuple(Usage("executor", count(i, f"input_token_count[{n}]"), count(o, f"output_token_count[{n}]"),
+                       seconds(t, f"latency[{n}]")) for n, (i, o, t) in enumerate(zip(inputs, outputs, latency)))
 
 
 def import_result_file(path: str | Path, model: str | None = None,
@@ -210,7 +208,7 @@ def import_result_file(path: str | Path, model: str | None = None,
             continue
         try:
             yield Located(item.path, item.line, rollout_from_result(item.value, model, method, decoding))
-        except StepError as exc:
+        except (StepError, DecodeError) as exc:
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
             yield BadLine(item.path, item.line, f"unusable BFCL result: {exc}", rid, item.excerpt)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, structured_call
+from ...decode import DecodeError, read_json_document
 from ...records import BadLine, Located, Rollout, Step, rollout_id_for
 from ...registry import ImportRequest
 from .recorded import DATASET, RECORD_KEY, normalize_exception
@@ -83,15 +84,9 @@ def model_of(run: Path) -> str:
 
 def _load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(f"missing {path.name}") from None
-    except OSError as exc:  # a folder in its place, no permission, ...
-        raise ScenarioError(f"{path.name} cannot be read: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"{path.name} is not UTF-8: {exc}") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ScenarioError(f"{path.name} is not valid JSON: {exc}") from None
+        return read_json_document(path)
+    except DecodeError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 # --- the message log -----------------------------------------------------------------------------

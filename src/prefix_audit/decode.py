@@ -1,0 +1,97 @@
+"""The one boundary where external bytes become values: every importer and ``score`` decode here.
+
+* :func:`iter_json_lines` — a JSON Lines file, line by line: a line that is not UTF-8 or not JSON
+  is a located :class:`BadLine` and the other lines go on;
+* :func:`read_json_document` — one JSON document (a τ results file, a ToolSandbox summary), or a
+  :class:`DecodeError` naming the file and why;
+* :func:`count` and :func:`seconds` — the accounting numbers logs carry (token counts, latencies),
+  checked with the field's location in the message.
+
+What is decoded here is still untrusted: the record modules (:mod:`.records`, the importers)
+validate its shape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EXCERPT_BYTES = 200
+
+
+class DecodeError(ValueError):
+    """Input that cannot be decoded or a field that does not hold what it must; says where."""
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A quarantined input entry: where it was and why it could not be used."""
+
+    path: str
+    line: int  # 1-based line or position in the log; 0 for the log as a whole
+    reason: str
+    rollout_id: str | None = None
+    excerpt: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "reason": self.reason,
+                "rollout_id": self.rollout_id, "excerpt": self.excerpt}
+
+
+@dataclass(frozen=True)
+class JsonLine:
+    path: str
+    line: int
+    value: Any
+    excerpt: str
+
+
+def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
+    """Decode a JSON Lines file line by line; a line that is not UTF-8 or not JSON becomes a
+    located :class:`BadLine` instead of failing the whole file. Blank lines are skipped."""
+    path = Path(path)
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace")
+            try:
+                yield JsonLine(str(path), lineno, json.loads(raw.decode("utf-8")), excerpt)
+            except UnicodeDecodeError as exc:
+                yield BadLine(str(path), lineno, f"not UTF-8: {exc}", excerpt=excerpt)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
+
+
+def read_json_document(path: str | Path) -> Any:
+    """One JSON document; :class:`DecodeError` (with the file's name and the cause) otherwise."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise DecodeError(f"missing {path.name}") from None
+    except OSError as exc:  # a folder in its place, no permission, ...
+        raise DecodeError(f"{path.name} cannot be read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"{path.name} is not UTF-8: {exc}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise DecodeError(f"{path.name} is not valid JSON: {exc}") from None
+
+
+def count(value: Any, where: str) -> int:
+    """A non-negative whole number (a token count)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0 or value != int(value):
+        raise DecodeError(f"{where} must be a non-negative whole number, got {value!r}")
+    return int(value)
+
+
+def seconds(value: Any, where: str) -> float:
+    """A finite non-negative number (a latency)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise DecodeError(f"{where} must be a finite non-negative number, got {value!r}")
+    return float(value)
