@@ -362,6 +362,14 @@ class LiveEnvironment:
         self.errors += not accepted
         return accepted, text
 
+    def order_status(self, order_id: Any) -> str | None:
+        """The status of a retail order (None: no such order, or no orders in this domain)."""
+        orders = getattr(self._environment.tools.db, "orders", None)
+        if not isinstance(order_id, str) or orders is None or order_id not in orders:
+            return None
+        with self._mode.reading():
+            return str(orders[order_id].status)
+
     def db_hash(self) -> str:
         """tau2's hash of the database (its DB check compares these): sorted-key JSON of the dump."""
         if not self._wrote:
