@@ -181,7 +181,7 @@ def _embedded_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task
 def _check_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str) -> None:
     """A results file carries its task definitions: refuse to score against different ones (any
     evaluation criterion Y depends on: gold actions, checks, reward basis, absent criteria)."""
-    if not bench.has_task(task_id) or task_id not in bench.domain.tasks:
+    if task_id not in bench.tasks:
         raise BadSimulation(f"unknown {bench.dataset} task id {task_id!r} in {bench.domain.files.tasks}; "
                             f"pass {TASK_OPTIONS}")
     if recorded is None:

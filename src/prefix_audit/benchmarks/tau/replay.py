@@ -114,7 +114,7 @@ class TauBenchmark(Benchmark):
         task = emb.embedded_task(rollout.meta, rollout.task_id, self.domain.name)
         if task is not None:
             return task
-        if rollout.task_id not in self.domain.tasks:
+        if rollout.task_id not in self.tasks:
             raise UnscorableRollout(f"unknown task_id {rollout.task_id!r} for dataset {rollout.dataset!r}")
         return self.task(rollout.task_id)
 
