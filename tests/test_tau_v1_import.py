@@ -210,6 +210,46 @@ def test_v1_status_rule_rejects_what_tau2_accepts(benches, tmp_path, tau_data):
     assert rollout.meta["recorded_error_calls"] == [3]
 
 
+def test_v1_modifies_an_item_into_itself(benches, tmp_path, tau_data):
+    """v1 accepts a modification that lists an item as its own new item (changing nothing there);
+    tau2 refuses the whole call. Only the other pair then changes the order."""
+    db = tau_data.domains["retail"].raw_db
+
+    def other_variant(item):
+        return next((v for v, x in db["products"][item["product_id"]]["variants"].items()
+                     if v != item["item_id"] and x["available"]), None)
+
+    def unchanged(item):
+        variant = db["products"][item["product_id"]]["variants"].get(item["item_id"])
+        return variant and variant["available"] and variant["price"] == item["price"] \
+            and variant["options"] == item["options"]
+
+    order_id, order = next((k, o) for k, o in db["orders"].items() if o["status"] == "pending"
+                           and len({i["item_id"] for i in o["items"]}) >= 2 and other_variant(o["items"][0])
+                           and unchanged(o["items"][1]))
+    first, second = order["items"][0], order["items"][1]
+    payment = order["payment_history"][0]["payment_method_id"]
+    email = db["users"][order["user_id"]]["email"]
+    change = {"order_id": order_id, "item_ids": [first["item_id"]], "new_item_ids": [other_variant(first)],
+              "payment_method_id": payment}
+    with_self = {**change, "item_ids": [first["item_id"], second["item_id"]],
+                 "new_item_ids": [other_variant(first), second["item_id"]]}
+    traj = [_u(f"My email is {email}, order {order_id}."),
+            *_call("s1", "find_user_id_by_email", {"email": email}, order["user_id"]),
+            *_call("s2", "get_order_details", {"order_id": order_id}, "{}"),
+            *_call("s3", "modify_pending_order_items", with_self, "{}"), _a("Done."), _u("###STOP###")]
+    gold = [{"name": "modify_pending_order_items", "kwargs": change}]
+    [rollout], _ = _import(_write(tmp_path, [_entry(0, traj, gold)]), benches)
+    episode = replay(rollout, benches[rollout.dataset])
+    assert episode.verdicts[2].accepted and episode.Y == 1
+    tau2_only = Rollout("tau_retail", "0", "m", "x", "r", rollout.turns, "t",
+                        {"user_turns": rollout.meta["user_turns"]})
+    session = benches["tau_retail"].open_session(tau2_only)
+    from prefix_audit.calls import structured_call
+
+    assert not session.execute(structured_call("modify_pending_order_items", with_self)).accepted
+
+
 def test_domain_detection_override_and_db_difference_flag(benches, tmp_path, retail_case):
     airline = [_u("Reservation Z7GOZK please."),
                *_call("a1", "get_reservation_details", {"reservation_id": "Z7GOZK"}, "{}"), _a("ok"),
@@ -318,9 +358,15 @@ def test_changed_embedded_definition_is_unscorable(tau, tmp_path):
 # --- the shared real logs ---------------------------------------------------------------------------
 
 
+def _judged_as_recorded(rollout, episode):
+    recorded = set(rollout.meta["recorded_error_calls"]) | set(rollout.meta["recorded_unknown_action_calls"])
+    return all((v.accepted is False) == (v.action.index in recorded) for v in episode.verdicts if v.action.call)
+
+
 def test_shared_v1_file_recomputed_y_agrees_with_recorded_reward(benches):
-    """Y = the recorded reward on ≥ 99 % of the real v1 retail file; a disagreement must come from the
-    one v1/tau2 tool difference we know and do not emulate: v1 modifies an item into itself, tau2 refuses."""
+    """Y = the recorded reward on ≥ 99 % of the real v1 retail file; where Y disagrees, the replay must
+    have judged some call otherwise than v1 did (a tool difference), or the entry names a database
+    record that differs."""
     if not V1_FILE.is_file():
         pytest.skip(f"no τ-bench v1 log at {V1_FILE}")
     good, bad = _import(V1_FILE, benches)
@@ -329,11 +375,10 @@ def test_shared_v1_file_recomputed_y_agrees_with_recorded_reward(benches):
     for rollout in good:
         episode = replay(rollout, benches[rollout.dataset])
         if episode.Y != rollout.meta["recorded_reward"]:
-            disagree.append(episode)
+            disagree.append((rollout, episode))
     assert (len(good) - len(disagree)) / len(good) >= 0.99
-    for episode in disagree:
-        assert any(v.accepted is False and "new item id should be different" in (v.result or "")
-                   for v in episode.verdicts), (episode.rollout.task_id, episode.y_detail)
+    for rollout, episode in disagree:
+        assert rollout.meta["v1_db_differs"] or not _judged_as_recorded(rollout, episode), rollout.task_id
 
 
 @pytest.mark.parametrize("name", ["gemini-2.5-flash_airline_10tasks_2trials", "gpt-4.1_retail_40tasks_1trial"])

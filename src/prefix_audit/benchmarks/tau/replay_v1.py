@@ -17,6 +17,7 @@ failed before any action (``infra_error``) scores 0, as v1 records it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -107,7 +108,36 @@ class TauV1Session(TauSession):
             status = self._live.order_status(call.kwargs.get(param))
             if status is not None and status != required:
                 return Outcome(False, None, reply)
+        if call.name in v1.SELF_MODIFY_TOOLS[self.task.domain]:
+            call = self._without_unchanged_pairs(call)
         return super().execute(call)
+
+    def _without_unchanged_pairs(self, call: ToolCall) -> ToolCall:
+        """``call`` without its pairs that modify an item into itself and change nothing in v1 (see
+        :data:`.v1.SELF_MODIFY_TOOLS`); unchanged when there are none, when one would change something,
+        or when no other pair is left (tau2 then rejects the call, where v1 accepts it)."""
+        old, new = call.kwargs.get("item_ids"), call.kwargs.get("new_item_ids")
+        if not isinstance(old, list) or not isinstance(new, list) or len(old) != len(new) \
+                or not any(a == b for a, b in zip(old, new)) or all(a == b for a, b in zip(old, new)):
+            return call
+        with self._live.reading_db() as db:
+            order = db.orders.get(call.kwargs.get("order_id")) if isinstance(call.kwargs.get("order_id"), str) \
+                else None
+            if order is None or order.status != "pending":
+                return call
+            items = {item.item_id: item for item in order.items}
+            for a, b in zip(old, new):
+                if a != b:
+                    continue
+                item = items.get(a) if isinstance(a, str) else None
+                product = db.products.get(item.product_id) if item is not None else None
+                variant = product.variants.get(a) if product is not None else None
+                if variant is None or not variant.available or variant.price != item.price \
+                        or variant.options != item.options:
+                    return call
+        kept = [(a, b) for a, b in zip(old, new) if a != b]
+        kwargs = {**call.kwargs, "item_ids": [a for a, _ in kept], "new_item_ids": [b for _, b in kept]}
+        return dataclasses.replace(call, kwargs=kwargs, raw=None)
 
     def _agent_texts(self) -> list[str]:
         """The messages the agent sent the user (v1's ``respond`` actions): text steps without a call."""
