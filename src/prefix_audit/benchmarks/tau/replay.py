@@ -7,6 +7,11 @@ them is taken to follow the reference conversation that the scripted user produc
 the reference rollout and its mutants are built). ``meta["termination_reason"]`` (tau2's names;
 absent = ``user_stop``) says how the conversation ended.
 
+A rollout may carry its task definition (``meta["embedded_task"]``, :mod:`.embedded`: ``import tau
+--tasks-from-results``, and every τ-bench v1 rollout); it is then scored against that definition, not
+against the task files in use (``has_task`` accepts every id; a rollout with neither is refused when
+its session opens).
+
 Per call: our own schema validation (tau2 validates nothing), reference parameters for dependency
 failures, the task's user facts for information failures, and the environment's verdict through
 tau2's per-call API for state consistency (:mod:`.environment`, :mod:`.semantics`).
