@@ -130,7 +130,10 @@ def _dataset_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                         help="a module that registers more benchmarks (repeatable)")
     for option in registry.cli_options():
-        parser.add_argument(option.flag, help=option.help)
+        if option.switch:
+            parser.add_argument(option.flag, action="store_const", const=True, help=option.help)
+        else:
+            parser.add_argument(option.flag, help=option.help)
 
 
 def _plugins(argv: list[str] | None) -> list[str]:

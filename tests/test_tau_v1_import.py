@@ -1,0 +1,406 @@
+"""τ-bench v1 result files (``import tau`` detects the format) on tau2's environments, embedded task
+definitions, and ``--tasks-from-results`` for tau2 results whose tasks differ from ours.
+
+Self-contained tests build small v1 entries from ids of tau2's own retail/airline databases; tests on
+the shared real logs skip when /work/shared is absent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import SHARED, TAU3
+from prefix_audit.benchmarks.tau import V1_DATASETS, load_v1_benchmarks
+from prefix_audit.benchmarks.tau.embedded import KEY
+from prefix_audit.benchmarks.tau.errors import TauResultsError
+from prefix_audit.benchmarks.tau.importer import import_results, reward_disagreements
+from prefix_audit.checker import replay
+from prefix_audit.contract import UnscorableRollout
+from prefix_audit.records import BadLine, Rollout
+
+V1_FILE = SHARED / "fixtures" / "real-logs" / "tau-bench-v1" / "gpt-4.1-mini_retail_user-gpt-4.1_1trial.json"
+TAU2_LOGS = SHARED / "fixtures" / "real-logs" / "tau2"
+
+
+@pytest.fixture(scope="module")
+def benches(tau, tau_data):
+    return {**tau, **load_v1_benchmarks(tau_data)}
+
+
+# --- small v1 entries ------------------------------------------------------------------------
+
+
+def _u(text):
+    return {"role": "user", "content": text}
+
+
+def _a(text):
+    return {"role": "assistant", "content": text, "tool_calls": None}
+
+
+def _call(call_id, name, arguments, reply, text=None):
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return [{"role": "assistant", "content": text, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "name": name, "content": reply}]
+
+
+def _entry(task_id, traj, gold, outputs=(), reward=1.0, trial=0, error=None):
+    info = {"task": {"user_id": "u", "actions": gold, "instruction": "You want to cancel an order.",
+                     "outputs": list(outputs)},
+            "source": "user", "user_cost": 0.0, "reward_info": {"reward": reward, "info": {}, "actions": gold}}
+    if error:
+        info["error"] = error
+    return {"task_id": task_id, "reward": reward, "info": info,
+            "traj": [{"role": "system", "content": "policy"}, *traj], "trial": trial}
+
+
+@pytest.fixture(scope="module")
+def retail_case(tau_data):
+    """A user of tau2's retail database with a pending order."""
+    db = tau_data.domains["retail"].raw_db
+    order_id, order = next((k, o) for k, o in db["orders"].items() if o["status"] == "pending")
+    email = db["users"][order["user_id"]]["email"]
+    return {"user_id": order["user_id"], "email": email, "order_id": order_id}
+
+
+def _gold(case):
+    return [{"name": "find_user_id_by_email", "kwargs": {"email": case["email"]}},
+            {"name": "cancel_pending_order", "kwargs": {"order_id": case["order_id"], "reason": "no longer needed"}}]
+
+
+def _good_traj(case, call_prefix="c"):
+    return [_u(f"Cancel my order {case['order_id']}, my email is {case['email']}."),
+            *_call(f"{call_prefix}1", "find_user_id_by_email", {"email": case["email"]}, case["user_id"]),
+            *_call(f"{call_prefix}2", "think", {"thought": "The order is pending; cancel it."}, ""),
+            *_call(f"{call_prefix}3", "cancel_pending_order",
+                   {"order_id": case["order_id"], "reason": "no longer needed"}, "{}"),
+            _a("Your order is cancelled, and the refund is on its way."), _u("###STOP###")]
+
+
+def _write(tmp_path, doc, name="v1.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _import(path, benches, **kw):
+    items = list(import_results(path, benches.__getitem__, **kw))
+    return ([i.rollout for i in items if not isinstance(i, BadLine)], [i for i in items if isinstance(i, BadLine)])
+
+
+def test_format_detection_and_located_errors(benches, tmp_path, retail_case):
+    good, bad = _import(_write(tmp_path, [_entry(0, _good_traj(retail_case), _gold(retail_case))]), benches)
+    assert not bad and [r.dataset for r in good] == ["tau_v1_retail"]
+    for doc, said in [({"info": {}}, "an object with keys ['info']"), ([{"task_id": 1}], "a list of 1 entries"),
+                      ([], "a list of 0 entries"), (3, "a JSON int")]:
+        path = _write(tmp_path, doc, "other.json")
+        with pytest.raises(TauResultsError, match="neither a tau2 results.json") as exc:
+            list(import_results(path, benches.__getitem__))
+        assert str(path) in str(exc.value) and said in str(exc.value)
+
+
+def test_v1_round_trip_y_think_and_terminations(benches, tmp_path, retail_case):
+    case = retail_case
+    gold = _gold(case)
+    cancel = {"order_id": case["order_id"], "reason": "no longer needed"}
+    entries = [
+        _entry(0, _good_traj(case), gold, outputs=["cancelled"]),  # Y = 1, think accepted
+        _entry(1, _good_traj(case)[:-2] + [_a("Done."), _u("###STOP###")], gold, outputs=["refund"], reward=0.0),
+        # the required output said only beside a tool call: not a message to the user (v1: Y = 0)
+        _entry(2, [_u(f"Cancel order {case['order_id']}, my email is {case['email']}."),
+                   *_call("x1", "find_user_id_by_email", {"email": case["email"]}, case["user_id"],
+                          text="I will cancel it and refund you."),
+                   *_call("x2", "cancel_pending_order", cancel, "{}"), _a("Done."), _u("###STOP###")],
+               gold, outputs=["refund"], reward=0.0),
+        # the episode ran out of steps without the user's stop: v1 scores 0 although the database is right
+        _entry(3, _good_traj(case)[:-1], gold, reward=0.0),
+        # the run raised after some actions: a normal episode that ended in agent_error, Y = 0
+        _entry(4, _good_traj(case)[:3], gold, reward=0.0, error="litellm.APIError: overloaded"),
+        # ends with a transfer: v1 computes the reward (the database is unchanged; gold is a look-up only)
+        _entry(5, [_u(f"My email is {case['email']}."),
+                   *_call("t1", "find_user_id_by_email", {"email": case["email"]}, case["user_id"]),
+                   *_call("t2", "transfer_to_human_agents", {"summary": "wants a human"}, "Transfer successful")],
+               gold[:1]),
+    ]
+    good, bad = _import(_write(tmp_path, entries), benches)
+    assert not bad
+    episodes = {r.task_id: replay(r, benches[r.dataset]) for r in good}
+    assert {k: (e.T, e.FED, e.Y) for k, e in episodes.items()} == {
+        "0": (4, 5, 1), "1": (4, 5, 0), "2": (3, 4, 0), "3": (4, 5, 0), "4": (1, 2, 0), "5": (2, 3, 1)}
+    think = episodes["0"].verdicts[1]
+    assert think.action.call.name == "think" and think.valid and think.accepted and think.result == ""
+    assert [r.meta["termination_reason"] for r in good] == [
+        "user_stop", "user_stop", "user_stop", "max_steps", "agent_error", "transfer_to_human_agents"]
+    first = good[0]
+    assert first.meta["recorded_reward"] == 1.0 and first.meta[KEY]["format"] == "tau-bench-v1"
+    assert first.meta[KEY]["source"] == str(tmp_path / "v1.json") and "tasks_sha256" not in first.meta
+    assert first.model == "v1" and first.trial == 0 and "rule=tau-bench-v1" in episodes["0"].y_detail
+
+
+def test_think_changes_no_state(benches, tmp_path, retail_case):
+    from prefix_audit.calls import structured_call
+
+    bench = benches["tau_v1_retail"]
+    [rollout], _ = _import(_write(tmp_path, [_entry(0, _good_traj(retail_case), _gold(retail_case))]), benches)
+    session = bench.open_session(rollout)
+    before = session._live.db_hash()
+    outcome = session.execute(structured_call("think", {"thought": "cancel order #W0000000"}))
+    assert (outcome.accepted, outcome.result) == (True, "") and session._live.db_hash() == before
+    assert "think" not in benches["tau_retail"].tools and "think" in bench.tools
+
+
+def test_invented_tool_is_a_schema_failure_extra_tool_run_is_quarantined(benches, tmp_path, retail_case):
+    case = retail_case
+    invented = [_u(f"My email is {case['email']}."),
+                *_call("i1", "lookup_customer", {"email": case["email"]}, "Unknown action lookup_customer"),
+                *_good_traj(case, "j")[1:]]
+    extra = [_u("Hi."), *_call("e1", "get_item_details", {"item_id": "1"}, '{"item_id": "1"}'), _a("ok"),
+             _u("###STOP###")]
+    stock_missing = [_u("Hi."), *_call("m1", "list_all_product_types", {}, "Unknown action list_all_product_types"),
+                     _a("ok"), _u("###STOP###")]
+    good, bad = _import(_write(tmp_path, [_entry(0, invented, _gold(case)), _entry(1, extra, _gold(case)),
+                                          _entry(2, stock_missing, _gold(case)), "not an entry"]), benches)
+    [rollout] = good
+    episode = replay(rollout, benches[rollout.dataset])
+    assert (episode.FED, episode.category, episode.Y) == (1, "schema", 1)
+    assert episode.verdicts[0].failures[0].code == "unknown_tool"
+    assert rollout.meta["recorded_unknown_action_calls"] == [1]
+    reasons = ["this run exposed extra tools", "did not expose v1's stock tool set", "must be an object"]
+    assert [b.line for b in bad] == [2, 3, 4]
+    assert all(reason in b.reason for b, reason in zip(bad, reasons)), [b.reason for b in bad]
+
+
+def test_infra_entry_has_infra_error_and_scores_zero(benches, tmp_path, retail_case):
+    entries = [{"task_id": 7, "reward": 0.0, "trial": 1, "traj": [],
+                "info": {"error": "RateLimitError: too many requests", "traceback": "Traceback ...\nRateLimitError"}},
+               _entry(8, [_u("Hi.")], _gold(retail_case), reward=0.0, error="APIConnectionError: refused")]
+    good, bad = _import(_write(tmp_path, entries), benches)
+    assert not bad and [r.infra_error for r in good] == ["RateLimitError: too many requests",
+                                                         "APIConnectionError: refused"]
+    assert all(r.turns == () for r in good) and good[0].trial == 1 and good[0].dataset == "tau_v1_retail"
+    for rollout in good:
+        session = benches[rollout.dataset].open_session(rollout)
+        assert session.final_success() == 0 and "infra_error" in session.y_detail
+
+
+def test_v1_status_rule_rejects_what_tau2_accepts(benches, tmp_path, tau_data):
+    """v1 changes a pending order's address only while its status is exactly 'pending'."""
+    db = tau_data.domains["retail"].raw_db
+    order_id, order = next((k, o) for k, o in db["orders"].items() if o["status"] == "pending"
+                           and any(i["product_id"] == o["items"][0]["product_id"] and v != o["items"][0]["item_id"]
+                                   and i2["available"] for i in o["items"][:1]
+                                   for v, i2 in db["products"][i["product_id"]]["variants"].items()))
+    item = order["items"][0]
+    new = next(v for v, x in db["products"][item["product_id"]]["variants"].items()
+               if v != item["item_id"] and x["available"])
+    payment = order["payment_history"][0]["payment_method_id"]
+    email = db["users"][order["user_id"]]["email"]
+    address = {"address1": "1 Main St", "address2": "", "city": "Austin", "state": "TX", "country": "USA",
+               "zip": "78701"}
+    traj = [_u(f"My email is {email}, order {order_id}, new address 1 Main St, Austin TX 78701, USA."),
+            *_call("s1", "find_user_id_by_email", {"email": email}, order["user_id"]),
+            *_call("s2", "modify_pending_order_items", {"order_id": order_id, "item_ids": [item["item_id"]],
+                                                        "new_item_ids": [new], "payment_method_id": payment}, "{}"),
+            *_call("s3", "modify_pending_order_address", {"order_id": order_id, **address},
+                   "Error: non-pending order cannot be modified"), _a("Done."), _u("###STOP###")]
+    [rollout], _ = _import(_write(tmp_path, [_entry(0, traj, [])]), benches)
+    episode = replay(rollout, benches[rollout.dataset])
+    assert [v.accepted for v in episode.verdicts[:3]] == [True, True, False]
+    assert rollout.meta["recorded_error_calls"] == [3]
+
+
+def test_v1_modifies_an_item_into_itself(benches, tmp_path, tau_data):
+    """v1 accepts a modification that lists an item as its own new item (changing nothing there);
+    tau2 refuses the whole call. Only the other pair then changes the order."""
+    db = tau_data.domains["retail"].raw_db
+
+    def other_variant(item):
+        return next((v for v, x in db["products"][item["product_id"]]["variants"].items()
+                     if v != item["item_id"] and x["available"]), None)
+
+    def unchanged(item):
+        variant = db["products"][item["product_id"]]["variants"].get(item["item_id"])
+        return variant and variant["available"] and variant["price"] == item["price"] \
+            and variant["options"] == item["options"]
+
+    order_id, order = next((k, o) for k, o in db["orders"].items() if o["status"] == "pending"
+                           and len({i["item_id"] for i in o["items"]}) >= 2 and other_variant(o["items"][0])
+                           and unchanged(o["items"][1]))
+    first, second = order["items"][0], order["items"][1]
+    payment = order["payment_history"][0]["payment_method_id"]
+    email = db["users"][order["user_id"]]["email"]
+    change = {"order_id": order_id, "item_ids": [first["item_id"]], "new_item_ids": [other_variant(first)],
+              "payment_method_id": payment}
+    with_self = {**change, "item_ids": [first["item_id"], second["item_id"]],
+                 "new_item_ids": [other_variant(first), second["item_id"]]}
+    traj = [_u(f"My email is {email}, order {order_id}."),
+            *_call("s1", "find_user_id_by_email", {"email": email}, order["user_id"]),
+            *_call("s2", "get_order_details", {"order_id": order_id}, "{}"),
+            *_call("s3", "modify_pending_order_items", with_self, "{}"), _a("Done."), _u("###STOP###")]
+    gold = [{"name": "modify_pending_order_items", "kwargs": change}]
+    [rollout], _ = _import(_write(tmp_path, [_entry(0, traj, gold)]), benches)
+    episode = replay(rollout, benches[rollout.dataset])
+    assert episode.verdicts[2].accepted and episode.Y == 1
+    tau2_only = Rollout("tau_retail", "0", "m", "x", "r", rollout.turns, "t",
+                        {"user_turns": rollout.meta["user_turns"]})
+    session = benches["tau_retail"].open_session(tau2_only)
+    from prefix_audit.calls import structured_call
+
+    assert not session.execute(structured_call("modify_pending_order_items", with_self)).accepted
+
+
+def test_domain_detection_override_and_db_difference_flag(benches, tmp_path, retail_case):
+    airline = [_u("Reservation Z7GOZK please."),
+               *_call("a1", "get_reservation_details", {"reservation_id": "Z7GOZK"}, "{}"), _a("ok"),
+               _u("###STOP###")]
+    good, _ = _import(_write(tmp_path, [_entry(0, airline, [])]), benches)
+    assert good[0].dataset == "tau_v1_airline" and good[0].meta["v1_db_differs"] == ["Z7GOZK"]
+    both = [_entry(0, airline, []), _entry(1, _good_traj(retail_case), _gold(retail_case))]
+    with pytest.raises(TauResultsError, match="both airline and retail; pass --tau-v1-domain"):
+        list(import_results(_write(tmp_path, both), benches.__getitem__))
+    neither = [_entry(0, [_u("Hi."), _a("Hello."), _u("###STOP###")], [])]
+    with pytest.raises(TauResultsError, match="neither airline nor retail"):
+        list(import_results(_write(tmp_path, neither), benches.__getitem__))
+    good, _ = _import(_write(tmp_path, neither), benches, v1_domain="airline")
+    assert good[0].dataset == "tau_v1_airline" and good[0].meta["v1_db_differs"] == []
+
+
+def test_cli_import_v1_then_score(tmp_path, retail_case):
+    from prefix_audit.cli import main
+
+    path = _write(tmp_path, [_entry(0, _good_traj(retail_case), _gold(retail_case), reward=0.0),
+                             {"task_id": 1, "reward": 0.0, "info": {"error": "boom"}, "traj": [], "trial": 0}])
+    out = tmp_path / "rollouts.jsonl"
+    assert main(["import", "tau", str(path), "-o", str(out), "--resources", "resources",
+                 "--tau-v1-domain", "retail"]) == 0
+    assert len(out.read_text().splitlines()) == 2
+    assert main(["score", str(out), "-o", str(tmp_path / "scores"), "--resources", "resources"]) == 0
+    [d] = reward_disagreements(tmp_path / "scores" / "episodes.parquet")
+    assert (d.task_id, d.recorded_reward, d.Y) == ("0", 0.0, 1)
+
+
+def test_v1_datasets_are_import_only(benches):
+    from prefix_audit import registry
+
+    assert set(V1_DATASETS) <= set(registry.dataset_names())
+    assert not set(V1_DATASETS) & set(registry.workflow_datasets())
+
+
+# --- embedded tasks and --tasks-from-results ---------------------------------------------------------
+
+
+def _tau2_results(tau, task_id, evaluation_criteria, messages, reward):
+    return {"info": {"environment_info": {"domain_name": "airline"}, "agent_info": {"llm": "m"}},
+            "tasks": [{"id": task_id, "user_scenario": {"instructions": {"reason_for_call": "Look me up."}},
+                       "evaluation_criteria": evaluation_criteria}],
+            "simulations": [{"id": "s1", "task_id": task_id, "trial": 0, "termination_reason": "user_stop",
+                             "reward_info": {"reward": reward}, "messages": messages}]}
+
+
+def _tau2_doc(tau):
+    user_id = "mei_brown_7075"
+    messages = [{"role": "assistant", "content": "Hi! How can I help you today?"},
+                {"role": "user", "content": f"Please look me up, I am {user_id}."},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "a", "name": "get_user_details", "arguments": {"user_id": user_id}}]},
+                {"role": "tool", "id": "a", "content": "{}", "error": False},
+                {"role": "assistant", "content": "Found your profile; it says gold member."},
+                {"role": "user", "content": "###STOP###"}]
+    # task 5 as another task file defines it: a look-up as gold and a fact to communicate
+    criteria = {"actions": [{"name": "get_user_details", "arguments": {"user_id": user_id}}],
+                "communicate_info": ["gold member"], "reward_basis": ["DB", "COMMUNICATE"]}
+    assert tau["tau_airline"].task("5").communicate_info != ("gold member",)
+    return _tau2_results(tau, "5", criteria, messages, 1.0)
+
+
+def test_refusal_names_both_task_options(tau, tmp_path):
+    [bad] = list(import_results(_write(tmp_path, _tau2_doc(tau), "results.json"), tau.__getitem__))
+    assert isinstance(bad, BadLine) and "differs from task 5" in bad.reason
+    assert "--tasks-from-results" in bad.reason and "--tau-data" in bad.reason
+
+
+def test_tasks_from_results_round_trip_through_score(tau, tmp_path):
+    from prefix_audit.cli import main
+
+    path = _write(tmp_path, _tau2_doc(tau), "results.json")
+    out = tmp_path / "rollouts.jsonl"
+    assert main(["import", "tau", str(path), "-o", str(out), "--resources", "resources",
+                 "--tasks-from-results"]) == 0
+    [record] = [json.loads(line) for line in out.read_text().splitlines()]
+    embedded = record["meta"][KEY]
+    assert (embedded["format"], embedded["origin"], embedded["source"]) == ("tau2", "results file", str(path))
+    assert embedded["definition"]["evaluation_criteria"]["communicate_info"] == ["gold member"]
+    assert "tasks_sha256" not in record["meta"]
+    assert main(["score", str(out), "-o", str(tmp_path / "scores"), "--resources", "resources"]) == 0
+    import polars as pl
+
+    [row] = pl.read_parquet(tmp_path / "scores" / "episodes.parquet").to_dicts()
+    assert row["Y"] == 1 and "COMMUNICATE=1/1" in row["y_detail"]  # scored against the embedded task
+    assert reward_disagreements(tmp_path / "scores" / "episodes.parquet") == []
+
+
+def test_changed_embedded_definition_is_unscorable(tau, tmp_path):
+    bench = tau["tau_airline"]
+    bench_from_results = type(bench)(bench.data, "airline", tasks_from_results=True)
+    [item] = list(import_results(_write(tmp_path, _tau2_doc(tau), "results.json"),
+                                 lambda name: bench_from_results))
+    rollout = item.rollout
+    assert replay(rollout, bench).Y == 1
+    meta = json.loads(json.dumps(rollout.meta))
+    meta[KEY]["definition"]["evaluation_criteria"]["communicate_info"] = ["platinum"]
+    changed = Rollout(rollout.dataset, rollout.task_id, rollout.model, rollout.method, rollout.rollout_id,
+                      rollout.turns, rollout.source, meta)
+    with pytest.raises(UnscorableRollout, match="sha256"):
+        bench.open_session(changed)
+
+
+# --- the shared real logs ---------------------------------------------------------------------------
+
+
+def _judged_as_recorded(rollout, episode):
+    recorded = set(rollout.meta["recorded_error_calls"]) | set(rollout.meta["recorded_unknown_action_calls"])
+    return all((v.accepted is False) == (v.action.index in recorded) for v in episode.verdicts if v.action.call)
+
+
+def test_shared_v1_file_recomputed_y_agrees_with_recorded_reward(benches):
+    """Y = the recorded reward on ≥ 99 % of the real v1 retail file; where Y disagrees, the replay must
+    have judged some call otherwise than v1 did (a tool difference), or the entry names a database
+    record that differs."""
+    if not V1_FILE.is_file():
+        pytest.skip(f"no τ-bench v1 log at {V1_FILE}")
+    good, bad = _import(V1_FILE, benches)
+    assert not bad and len(good) == len(json.loads(V1_FILE.read_text()))
+    disagree = []
+    for rollout in good:
+        episode = replay(rollout, benches[rollout.dataset])
+        if episode.Y != rollout.meta["recorded_reward"]:
+            disagree.append((rollout, episode))
+    assert (len(good) - len(disagree)) / len(good) >= 0.99
+    for rollout, episode in disagree:
+        assert rollout.meta["v1_db_differs"] or not _judged_as_recorded(rollout, episode), rollout.task_id
+
+
+@pytest.mark.parametrize("name", ["gemini-2.5-flash_airline_10tasks_2trials", "gpt-4.1_retail_40tasks_1trial"])
+def test_real_tau2_results_on_tau3_task_data_with_tasks_from_results(tmp_path, name):
+    """These runs used the packaged tasks; against τ³ v1.0.1's task files some tasks differ. Without the
+    option those simulations are refused naming both options; with it every one imports and scores
+    its recorded reward, with τ³ data given to score or not."""
+    from prefix_audit.cli import main
+
+    path = TAU2_LOGS / f"{name}.json"
+    if not path.is_file() or not (TAU3 / "airline" / "tasks.json").is_file():
+        pytest.skip("no real tau2 logs or τ³ task data under shared/")
+    n = len(json.loads(path.read_text())["simulations"])
+    base = ["--resources", "resources", "--tau-data", str(TAU3)]
+    refused = tmp_path / "refused.jsonl"
+    main(["import", "tau", str(path), "-o", str(refused), *base])
+    quarantine = [json.loads(x) for x in (tmp_path / "refused.jsonl.quarantine.jsonl").read_text().splitlines()]
+    assert quarantine and all("--tasks-from-results" in q["reason"] and "--tau-data" in q["reason"]
+                              for q in quarantine)
+    out = tmp_path / "rollouts.jsonl"
+    assert main(["import", "tau", str(path), "-o", str(out), *base, "--tasks-from-results"]) == 0
+    assert len(out.read_text().splitlines()) == n
+    for where, options in (("with", base), ("without", ["--resources", "resources"])):
+        assert main(["score", str(out), "-o", str(tmp_path / where), *options]) == 0
+        assert reward_disagreements(tmp_path / where / "episodes.parquet") == []
