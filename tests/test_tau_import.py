@@ -229,3 +229,29 @@ def test_real_two_trial_tau2_results_keep_trials_and_get_pass_k(tmp_path):
         rewards.setdefault(s["task_id"], []).append(s["reward_info"]["reward"])
     # pass^2 from the recorded rewards: a task counts when both of its trials succeeded.
     assert pass_k["estimate"][1] == pytest.approx(sum(all(r == 1.0 for r in v) for v in rewards.values()) / 10)
+
+
+def test_simulations_that_ended_in_an_error_are_episodes(tau, tmp_path):
+    """After some actions: a normal episode, calls left without a result included; before any:
+    an infrastructure failure. A message without a generation time has no latency, not zero."""
+    reason12 = tau["tau_airline"].task("12").reason_for_call
+    lookup = _call("e", "get_reservation_details", {"reservation_id": "YAX4DR"}, "{}")
+    timed = {**lookup[0], "usage": {"prompt_tokens": 100, "completion_tokens": 7}}
+    sims = [_sim("mid_call", "12", [GREETING, _user(reason12), timed], termination="agent_error", reward=0.0),
+            _sim("at_once", "12", [], termination="agent_error", reward=0.0),
+            _sim("normal_but_cut", "12", [GREETING, _user(reason12), lookup[0]], termination="agent_stop")]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_results(tau, sims, task_ids=("12",))))
+    items = list(import_results(path, tau.__getitem__))
+    good = {i.rollout.meta["simulation_id"]: i.rollout for i in items if not isinstance(i, BadLine)}
+    assert set(good) == {"mid_call", "at_once"}
+    assert [i.line for i in items if isinstance(i, BadLine)] == [3]  # a normal ending cannot leave a call open
+    assert good["at_once"].infra_error == "the simulation ended (agent_error) before the agent acted"
+    report = ScoreReport()
+    episodes, _ = score_rollouts(iter(items), tau.__getitem__, report)
+    got = {e.rollout.meta["simulation_id"]: (e.T, e.FED, e.Y) for e in episodes}
+    assert got == {"mid_call": (1, 2, 0), "at_once": (None, None, 0)}
+    from prefix_audit.scoring import episode_row
+
+    row = episode_row(next(e for e in episodes if e.T == 1))
+    assert (row["agent_tokens"], row["agent_latency_s"]) == (107, None)

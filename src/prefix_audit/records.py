@@ -73,7 +73,7 @@ class Usage:
     role: str
     input_tokens: int
     output_tokens: int
-    latency_s: float
+    latency_s: float | None  # None: the log recorded no latency for this call
     reasoning_tokens: int | None = None
     retries: tuple[Retry, ...] = ()
     wall_s: float | None = None
@@ -85,7 +85,7 @@ class Usage:
         return len(self.retries) + 1
 
     @property
-    def total_s(self) -> float:
+    def total_s(self) -> float | None:
         """Wall time of the call with its retries and waits."""
         return self.latency_s if self.wall_s is None else self.wall_s
 
@@ -251,7 +251,7 @@ def _usage_from_json(items: Any) -> tuple[Usage, ...]:
         role = item.get("role")
         if role not in AGENT_ROLES + OTHER_ROLES:
             raise RecordError(f"{where}.role must be one of {', '.join(AGENT_ROLES + OTHER_ROLES)}, got {role!r}")
-        latency = seconds(item.get("latency_s"), f"{where}.latency_s")
+        latency = None if item.get("latency_s", 0) is None else seconds(item.get("latency_s"), f"{where}.latency_s")
         reasoning = item.get("reasoning_tokens")
         retries = _retries_from_json(item.get("retries", []), f"{where}.retries")
         if "attempts" in item and item["attempts"] != len(retries) + 1:

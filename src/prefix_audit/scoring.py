@@ -57,12 +57,22 @@ def _accounting(rollout: Rollout) -> dict:
     return {
         "agent_calls": len(agent),
         "agent_tokens": sum(u.input_tokens + u.output_tokens for u in agent),
-        "agent_latency_s": sum(u.latency_s for u in agent),
-        "agent_wall_s": sum(u.total_s for u in agent),
+        "agent_latency_s": _known_sum(u.latency_s for u in agent),
+        "agent_wall_s": _known_sum(u.total_s for u in agent),
         "agent_estimated_calls": sum(u.estimated for u in agent),
         "user_sim_tokens": sum(u.input_tokens + u.output_tokens for u in user),
-        "user_sim_latency_s": sum(u.latency_s for u in user),
+        "user_sim_latency_s": _known_sum(u.latency_s for u in user),
     }
+
+
+def _known_sum(values: Iterable[float | None]) -> float | None:
+    """The sum, or None when a call's value was not recorded (a partial sum would understate it)."""
+    total = 0.0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
 
 
 def episode_row(ep: EpisodeResult) -> dict:

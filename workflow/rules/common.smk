@@ -98,8 +98,13 @@ def dataset_plugins(wildcards):
 
 
 def benchmark_entry(dataset):
-    """A dataset's config entry ({} for an imported dataset the config does not list)."""
-    return config["benchmarks"].get(dataset, {})
+    """A dataset's config entry. An imported dataset the config does not list (tau_v1_retail,
+    toolsandbox_recorded) takes the entry of a listed dataset of the same benchmark — its package
+    pin and tau2 — else none."""
+    if dataset in config["benchmarks"]:
+        return config["benchmarks"][dataset]
+    siblings = [d.name for d in registry.registration_of(dataset).datasets if d.name in config["benchmarks"]]
+    return config["benchmarks"][siblings[0]] if siblings else {}
 
 
 def fetched_marker(dataset):

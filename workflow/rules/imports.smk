@@ -11,7 +11,7 @@ rule import_logs:
         format=lambda wc: import_block(wc).format,
         model=block_model,
         resources=RESOURCES,
-        benchmark=lambda wc: benchmark_entry(wc.dataset),
+        benchmark=lambda wc: {**benchmark_entry(wc.dataset), **import_block(wc).options},
         plugins=dataset_plugins,
         code=lambda wc: code("import_logs", wc.dataset),
     log:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, structured_call
+from ...decode import DecodeError, count, read_json_document, seconds
 from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
 from ...registry import ImportRequest
 from . import semantics as sem
@@ -94,14 +95,18 @@ def _usage(message: Mapping[str, Any], role: str, where: str) -> Usage | None:
         return None
     tokens_in = usage.get("prompt_tokens", usage.get("input_tokens"))
     tokens_out = usage.get("completion_tokens", usage.get("output_tokens"))
-    latency = message.get("generation_time_seconds") or 0.0
-    for label, value in (("input", tokens_in), ("output", tokens_out), ("latency", latency)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise BadSimulation(f"{where}: usage {label} is {value!r}, not a non-negative number")
-    return Usage(role, int(tokens_in), int(tokens_out), float(latency))
+    latency = message.get("generation_time_seconds")  # absent: not recorded, not zero
+    try:
+        return Usage(role, count(tokens_in, f"{where}: usage input tokens"),
+                     count(tokens_out, f"{where}: usage output tokens"),
+                     None if latency is None else seconds(latency, f"{where}: generation_time_seconds"))
+    except DecodeError as exc:
+        raise BadSimulation(str(exc)) from None
 
 
 def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conversation:
+    if messages == [] and termination not in sem.NORMAL_TERMINATIONS:
+        return _Conversation((), (), (), ())  # ended (an error) before anything was said
     if not isinstance(messages, list) or not messages:
         raise BadSimulation("no messages")
     turns: list[list[Step]] = []
@@ -156,7 +161,9 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
                     f"yet its recorded result is a success: these results come from a different tau2 tool set")
         else:
             raise BadSimulation(f"{where}: unknown role {role!r}")
-    if pending:
+    if pending and termination in sem.NORMAL_TERMINATIONS:
+        # A simulation that ended in an error may stop right after the agent's calls; those are
+        # still its actions (scored like the rest). One that ended normally cannot.
         raise BadSimulation(f"truncated: tool call(s) {sorted(pending)} have no result")
     if termination == "user_stop" and not stopped:
         raise BadSimulation("truncated: termination_reason is user_stop but the conversation does not end "
@@ -235,8 +242,11 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mappi
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = embedded.to_json()
     rid = rollout_id_for(bench.dataset, model, method, task_id, sim.get("id"), sim.get("trial"))
-    return Rollout(bench.dataset, task_id, model, method, rid, convo.turns, "import:tau", meta, usage=convo.usage,
-                   trial=_trial(sim.get("trial")))
+    acted = any(convo.turns)
+    infra = None if acted or termination in sem.NORMAL_TERMINATIONS else \
+        f"the simulation ended ({termination}) before the agent acted"
+    return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
+                   usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra)
 
 
 def _trial(value: Any) -> int:
@@ -271,8 +281,8 @@ def import_results(path: str | Path, benchmark_for: Callable[[str], Any], model:
     """
     path = Path(path)
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        doc = read_json_document(path)
+    except DecodeError as exc:
         raise TauResultsError(f"{path}: not a readable results.json or τ-bench v1 result file: {exc}") from None
     if is_v1_results(doc):
         return import_v1_results(path, doc, benchmark_for, model, method, v1_domain)
@@ -349,8 +359,8 @@ def is_results_file(path: Path) -> bool:
     if not path.is_file():
         return False
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        doc = read_json_document(path)
+    except DecodeError:
         return False
     if isinstance(doc, dict):
         return isinstance(doc.get("simulations"), list)
