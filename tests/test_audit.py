@@ -33,7 +33,7 @@ def _bfcl_log(bfcl, path: Path) -> dict[str, int]:
     return {"entries": 5, "records": 4, "infra": 1}
 
 
-def test_audit_of_mixed_logs_accounts_for_every_entry(bfcl, tmp_path):
+def test_audit_of_mixed_logs_accounts_for_every_entry(bfcl, tmp_path, capsys):
     bfcl_log = tmp_path / "logs" / "BFCL_v4_multi_turn_base_result.json"
     counts = _bfcl_log(bfcl, bfcl_log)
     run = write_run(tmp_path / "runs", [ScenarioRun("ask", [("user", "Find Bruno"), ("calls", [
@@ -67,6 +67,8 @@ def test_audit_of_mixed_logs_accounts_for_every_entry(bfcl, tmp_path):
     assert success["n_rollouts"] == counts["records"] and infra["successes"] == counts["infra"]
     assert success["successes"] == 2  # the two gold entries
     assert "| bfcl_v3 | m | imported | 3 | 1 |" in (out / "tables" / "table_G1.md").read_text()
+    assert main(["progress", str(out)]) == 0
+    assert "bfcl_v3/m/imported: 4/? rollouts (finished)" in capsys.readouterr().out
     assert main(["tables", str(out / "stats"), "-o", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "table_G1.md").read_bytes() == (out / "tables" / "table_G1.md").read_bytes()
 

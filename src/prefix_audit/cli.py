@@ -153,10 +153,12 @@ def _progress(args: argparse.Namespace) -> int:
         return 0
     for block in blocks:
         print(block)
-    done = sum(b.done for b in blocks)
-    planned = sum(b.planned or 0 for b in blocks)
     running = sum(not b.finished for b in blocks)
-    print(f"{len(blocks)} blocks, {running} not finished; {done}/{planned} rollouts")
+    planned = [b for b in blocks if b.planned is not None]
+    counts = [f"{sum(b.done for b in planned)}/{sum(b.planned or 0 for b in planned)} rollouts"] if planned else []
+    if len(planned) < len(blocks):  # imported blocks: no task list to plan by
+        counts.append(f"{sum(b.done for b in blocks if b.planned is None)} rollouts in blocks without a plan")
+    print(f"{len(blocks)} blocks, {running} not finished; {'; '.join(counts)}")
     return 0
 
 

@@ -64,4 +64,9 @@ def block_progress(results: str | Path) -> list[BlockProgress]:
         method = path.name.removesuffix(PARTIAL_SUFFIX).removesuffix(".jsonl")
         key = (dataset, name_of_label(label), method)
         found[key] = BlockProgress(*key, _complete_lines(path), _planned(root, dataset), finished)
+    # Imported blocks (rollouts/imported/<dataset>/<model>/<method>.jsonl) have no task list to plan by.
+    for path in sorted(rollouts.glob("imported/*/*/*.jsonl")):
+        if not path.name.endswith(".quarantine.jsonl"):
+            key = (path.parent.parent.name, name_of_label(path.parent.name), path.name.removesuffix(".jsonl"))
+            found[key] = BlockProgress(*key, _complete_lines(path), None, True)
     return [found[key] for key in sorted(found)]
