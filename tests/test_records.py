@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from prefix_audit.calls import ToolCall
 from prefix_audit.records import BadLine, Located, Rollout, Step, Usage, actions_of, dumps, read_rollouts
 
@@ -71,3 +73,17 @@ def test_trial_round_trips_defaults_to_zero_and_bad_trials_are_located(tmp_path)
     assert [i.rollout.trial for i in items[:2]] == [3, 0]
     assert [(b.line, "field 'trial'" in b.reason) for b in items[2:]] == [(n, True) for n in range(3, 8)]
     assert "trial" not in items[0].rollout.extra
+
+
+def test_an_unrecorded_latency_round_trips_as_null_and_a_missing_one_is_refused():
+    from prefix_audit.decode import DecodeError
+    from prefix_audit.records import rollout_from_json
+
+    record = {"dataset": "d", "task_id": "t", "model": "m", "method": "x", "rollout_id": "r", "turns": [],
+              "usage": [{"role": "executor", "input_tokens": 3, "output_tokens": 1, "latency_s": None}]}
+    rollout = rollout_from_json(record)
+    assert rollout.usage[0].latency_s is None and rollout.usage[0].total_s is None
+    assert rollout_from_json(json.loads(dumps(rollout))).usage == rollout.usage
+    del record["usage"][0]["latency_s"]
+    with pytest.raises(DecodeError, match="latency_s must be a finite non-negative number"):
+        rollout_from_json(record)

@@ -251,7 +251,9 @@ def _usage_from_json(items: Any) -> tuple[Usage, ...]:
         role = item.get("role")
         if role not in AGENT_ROLES + OTHER_ROLES:
             raise RecordError(f"{where}.role must be one of {', '.join(AGENT_ROLES + OTHER_ROLES)}, got {role!r}")
-        latency = None if item.get("latency_s", 0) is None else seconds(item.get("latency_s"), f"{where}.latency_s")
+        # Present and null: the log recorded no latency for the call (absent is an error).
+        recorded = "latency_s" in item and item["latency_s"] is None
+        latency = None if recorded else seconds(item.get("latency_s"), f"{where}.latency_s")
         reasoning = item.get("reasoning_tokens")
         retries = _retries_from_json(item.get("retries", []), f"{where}.retries")
         if "attempts" in item and item["attempts"] != len(retries) + 1:
