@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 EXCERPT_BYTES = 200
+# Bounds on the accounting numbers logs carry: beyond them a value is not a measurement.
+MAX_COUNT = 10**15  # tokens of one model call
+MAX_SECONDS = 10**7  # seconds of one model call (about 115 days)
 
 
 class DecodeError(ValueError):
@@ -63,7 +66,7 @@ def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
                 yield JsonLine(str(path), lineno, json.loads(raw.decode("utf-8")), excerpt)
             except UnicodeDecodeError as exc:
                 yield BadLine(str(path), lineno, f"not UTF-8: {exc}", excerpt=excerpt)
-            except (json.JSONDecodeError, RecursionError) as exc:
+            except (ValueError, RecursionError) as exc:  # ValueError: JSON syntax, or an integer too long
                 yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
 
 
@@ -78,20 +81,41 @@ def read_json_document(path: str | Path) -> Any:
         raise DecodeError(f"{path.name} cannot be read: {exc}") from None
     except UnicodeDecodeError as exc:
         raise DecodeError(f"{path.name} is not UTF-8: {exc}") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: JSON syntax, or an integer too long
         raise DecodeError(f"{path.name} is not valid JSON: {exc}") from None
 
 
 def count(value: Any, where: str) -> int:
-    """A non-negative whole number (a token count)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0 or value != int(value):
-        raise DecodeError(f"{where} must be a non-negative whole number, got {value!r}")
+    """A whole number from 0 to :data:`MAX_COUNT` (a token count)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COUNT \
+            or value != int(value):
+        raise DecodeError(f"{where} must be a whole number from 0 to {MAX_COUNT:.0e}, got {_shown(value)}")
     return int(value)
 
 
 def seconds(value: Any, where: str) -> float:
-    """A finite non-negative number (a latency)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-        raise DecodeError(f"{where} must be a finite non-negative number, got {value!r}")
+    """A number from 0 to :data:`MAX_SECONDS` (a latency); never NaN or infinite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_SECONDS:
+        raise DecodeError(f"{where} must be a finite non-negative number of at most {MAX_SECONDS:.0e} s, "
+                          f"got {_shown(value)}")
     return float(value)
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: short, and never a huge number spelled out."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_COUNT:
+        return f"an integer of {len(str(abs(value))) if abs(value) < 10**4000 else 'over 4000'} digits"
+    text = repr(value) if isinstance(value, (int, float, str, type(None), bool)) else f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float written as its name (``"NaN"``, ``"Infinity"``),
+    so that the JSON it is written as stays valid JSON (logs may carry them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value

@@ -41,6 +41,7 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("agent_estimated_calls", pa.int32()),  # those calls whose tokens were estimated locally (no usage)
     pa.field("user_sim_tokens", pa.int64()),
     pa.field("user_sim_latency_s", pa.float64()),
+    pa.field("accounting_error", pa.string()),  # why the log's accounting was unusable (then the above are null)
     pa.field("meta_json", pa.string(), nullable=False),
 ])
 

@@ -119,6 +119,9 @@ class Rollout:
     # Why the log holds no observed action for this entry because the model call itself failed
     # (SPEC §2 "Infrastructure failures"): such an entry is an episode with T/FED null.
     infra_error: str | None = None
+    # Why the log's accounting of this entry (tokens, latency) was unusable and left out; the entry
+    # itself still counts (its accounting columns are null).
+    accounting_error: str | None = None
 
     @property
     def final_text(self) -> str | None:
@@ -204,6 +207,7 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
         "meta": rollout.meta,
         **({"usage": [u.to_json() for u in rollout.usage]} if rollout.usage else {}),
         **({"infra_error": rollout.infra_error} if rollout.infra_error is not None else {}),
+        **({"accounting_error": rollout.accounting_error} if rollout.accounting_error is not None else {}),
         **rollout.extra,
     }
 
@@ -307,7 +311,13 @@ def rollout_from_json(obj: Any) -> Rollout:
     meta = obj.get("meta", {})
     if not isinstance(meta, dict):
         raise RecordError("field 'meta' must be an object")
-    usage = _usage_from_json(obj.get("usage", []))
+    accounting_error = obj.get("accounting_error")
+    if accounting_error is not None and not isinstance(accounting_error, str):
+        raise RecordError("field 'accounting_error' must be a string")
+    try:
+        usage = _usage_from_json(obj.get("usage", []))
+    except DecodeError as exc:  # bad accounting costs the accounting, not the entry
+        usage, accounting_error = (), str(exc)
     trial = obj.get("trial", 0)
     if isinstance(trial, bool) or not isinstance(trial, int) or not 0 <= trial < 2**31:
         raise RecordError(f"field 'trial' must be a whole number from 0, got {trial!r}")
@@ -316,10 +326,11 @@ def rollout_from_json(obj: Any) -> Rollout:
         raise RecordError("field 'infra_error' must be a non-empty string (why the model call failed)")
     if infra_error is not None and any(turns):
         raise RecordError("field 'infra_error' marks an entry with no observed action, but 'turns' holds steps")
-    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial", "infra_error"}
+    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial", "infra_error", "accounting_error"}
     extra = {k: v for k, v in obj.items() if k not in known}
     return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"],
-                   tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage, trial, infra_error)
+                   tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage, trial, infra_error,
+                   accounting_error)
 
 
 @dataclass(frozen=True)

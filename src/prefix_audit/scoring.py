@@ -21,6 +21,7 @@ from .checker import EpisodeResult, primary, replay
 from .contract import Benchmark, UnknownDataset, UnscorableRollout
 from .fed import ACTION_SCHEMA, EPISODE_SCHEMA
 from .io import atomic_write_text, write_parquet
+from .decode import finite_json
 from .records import AGENT_ROLES, BadLine, Located, Rollout, read_rollouts
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,14 @@ def _known_sum(values: Iterable[float | None]) -> float | None:
     return total
 
 
+def meta_json(meta: dict) -> str:
+    """A rollout's meta as valid JSON: NaN and infinities, which logs may carry, as their names."""
+    try:
+        return json.dumps(meta, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(finite_json(meta), sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
 def episode_row(ep: EpisodeResult) -> dict:
     r = ep.rollout
     ff = ep.first_failure
@@ -89,7 +98,8 @@ def episode_row(ep: EpisodeResult) -> dict:
         "failed_predicates": sorted({f.category for f in ff.failures}) if ff else [],
         "n_turns": len(r.turns), "y_detail": ep.y_detail,
         **_accounting(r),
-        "meta_json": json.dumps(r.meta, sort_keys=True, ensure_ascii=False),
+        "accounting_error": r.accounting_error,
+        "meta_json": meta_json(r.meta),
     }
 
 

@@ -169,12 +169,30 @@ def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCT
                 keywords_only.append([t, s])
         turns.append(tuple(steps))
     meta = {"bfcl_decoding": decoding, "bfcl_undecoded_steps": undecoded, "bfcl_keywords_only_steps": keywords_only}
-    return Rollout(DATASET, task_id, model, method, rid, tuple(turns), "import:bfcl", meta, usage=_usage(obj))
+    try:
+        usage, accounting_error = _usage(obj), None
+    except (StepError, DecodeError) as exc:  # bad accounting costs the accounting, not the entry
+        usage, accounting_error = (), str(exc)
+    return Rollout(DATASET, task_id, model, method, rid, tuple(turns), "import:bfcl", meta, usage=usage,
+                   accounting_error=accounting_error)
 
 
-def _flat(value: Any) -> list[Any]:
-    """BFCL accounting is nested per turn and step."""
-    return [x for item in value for x in _flat(item)] if isinstance(value, list) else [value]
+MAX_ACCOUNTING_DEPTH = 8  # BFCL nests its accounting per turn and step: two levels
+
+
+def _flat(value: Any, where: str) -> list[Any]:
+    """BFCL accounting is nested per turn and step; flattened without recursion."""
+    out: list[Any] = []
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, list):
+            out.append(item)
+        elif depth >= MAX_ACCOUNTING_DEPTH:
+            raise StepError(f"{where} is nested deeper than {MAX_ACCOUNTING_DEPTH} lists")
+        else:
+            stack.extend((x, depth + 1) for x in reversed(item))
+    return out
 
 
 def _usage(obj: dict) -> tuple[Usage, ...]:
@@ -182,7 +200,7 @@ def _usage(obj: dict) -> tuple[Usage, ...]:
     keys = ("input_token_count", "output_token_count", "latency")
     if not all(k in obj for k in keys):
         return ()
-    inputs, outputs, latency = (_flat(obj[k]) for k in keys)
+    inputs, outputs, latency = (_flat(obj[k], k) for k in keys)
     if not len(inputs) == len(outputs) == len(latency):
         raise StepError(f"token counts and latency have different lengths "
                         f"({len(inputs)}, {len(outputs)}, {len(latency)})")

@@ -69,6 +69,7 @@ class _Conversation:
     user_turns: tuple[str, ...]
     error_call_ids: tuple[str, ...]
     usage: tuple[Usage, ...]
+    accounting_error: str | None = None  # the first unusable usage record (then ``usage`` is empty)
 
 
 def _call(obj: Any, where: str) -> ToolCall:
@@ -96,12 +97,9 @@ def _usage(message: Mapping[str, Any], role: str, where: str) -> Usage | None:
     tokens_in = usage.get("prompt_tokens", usage.get("input_tokens"))
     tokens_out = usage.get("completion_tokens", usage.get("output_tokens"))
     latency = message.get("generation_time_seconds")  # absent: not recorded, not zero
-    try:
-        return Usage(role, count(tokens_in, f"{where}: usage input tokens"),
-                     count(tokens_out, f"{where}: usage output tokens"),
-                     None if latency is None else seconds(latency, f"{where}: generation_time_seconds"))
-    except DecodeError as exc:
-        raise BadSimulation(str(exc)) from None
+    return Usage(role, count(tokens_in, f"{where}: usage input tokens"),
+                 count(tokens_out, f"{where}: usage output tokens"),
+                 None if latency is None else seconds(latency, f"{where}: generation_time_seconds"))
 
 
 def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conversation:
@@ -113,7 +111,7 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
     user_turns: list[str] = []
     pending: dict[str, str] = {}  # call id → tool name, awaiting its result
     errors: list[str] = []
-    usage: list[Usage] = []
+    accounting: list[tuple[Mapping[str, Any], str, str]] = []  # messages with their usage, read at the end
     stopped = False
     for k, m in enumerate(messages):
         where = f"messages[{k}]"
@@ -130,8 +128,7 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
             if m.get("tool_calls"):
                 raise BadSimulation(f"{where}: user tool calls are not supported (airline/retail users have no tools)")
             text = content or ""
-            if (u := _usage(m, "user_simulator", where)) is not None:
-                usage.append(u)
+            accounting.append((m, "user_simulator", where))
             if any(token in text for token in sem.USER_STOP_TOKENS):
                 stopped = True
                 continue
@@ -146,8 +143,7 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
                 user_turns.append("")
             turns[-1].append(Step(calls, (content or None) if calls else (content or "")))
             pending.update({c.call_id or "": c.name or "" for c in calls})
-            if (u := _usage(m, "executor", where)) is not None:
-                usage.append(u)
+            accounting.append((m, "executor", where))
         elif role == "tool":
             call_id = m.get("id")
             if call_id not in pending:
@@ -168,7 +164,12 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
     if termination == "user_stop" and not stopped:
         raise BadSimulation("truncated: termination_reason is user_stop but the conversation does not end "
                             "with the user's stop message")
-    return _Conversation(tuple(tuple(t) for t in turns), tuple(user_turns), tuple(errors), tuple(usage))
+    try:
+        usage = tuple(u for m, role, where in accounting if (u := _usage(m, role, where)) is not None)
+        accounting_error = None
+    except DecodeError as exc:  # bad accounting costs the accounting, not the simulation
+        usage, accounting_error = (), str(exc)
+    return _Conversation(tuple(tuple(t) for t in turns), tuple(user_turns), tuple(errors), usage, accounting_error)
 
 
 def _embedded_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str,
@@ -246,7 +247,8 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mappi
     infra = None if acted or termination in sem.NORMAL_TERMINATIONS else \
         f"the simulation ended ({termination}) before the agent acted"
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
-                   usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra)
+                   usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra,
+                   accounting_error=convo.accounting_error)
 
 
 def _trial(value: Any) -> int:
