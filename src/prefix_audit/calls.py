@@ -11,11 +11,21 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-# Generous for real tool calls, small enough that a hostile payload cannot make parsing slow.
+# Generous for real tool calls, small enough that a hostile payload cannot make parsing slow. It
+# bounds call text and structured arguments (as JSON) alike.
 MAX_CALL_CHARS = 100_000
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_LOOKS_LIKE_CALLS = re.compile(r"^\s*\[?\s*[A-Za-z_]\w*\s*\(")
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception's message without object addresses (``<ast.Call object at 0x…>``), so the
+    same input always gives the same text."""
+    return _ADDRESS.sub("", str(exc))
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,7 @@ def _call_from_node(node: ast.expr, raw: str) -> ToolCall:
                 raise ValueError(f"keyword argument repeated: {kw.arg}")
             kwargs[kw.arg] = _literal(kw.value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
-        return ToolCall(name, raw=raw, parse_error=f"non-literal argument: {exc}")
+        return ToolCall(name, raw=raw, parse_error=f"non-literal argument: {_reason(exc)}")
     return ToolCall(name, tuple(args), kwargs, raw=raw)
 
 
@@ -81,7 +91,7 @@ def _parse_expression(text: str) -> ast.expr | str:
     try:
         return ast.parse(text.strip(), mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
-        return f"unparseable call: {type(exc).__name__}: {exc}"
+        return f"unparseable call: {type(exc).__name__}: {_reason(exc)}"
 
 
 def parse_call_string(text: str) -> ToolCall:
@@ -101,6 +111,10 @@ def decode_call_list(text: str) -> list[ToolCall] | None:
     can treat it as a text message. A list whose items are not all calls decodes to calls with
     parse errors, because the model clearly tried to call tools.
     """
+    if len(text) > MAX_CALL_CHARS and _LOOKS_LIKE_CALLS.match(text[:1000]):
+        # Too long to parse, yet plainly a call: a schema failure, not prose that hides it.
+        return [ToolCall(None, raw=text[:200] + "…", parse_error=f"call text of {len(text)} characters exceeds "
+                                                                  f"the {MAX_CALL_CHARS} limit")]
     node = _parse_expression(text)
     if isinstance(node, str):
         return None
@@ -127,10 +141,17 @@ def structured_call(name: Any, arguments: Any, call_id: str | None = None) -> To
             return bad(f"arguments of {len(arguments)} characters exceed the {MAX_CALL_CHARS} limit")
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # not JSON, or an integer too long for it
             return bad(f"arguments are not valid JSON: {exc}")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         return bad(f"arguments must be an object, got {type(arguments).__name__}")
+    if raw is None:  # given as an object: the same limit as on its JSON text
+        try:
+            size = len(json.dumps(arguments, ensure_ascii=False, default=str))
+        except (ValueError, RecursionError):
+            return bad("arguments cannot be written as JSON (nested too deep)")
+        if size > MAX_CALL_CHARS:
+            return bad(f"arguments of {size} characters (as JSON) exceed the {MAX_CALL_CHARS} limit")
     return ToolCall(name, (), dict(arguments), raw=raw, call_id=call_id, structured=True)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +85,15 @@ def _stats(args: argparse.Namespace) -> int:
     from .stats import TAU_POOL, write_stats
 
     out = Path(args.output)
+    pairs = None
+    if args.pairs:  # read first: a bad pairs file must not leave a new stats.parquet behind
+        try:
+            pairs = pair_specs(yaml.safe_load(Path(args.pairs).read_text()))  # YAML is a superset of JSON
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{args.pairs}: not valid YAML: {' '.join(str(exc).split())}") from None
     paths = [write_stats(args.episodes, out / "stats.parquet", resamples=args.resamples, seed=args.seed,
                          k_max=args.k_max, confidence=args.confidence, pools=TAU_POOL, workers=args.workers)]
-    if args.pairs:
-        pairs = pair_specs(yaml.safe_load(Path(args.pairs).read_text()))  # YAML is a superset of JSON
+    if pairs is not None:
         paths.append(write_paired(args.episodes, pairs, out / "paired.parquet",
                                   resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
                                   pools=TAU_POOL, workers=args.workers))
@@ -112,6 +117,8 @@ def _tables(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from .intervals import hoeffding_bound, hoeffding_sample_size
 
+    if args.n is not None and args.n < 1:
+        raise ValueError(f"--n must be at least 1, got {args.n}")
     n = hoeffding_sample_size(args.epsilon, args.delta, args.horizon)
     what = f"mean FED (horizon bound K = {args.horizon})" if args.horizon else "a [0,1] metric (PEC@k, TER, AUC-PEC, success)"
     print(f"Hoeffding: for {what}, N = {n} rollouts give P(|error| >= {args.epsilon}) <= {args.delta}")
@@ -168,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="prefix-audit", description=__doc__)
     p.add_argument("--version", action="version", version=__version__)
     p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     sub = p.add_subparsers(dest="command", required=True)
 
     imp = sub.add_parser("import", help="external logs → rollout records (JSONL)")
@@ -253,9 +261,26 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError, KeyError, TypeError) as exc:
-        print(f"prefix-audit {args.command}: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"prefix-audit {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one located line, never a raw traceback (unless asked for)
+        if args.debug:
+            raise
+        print(f"prefix-audit {args.command}: {_error_line(exc)}", file=sys.stderr)
         return 2
+
+
+def _error_line(exc: BaseException) -> str:
+    """An error as one line: the message of an expected kind (bad input, a file that cannot be
+    read or written); for anything else, its type and the place in this package it came from."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, (ValueError, OSError, KeyError)) and type(exc).__module__ == "builtins":
+        return message
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if f"{os.sep}prefix_audit{os.sep}" in f.filename]
+    where = f" (at {Path(ours[-1].filename).name}:{ours[-1].lineno})" if ours else ""
+    return f"{type(exc).__name__}: {message}{where}; rerun with --debug for the traceback"
 
 
 if __name__ == "__main__":

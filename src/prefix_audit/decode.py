@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,29 @@ MAX_SECONDS = 10**7  # seconds of one model call (about 115 days)
 
 class DecodeError(ValueError):
     """Input that cannot be decoded or a field that does not hold what it must; says where."""
+
+
+# What reading a decoded record of the wrong shape raises (a list where an id belongs is
+# unhashable, an object where text belongs has no .strip, ...): caught per record, so one hostile
+# record becomes a quarantine entry and the others go on.
+RECORD_SHAPE_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError)
+
+
+def shape_reason(exc: BaseException) -> str:
+    """The reason a record could not be read: our own errors' messages as they are, anything else
+    with its type (object addresses removed)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, DecodeError):
+        return text
+    return f"{type(exc).__name__}: {re.sub(r' at 0x[0-9a-fA-F]+', '', text)}"[:500]
+
+
+def excerpt_of(value: Any) -> str:
+    """The first characters of a decoded value as JSON, for a quarantine record (never raising)."""
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)[:EXCERPT_BYTES]
+    except (ValueError, TypeError, RecursionError):
+        return f"<a {type(value).__name__} that cannot be shown>"
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from matplotlib.figure import Figure
 
 from prefix_audit.taxonomy import CATEGORIES
 from prefix_audit.intervals import hoeffding_bound, hoeffding_sample_size
-from prefix_audit.io import atomic_write, atomic_write_text
+from prefix_audit.io import atomic_write, atomic_write_text, read_parquet
 from prefix_audit.stats import cohort_size
 
 log = logging.getLogger(__name__)
@@ -419,7 +419,7 @@ def write_figures(
     """
     if family not in FAMILIES:
         raise ValueError(f"unknown figure family {family!r}; expected one of {sorted(FAMILIES)}")
-    table = pl.read_parquet(table_path)
+    table = read_parquet(table_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     blocks = _blocks(table)

@@ -70,12 +70,21 @@ def _wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
     return max(0.0, center - half), min(1.0, center + half)
 
 
+MAX_HORIZON = 10**6  # the largest horizon bound K planning accepts
+MAX_SAMPLE_SIZE = 10**15  # the largest N it computes (integers up to here are exact as floats)
+
+
 def _check_horizon(horizon: int | None) -> float:
     if horizon is None:
         return 1.0
-    if horizon < 1:
-        raise ValueError(f"horizon bound K must be >= 1, got {horizon}")
+    if not 1 <= horizon <= MAX_HORIZON:
+        raise ValueError(f"horizon bound K must be from 1 to {MAX_HORIZON:.0e}, got {horizon}")
     return float(horizon)
+
+
+def _check_epsilon(epsilon: float) -> None:
+    if not 0 < epsilon < math.inf:
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
 
 
 def hoeffding_bound(n: int, epsilon: float, horizon: int | None = None) -> float:
@@ -87,8 +96,7 @@ def hoeffding_bound(n: int, epsilon: float, horizon: int | None = None) -> float
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    _check_epsilon(epsilon)
     k = _check_horizon(horizon)
     return 2.0 * math.exp(-2.0 * n * epsilon * epsilon / (k * k))
 
@@ -97,10 +105,13 @@ def hoeffding_sample_size(epsilon: float, delta: float = 0.05, horizon: int | No
     """Smallest n with ``hoeffding_bound(n, epsilon, horizon) <= delta``."""
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    _check_epsilon(epsilon)
     k = _check_horizon(horizon)
-    n = math.ceil(k * k * math.log(2.0 / delta) / (2.0 * epsilon * epsilon))
+    # A vanishing epsilon would need more rollouts than can be counted: say so instead.
+    closed = k * k * math.log(2.0 / delta) / (2.0 * epsilon * epsilon) if epsilon * epsilon > 0 else math.inf
+    if closed > MAX_SAMPLE_SIZE:
+        raise ValueError(f"epsilon = {epsilon:g} needs more than {MAX_SAMPLE_SIZE:.0e} rollouts; choose a larger one")
+    n = max(math.ceil(closed), 1)
     # The closed form can be off by one through rounding; settle it against the bound itself.
     while hoeffding_bound(n - 1, epsilon, horizon) <= delta:
         n -= 1

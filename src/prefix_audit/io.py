@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+import polars as pl
+
 # The escape of path labels: "%" (percent-encoding's own) would reach sbatch's --output through the
 # Slurm executor plugin's log paths, where Slurm reads it as a filename pattern and the job fails.
 # quote() never emits "+" (it encodes it as %2B), so swapping the two keeps the encoding reversible.
@@ -66,3 +68,14 @@ def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> Path:
     pq.write_table(table, sink, compression="zstd", compression_level=3, use_dictionary=True,
                    write_statistics=True, data_page_version="2.0", version="2.6")
     return atomic_write_bytes(path, sink.getvalue().to_pybytes())
+
+
+def read_parquet(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """A Parquet table; a ValueError naming the file when it is missing or not a Parquet file."""
+    try:
+        return pl.read_parquet(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise ValueError(f"{path}: not a readable Parquet file ({reason})") from None

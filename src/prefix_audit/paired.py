@@ -16,6 +16,8 @@ pairs with accounting on both sides.
 
 from __future__ import annotations
 
+import logging
+
 import hashlib
 import json
 import math
@@ -31,11 +33,13 @@ import numpy as np
 import polars as pl
 
 from prefix_audit.bootstrap import percentile_bounds, ratio, resampled_sums
-from prefix_audit.io import atomic_write
+from prefix_audit.io import atomic_write, read_parquet
 from prefix_audit.metrics import validate_block, validate_outcomes
-from prefix_audit.stats import COST_METRICS, check_episodes, check_pools, pool_members
+from prefix_audit.stats import COST_METRICS, check_episodes, check_memory, check_pools, pool_members
 
 UNIT = ("dataset", "task_id")
+log = logging.getLogger(__name__)
+
 INTERVAL_METRICS = ("delta_ter", "delta_auc_pec", "delta_final_success")
 PAIRED_METRICS = (
     *INTERVAL_METRICS,
@@ -78,10 +82,21 @@ class PairSpec:
     baseline: tuple[str, str]
 
 
-def pair_specs(pairs: Sequence[Mapping[str, Any]]) -> list[PairSpec]:
-    """Pairs as the workflow config writes them: label, dataset, condition/baseline {model, method}."""
-    return [PairSpec(p["label"], p["dataset"], (p["condition"]["model"], p["condition"]["method"]),
-                     (p["baseline"]["model"], p["baseline"]["method"])) for p in pairs]
+def pair_specs(pairs: Any) -> list[PairSpec]:
+    """Pairs as the workflow config writes them: label, dataset, condition/baseline {model, method};
+    a ValueError naming the entry that is not one."""
+    if not isinstance(pairs, list):
+        raise ValueError(f"pairs must be a list of {{label, dataset, condition, baseline}}, got {type(pairs).__name__}")
+    out = []
+    for i, p in enumerate(pairs):
+        try:
+            out.append(PairSpec(str(p["label"]), str(p["dataset"]),
+                                (str(p["condition"]["model"]), str(p["condition"]["method"])),
+                                (str(p["baseline"]["model"]), str(p["baseline"]["method"]))))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"pairs[{i}]: needs label, dataset, condition and baseline {{model, method}} "
+                             f"(missing or not a mapping: {exc})") from None
+    return out
 
 
 def pair_seed(seed: int, pair: PairSpec) -> int:
@@ -285,6 +300,15 @@ def paired_differences(
     keys = [(p.label, p.dataset) for p in pairs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"pair labels must be unique per dataset, got {keys}")
+    present = set(episodes.select("dataset", "model", "method").unique().iter_rows())
+    for p in pairs:
+        for side, (model, method) in (("condition", p.condition), ("baseline", p.baseline)):
+            if not any((d, model, method) in present for d in pool_members(pools or {}, p.dataset)):
+                log.warning("pair %r: its %s %s/%s/%s has no episodes; its rows have n = 0",
+                            p.label, side, p.dataset, model, method)
+    # Per pair at once: the drawn sums of both arms' numerators and denominators, the ratios, the
+    # differences and the percentile pass, over every interval metric.
+    check_memory(resamples * 8 * 5 * 4 * len(INTERVAL_METRICS) * min(max(workers, 1), max(len(pairs), 1)), resamples)
 
     rows_of = partial(
         _pair_rows, episodes, pools or {}, resamples=resamples, seed=seed, confidence=confidence
@@ -306,7 +330,7 @@ def write_paired(
     workers: int = 1,
 ) -> Path:
     """Paired differences of an episodes Parquet file; write them to ``out`` atomically."""
-    episodes = pl.read_parquet(episodes_path)
+    episodes = read_parquet(episodes_path)
     paired = paired_differences(
         episodes, pairs, resamples=resamples, seed=seed, confidence=confidence, pools=pools, workers=workers
     )

@@ -17,6 +17,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ import polars as pl
 from prefix_audit.aggregates import RR_SPEC, MetricSpec, TaskAggregates, task_aggregates
 from prefix_audit.bootstrap import percentile_bounds, ratio, resampled_sums
 from prefix_audit.intervals import clustered_wilson_interval
-from prefix_audit.io import atomic_write
+from prefix_audit.io import atomic_write, read_parquet
 from prefix_audit.metrics import BlockMetrics, FloatArray, block_metrics, check_identities, validate_outcomes
 
 BLOCK_KEYS = ("dataset", "model", "method")
@@ -433,6 +434,10 @@ def compute_stats(
     check_episodes(episodes)
     if resamples < 1:
         raise ValueError(f"resamples must be >= 1, got {resamples}")
+    largest_t = int(episodes["T"].max() or 0) if episodes.height else 0
+    if not 1 <= k_max <= max(largest_t + 1, PAPER_K_MAX):
+        raise ValueError(f"k_max must be from 1 to {max(largest_t + 1, PAPER_K_MAX)} (the largest T + 1, at least "
+                         f"{PAPER_K_MAX}): PEC@k is 0 for every k above the largest T + 1; got {k_max}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     pools = pools or {}
@@ -463,6 +468,8 @@ def compute_stats(
             shared = tuple(np.intersect1d(a, v).tolist())
             groups.setdefault((dataset, shared), ([], []))[1].append(pair)
 
+    check_working_set(groups, resamples, workers)
+
     def rows_of(group: tuple[str, tuple[str, ...]]) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
         members, pairs = groups[group]
         return _group_rows(group[0], group[1], members, pairs, resamples=resamples, seed=seed, confidence=confidence)
@@ -472,6 +479,43 @@ def compute_stats(
     block_rows = sorted((r for rows, _ in results for r in rows), key=_block_order)
     pair_rows = sorted((r for _, rows in results for r in rows), key=_pair_order)
     return pl.DataFrame(block_rows + pair_rows, schema=STATS_SCHEMA)
+
+
+PAPER_K_MAX = 4  # PEC@1..4, the paper's tables
+# Arrays of one resample draw per metric interval: the drawn sums (numerator and denominator), the
+# ratios, the stacked intervals and the percentile pass's copy.
+_ARRAYS_PER_INTERVAL = 5
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new work (Linux's MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_working_set(groups: Mapping[Any, tuple[Sequence[_Block], Sequence[_Pair]]], resamples: int,
+                      workers: int) -> None:
+    """Refuse, before any resampling, a run whose draws would not fit: the largest groups' arrays
+    (resamples × intervals × 8 bytes × :data:`_ARRAYS_PER_INTERVAL`), as many at once as
+    ``workers``, against half the available memory."""
+    sizes = sorted((resamples * 8 * _ARRAYS_PER_INTERVAL
+                    * (sum(len(b.aggregates.specs) for b in members) + 2 * len(PAIR_METRICS) * 4 * len(pairs))
+                    for members, pairs in groups.values()), reverse=True)
+    check_memory(sum(sizes[:max(workers, 1)]), resamples)
+
+
+def check_memory(need: int, resamples: int) -> None:
+    """Refuse a bootstrap whose arrays need more than half the available memory (:func:`available_memory`)."""
+    have = available_memory()
+    if have is not None and need > have / 2:
+        raise ValueError(f"the bootstrap needs about {need / 2**30:.1f} GiB ({resamples} resamples), more than half "
+                         f"of the {have / 2**30:.1f} GiB available; use fewer resamples or fewer workers")
 
 
 def _block_order(row: Mapping[str, object]) -> tuple[object, ...]:
@@ -497,7 +541,7 @@ def write_stats(
 
     Pools default to ``TAU_POOL`` (Table F.1); a pool only adds blocks where members have rows.
     """
-    episodes = pl.read_parquet(episodes_path)
+    episodes = read_parquet(episodes_path)
     stats = compute_stats(
         episodes, resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, pools=pools,
         workers=workers,

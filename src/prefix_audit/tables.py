@@ -9,13 +9,14 @@ from typing import Any
 
 import polars as pl
 
-from prefix_audit.io import atomic_write_text
+from prefix_audit.io import atomic_write_text, read_parquet
 from prefix_audit.paired import INTERVAL_METRICS, PAIRED_SCHEMA
 from prefix_audit.stats import (
     ACCOUNTING_METRICS,
     BLOCK_KEYS,
     COST_METRICS,
     METHOD_ORDER,
+    STATS_SCHEMA,
     TAU_POOL,
     cohort_size,
     method_rank,
@@ -523,8 +524,12 @@ def write_tables(
     expected = set(table_files("."))
     if set(outputs) != expected:
         raise ValueError(f"tables: outputs must be exactly {sorted(expected)}, got {sorted(outputs)}")
-    stats = pl.read_parquet(stats_path)
-    paired = pl.read_parquet(paired_path) if paired_path is not None else pl.DataFrame(schema=PAIRED_SCHEMA)
+    stats = read_parquet(stats_path)
+    missing = [c for c in STATS_SCHEMA if c not in stats.columns]
+    if missing:
+        raise ValueError(f"{stats_path}: not a stats table (as `prefix-audit stats` writes it): no column(s) "
+                         f"{', '.join(missing[:6])}")
+    paired = read_parquet(paired_path) if paired_path is not None else pl.DataFrame(schema=PAIRED_SCHEMA)
 
     def files(table: str) -> dict[str, str | os.PathLike[str]]:
         return {ext: outputs[f"{table}_{ext}"] for ext in FORMATS}

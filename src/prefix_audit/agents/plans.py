@@ -129,7 +129,7 @@ def json_object(text: str | None) -> Any:
         if candidate:
             try:
                 return json.loads(candidate)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # not JSON, or an integer too long for it
                 continue
     raise PlanFormatError("no JSON object found in the reply")
 

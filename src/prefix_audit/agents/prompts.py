@@ -98,7 +98,7 @@ def executed_calls(messages: Sequence[Message]) -> tuple[dict[str, Any], ...]:
         for call in message.tool_calls:
             try:
                 arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # not JSON, or an integer too long for it
                 arguments = call.arguments  # shown as emitted; the replay records it as unreadable
             entry = {"turn": turn, "tool": call.name, "arguments": arguments, "observation": None}
             pending[call.id] = entry

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, decode_call_list, parse_call_string, structured_call
-from ...decode import DecodeError, JsonLine, count, iter_json_lines, seconds
+from ...decode import RECORD_SHAPE_ERRORS, DecodeError, JsonLine, count, iter_json_lines, seconds, shape_reason
 from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
 from ...registry import ImportRequest
 from .data import DATASET
@@ -70,7 +70,7 @@ def _fc_decode_error(raw: Any) -> str | None:
             if isinstance(arguments, str):
                 try:
                     arguments = json.loads(arguments)
-                except (json.JSONDecodeError, RecursionError) as exc:
+                except (ValueError, RecursionError) as exc:  # not JSON, or an integer too long for it
                     return f"arguments of {name!r} are not valid JSON: {exc}"
             if not isinstance(arguments, dict):
                 return f"arguments of {name!r} are a {type(arguments).__name__}, not an object"
@@ -226,10 +226,10 @@ def import_result_file(path: str | Path, model: str | None = None,
             continue
         try:
             yield Located(item.path, item.line, rollout_from_result(item.value, model, method, decoding))
-        except (StepError, DecodeError) as exc:
+        except RECORD_SHAPE_ERRORS as exc:  # StepError, or a field of the wrong shape
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
-            yield BadLine(item.path, item.line, f"unusable BFCL result: {exc}", rid, item.excerpt)
+            yield BadLine(item.path, item.line, f"unusable BFCL result: {shape_reason(exc)}", rid, item.excerpt)
 
 
 def is_result_file(path: Path) -> bool:

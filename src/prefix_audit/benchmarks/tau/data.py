@@ -188,7 +188,7 @@ def _sha256(path: Path) -> str:
 def _read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, a too long integer
         raise TauDataError(f"{path}: cannot read {what}: {exc}") from exc
 
 

@@ -401,5 +401,5 @@ def result_value(text: str) -> Any:
     """The structured value of a result text (JSON where it parses), for finding the ids it holds."""
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or an integer too long for it
         return text

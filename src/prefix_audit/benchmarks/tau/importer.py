@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, structured_call
-from ...decode import DecodeError, count, read_json_document, seconds
+from ...decode import RECORD_SHAPE_ERRORS, DecodeError, count, excerpt_of, read_json_document, seconds, shape_reason
 from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
 from ...registry import ImportRequest
 from . import semantics as sem
@@ -81,7 +81,7 @@ def _call(obj: Any, where: str) -> ToolCall:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # not JSON, or an integer too long for it
             raise BadSimulation(f"{where}: arguments are not JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise BadSimulation(f"{where}: arguments must be a JSON object, got {type(arguments).__name__}")
@@ -146,7 +146,7 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
             accounting.append((m, "executor", where))
         elif role == "tool":
             call_id = m.get("id")
-            if call_id not in pending:
+            if not isinstance(call_id, str) or call_id not in pending:
                 raise BadSimulation(f"{where}: result for unknown or already answered call id {call_id!r}")
             name = pending.pop(call_id)
             if m.get("error"):
@@ -303,17 +303,18 @@ def _import_tau2(path: Path, doc: dict[str, Any], benchmark_for: Callable[[str],
         raise TauResultsError(f"{path}: info.environment_info.domain_name is {domain!r}; "
                               f"only airline and retail are supported")
     bench = benchmark_for(dataset_of(domain))
-    recorded_tasks = {t.get("id"): t for t in doc.get("tasks") or [] if isinstance(t, dict)}
+    tasks = doc.get("tasks") if isinstance(doc.get("tasks"), list) else []
+    recorded_tasks = {t["id"]: t for t in tasks if isinstance(t, dict) and isinstance(t.get("id"), str)}
     model = model or _agent_model(info)
     for i, sim in enumerate(doc["simulations"]):
         try:
             yield Located(str(path), i + 1,
                           rollout_from_simulation(sim, bench, recorded_tasks, model, method, info, str(path)))
-        except BadSimulation as exc:
+        except RECORD_SHAPE_ERRORS as exc:  # BadSimulation, or a field of the wrong shape
             sid = sim.get("id") if isinstance(sim, dict) and isinstance(sim.get("id"), str) else None
-            task = sim.get("task_id") if isinstance(sim, dict) else None
-            yield BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {exc}", sid,
-                          json.dumps(sim, default=str)[:200])
+            task = sim.get("task_id") if isinstance(sim, dict) and isinstance(sim.get("task_id"), str) else None
+            yield BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {shape_reason(exc)}", sid,
+                          excerpt_of(sim))
 
 
 def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:

@@ -45,6 +45,7 @@ from typing import Any
 
 from ...calls import ToolCall, structured_call
 from ...contract import Benchmark
+from ...decode import RECORD_SHAPE_ERRORS, excerpt_of, shape_reason
 from ...records import BadLine, Located, Rollout, Step, rollout_id_for
 from . import v1
 from .data import TauDataError
@@ -146,7 +147,7 @@ def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
             texts += [c.raw if c.raw is not None else json.dumps(c.kwargs, sort_keys=True) for c in calls]
         elif role == "tool":
             call_id = m.get("tool_call_id")
-            if call_id not in pending:
+            if not isinstance(call_id, str) or call_id not in pending:
                 raise BadEntry(f"{where}: reply to an unknown or already answered call id {call_id!r}")
             name, position = pending.pop(call_id)
             reply = _text(m.get("content"), where)
@@ -295,13 +296,13 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
     model = model or path.stem
     seen: dict[str, int] = {}
     for i, entry in enumerate(doc, start=1):
-        task = entry.get("task_id") if isinstance(entry, dict) else None
+        task = excerpt_of(entry.get("task_id"))[:40] if isinstance(entry, dict) else "?"
         try:
             rollout = rollout_from_entry(entry, bench, model, method, str(path))
             if rollout.rollout_id in seen:
                 raise BadEntry(f"duplicate of entry {seen[rollout.rollout_id]} (same task, trial and task definition)")
             seen[rollout.rollout_id] = i
             yield Located(str(path), i, rollout)
-        except BadEntry as exc:
-            yield BadLine(str(path), i, f"unusable τ-bench v1 entry (task {task!r}): {exc}", None,
-                          json.dumps(entry, default=str)[:200])
+        except RECORD_SHAPE_ERRORS as exc:  # BadEntry, or a field of the wrong shape
+            yield BadLine(str(path), i, f"unusable τ-bench v1 entry (task {task}): {shape_reason(exc)}", None,
+                          excerpt_of(entry))

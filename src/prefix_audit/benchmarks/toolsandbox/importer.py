@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, structured_call
-from ...decode import DecodeError, read_json_document
+from ...decode import RECORD_SHAPE_ERRORS, DecodeError, read_json_document, shape_reason
 from ...records import BadLine, Located, Rollout, Step, rollout_id_for
 from ...registry import ImportRequest
 from .recorded import DATASET, RECORD_KEY, normalize_exception
@@ -349,8 +349,9 @@ def import_runs(source: str | Path, model: str | None = None, method: str = "imp
                 rollout = scenario_rollout(run, entry, model or model_of(run), method)
                 seen.add(label)  # type: ignore[arg-type]
                 yield Located(str(summary_path), position, rollout)
-            except ScenarioError as exc:
-                yield BadLine(str(summary_path), position, f"unusable ToolSandbox scenario {label!r}: {exc}",
+            except RECORD_SHAPE_ERRORS as exc:  # ScenarioError, or a field of the wrong shape
+                yield BadLine(str(summary_path), position,
+                              f"unusable ToolSandbox scenario {label!r}: {shape_reason(exc)}",
                               excerpt=str(label or "")[:200])
 
 
