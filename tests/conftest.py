@@ -60,3 +60,13 @@ def tau3(tau_data):
     from prefix_audit.benchmarks.tau import TauSource, load_benchmarks, load_data
 
     return load_benchmarks(load_data(RESOURCES, TauSource(data_dir=str(TAU3))))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long fuzz runs only when asked for with ``-m fuzz`` (the default run has shorter ones)."""
+    if "fuzz" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="a long fuzz run: pytest -m fuzz")
+    for item in items:
+        if "fuzz" in item.keywords:
+            item.add_marker(skip)

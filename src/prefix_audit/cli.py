@@ -189,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp.set_defaults(func=_import)
 
     au = sub.add_parser("audit", help="logs → import, score, stats and tables in one go, laid out as results/")
-    au.add_argument("logs", nargs="+", metavar="LOG", help="BFCL result files, τ results files, ToolSandbox run folders")
+    au.add_argument("logs", nargs="+", metavar="LOG",
+                    help="BFCL result files, τ results files, ToolSandbox run folders")
     au.add_argument("-o", "--output", required=True, help="the audit's results directory")
     au.add_argument("--format", choices=sorted(registry.importers()), help="the logs' format (default: detected)")
     au.add_argument("--model", help="model name of every log (default: what each log says)")

@@ -225,7 +225,7 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mappi
     if embedded is None:
         _check_task(recorded_tasks.get(task_id), bench, task_id)
     termination = sim.get("termination_reason")
-    if termination not in sem.TERMINATION_REASONS:
+    if not isinstance(termination, str) or termination not in sem.TERMINATION_REASONS:
         raise BadSimulation(f"unknown termination_reason {termination!r}")
     convo = _conversation(sim.get("messages"), bench, termination)
     reward, basis = _reward(sim)

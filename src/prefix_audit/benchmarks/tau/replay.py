@@ -272,7 +272,7 @@ class TauSession:
         self._live = LiveEnvironment(bench.backend)
         self._tools = bench.tools
         termination = rollout.meta.get("termination_reason", "user_stop")
-        if termination not in self.termination_reasons:
+        if not isinstance(termination, str) or termination not in self.termination_reasons:
             raise UnscorableRollout(f"unknown termination_reason {termination!r}")
         self.termination = termination
         self.y_basis = Y_BASIS_FULL
