@@ -272,3 +272,36 @@ test_fuzz_rollout_records = _fuzz("record", 25)
 test_fuzz_bfcl_result_files = _fuzz("result", 25)
 test_fuzz_rollout_records_more = pytest.mark.fuzz(_fuzz("record", 400))
 test_fuzz_bfcl_result_files_more = pytest.mark.fuzz(_fuzz("result", 400))
+
+
+def test_outputs_of_a_command_are_replaced_together(tmp_path, monkeypatch):
+    """A crash between the renames of one commit is finished by the next reader or writer; a
+    crash before its commit point leaves the old set, and its staged files are cleaned."""
+    import os
+
+    from prefix_audit import io
+
+    a, b = tmp_path / "episodes.parquet", tmp_path / "quarantine.jsonl"
+    io.commit_files({a: b"old a", b: b"old b"})
+    real_replace = os.replace
+    calls = []
+
+    def crash_on_second(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:  # the journal's own rename, the first file, then the crash
+            raise OSError("disk full")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(io.os, "replace", crash_on_second)
+    with pytest.raises(OSError, match="disk full"):
+        io.commit_files({a: b"new a", b: b"new b"})
+    monkeypatch.setattr(io.os, "replace", real_replace)
+    assert (a.read_bytes(), b.read_bytes()) == (b"new a", b"old b")  # torn, until someone looks
+    io.recover(tmp_path)
+    assert (a.read_bytes(), b.read_bytes()) == (b"new a", b"new b")
+    assert not (tmp_path / io.JOURNAL).exists()
+
+    (tmp_path / f".{a.name}.staged").write_bytes(b"a write that never reached its commit point")
+    (tmp_path / f".{a.name}.{2**22 + 7}.tmp").write_bytes(b"an atomic write of a process that died")
+    io.commit_files({a: b"third a", b: b"third b"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.parquet", "quarantine.jsonl"]

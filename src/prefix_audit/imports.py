@@ -22,7 +22,7 @@ from typing import Any
 
 from . import registry
 from .contract import Benchmark
-from .io import atomic_write_text, path_label
+from .io import atomic_write_text, commit_files, path_label
 from .records import BadLine, Located, dumps
 
 log = logging.getLogger(__name__)
@@ -88,13 +88,18 @@ def write_records(items: Iterable[Located | BadLine], rollouts: str | Path, quar
     good, bad = [], []
     for item in items:
         (bad if isinstance(item, BadLine) else good).append(item)
-    atomic_write_text(rollouts, "".join(dumps(item.rollout) + "\n" for item in good))
-    write_quarantine(bad, quarantine)
+    # Both files of one import are replaced together (or beside each other's new version only).
+    commit_files({rollouts: "".join(dumps(item.rollout) + "\n" for item in good).encode("utf-8"),
+                  quarantine: _quarantine_text(bad).encode("utf-8")})
     return len(good), len(bad)
 
 
+def _quarantine_text(bad: Iterable[BadLine]) -> str:
+    return "".join(json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for b in bad)
+
+
 def write_quarantine(bad: Iterable[BadLine], path: str | Path) -> None:
-    atomic_write_text(path, "".join(json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for b in bad))
+    atomic_write_text(path, _quarantine_text(bad))
 
 
 def of_dataset(items: Iterable[Located | BadLine], dataset: str, report: ImportReport) -> Iterator[Located | BadLine]:

@@ -20,7 +20,7 @@ from . import registry
 from .checker import EpisodeResult, primary, replay
 from .contract import Benchmark, UnknownDataset, UnscorableRollout
 from .fed import ACTION_SCHEMA, EPISODE_SCHEMA
-from .io import atomic_write_text, write_parquet
+from .io import commit_files, parquet_bytes
 from .decode import finite_json
 from .records import AGENT_ROLES, BadLine, Located, Rollout, read_rollouts
 
@@ -180,10 +180,10 @@ def write_scores(episodes: list[EpisodeResult], bad: list[BadLine], outputs: Sco
     episodes = sorted(episodes, key=_sort_key)
     ep_table = pa.Table.from_pylist([episode_row(e) for e in episodes], schema=EPISODE_SCHEMA)
     act_table = pa.Table.from_pylist([row for e in episodes for row in action_rows(e)], schema=ACTION_SCHEMA)
-    write_parquet(ep_table, outputs.episodes)
-    write_parquet(act_table, outputs.actions)
-    atomic_write_text(outputs.quarantine, "".join(
-        json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for b in bad))
+    # The three files of one scoring are replaced together, never one beside an older other.
+    commit_files({outputs.episodes: parquet_bytes(ep_table), outputs.actions: parquet_bytes(act_table),
+                  outputs.quarantine: "".join(json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n"
+                                              for b in bad).encode("utf-8")})
 
 
 def score_file(rollouts_path: str | Path, outputs: ScoreOutputs,
