@@ -60,16 +60,17 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
     report = report if report is not None else ImportReport()
     importers = registry.importers()
     for path in map(Path, paths):
+        items: list[Located | BadLine] = []
         try:
             fmt = kind or registry.detect_format(path)
             if fmt not in importers:
                 raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(sorted(importers))})")
             report.logs[str(path)] = fmt
-            items: Iterable[Located | BadLine] = list(importers[fmt](
-                registry.ImportRequest(path, model, method, open_dataset)))
-        except (OSError, ValueError) as exc:  # the whole log is unusable; the others still count
+            items.extend(importers[fmt](registry.ImportRequest(path, model, method, open_dataset)))
+        except (OSError, ValueError) as exc:  # the rest of the log is unusable; what it gave, and other logs, count
             report.logs.setdefault(str(path), kind or "unrecognised")
-            items = [BadLine(str(path), 0, f"unusable log: {exc}")]
+            rest = f" after its first {len(items)} entries" if items else ""
+            items.append(BadLine(str(path), 0, f"unusable log{rest}: {exc}"))
         for item in items:
             if isinstance(item, BadLine):
                 report.quarantined += 1

@@ -42,7 +42,16 @@ from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, decode_call_list, parse_call_string, structured_call
-from ...decode import RECORD_SHAPE_ERRORS, DecodeError, JsonLine, count, iter_json_lines, seconds, shape_reason
+from ...decode import (
+    RECORD_SHAPE_ERRORS,
+    DecodeError,
+    JsonLine,
+    count,
+    excerpt_of,
+    iter_json_lines,
+    seconds,
+    shape_reason,
+)
 from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
 from ...registry import ImportRequest
 from .data import DATASET
@@ -90,8 +99,8 @@ def _fc_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
         elif isinstance(item, dict):
             calls.extend(structured_call(name, arguments) for name, arguments in item.items())
         else:
-            calls.append(ToolCall(None, raw=json.dumps(item), parse_error=f"{where}[{i}]: a call must be an "
-                                                                           f"object or a string"))
+            calls.append(ToolCall(None, raw=excerpt_of(item), parse_error=f"{where}[{i}]: a call must be an "
+                                                                          f"object or a string"))
     return tuple(calls)
 
 
