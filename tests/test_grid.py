@@ -27,6 +27,9 @@ def test_the_default_config_is_valid_and_asks_for_the_paper_methods(config):
     assert set(schema["properties"]["benchmarks"]["properties"]) == set(config["benchmarks"])
     with pytest.raises(jsonschema.ValidationError, match="unexpected"):  # still strict
         jsonschema.Draft202012Validator(schema).validate({**config, "benchmarks": {"bfcl_v4": {}}})
+    unused = {**config["profiles"], "spare": {"p_stop": 1.5}}  # a named profile no model uses is checked too
+    with pytest.raises(jsonschema.ValidationError, match="1.5 is greater than the maximum of 1"):
+        jsonschema.Draft202012Validator(schema).validate({**config, "profiles": unused})
     grid = blocks(config)
     agents = {key for key, settings in grid.items() if settings["kind"] == "agent"}
     assert {(m, meth) for m in ("sim-strong", "sim-medium", "sim-weak")

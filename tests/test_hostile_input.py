@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -16,6 +17,9 @@ import pytest
 from conftest import RESOURCES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tau_results import GREETING, STOP, agent_says, results_document, simulation, tool_call, user_says
+from test_toolsandbox_import import SCENARIOS
+from toolsandbox_runs import write_run
 
 from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.calls import MAX_CALL_CHARS, decode_call_list, structured_call
@@ -32,6 +36,11 @@ def _gold(bfcl) -> dict:
 
 def _record(base: dict, rollout_id: str, **changes) -> dict:
     return {**base, "model": "m", "method": "x", "rollout_id": rollout_id, **changes}
+
+
+def _bfcl_entry(**fields) -> dict:
+    """A function-calling BFCL result entry of TASK."""
+    return {"id": TASK, "result": [[[{"ls": '{"a": true}'}], []], [[{"cd": '{"folder": "workspace"}'}]]], **fields}
 
 
 def _usage(**fields) -> list[dict]:
@@ -63,6 +72,29 @@ def test_bad_accounting_costs_the_accounting_not_the_entry(bfcl, tmp_path):
     assert episodes.filter(pl.col("rollout_id") == "ok")["agent_tokens"].item() == 12
 
 
+def test_bad_accounting_in_imported_logs_costs_the_accounting_not_the_entry(tau, tau_seed, tmp_path):
+    result = tmp_path / "m" / "BFCL_v4_multi_turn_base_result.json"
+    result.parent.mkdir()
+    result.write_text("\n".join(
+        _text(_bfcl_entry(input_token_count=bad, output_token_count=[[1, 1], [1]], latency=[[0.1, 0.1], [0.1]]))
+        for bad in ([[math.inf, 1], [1]], [[10**30, 1], [1]], [[math.nan, 1], [1]])) + "\n")
+    items = list(import_result_file(result))
+    assert [bool(i.rollout.accounting_error) for i in items] == [True] * 3
+    assert all(i.rollout.usage == () and i.rollout.turns for i in items)
+
+    from prefix_audit.benchmarks.tau.importer import import_results
+
+    doc = json.loads(json.dumps(tau_seed))
+    for sim, bad in zip(doc["simulations"], [{"prompt_tokens": math.inf}, {"completion_tokens": 10**30}]):
+        sim["messages"][1] |= {"usage": bad}
+        sim["messages"][2] |= {"usage": {"prompt_tokens": 1, "completion_tokens": 1}, "generation_time_seconds": math.nan}
+    path = tmp_path / "results.json"
+    path.write_text(_text(doc))
+    items = list(import_results(path, tau.__getitem__))
+    assert [type(i).__name__ for i in items] == ["Located", "Located"]
+    assert all(i.rollout.accounting_error and i.rollout.usage == () for i in items)
+
+
 def test_huge_integers_lists_for_ids_and_deep_nesting_cost_one_record(bfcl, tmp_path):
     base = _gold(bfcl)
     good = json.dumps(_record(base, "good"))
@@ -91,6 +123,22 @@ def test_huge_integers_lists_for_ids_and_deep_nesting_cost_one_record(bfcl, tmp_
     assert items[0].rollout.turns[0][0].calls[0].parse_error
     assert items[1].rollout.usage == () and "nested deeper" in items[1].rollout.accounting_error
     assert isinstance(items[2], BadLine) and "'id'" in items[2].reason
+
+
+def test_over_long_lines_and_documents_are_refused_without_reading_them_whole(tmp_path, monkeypatch):
+    from prefix_audit import decode
+
+    monkeypatch.setattr(decode, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(decode, "MAX_DOCUMENT_BYTES", 64)
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b'{"a": 1}\n' + b'{"b": "' + b"x" * 300 + b'"}\n{"c": 3}\n' + b"y" * 63 + b"\n")  # 64 bytes with its newline
+    items = list(decode.iter_json_lines(log))
+    assert [(type(i).__name__, i.line) for i in items] == [
+        ("JsonLine", 1), ("BadLine", 2), ("JsonLine", 3), ("BadLine", 4)]
+    assert "a line of 310 bytes, over the 64-byte limit" in items[1].reason
+    assert "invalid JSON" in items[3].reason  # at the limit: read and decoded
+    with pytest.raises(decode.DecodeError, match="over the 64-byte limit of one document"):
+        decode.read_json_document(log)
 
 
 def test_tau_ids_of_the_wrong_type_cost_one_simulation(tau, tmp_path):
@@ -150,8 +198,14 @@ def _episodes_file(bfcl, tmp_path: Path) -> Path:
     return tmp_path / "ep" / "episodes.parquet"
 
 
-def test_stats_and_tables_refuse_bad_input_in_one_line(bfcl, tmp_path, capsys):
+def test_commands_refuse_bad_input_in_one_line(bfcl, tmp_path, capsys, monkeypatch):
     episodes = _episodes_file(bfcl, tmp_path)
+    assert main(["stats", str(episodes), "-o", str(tmp_path / "st"), "--resamples", "10"]) == 0
+    stats = tmp_path / "st" / "stats.parquet"
+    result = tmp_path / "m" / "BFCL_v4_multi_turn_base_result.json"
+    result.parent.mkdir()
+    result.write_text(_text(_bfcl_entry()) + "\n")
+    capsys.readouterr()
     junk = tmp_path / "junk.parquet"
     junk.write_bytes(b"PAR1 not really")
     pairs = tmp_path / "pairs.yaml"
@@ -165,13 +219,27 @@ def test_stats_and_tables_refuse_bad_input_in_one_line(bfcl, tmp_path, capsys):
         (["tables", str(junk), "-o", str(tmp_path / "t")], "not a readable Parquet file"),
         (["tables", str(episodes), "-o", str(tmp_path / "t")], "not a stats table"),
         (["stats", str(episodes), "-o", str(tmp_path / "p"), "--pairs", str(pairs)], "not valid YAML"),
-        (["stats", str(episodes), "-o", str(taken), "--resamples", "10"], "File exists"),
     ]
+    rollouts = tmp_path / "ep.jsonl"
+    writers = [  # every command that writes, with -o naming a file, then a folder it may not write
+        ["stats", str(episodes), "-o", "{out}", "--resamples", "10"], ["tables", str(stats), "-o", "{out}"],
+        ["score", str(rollouts), "-o", "{out}"], ["import", "bfcl", str(result), "-o", "{out}/r.jsonl"],
+        ["audit", str(result), "-o", "{out}"]]
+    cases += [([a.format(out=taken) for a in argv], "File exists") for argv in writers]
     for argv, message in cases:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
-        assert message in err and "Traceback" not in err, (argv, err)
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err)
     assert not (tmp_path / "p" / "stats.parquet").exists()  # a bad pairs file leaves nothing behind
+
+    def read_only(self, *args, **kwargs):  # root ignores file modes, so the refusal is simulated
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    for argv in writers:
+        assert main([a.format(out=tmp_path / "locked") for a in argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert "Permission denied" in err and len(err.strip().splitlines()) == 1, (argv, err)
 
 
 # --- fuzzing -------------------------------------------------------------------------------------
@@ -219,40 +287,89 @@ def _text(value: object) -> str:
 @pytest.fixture(scope="module")
 def seeds(bfcl) -> dict[str, dict]:
     record = _record(_gold(bfcl), "r", usage=_usage())
-    result = {"id": TASK, "result": [[[{"ls": '{"a": true}'}], []], [[{"cd": '{"folder": "workspace"}'}]]],
-              "input_token_count": [[5, 6], [7]], "output_token_count": [[1, 1], [1]], "latency": [[0.1, 0.1], [0.1]]}
+    result = _bfcl_entry(input_token_count=[[5, 6], [7]], output_token_count=[[1, 1], [1]],
+                         latency=[[0.1, 0.1], [0.1]])
     return {"record": record, "result": result}
+
+
+@pytest.fixture(scope="module")
+def tau_seed(tau) -> dict:
+    """A tau2 results document: one simulation that looks the user up, one cut short after a call."""
+    user_id = {"user_id": "mei_brown_7075"}
+    reason = tau["tau_airline"].task("5").reason_for_call
+    return results_document(tau, [
+        simulation("ok", "5", [GREETING, user_says(reason + " I am mei_brown_7075."),
+                               *tool_call("a", "get_user_details", user_id, "{}"), agent_says("Found you."), STOP]),
+        simulation("cut", "12", [GREETING, user_says("Hi"), *tool_call(
+            "e", "get_reservation_details", {"reservation_id": "YAX4DR"}, "{}")], termination="max_steps")])
+
+
+def _mutated(data, seed: object, what: str) -> str:
+    """``seed`` with up to three values replaced, as JSON text, perhaps truncated."""
+    doc = seed
+    for path, new in data.draw(_mutations(seed), label=f"mutations of {what}"):
+        doc = _replaced(doc, path, new)
+    text = _text(doc)
+    if data.draw(st.booleans(), label="truncate"):
+        text = text[: data.draw(st.integers(min_value=0, max_value=len(text)))]
+    return text
+
+
+def _entries(text: str, key: str) -> int | None:
+    """How many entries a mutated document still lists under ``key`` (None when it no longer does)."""
+    try:
+        listed = json.loads(text)[key]
+    except (ValueError, TypeError, KeyError, IndexError):
+        return None
+    return len(listed) if isinstance(listed, list) else None
+
+
+def _import(kind: str, source: Path, out: Path) -> tuple[int, int]:
+    """(imported, quarantined) of ``prefix-audit import KIND SOURCE``, which must not crash."""
+    assert main(["import", kind, str(source), "-o", str(out), "--resources", str(RESOURCES)]) in (0, 1)
+    quarantine = out.with_name(out.name + ".quarantine.jsonl")
+    return len(out.read_text().splitlines()), len(quarantine.read_text().splitlines())
+
+
+def _log_file(data, tmp_path: Path, kind: str, seed: object) -> tuple[Path, int | None]:
+    """A mutated log of ``kind`` on disk, and how many entries it holds (None: unknown, only a
+    whole-log quarantine record is then allowed besides the entries)."""
+    if kind == "result":  # BFCL result file: JSON Lines, three mutated entries and an intact one
+        lines = [_mutated(data, seed, "an entry") for _ in range(3)] + [_text(seed)]
+        source = tmp_path / "m" / "BFCL_v4_multi_turn_base_result.json"
+        source.parent.mkdir(exist_ok=True)
+        source.write_text("\n".join(lines) + "\n")
+        return source, sum(bool(line.strip()) for line in lines)  # a blank line is no entry
+    if kind == "tau":
+        text = _mutated(data, seed, "results.json")
+        source = tmp_path / "results.json"
+        source.write_text(text)
+        return source, _entries(text, "simulations")
+    run = tmp_path / "ts"  # a ToolSandbox run folder: one of its JSON files mutated
+    shutil.rmtree(run, ignore_errors=True)
+    folder = write_run(run, SCENARIOS)
+    files = sorted(folder.rglob("*.json"))
+    target = data.draw(st.sampled_from(files), label="file")
+    target.write_text(_mutated(data, json.loads(target.read_text()), target.name))
+    return folder, _entries((folder / "result_summary.json").read_text(), "per_scenario_results")
 
 
 def _fuzz(kind: str, max_examples: int):
     @settings(max_examples=max_examples, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(data=st.data())
-    def run(bfcl, seeds, tmp_path, data):
-        seed = seeds[kind]
-        lines = []
-        for _ in range(3):
-            doc = seed
-            for path, new in data.draw(_mutations(seed)):
-                doc = _replaced(doc, path, new)
-            text = _text(doc)
-            if data.draw(st.booleans()):
-                text = text[: data.draw(st.integers(min_value=0, max_value=len(text)))]
-            lines.append(text)
-        lines.append(_text(seed))
-        src = tmp_path / f"{kind}.jsonl"
-        if kind == "result":
-            src = tmp_path / "m" / "BFCL_v4_multi_turn_base_result.json"
-            src.parent.mkdir(exist_ok=True)
-            src.write_text("\n".join(lines) + "\n")
-            rollouts = tmp_path / "rollouts.jsonl"
-            assert main(["import", "bfcl", str(src), "-o", str(rollouts), "--resources", str(RESOURCES)]) in (0, 1)
-            imported = len(rollouts.read_text().splitlines())
-            quarantined = len((tmp_path / "rollouts.jsonl.quarantine.jsonl").read_text().splitlines())
-            assert imported + quarantined == len([x for x in lines if x.strip()])  # every entry in one place
-            src = rollouts
+    def run(request, tmp_path, data):
+        seed = _seed(request, kind)
+        if kind == "record":  # rollout records: three mutated lines and an intact one, scored directly
+            src = tmp_path / "records.jsonl"
+            src.write_text("\n".join([_mutated(data, seed, "a record") for _ in range(3)] + [_text(seed)]) + "\n")
         else:
-            src.write_text("\n".join(lines) + "\n")
+            log, entries = _log_file(data, tmp_path, kind, seed)
+            src = tmp_path / "rollouts.jsonl"
+            imported, quarantined = _import(IMPORTERS[kind], log, src)
+            # every entry in one place; a log unreadable as a whole is one located record
+            whole_log = entries is None and (imported, quarantined) == (0, 1)
+            assert imported + quarantined == entries or whole_log, (entries, imported, quarantined)
         out = tmp_path / "scored"
         n_in = len([line for line in src.read_text().splitlines() if line.strip()])
         assert main(["score", str(src), "-o", str(out), "--resources", str(RESOURCES)]) in (0, 1)
@@ -268,10 +385,25 @@ def _fuzz(kind: str, max_examples: int):
     return run
 
 
+IMPORTERS = {"result": "bfcl", "tau": "tau", "toolsandbox": "toolsandbox"}
+
+
+def _seed(request, kind: str) -> object:
+    if kind == "tau":
+        return request.getfixturevalue("tau_seed")
+    if kind == "toolsandbox":
+        return None  # the run folder is written afresh per example
+    return request.getfixturevalue("seeds")[kind]
+
+
 test_fuzz_rollout_records = _fuzz("record", 25)
 test_fuzz_bfcl_result_files = _fuzz("result", 25)
+test_fuzz_tau_results = _fuzz("tau", 15)
+test_fuzz_toolsandbox_runs = _fuzz("toolsandbox", 15)
 test_fuzz_rollout_records_more = pytest.mark.fuzz(_fuzz("record", 400))
 test_fuzz_bfcl_result_files_more = pytest.mark.fuzz(_fuzz("result", 400))
+test_fuzz_tau_results_more = pytest.mark.fuzz(_fuzz("tau", 200))
+test_fuzz_toolsandbox_runs_more = pytest.mark.fuzz(_fuzz("toolsandbox", 200))
 
 
 def test_outputs_of_a_command_are_replaced_together(tmp_path, monkeypatch):
@@ -305,3 +437,131 @@ def test_outputs_of_a_command_are_replaced_together(tmp_path, monkeypatch):
     (tmp_path / f".{a.name}.{2**22 + 7}.tmp").write_bytes(b"an atomic write of a process that died")
     io.commit_files({a: b"third a", b: b"third b"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.parquet", "quarantine.jsonl"]
+
+
+def test_a_commit_across_folders_is_finished_by_a_reader_of_any_of_them(tmp_path, monkeypatch):
+    import os
+
+    from prefix_audit import io
+
+    frame = pl.DataFrame({"x": [1, 2]})
+    first, second = tmp_path / "fed" / "episodes.parquet", tmp_path / "stats" / "stats.parquet"
+    real_replace = os.replace
+    calls = []
+
+    def crash_after_the_first_file(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:  # the journal, the first file, then the crash
+            raise OSError("killed")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(io.os, "replace", crash_after_the_first_file)
+    with pytest.raises(OSError, match="killed"):
+        io.commit_files({first: io.frame_parquet_bytes(frame), second: io.frame_parquet_bytes(frame)}, root=tmp_path)
+    monkeypatch.setattr(io.os, "replace", real_replace)
+    assert first.is_file() and not second.is_file()
+    assert io.read_parquet(second).equals(frame)  # the journal at the common root is found from below
+    assert not (tmp_path / io.JOURNAL).exists()
+
+
+def _two_methods(bfcl, tmp_path: Path) -> tuple[Path, Path]:
+    """An episodes file with two blocks of one model, and a pairs file comparing them."""
+    base = _gold(bfcl)
+    lines = [json.dumps(_record(base, f"{method}{i}", method=method)) for method in ("x", "y") for i in range(2)]
+    _score(tmp_path, lines, "two")
+    pairs = tmp_path / "pairs.yaml"
+    pairs.write_text("- {label: y-x, dataset: bfcl_v3, condition: {model: m, method: y}, "
+                     "baseline: {model: m, method: x}}\n")
+    return tmp_path / "two" / "episodes.parquet", pairs
+
+
+def test_stats_commits_its_set_and_drops_an_earlier_runs_paired_file(bfcl, tmp_path):
+    episodes, pairs = _two_methods(bfcl, tmp_path)
+    out = tmp_path / "stats"
+    common = ["stats", str(episodes), "-o", str(out), "--resamples", "50", "--paired-resamples", "50"]
+    assert main([*common, "--pairs", str(pairs)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["paired.parquet", "stats.parquet"]
+    assert main(common) == 0  # without pairs, tables must not read the earlier run's paired.parquet
+    assert sorted(p.name for p in out.iterdir()) == ["stats.parquet"]
+
+
+def test_a_failed_audit_leaves_the_previous_one_whole_and_a_new_one_replaces_it(bfcl, tmp_path, monkeypatch):
+    from prefix_audit import audit
+
+    out = tmp_path / "audit"
+    out.mkdir()
+    (out / "notes.md").write_text("the user's own file\n")
+    bfcl_log = tmp_path / "logs" / "BFCL_v4_multi_turn_base_result.json"
+    bfcl_log.parent.mkdir()
+    bfcl_log.write_text(json.dumps(_bfcl_entry()) + "\n")
+    run = write_run(tmp_path / "runs", SCENARIOS[:2])
+
+    def audit_of(*logs: Path) -> int:
+        return main(["audit", *map(str, logs), "-o", str(out), "--model", "m", "--resamples", "50",
+                     "--resources", str(RESOURCES)])
+
+    def snapshot() -> dict[str, bytes]:
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+    assert audit_of(bfcl_log) == 0
+    before = snapshot()
+    assert "scored/bfcl_v3/m/imported/episodes.parquet" in before and audit.MANIFEST in before
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(audit, "write_tables", disk_full)
+    assert audit_of(run) == 2
+    assert snapshot() == before  # nothing of the failed audit landed, and its staging folder is gone
+    monkeypatch.undo()
+
+    assert audit_of(run) == 0
+    after = snapshot()
+    assert not [name for name in after if "bfcl_v3" in name]  # the earlier audit's blocks went with it
+    assert "scored/toolsandbox_recorded/m/imported/episodes.parquet" in after
+    assert after["notes.md"] == before["notes.md"]
+    manifest = json.loads(after[audit.MANIFEST])["files"]
+    assert sorted(manifest) == sorted(name for name in after if name not in (audit.MANIFEST, "notes.md"))
+
+
+def test_every_command_gives_the_same_bytes_twice(bfcl, tau_seed, tmp_path, capsys):
+    """Each command run twice on the same input in the same place writes the same bytes and prints
+    the same lines."""
+    logs = tmp_path / "logs"
+    bfcl_log = logs / "m" / "BFCL_v4_multi_turn_base_result.json"
+    bfcl_log.parent.mkdir(parents=True)
+    hostile = {"id": "multi_turn_base_2", "result": [[["cd(folder=f(x))", "<script>", {"cd": "{bad"}]]]}
+    bfcl_log.write_text(json.dumps(_bfcl_entry()) + "\n" + json.dumps(hostile) + "\n{truncated\n")
+    tau_log = logs / "results.json"
+    tau_log.write_text(json.dumps(tau_seed))
+    run = write_run(logs / "runs", SCENARIOS)
+    episodes, pairs = _two_methods(bfcl, tmp_path)
+    work = tmp_path / "work"
+    opts = ["--resources", str(RESOURCES)]
+    commands = [
+        ["import", "bfcl", str(bfcl_log), "-o", str(work / "bfcl.jsonl"), *opts],
+        ["import", "tau", str(tau_log), "-o", str(work / "tau.jsonl"), *opts],
+        ["import", "toolsandbox", str(run), "-o", str(work / "toolsandbox.jsonl"), *opts],
+        ["score", str(work / "bfcl.jsonl"), "-o", str(work / "scored"), *opts],
+        ["stats", str(episodes), "-o", str(work / "stats"), "--resamples", "100", "--paired-resamples", "100",
+         "--pairs", str(pairs)],
+        ["tables", str(work / "stats"), "-o", str(work / "tables")],
+        ["audit", str(bfcl_log), str(tau_log), str(run), "-o", str(work / "audit"), "--resamples", "100", *opts],
+        ["progress", str(work / "audit")],
+        ["plan", "--epsilon", "0.05", "--delta", "0.05"],
+    ]
+
+    def everything() -> tuple[dict[str, bytes], list[str]]:
+        shutil.rmtree(work, ignore_errors=True)
+        printed = []
+        for argv in commands:
+            assert main(argv) in (0, 1), argv
+            printed.append(capsys.readouterr().out)
+        files = {p.relative_to(work).as_posix(): p.read_bytes() for p in sorted(work.rglob("*")) if p.is_file()}
+        return files, printed
+
+    first, second = everything(), everything()
+    assert sorted(first[0]) == sorted(second[0])
+    assert [name for name in first[0] if first[0][name] != second[0][name]] == []
+    assert first[1] == second[1]
+    assert len(first[0]) > 40  # every command wrote what it should

@@ -6,50 +6,24 @@ from __future__ import annotations
 import json
 
 import pytest
+from tau_results import (
+    GREETING,
+    STOP,
+    agent_says,
+    results_document,
+    simulation,
+    tool_call,
+    user_says,
+)
 
-from prefix_audit.checker import replay
 from prefix_audit.benchmarks.tau.importer import (
     TauResultsError,
     import_results,
     reward_disagreements,
 )
+from prefix_audit.checker import replay
 from prefix_audit.records import BadLine
 from prefix_audit.scoring import ScoreReport, score_rollouts
-
-GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
-STOP = {"role": "user", "content": "###STOP###"}
-
-
-def _user(text):
-    return {"role": "user", "content": text}
-
-
-def _say(text):
-    return {"role": "assistant", "content": text}
-
-
-def _call(call_id, name, arguments, result, error=False):
-    """An agent tool call and the environment's recorded result."""
-    return [{"role": "assistant", "content": None,
-             "tool_calls": [{"id": call_id, "name": name, "arguments": arguments, "requestor": "assistant"}]},
-            {"role": "tool", "id": call_id, "content": result, "error": error, "requestor": "assistant"}]
-
-
-def _sim(sim_id, task_id, messages, termination="user_stop", reward=1.0):
-    return {"id": sim_id, "task_id": task_id, "trial": 0, "seed": 1, "termination_reason": termination,
-            "agent_cost": 0.0, "user_cost": 0.0, "reward_info": {"reward": reward, "reward_basis": ["DB", "COMMUNICATE"]},
-            "messages": messages}
-
-
-def _results(tau, simulations, task_ids=("5", "12")):
-    bench = tau["tau_airline"]
-    return {"info": {"environment_info": {"domain_name": "airline"},
-                     "agent_info": {"implementation": "llm_agent", "llm": "test-model"}},
-            "tasks": [{"id": t, "evaluation_criteria": {
-                "actions": [{"name": a.name, "arguments": dict(a.arguments)} for a in bench.task(t).gold],
-                "communicate_info": list(bench.task(t).communicate_info),
-                "nl_assertions": list(bench.task(t).nl_assertions)}} for t in task_ids],
-            "simulations": simulations}
 
 
 def _hand_made(tau) -> dict:
@@ -58,30 +32,30 @@ def _hand_made(tau) -> dict:
     user_id = {"user_id": "mei_brown_7075"}
     sims = [
         # 1. asks, gets the user id, looks the user up: fully executable, Y = 1 (gold is that look-up)
-        _sim("ok", "5", [GREETING, _user(reason5), _say("What is your user id?"), _user("It is mei_brown_7075."),
-                         *_call("a", "get_user_details", user_id, "{}"), _say("I see your profile."), STOP]),
+        simulation("ok", "5", [GREETING, user_says(reason5), agent_says("What is your user id?"), user_says("It is mei_brown_7075."),
+                         *tool_call("a", "get_user_details", user_id, "{}"), agent_says("I see your profile."), STOP]),
         # 2. a hallucinated tool (the environment errs), then the right call: FED 1 schema, Y = 1
-        _sim("recovered", "5", [GREETING, _user(reason5 + " My user id is mei_brown_7075."),
-                                *_call("b", "check_user", user_id, "Error: Tool 'check_user' not found.", error=True),
-                                *_call("c", "get_user_details", user_id, "{}"), _say("Found you."), STOP],
+        simulation("recovered", "5", [GREETING, user_says(reason5 + " My user id is mei_brown_7075."),
+                                *tool_call("b", "check_user", user_id, "Error: Tool 'check_user' not found.", error=True),
+                                *tool_call("c", "get_user_details", user_id, "{}"), agent_says("Found you."), STOP],
              reward=0.0),  # a recorded reward that disagrees with the recomputed Y
         # 3. uses the user id before the user gave it: FED 1 information, Y = 1
-        _sim("early", "5", [GREETING, _user(reason5), *_call("d", "get_user_details", user_id, "{}"),
-                            _say("Is that you?"), _user("Yes, I am mei_brown_7075."), _say("Thanks."), STOP]),
+        simulation("early", "5", [GREETING, user_says(reason5), *tool_call("d", "get_user_details", user_id, "{}"),
+                            agent_says("Is that you?"), user_says("Yes, I am mei_brown_7075."), agent_says("Thanks."), STOP]),
         # 4. premature termination after one valid look-up: T = 1, FED 2, Y = 0
-        _sim("cut", "12", [GREETING, _user(reason12),
-                           *_call("e", "get_reservation_details", {"reservation_id": "YAX4DR"}, "{}")],
+        simulation("cut", "12", [GREETING, user_says(reason12),
+                           *tool_call("e", "get_reservation_details", {"reservation_id": "YAX4DR"}, "{}")],
              termination="max_steps", reward=0.0),
         # 5. truncated: a tool call without its result
-        _sim("truncated", "5", [GREETING, _user(reason5), _call("f", "get_user_details", user_id, "{}")[0]]),
+        simulation("truncated", "5", [GREETING, user_says(reason5), tool_call("f", "get_user_details", user_id, "{}")[0]]),
         # 6. a tool this tau2 lacks, recorded as a success: results of another tool set
-        _sim("foreign", "12", [GREETING, _user(reason12),
-                               *_call("g", "get_item_details", {"item_id": "1"}, '{"item_id": "1"}'), _say("ok"), STOP]),
+        simulation("foreign", "12", [GREETING, user_says(reason12),
+                               *tool_call("g", "get_item_details", {"item_id": "1"}, '{"item_id": "1"}'), agent_says("ok"), STOP]),
         # 7. arguments that are not JSON
-        _sim("garbled", "5", [GREETING, _user(reason5), *_call("h", "get_user_details", "{user_id: mei", "{}"),
-                              _say("ok"), STOP]),
+        simulation("garbled", "5", [GREETING, user_says(reason5), *tool_call("h", "get_user_details", "{user_id: mei", "{}"),
+                              agent_says("ok"), STOP]),
     ]
-    return _results(tau, sims)
+    return results_document(tau, sims)
 
 
 @pytest.fixture()
@@ -150,7 +124,7 @@ def test_results_for_other_task_definitions_are_refused(tau, tmp_path):
     ("0", lambda c: c.pop("actions")),  # task 0 has no gold actions: absent ones mean no DB comparison
 ])
 def test_results_whose_task_scores_y_differently_are_refused(tau, tmp_path, task_id, change):
-    doc = _results(tau, [_sim("s", task_id, [GREETING, _user("Hi."), _say("Done."), STOP])], task_ids=(task_id,))
+    doc = results_document(tau, [simulation("s", task_id, [GREETING, user_says("Hi."), agent_says("Done."), STOP])], task_ids=(task_id,))
     change(doc["tasks"][0]["evaluation_criteria"])
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
@@ -205,8 +179,8 @@ def test_real_two_trial_tau2_results_keep_trials_and_get_pass_k(tmp_path):
     """gemini-2.5-flash on 10 airline tasks × 2 trials (real-logs): every simulation is an episode
     with its trial, and the task-clustered statistics give pass^1 and pass^2."""
     import polars as pl
-
     from conftest import SHARED
+
     from prefix_audit.cli import main
     from prefix_audit.stats import compute_stats
 
@@ -235,13 +209,13 @@ def test_simulations_that_ended_in_an_error_are_episodes(tau, tmp_path):
     """After some actions: a normal episode, calls left without a result included; before any:
     an infrastructure failure. A message without a generation time has no latency, not zero."""
     reason12 = tau["tau_airline"].task("12").reason_for_call
-    lookup = _call("e", "get_reservation_details", {"reservation_id": "YAX4DR"}, "{}")
+    lookup = tool_call("e", "get_reservation_details", {"reservation_id": "YAX4DR"}, "{}")
     timed = {**lookup[0], "usage": {"prompt_tokens": 100, "completion_tokens": 7}}
-    sims = [_sim("mid_call", "12", [GREETING, _user(reason12), timed], termination="agent_error", reward=0.0),
-            _sim("at_once", "12", [], termination="agent_error", reward=0.0),
-            _sim("normal_but_cut", "12", [GREETING, _user(reason12), lookup[0]], termination="agent_stop")]
+    sims = [simulation("mid_call", "12", [GREETING, user_says(reason12), timed], termination="agent_error", reward=0.0),
+            simulation("at_once", "12", [], termination="agent_error", reward=0.0),
+            simulation("normal_but_cut", "12", [GREETING, user_says(reason12), lookup[0]], termination="agent_stop")]
     path = tmp_path / "results.json"
-    path.write_text(json.dumps(_results(tau, sims, task_ids=("12",))))
+    path.write_text(json.dumps(results_document(tau, sims, task_ids=("12",))))
     items = list(import_results(path, tau.__getitem__))
     good = {i.rollout.meta["simulation_id"]: i.rollout for i in items if not isinstance(i, BadLine)}
     assert set(good) == {"mid_call", "at_once"}

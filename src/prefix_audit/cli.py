@@ -81,23 +81,27 @@ def _score(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     import yaml
 
-    from .paired import pair_specs, write_paired
-    from .stats import TAU_POOL, write_stats
+    from .io import commit_files, frame_parquet_bytes, read_parquet
+    from .paired import pair_specs, paired_differences
+    from .stats import TAU_POOL, compute_stats
 
     out = Path(args.output)
     pairs = None
-    if args.pairs:  # read first: a bad pairs file must not leave a new stats.parquet behind
+    if args.pairs:  # read first: a bad pairs file must stop the command before any work
         try:
             pairs = pair_specs(yaml.safe_load(Path(args.pairs).read_text()))  # YAML is a superset of JSON
         except yaml.YAMLError as exc:
             raise ValueError(f"{args.pairs}: not valid YAML: {' '.join(str(exc).split())}") from None
-    paths = [write_stats(args.episodes, out / "stats.parquet", resamples=args.resamples, seed=args.seed,
-                         k_max=args.k_max, confidence=args.confidence, pools=TAU_POOL, workers=args.workers)]
+    episodes = read_parquet(args.episodes)
+    stats = compute_stats(episodes, resamples=args.resamples, seed=args.seed, k_max=args.k_max,
+                          confidence=args.confidence, pools=TAU_POOL, workers=args.workers)
+    contents = {out / "stats.parquet": frame_parquet_bytes(stats)}
     if pairs is not None:
-        paths.append(write_paired(args.episodes, pairs, out / "paired.parquet",
-                                  resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
-                                  pools=TAU_POOL, workers=args.workers))
-    for path in paths:
+        contents[out / "paired.parquet"] = frame_parquet_bytes(paired_differences(
+            episodes, pairs, resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
+            pools=TAU_POOL, workers=args.workers))
+    # One set: without --pairs a paired.parquet of an earlier run goes, or `tables` would read it as this run's.
+    for path in commit_files(contents, remove=[out / "paired.parquet"]):
         print(f"wrote {path}", file=sys.stderr)
     return 0
 

@@ -19,12 +19,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 EXCERPT_BYTES = 200
 # Bounds on the accounting numbers logs carry: beyond them a value is not a measurement.
 MAX_COUNT = 10**15  # tokens of one model call
 MAX_SECONDS = 10**7  # seconds of one model call (about 115 days)
+# Bounds on what is read into memory at once: a JSON Lines entry, and a whole JSON document (a tau2
+# results file, a ToolSandbox context). Real entries are kilobytes; real documents tens of megabytes.
+MAX_LINE_BYTES = 64 * 2**20
+MAX_DOCUMENT_BYTES = 2**30
 
 
 class DecodeError(ValueError):
@@ -78,11 +82,15 @@ class JsonLine:
 
 
 def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
-    """Decode a JSON Lines file line by line; a line that is not UTF-8 or not JSON becomes a
-    located :class:`BadLine` instead of failing the whole file. Blank lines are skipped."""
+    """Decode a JSON Lines file line by line; a line that is not UTF-8, not JSON or over
+    :data:`MAX_LINE_BYTES` becomes a located :class:`BadLine` instead of failing the whole file
+    (an over-long line is skipped without being held in memory). Blank lines are skipped."""
     path = Path(path)
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw, size in _bounded_lines(fh):
+            if raw is None:
+                yield BadLine(str(path), lineno, f"a line of {size:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
+                continue
             if not raw.strip():
                 continue
             excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace")
@@ -94,10 +102,28 @@ def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
                 yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
 
 
+def _bounded_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, bytes or None when over the limit, size) of each line, reading at most
+    :data:`MAX_LINE_BYTES` + 1 bytes at a time."""
+    lineno = 0
+    while raw := fh.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        size = len(raw)
+        if size <= MAX_LINE_BYTES:
+            yield lineno, raw, size
+            continue
+        while not raw.endswith(b"\n") and (raw := fh.readline(MAX_LINE_BYTES)):
+            size += len(raw)
+        yield lineno, None, size
+
+
 def read_json_document(path: str | Path) -> Any:
-    """One JSON document; :class:`DecodeError` (with the file's name and the cause) otherwise."""
+    """One JSON document of at most :data:`MAX_DOCUMENT_BYTES`; :class:`DecodeError` (with the
+    file's name and the cause) otherwise."""
     path = Path(path)
     try:
+        if (size := path.stat().st_size) > MAX_DOCUMENT_BYTES:
+            raise DecodeError(f"{path.name} is {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,}-byte limit of one document")
         return json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise DecodeError(f"missing {path.name}") from None

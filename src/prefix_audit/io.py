@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 # The escape of path labels: "%" (percent-encoding's own) would reach sbatch's --output through the
 # Slurm executor plugin's log paths, where Slurm reads it as a filename pattern and the job fails.
@@ -26,9 +29,6 @@ def path_label(name: str) -> str:
 def name_of_label(label: str) -> str:
     """The name a :func:`path_label` stands for."""
     return unquote(label.replace(_LABEL_ESCAPE, "%"))
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
@@ -80,32 +80,52 @@ JOURNAL = ".prefix-audit-commit.json"
 _STAGED = ".staged"
 
 
+def frame_parquet_bytes(frame: pl.DataFrame) -> bytes:
+    """A polars frame as Parquet bytes (the statistics tables' encoding: zstd, no column statistics)."""
+    sink = io.BytesIO()
+    frame.write_parquet(sink, compression="zstd", statistics=False)
+    return sink.getvalue()
+
+
 def _staged(path: Path) -> Path:
     return path.with_name(f".{path.name}{_STAGED}")
 
 
-def commit_files(contents: Mapping[str | os.PathLike[str], bytes]) -> list[Path]:
-    """Replace several files of one directory together: every file is staged and fsynced, then a
-    journal naming them is written (the commit point), then each is renamed into place and the
-    journal removed. A crash before the journal leaves the old set (its staged files are removed
-    next time); after it, :func:`recover` — which every commit and :func:`read_parquet` call
-    first — finishes the renames, so no reader sees a new file beside an old one."""
+def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
+                 root: str | os.PathLike[str] | None = None,
+                 remove: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
+    """Replace a set of files together, and delete ``remove``, as one step.
+
+    ``contents`` maps each output to its bytes, or to a file already written on the same file
+    system that becomes it. Bytes are staged beside their output and fsynced; then a journal under
+    ``root`` (by default the outputs' common directory) naming every rename and deletion is written
+    — the commit point — then they are carried out and the journal removed. A crash before the
+    journal leaves the old set (staged leftovers are removed by the next commit there); after it,
+    :func:`recover` — which every commit and :func:`read_parquet` run first — finishes the job, so
+    no reader sees a new file beside an old one."""
     paths = [Path(p) for p in contents]
-    parents = {p.parent for p in paths}
-    if len(parents) != 1:
-        raise ValueError(f"commit_files: one directory at a time, got {sorted(map(str, parents))}")
-    (directory,) = parents
-    directory.mkdir(parents=True, exist_ok=True)
-    recover(directory)
+    if not paths and not remove:
+        return []
+    base = Path(root) if root is not None else Path(os.path.commonpath([p.parent for p in paths]))
+    base.mkdir(parents=True, exist_ok=True)
+    recover(base)
+    moves: list[list[str]] = []
     for path, data in zip(paths, contents.values()):
-        staged = _staged(path)
-        with open(staged, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    journal = [[_staged(p).name, p.name] for p in paths]
-    atomic_write_text(directory / JOURNAL, json.dumps(journal))
-    recover(directory)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent != base:
+            _clean(path.parent)
+        if isinstance(data, Path):
+            source = data
+        else:
+            source = _staged(path)
+            with open(source, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        moves.append([os.path.relpath(source, base), os.path.relpath(path, base)])
+    gone = [os.path.relpath(p, base) for p in map(Path, remove) if Path(p) not in set(paths)]
+    atomic_write_text(base / JOURNAL, json.dumps({"replace": moves, "remove": gone}))
+    recover(base)
     return paths
 
 
@@ -114,17 +134,41 @@ def recover(directory: str | os.PathLike[str]) -> None:
     directory = Path(directory)
     journal = directory / JOURNAL
     if journal.is_file():
-        for staged, final in json.loads(journal.read_text()):
+        steps = json.loads(journal.read_text())
+        for staged, final in steps["replace"]:
             if (directory / staged).exists():
                 os.replace(directory / staged, directory / final)
+        for gone in steps["remove"]:
+            (directory / gone).unlink(missing_ok=True)
         journal.unlink()
     if directory.is_dir():
-        for leftover in directory.glob(f".*{_STAGED}"):
+        _clean(directory)
+
+
+def recover_around(path: str | os.PathLike[str]) -> None:
+    """:func:`recover` the directory of ``path``, and finish any commit journaled in a directory
+    above it (a command whose outputs span folders journals at their common root)."""
+    parent = Path(path).absolute().parent
+    for above in parent.parents:
+        if (above / JOURNAL).is_file():
+            recover(above)
+    recover(parent)
+
+
+def _clean(directory: Path) -> None:
+    """Remove what crashed writers left in ``directory``: staged files of commits that never
+    reached their commit point, and atomic writes of processes no longer running."""
+    for leftover in directory.glob(f".*{_STAGED}"):
+        leftover.unlink(missing_ok=True)
+    for leftover in directory.glob(".*.*.tmp"):
+        if dead_writer(leftover):
             leftover.unlink(missing_ok=True)
-        for leftover in directory.glob(".*.*.tmp"):  # atomic_write's, of a process that died
-            pid = leftover.name.rsplit(".", 2)[-2]
-            if pid.isdigit() and not _running(int(pid)):
-                leftover.unlink(missing_ok=True)
+
+
+def dead_writer(path: Path) -> bool:
+    """Whether ``path`` (named ``….<pid>.tmp``/``….<pid>.staging``) belongs to a process that ended."""
+    pid = path.name.rsplit(".", 2)[-2]
+    return pid.isdigit() and not _running(int(pid))
 
 
 def _running(pid: int) -> bool:
@@ -140,7 +184,7 @@ def _running(pid: int) -> bool:
 def read_parquet(path: str | os.PathLike[str]) -> pl.DataFrame:
     """A Parquet table (after :func:`recover` of its directory); a ValueError naming the file
     when it is missing or not a Parquet file."""
-    recover(Path(path).parent)
+    recover_around(path)
     try:
         return pl.read_parquet(path)
     except FileNotFoundError:

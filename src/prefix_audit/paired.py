@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from prefix_audit.bootstrap import percentile_bounds, ratio, resampled_sums
-from prefix_audit.io import atomic_write, read_parquet
+from prefix_audit.io import atomic_write_bytes, frame_parquet_bytes, read_parquet
 from prefix_audit.metrics import validate_block, validate_outcomes
 from prefix_audit.stats import COST_METRICS, check_episodes, check_memory, check_pools, pool_members
 
@@ -334,4 +334,4 @@ def write_paired(
     paired = paired_differences(
         episodes, pairs, resamples=resamples, seed=seed, confidence=confidence, pools=pools, workers=workers
     )
-    return atomic_write(out, lambda tmp: paired.write_parquet(tmp, compression="zstd", statistics=False))
+    return atomic_write_bytes(out, frame_parquet_bytes(paired))

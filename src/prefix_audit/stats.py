@@ -29,7 +29,7 @@ import polars as pl
 from prefix_audit.aggregates import RR_SPEC, MetricSpec, TaskAggregates, task_aggregates
 from prefix_audit.bootstrap import percentile_bounds, ratio, resampled_sums
 from prefix_audit.intervals import clustered_wilson_interval
-from prefix_audit.io import atomic_write, read_parquet
+from prefix_audit.io import atomic_write_bytes, frame_parquet_bytes, read_parquet
 from prefix_audit.metrics import BlockMetrics, FloatArray, block_metrics, check_identities, validate_outcomes
 
 BLOCK_KEYS = ("dataset", "model", "method")
@@ -546,4 +546,4 @@ def write_stats(
         episodes, resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, pools=pools,
         workers=workers,
     )
-    return atomic_write(out, lambda tmp: stats.write_parquet(tmp, compression="zstd", statistics=False))
+    return atomic_write_bytes(out, frame_parquet_bytes(stats))

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from prefix_audit.io import atomic_write_text, read_parquet
+from prefix_audit.io import commit_files, read_parquet
 from prefix_audit.paired import INTERVAL_METRICS, PAIRED_SCHEMA
 from prefix_audit.stats import (
     ACCOUNTING_METRICS,
@@ -474,7 +474,7 @@ def table_files(out_dir: str | os.PathLike[str]) -> dict[str, Path]:
     return {f"{t}_{ext}": Path(out_dir) / f"table_{t}.{ext}" for t in TABLES for ext in FORMATS}
 
 
-def write_table(
+def table_texts(
     df: pl.DataFrame,
     files: Mapping[str, str | os.PathLike[str]],
     label: str,
@@ -482,17 +482,15 @@ def write_table(
     *,
     display: Sequence[str] | None = None,
     note: str = EMPTY_NOTE,
-) -> list[Path]:
-    """Write ``files["csv"]`` (all columns) and ``files["md"]``/``files["tex"]`` (``display``
-    columns) atomically; ``label`` names the LaTeX table. An empty table gets its header, plus
+) -> dict[Path, bytes]:
+    """The contents of ``files["csv"]`` (all columns) and ``files["md"]``/``files["tex"]``
+    (``display`` columns); ``label`` names the LaTeX table. An empty table gets its header, plus
     ``note`` in the Markdown and LaTeX files.
     """
     shown = df.select(display) if display is not None else df
-    return [
-        atomic_write_text(files["csv"], df.write_csv()),
-        atomic_write_text(files["md"], to_markdown(shown, note)),
-        atomic_write_text(files["tex"], to_latex_booktabs(shown, caption, f"tab:{label}", note)),
-    ]
+    texts = {"csv": df.write_csv(), "md": to_markdown(shown, note),
+             "tex": to_latex_booktabs(shown, caption, f"tab:{label}", note)}
+    return {Path(files[ext]): text.encode("utf-8") for ext, text in texts.items()}
 
 
 def _confidence_text(frame: pl.DataFrame) -> str:
@@ -516,7 +514,7 @@ def write_tables(
     pools: Mapping[str, Sequence[str]] = TAU_POOL,
 ) -> list[Path]:
     """Write tables G.1, F.1, F.2, F.3, pairs and consistency (CSV, Markdown, LaTeX each) to
-    ``outputs`` (keys ``{table}_{format}``, see :func:`table_files`); return the 18 paths.
+    ``outputs`` (keys ``{table}_{format}``, see :func:`table_files`) as one set; return the 18 paths.
 
     F.3 reads ``paired_path`` (no paired differences when None). Every table is always written; an
     empty one carries a note on which blocks were absent.
@@ -541,7 +539,7 @@ def write_tables(
         f"PEC@k with {conf}percentile-bootstrap confidence intervals "
         "per dataset, model and method block."
     )
-    paths = write_table(g1, files("G1"), "table_G1", caption, display=_display(g1))
+    contents = table_texts(g1, files("G1"), "table_G1", caption, display=_display(g1))
 
     pool = "tau"
     f1 = table_f1(stats, pool)
@@ -552,7 +550,7 @@ def write_tables(
         absent = f"{joined} blocks are present but were not pooled (compute_stats pools=TAU_POOL)"
     else:
         absent = f"no {joined} blocks in the FED table"
-    paths += write_table(
+    contents |= table_texts(
         f1, files("F1"), "table_F1",
         f"{joined} pooled per task: TER, mean FED, AUC-PEC and final success with {conf}task-level "
         "percentile-bootstrap intervals (tasks drawn with all their trials); N = tasks × trials; RR as "
@@ -563,7 +561,7 @@ def write_tables(
     )
 
     f2 = table_f2(stats)
-    paths += write_table(
+    contents |= table_texts(
         f2, files("F2"), "table_F2",
         "Mean agent tokens / mean cumulative agent call latency (successful attempts) / mean wall time "
         "of the agent calls with retries and waits, per episode (k = thousand tokens), episodes with "
@@ -578,7 +576,7 @@ def write_tables(
 
     f3 = table_f3(paired)
     reason = "no paired.parquet was given" if paired_path is None else f"{Path(paired_path).name} has no rows"
-    paths += write_table(
+    contents |= table_texts(
         f3, files("F3"), "table_F3",
         f"Paired differences (condition - baseline) with {_confidence_text(paired)}paired task-level "
         "percentile-bootstrap intervals; cost differences as points (relative change).",
@@ -586,7 +584,7 @@ def write_tables(
         note=f"No paired differences: {reason}.",
     )
     pairs = table_pairs(stats)
-    paths += write_table(
+    contents |= table_texts(
         pairs, files("pairs"), "table_pairs",
         f"Every pairwise method difference (method - versus) within a model and dataset, with {conf}paired "
         "percentile-bootstrap intervals from the task draw the two blocks share; blocks over different task "
@@ -594,12 +592,11 @@ def write_tables(
         display=_display(pairs), note="No pairs: no model has two methods on a dataset.",
     )
     consistency = table_consistency(stats)
-    paths += write_table(
+    contents |= table_texts(
         consistency, files("consistency"), "table_consistency",
         f"Within-task consistency of blocks with repeated trials: the share of tasks (of those with two or more "
         f"trials) whose trials disagree on full executability and on Y, with {conf}task-bootstrap intervals; "
         "pass^k and TER^k.",
         display=_display(consistency), note="No block holds repeated trials (agents.trials is 1).",
     )
-
-    return paths
+    return commit_files(contents)

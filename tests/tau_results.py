@@ -1,0 +1,39 @@
+"""Hand-made tau2 ``results.json`` documents: messages, simulations and the task definitions a
+results file embeds, built on the packaged τ-bench airline tasks."""
+
+from __future__ import annotations
+
+GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
+STOP = {"role": "user", "content": "###STOP###"}
+
+
+def user_says(text):
+    return {"role": "user", "content": text}
+
+
+def agent_says(text):
+    return {"role": "assistant", "content": text}
+
+
+def tool_call(call_id, name, arguments, result, error=False):
+    """An agent tool call and the environment's recorded result."""
+    return [{"role": "assistant", "content": None,
+             "tool_calls": [{"id": call_id, "name": name, "arguments": arguments, "requestor": "assistant"}]},
+            {"role": "tool", "id": call_id, "content": result, "error": error, "requestor": "assistant"}]
+
+
+def simulation(sim_id, task_id, messages, termination="user_stop", reward=1.0):
+    return {"id": sim_id, "task_id": task_id, "trial": 0, "seed": 1, "termination_reason": termination,
+            "agent_cost": 0.0, "user_cost": 0.0, "reward_info": {"reward": reward, "reward_basis": ["DB", "COMMUNICATE"]},
+            "messages": messages}
+
+
+def results_document(tau, simulations, task_ids=("5", "12")):
+    bench = tau["tau_airline"]
+    return {"info": {"environment_info": {"domain_name": "airline"},
+                     "agent_info": {"implementation": "llm_agent", "llm": "test-model"}},
+            "tasks": [{"id": t, "evaluation_criteria": {
+                "actions": [{"name": a.name, "arguments": dict(a.arguments)} for a in bench.task(t).gold],
+                "communicate_info": list(bench.task(t).communicate_info),
+                "nl_assertions": list(bench.task(t).nl_assertions)}} for t in task_ids],
+            "simulations": simulations}
