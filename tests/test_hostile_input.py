@@ -99,12 +99,14 @@ def test_huge_integers_lists_for_ids_and_deep_nesting_cost_one_record(bfcl, tmp_
     base = _gold(bfcl)
     good = json.dumps(_record(base, "good"))
     hostile = [
-        good[:-1] + f', "extra": {HUGE}}}',  # an over-long integer in an extra field: the line is not JSON
+        # an over-long integer (read as inf, as JSON's 1e999 is) in meta and in the accounting
+        json.dumps(_record(base, "huge", meta={"seed": "HUGE"}, usage=_usage(input_tokens="HUGE"))),
         json.dumps(_record(base, "deep", meta={"x": json.loads("[" * 50 + "]" * 50)})),
     ]
-    rc, episodes, quarantine = _score(tmp_path, [good, *hostile])
-    assert rc == 0 and episodes.height + len(quarantine) == 3
-    assert [q["line"] for q in quarantine] == [2] and "invalid JSON" in quarantine[0]["reason"]
+    rc, episodes, quarantine = _score(tmp_path, [good, *[h.replace('"HUGE"', HUGE) for h in hostile]])
+    assert rc == 0 and episodes.height == 3 and not quarantine
+    huge = episodes.filter(pl.col("rollout_id") == "huge").row(0, named=True)
+    assert huge["accounting_error"] and huge["Y"] == 1 and json.loads(huge["meta_json"])["seed"] == "Infinity"
 
     result = tmp_path / "m" / "BFCL_v4_multi_turn_base_result.json"
     result.parent.mkdir()
@@ -150,15 +152,25 @@ def test_tau_ids_of_the_wrong_type_cost_one_simulation(tau, tmp_path):
     sims = [{"id": "s1", "task_id": "5", "termination_reason": "user_stop",
              "messages": [{"role": "user", "content": reason}, call,
                           {"role": "tool", "id": ["a"], "content": "{}"}, {"role": "user", "content": "###STOP###"}]},
-            {"id": "s2", "task_id": "5", "termination_reason": "user_stop", "seed": int(HUGE[:50]),
+            {"id": "s2", "task_id": "5", "termination_reason": "user_stop", "seed": "HUGE",
              "messages": [{"role": "user", "content": reason}, {"role": "assistant", "content": "Hello"},
                           {"role": "user", "content": "###STOP###"}]}]
     doc = {"info": {"environment_info": {"domain_name": "airline"}}, "tasks": [{"id": ["5"]}], "simulations": sims}
     path = tmp_path / "results.json"
-    path.write_text(json.dumps(doc))
+    path.write_text(json.dumps(doc).replace('"HUGE"', HUGE))  # a 5,000-digit seed costs nothing
     items = list(import_results(path, tau.__getitem__))
     assert [type(i).__name__ for i in items] == ["BadLine", "Located"]
     assert "unknown or already answered call id" in items[0].reason
+
+
+def test_a_huge_integer_in_a_toolsandbox_run_costs_nothing(tmp_path):
+    from prefix_audit.benchmarks.toolsandbox import import_runs
+
+    run = write_run(tmp_path, SCENARIOS[:2])
+    context = run / "trajectories" / SCENARIOS[0].name / "execution_context.json"
+    assert '"latitude": null' in context.read_text()
+    context.write_text(context.read_text().replace('"latitude": null', '"latitude": ' + HUGE, 1))
+    assert [type(i).__name__ for i in import_runs(run)] == ["Located", "Located"]
 
 
 def test_over_limit_calls_are_schema_failures_never_prose_and_structured_ones_too():

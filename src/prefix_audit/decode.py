@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,19 @@ class JsonLine:
     excerpt: str
 
 
+def _integer(digits: str) -> int | float:
+    """A JSON integer; one longer than Python converts (``sys.get_int_max_str_digits``, 4,300 by
+    default) is read as the float it overflows to (±inf), as JSON's ``1e999`` is — so it fails the
+    field's own check (an accounting number, an argument) instead of the whole line or document."""
+    limit = sys.get_int_max_str_digits()
+    return int(digits) if not limit or len(digits.lstrip("-")) <= limit else float(digits)
+
+
+def loads(text: str) -> Any:
+    """JSON text as values, with over-long integers read as ±inf (see :func:`_integer`)."""
+    return json.loads(text, parse_int=_integer)
+
+
 def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
     """Decode a JSON Lines file line by line; a line that is not UTF-8, not JSON or over
     :data:`MAX_LINE_BYTES` becomes a located :class:`BadLine` instead of failing the whole file
@@ -95,10 +109,10 @@ def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
                 continue
             excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace")
             try:
-                yield JsonLine(str(path), lineno, json.loads(raw.decode("utf-8")), excerpt)
+                yield JsonLine(str(path), lineno, loads(raw.decode("utf-8")), excerpt)
             except UnicodeDecodeError as exc:
                 yield BadLine(str(path), lineno, f"not UTF-8: {exc}", excerpt=excerpt)
-            except (ValueError, RecursionError) as exc:  # ValueError: JSON syntax, or an integer too long
+            except (ValueError, RecursionError) as exc:
                 yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
 
 
@@ -124,14 +138,14 @@ def read_json_document(path: str | Path) -> Any:
     try:
         if (size := path.stat().st_size) > MAX_DOCUMENT_BYTES:
             raise DecodeError(f"{path.name} is {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,}-byte limit of one document")
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise DecodeError(f"missing {path.name}") from None
     except OSError as exc:  # a folder in its place, no permission, ...
         raise DecodeError(f"{path.name} cannot be read: {exc}") from None
     except UnicodeDecodeError as exc:
         raise DecodeError(f"{path.name} is not UTF-8: {exc}") from None
-    except (ValueError, RecursionError) as exc:  # ValueError: JSON syntax, or an integer too long
+    except (ValueError, RecursionError) as exc:
         raise DecodeError(f"{path.name} is not valid JSON: {exc}") from None
 
 
