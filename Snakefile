@@ -1,5 +1,5 @@
 # prefix-audit: prefix-executability audit of tool-using LLM agents.
-# Stage chain: fetch → sample → rollouts → score → FED table → stats → tables (→ report).
+# Stage chain: fetch → sample → rollouts → score → FED table → stats → tables, figures, site (→ report).
 
 import os
 
@@ -23,6 +23,7 @@ include: "workflow/rules/imports.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/view.smk"
 
 
 report: "workflow/report/workflow.rst"

@@ -498,7 +498,7 @@ def test_stats_commits_its_set_and_drops_an_earlier_runs_paired_file(bfcl, tmp_p
 
 
 def test_a_failed_audit_leaves_the_previous_one_whole_and_a_new_one_replaces_it(bfcl, tmp_path, monkeypatch):
-    from prefix_audit import audit
+    from prefix_audit import audit, io
 
     out = tmp_path / "audit"
     out.mkdir()
@@ -517,7 +517,7 @@ def test_a_failed_audit_leaves_the_previous_one_whole_and_a_new_one_replaces_it(
 
     assert audit_of(bfcl_log) == 0
     before = snapshot()
-    assert "scored/bfcl_v3/m/imported/episodes.parquet" in before and audit.MANIFEST in before
+    assert "scored/bfcl_v3/m/imported/episodes.parquet" in before and io.MANIFEST in before
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -532,8 +532,8 @@ def test_a_failed_audit_leaves_the_previous_one_whole_and_a_new_one_replaces_it(
     assert not [name for name in after if "bfcl_v3" in name]  # the earlier audit's blocks went with it
     assert "scored/toolsandbox_recorded/m/imported/episodes.parquet" in after
     assert after["notes.md"] == before["notes.md"]
-    manifest = json.loads(after[audit.MANIFEST])["files"]
-    assert sorted(manifest) == sorted(name for name in after if name not in (audit.MANIFEST, "notes.md"))
+    manifest = json.loads(after[io.MANIFEST])["files"]
+    assert sorted(manifest) == sorted(name for name in after if name not in (io.MANIFEST, "notes.md"))
 
 
 def test_every_command_gives_the_same_bytes_twice(bfcl, tau_seed, tmp_path, capsys):

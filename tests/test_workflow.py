@@ -85,10 +85,23 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     for name in figures:
         assert (tmp_path / "a" / "figures" / name).read_bytes() == (tmp_path / "b" / "figures" / name).read_bytes()
 
-    # The HTML report of a finished run (README: `snakemake --report results/report.html`).
+    # The audit browser: every block and rollout, the same bytes from both runs.
+    def site_files(run: str) -> dict[str, bytes]:
+        site = tmp_path / run / "site"
+        return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+
+    site = site_files("a")
+    assert site == site_files("b")
+    index = site["index.html"].decode()
+    assert index.count('<a href="blocks/') // 3 == len(list((tmp_path / "a" / "scored").rglob("episodes.parquet")))
+    assert 'href="blocks/bfcl_v3/mutator/mutation/index.html"' in index and "tables.html" in site
+
+    # The HTML report of a finished run (README: `snakemake --report results/report.html`), which
+    # links the audit browser beside it.
     report = tmp_path / "report.html"
     proc = _run(tmp_path, "a", "--report", str(report))
     assert proc.returncode == 0 and report.stat().st_size > 0, proc.stderr[-3000:]
+    assert "site/index.html" in report.read_text(errors="replace")
 
     # A new bootstrap seed reruns statistics and what is drawn from them only (not the category
     # figures, which are drawn from the FED table).
@@ -96,7 +109,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     dry = _run(tmp_path, "a", "--dry-run", stats=stats)
     assert dry.returncode == 0, dry.stderr[-3000:]
     assert _planned_jobs(dry.stdout) == {"statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 1,
-                                         "all": 1}, dry.stdout
+                                         "view": 1, "all": 1}, dry.stdout
     redrawn = [line.rsplit("/", 1)[-1] for line in dry.stdout.splitlines()
                if line.strip().startswith("output:") and "/figures/" in line]
     assert redrawn == ["curves"], dry.stdout
@@ -108,7 +121,8 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     models["sim-weak"]["profile"]["p_stop"] = 0.2
     dry = _run(tmp_path, "a", "--dry-run", models=models)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 2, "all": 1}
+    downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 2, "view": 1,
+                  "all": 1}
     assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
     assert "rollouts/bfcl_v3/sim-medium/dual_loop.verifier-sim-weak.jsonl" in dry.stdout
 
@@ -130,7 +144,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
 
     # Editing a module reruns exactly the stages that run it (rerun tracking from the code itself).
     for module, planned in (
-        ("tables.py", {"tables": 1, "all": 1}),
+        ("tables.py", {"tables": 1, "view": 1, "all": 1}),  # the site renders G.1 and F.1 itself
         ("figures.py", {"figures": 2, "all": 1}),
         ("fed.py", {"score_rollouts": 4 * 9, **downstream}),
         # one dataset's benchmark: that dataset's stages only (its 9 blocks)

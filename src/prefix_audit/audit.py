@@ -10,18 +10,14 @@ statistics and write the tables — into ``DIR`` laid out as the workflow's ``re
 * ``.prefix-audit-files.json``: every file of the audit with its sha256.
 
 So ``stats``, ``tables`` and ``progress`` read it as they read a workflow run. The audit is written
-into a staging folder inside ``DIR`` and committed as one set (:func:`prefix_audit.io.commit_files`):
+into a staging folder inside ``DIR`` and committed as one set (:func:`prefix_audit.io.staged_tree`):
 a crash leaves the previous audit whole, and files of a previous audit into ``DIR`` that this one
 does not write are removed in the same step — other files in ``DIR`` are never touched.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,15 +27,13 @@ import polars as pl
 from .contract import Benchmark
 from .fed import merge_episodes
 from .imports import IMPORTED, ImportReport, imported_rollouts_path, read_logs, write_quarantine, write_records
-from .io import commit_files, dead_writer, path_label, recover
+from .io import path_label, staged_tree
 from .records import BadLine, Located
 from .scoring import ScoreOutputs, ScoreReport, score_file
 from .stats import TAU_POOL, write_stats
 from .tables import table_files, write_tables
 
 log = logging.getLogger(__name__)
-
-MANIFEST = ".prefix-audit-files.json"
 
 
 @dataclass
@@ -79,38 +73,14 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     """Audit ``logs`` into ``out_dir`` (see the module docstring); raises ValueError when no entry
     of any log could be imported (after committing the quarantine that says why)."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    recover(out)
-    for stale in out.glob(".audit.*.staging"):  # of an audit that was killed
-        if dead_writer(stale):
-            shutil.rmtree(stale, ignore_errors=True)
-    stage = out / f".audit.{os.getpid()}.staging"
-    shutil.rmtree(stage, ignore_errors=True)
-    try:
+    with staged_tree(out) as stage:
         report = _audit_into(stage, logs, open_dataset, kind=kind, model=model, method=method,
                              resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, workers=workers)
-        _commit_audit(stage, out)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     if not report.blocks:
         raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported "
                          f"(see {out / 'rollouts' / IMPORTED / 'quarantine.jsonl'})")
     report.tables = [out / path.relative_to(stage) for path in report.tables]
     return report
-
-
-def _commit_audit(stage: Path, out: Path) -> None:
-    """Move every file written under ``stage`` to ``out`` as one commit, with the manifest, and
-    remove the files of the previous audit's manifest that this one did not write."""
-    if not stage.is_dir():
-        return
-    written = sorted(p for p in stage.rglob("*") if p.is_file())
-    files = {p.relative_to(stage).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in written}
-    manifest = out / MANIFEST
-    previous = json.loads(manifest.read_text())["files"] if manifest.is_file() else {}
-    contents: dict[Path, bytes | Path] = {out / name: path for name, path in zip(files, written)}
-    contents[manifest] = (json.dumps({"files": files}, indent=1, sort_keys=True) + "\n").encode()
-    commit_files(contents, root=out, remove=[out / name for name in previous if name not in files])
 
 
 def _audit_into(out: Path, logs: Sequence[str | Path], open_dataset: Callable[[str], Benchmark], *,

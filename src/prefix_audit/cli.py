@@ -155,6 +155,15 @@ def _plugins(argv: list[str] | None) -> list[str]:
     return pre.parse_known_args(argv)[0].plugin
 
 
+def _view(args: argparse.Namespace) -> int:
+    from .view import view_results
+
+    report = view_results(args.results, args.output)
+    print(report.summary(), file=sys.stderr)
+    print(f"open {Path(args.output) / 'index.html'}", file=sys.stderr)
+    return 0
+
+
 def _progress(args: argparse.Namespace) -> int:
     from .progress import block_progress
 
@@ -229,6 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("stats", help="stats.parquet or the directory holding it")
     tb.add_argument("-o", "--output", required=True)
     tb.set_defaults(func=_tables)
+
+    vw = sub.add_parser("view", help="a results root → a static HTML site of every block, rollout by rollout")
+    vw.add_argument("results", help="a results root: the workflow's results/ or an `audit -o` directory")
+    vw.add_argument("-o", "--output", required=True, help="the site's directory (open its index.html)")
+    vw.set_defaults(func=_view)
 
     pr = sub.add_parser("progress", help="rollouts done / planned per block of a running or finished run")
     pr.add_argument("results", nargs="?", default="results", help="the run's results directory (default results)")

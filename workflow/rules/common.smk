@@ -152,9 +152,15 @@ def block_episodes():
             for dataset, model, method in [*generated, *IMPORTS]]
 
 
+def block_actions():
+    """The actions.parquet beside each of block_episodes()."""
+    return [path.replace("/episodes.parquet", "/actions.parquet") for path in block_episodes()]
+
+
 def all_outputs():
     return [f"{RESULTS}/fed/episodes.parquet", f"{RESULTS}/stats/stats.parquet", f"{RESULTS}/stats/paired.parquet",
-            *map(str, TABLES.values()), *(f"{RESULTS}/figures/{family}" for family in FIGURE_TABLES)]
+            *map(str, TABLES.values()), *(f"{RESULTS}/figures/{family}" for family in FIGURE_TABLES),
+            f"{RESULTS}/site"]
 
 
 wildcard_constraints:

@@ -1,0 +1,19 @@
+rule view:
+    """The audit browser: a static HTML site of every scored block, rollout by rollout, with the
+    site's own Tables G.1 and F.1 (prefix-audit view)."""
+    input:
+        episodes=block_episodes(),
+        actions=block_actions(),
+        stats=f"{RESULTS}/stats/stats.parquet",
+    output:
+        directory(f"{RESULTS}/site"),
+    params:
+        scored=f"{RESULTS}/scored",
+        pools=config["stats"]["pools"],
+        code=code("view"),
+    log:
+        f"{RESULTS}/logs/view.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/view.tsv"
+    script:
+        "../scripts/view.py"

@@ -1,0 +1,6 @@
+from prefix_audit.logs import logging_to
+from prefix_audit.view import write_site
+
+with logging_to(snakemake.log[0]):
+    write_site(snakemake.input.episodes, snakemake.output[0], scored_root=snakemake.params.scored,
+               stats_path=snakemake.input.stats, pools=dict(snakemake.params.pools))
