@@ -93,6 +93,11 @@ class _Links(HTMLParser):
 
 
 def test_every_link_resolves_inside_the_site_and_nothing_leaves_it(site, results_root):
+    assert _check_links(site, results_root) > 50
+
+
+def _check_links(site: Path, results_root: Path) -> int:
+    """Assert every link of every page of ``site`` stays inside it and resolves; return how many."""
     parsed = 0
     for name, text in _pages(site).items():
         parser = _Links()
@@ -105,7 +110,7 @@ def test_every_link_resolves_inside_the_site_and_nothing_leaves_it(site, results
             parsed += 1
         assert [s.get("src", "").rsplit("/", 1)[-1] for s in parser.scripts] == ["site.js"], name
         assert str(results_root) not in text and str(site) not in text, name  # no absolute paths
-    assert parsed > 50
+    return parsed
 
 
 def test_the_index_lists_every_block_with_its_figures(site):
@@ -267,3 +272,33 @@ def test_the_shipped_assets_are_the_packaged_ones(site):
     for name in ("site.css", "site.js"):
         packaged = Path(view.__file__).parent / "templates" / "site" / "assets" / name
         assert (site / "assets" / name).read_bytes() == packaged.read_bytes()
+
+
+def test_a_pooled_f1_row_links_a_page_of_both_member_blocks(results_root, tmp_path):
+    from toolsandbox_runs import BRUNO, Call, ScenarioRun, write_run
+
+    from prefix_audit.fed import merge_episodes
+    from prefix_audit.stats import write_stats
+
+    root = tmp_path / "root"
+    shutil.copytree(results_root / "scored", root / "scored")
+    run = write_run(tmp_path / "runs", [ScenarioRun("find", [("user", "Find Bruno"), ("calls", [
+        Call("c1", "search_contacts", {"name": "Bruno"}, result=[BRUNO])])])])
+    rollouts = tmp_path / "toolsandbox.jsonl"
+    assert main(["import", "toolsandbox", str(run), "-o", str(rollouts), "--model", "m", "--method", "react"]) == 0
+    assert main(["score", str(rollouts), "-o", str(root / "scored" / "toolsandbox_recorded" / "m" / "react")]) == 0
+    pools = {"mixed": ["bfcl_v3", "toolsandbox_recorded"]}
+    episodes = sorted((root / "scored").rglob("episodes.parquet"))
+    merge_episodes(episodes, root / "fed" / "episodes.parquet")
+    write_stats(root / "fed" / "episodes.parquet", root / "stats" / "stats.parquet", resamples=50, seed=0, pools=pools)
+    view.write_site(episodes, tmp_path / "site", scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
+                    pools=pools)
+
+    tables = (tmp_path / "site" / "tables.html").read_text()
+    f1 = tables.split("Table F.1: bfcl_v3 + toolsandbox_recorded pooled per task")[1]
+    assert f1.count('<a href="pools/mixed/m/react.html">') == 8  # every cell of the pooled row
+    pool_page = (tmp_path / "site" / "pools" / "mixed" / "m" / "react.html").read_text()
+    for block in ("bfcl_v3/m/react", "toolsandbox_recorded/m/react"):
+        assert f'href="../../../blocks/{block}/index.html"' in pool_page
+        assert (tmp_path / "site" / "blocks" / block / "index.html").is_file()
+    assert _check_links(tmp_path / "site", root) > 50

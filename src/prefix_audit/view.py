@@ -244,15 +244,19 @@ def _up(folder: str) -> str:
 
 
 def _table_links(frame: pl.DataFrame, blocks: Mapping[tuple[str, str, str], Block],
-                 pools: Mapping[str, Sequence[str]], dataset: str | None) -> list[dict[str, Any]]:
-    """Rows of a rendered table with the block pages each row stands for (a pooled row: every
-    member dataset's block)."""
+                 pools: Mapping[str, Sequence[str]], pool: str | None) -> list[dict[str, Any]]:
+    """Rows of a rendered table with the pages they stand for: a G.1 row its block's page; a pooled
+    F.1 row its pool page (``href``), which links every member dataset's block (``links``)."""
     rows = []
     for r in frame.iter_rows(named=True):
-        datasets = [r["dataset"]] if dataset is None else list(pools.get(dataset, [dataset]))
-        links = [{"label": d, "href": f"{blocks[(d, r['model'], r['method'])].folder}/index.html"}
+        datasets = [r["dataset"]] if pool is None else list(pools.get(pool, [pool]))
+        links = [{"label": d, "href": f"{blocks[(d, r['model'], r['method'])].folder}/index.html",
+                  "block": blocks[(d, r["model"], r["method"])]}
                  for d in datasets if (d, r["model"], r["method"]) in blocks]
-        rows.append({"cells": r, "links": links})
+        href = links[0]["href"] if pool is None and links else None
+        if pool is not None:
+            href = f"pools/{path_label(pool)}/{path_label(r['model'])}/{path_label(r['method'])}.html"
+        rows.append({"cells": r, "links": links, "href": href, "pool": pool})
     return rows
 
 
@@ -312,6 +316,11 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
                  categories=CATEGORIES, fed_values=_failing_depths(block.episodes))
         summaries.append({"block": block, "summary": summary})
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
+    for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
+        for row in table["rows"]:
+            members = [{"block": link["block"], "summary": block_summary(link["block"])} for link in row["links"]]
+            page(row["href"], "pool.html.j2", row=row, table=table, blocks=members, categories=CATEGORIES,
+                 k_max=K_MAX)
     page("index.html", "index.html.j2", blocks=summaries, categories=CATEGORIES, k_max=K_MAX,
          has_tables=tables is not None, notes=report.notes)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
