@@ -11,7 +11,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urldefrag, urlparse
 
-import polars as pl
 import pytest
 from conftest import RESOURCES, ROOT
 

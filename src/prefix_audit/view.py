@@ -30,9 +30,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
 import numpy as np
 import polars as pl
+from markupsafe import Markup
 
 from .fed import ACTION_SCHEMA, EPISODE_SCHEMA
 from .io import path_label, read_parquet, staged_tree
@@ -80,9 +80,9 @@ class SiteReport:
 
     def summary(self) -> str:
         name, size = self.largest_page
-        return "\n".join([f"site: {self.blocks} blocks, {self.rollouts} rollouts, {self.pages} pages, "
-                          f"{self.bytes / 2**20:.1f} MiB (largest page {name}: {size / 2**20:.2f} MiB)",
-                          *(f"note: {note}" for note in self.notes)])
+        head = (f"site: {self.blocks} blocks, {self.rollouts} rollouts, {self.pages} pages, "
+                f"{self.bytes / 2**20:.1f} MiB (largest page {name}: {size / 2**20:.2f} MiB)")
+        return "\n".join([head, *(f"note: {note}" for note in self.notes)])
 
 
 def _typed(frame: pl.DataFrame, schema: Any) -> pl.DataFrame:
