@@ -112,11 +112,11 @@ def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
     base = Path(root) if root is not None else Path(os.path.commonpath([p.parent for p in paths]))
     base.mkdir(parents=True, exist_ok=True)
     recover(base)
+    for parent in sorted({p.parent for p in paths} - {base}):  # once per folder: a site has thousands of files
+        parent.mkdir(parents=True, exist_ok=True)
+        _clean(parent)
     moves: list[list[str]] = []
     for path, data in zip(paths, contents.values()):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.parent != base:
-            _clean(path.parent)
         if isinstance(data, Path):
             source = data
         else:

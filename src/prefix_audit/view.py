@@ -298,8 +298,10 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         files[path] = html.encode("utf-8")
 
     summaries = []
+    summary_of: dict[str, dict[str, Any]] = {}  # by block folder, for the index and the pool pages
     for block in blocks:
-        summary = block_summary(block)
+        summary = summary_of[block.folder] = block_summary(block)
+        depths = _failing_depths(block.episodes)
         by_rollout = block.actions.partition_by("rollout_id", as_dict=True) if block.actions.height else {}
         empty = block.actions.clear()
         rows = []
@@ -313,20 +315,19 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         for name, chunk in zip(names, chunks):
             page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
                  pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
-                 categories=CATEGORIES, fed_values=_failing_depths(block.episodes))
+                 categories=CATEGORIES, fed_values=depths)
         summaries.append({"block": block, "summary": summary})
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
     for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
         for row in table["rows"]:
-            members = [{"block": link["block"], "summary": block_summary(link["block"])} for link in row["links"]]
+            members = [{"block": link["block"], "summary": summary_of[link["block"].folder]} for link in row["links"]]
             page(row["href"], "pool.html.j2", row=row, table=table, blocks=members, categories=CATEGORIES,
                  k_max=K_MAX)
     page("index.html", "index.html.j2", blocks=summaries, categories=CATEGORIES, k_max=K_MAX,
          has_tables=tables is not None, notes=report.notes)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
-    assets = jinja2.PackageLoader("prefix_audit", "templates/site")
     for name in _ASSETS:
-        source, _, _ = assets.get_source(env, f"assets/{name}")
+        source, _, _ = env.loader.get_source(env, f"assets/{name}")
         files[f"assets/{name}"] = source.encode("utf-8")
     return files
 
