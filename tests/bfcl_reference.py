@@ -88,8 +88,13 @@ class BfclReference:
 
     def evaluate(self, entry: Any, result: Any, decoding: str) -> int:
         """BFCL's verdict on one entry's ``result`` as ``bfcl generate`` wrote it."""
+        return self.verdict(entry, result, decoding)[0]
+
+    def verdict(self, entry: Any, result: Any, decoding: str) -> tuple[int, str | None]:
+        """BFCL's verdict on one entry's ``result`` and, when it failed, BFCL's error type."""
         self._reset()
         gt = [list(t) for t in entry.ground_truth]
         verdict = self._evaluate(self._handlers[decoding], entry.id, result, gt, self._test_entry(entry),
                                  "audit", entry.id.rsplit("_", 1)[0])
-        return int(verdict["valid"])
+        error = verdict.get("error") if isinstance(verdict.get("error"), dict) else {}
+        return int(verdict["valid"]), None if verdict["valid"] else error.get("error_type")

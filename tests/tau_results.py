@@ -37,3 +37,12 @@ def results_document(tau, simulations, task_ids=("5", "12")):
                 "communicate_info": list(bench.task(t).communicate_info),
                 "nl_assertions": list(bench.task(t).nl_assertions)}} for t in task_ids],
             "simulations": simulations}
+
+
+def disagreements(episodes_parquet):
+    """(task_id, recorded_y, Y, log_issue) of each episode whose Y differs from the log's own verdict."""
+    import polars as pl
+
+    rows = pl.read_parquet(episodes_parquet).filter(pl.col("recorded_y").is_null() | pl.col("Y").is_null()
+                                                   | (pl.col("recorded_y") != pl.col("Y")))
+    return [(r["task_id"], r["recorded_y"], r["Y"], r["log_issue"]) for r in rows.iter_rows(named=True)]

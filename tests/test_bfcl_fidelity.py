@@ -48,11 +48,19 @@ def _disagreements(bfcl, reference, path: Path, decoding: str) -> tuple[list, Co
 
 
 REAL_FILES = sorted(REAL.glob("*_result.json")) if REAL.is_dir() else []
+# Files written through a handler whose decoder is not mirrored yet, and on BFCL data of another
+# release: they must fail here until the handler decoders and data versions are (strict: a pass fails).
+NOT_YET_READ = pytest.mark.xfail(strict=True, reason="written by BFCL's xLAM handler (JSON text) on v3-era data; "
+                                                     "the handler decoders and data versions are not mirrored yet")
+
+
+def _real(paths: list[Path]) -> list:
+    return [pytest.param(p, id=p.name, marks=NOT_YET_READ if p.name.startswith("xLAM") else ()) for p in paths]
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not REAL_FILES, reason="../shared/fixtures/real-logs/bfcl is absent")
-@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _real(REAL_FILES))
 def test_real_result_files_agree_with_bfcl_entry_for_entry(bfcl, reference, path):
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     decoding = decoding_of(lines)
@@ -64,16 +72,16 @@ def test_real_result_files_agree_with_bfcl_entry_for_entry(bfcl, reference, path
 
 @pytest.mark.slow
 @pytest.mark.skipif(not REAL_FILES, reason="../shared/fixtures/real-logs/bfcl is absent")
-def test_final_success_over_every_entry_equals_bfcls_score_file(bfcl):
-    for score_file in sorted(REAL.glob("*_score.json")):
-        summary = json.loads(score_file.read_text().splitlines()[0])
-        result = score_file.with_name(score_file.name.replace("_score.json", "_result.json"))
-        scored = _scored(bfcl, result)
-        assert len(scored) == summary["total_count"]
-        assert sum(y == 1 for _, y, _ in scored) == summary["correct_count"]
-        infra = [ep for _, _, ep in scored if ep.T is None]
-        failed = {json.loads(line)["id"] for line in score_file.read_text().splitlines()[1:]}
-        assert all(ep.Y == 0 and ep.rollout.task_id in failed for ep in infra)
+@pytest.mark.parametrize("score_file", _real(sorted(REAL.glob("*_score.json")) if REAL.is_dir() else []))
+def test_final_success_over_every_entry_equals_bfcls_score_file(bfcl, score_file):
+    summary = json.loads(score_file.read_text().splitlines()[0])
+    result = score_file.with_name(score_file.name.replace("_score.json", "_result.json"))
+    scored = _scored(bfcl, result)
+    assert len(scored) == summary["total_count"]
+    assert sum(y == 1 for _, y, _ in scored) == summary["correct_count"]
+    infra = [ep for _, _, ep in scored if ep.T is None]
+    failed = {json.loads(line)["id"] for line in score_file.read_text().splitlines()[1:]}
+    assert all(ep.Y == 0 and ep.rollout.task_id in failed for ep in infra)
 
 
 # --- generated output -----------------------------------------------------------------------
@@ -191,3 +199,18 @@ def test_generated_output_agrees_with_bfcl_entry_for_entry(bfcl, reference, tmp_
     wrong, outcomes = _disagreements(bfcl, reference, path, decoding)
     assert not wrong
     assert outcomes[0] >= 10 and outcomes[1] >= 10  # both verdicts are common, so agreement means something
+
+
+def test_the_docs_example_score_file_is_bfcls_own_evaluation(bfcl, reference, tmp_path):
+    """docs/examples holds a result file and BFCL's score file of it: each verdict there is what
+    bfcl-eval's own evaluation gives (so the audit of the example can agree with it)."""
+    from bfcl_logs import write_score_file
+    from conftest import ROOT
+
+    example = ROOT / "docs" / "examples" / "BFCL_v4_multi_turn_base_result.json"
+    lines = [json.loads(line) for line in example.read_text().splitlines() if line.strip()]
+    verdicts = {obj["id"]: reference.verdict(bfcl.entry(obj["id"]), obj["result"], decoding_of(lines))
+                for obj in lines}
+    failing = {i: kind for i, (valid, kind) in verdicts.items() if not valid}
+    expected = write_score_file(tmp_path / "score.json", len(lines), failing)
+    assert example.with_name("BFCL_v4_multi_turn_base_score.json").read_text() == expected.read_text()

@@ -298,9 +298,18 @@ def _text(value: object) -> str:
 
 @pytest.fixture(scope="module")
 def seeds(bfcl) -> dict[str, dict]:
-    record = _record(_gold(bfcl), "r", usage=_usage())
+    record = _record(_gold(bfcl), "r", usage=_usage(),
+                     recorded={"y": 1, "verdict": "reward 1", "issues": [{"code": "task_mismatch", "detail": "x"}],
+                               "undecoded_steps": [[0, 0, "looks like a call"]], "undecoded_count": 2})
+    record["turns"][0][0]["results"] = [{"content": '{"current_directory_content": ["workspace"]}', "error": False}]
+    step = [{"role": "assistant", "content": [{"ls": '{"a": true}'}]},
+            {"role": "handler_log", "content": "Successfully decoded model response.",
+             "model_response_decoded": ["ls(a=True)"]},
+            {"role": "tool", "content": '{"current_directory_content": ["workspace"]}'}]
+    log = [[{"role": "state_info", "class_name": "GorillaFileSystem", "content": {}}],
+           {"begin_of_turn_query": [{"role": "user", "content": "?"}], "step_0": step, "step_1": []}]
     result = _bfcl_entry(input_token_count=[[5, 6], [7]], output_token_count=[[1, 1], [1]],
-                         latency=[[0.1, 0.1], [0.1]])
+                         latency=[[0.1, 0.1], [0.1]], inference_log=log)
     return {"record": record, "result": result}
 
 

@@ -10,6 +10,7 @@ from tau_results import (
     GREETING,
     STOP,
     agent_says,
+    disagreements,
     results_document,
     simulation,
     tool_call,
@@ -19,7 +20,6 @@ from tau_results import (
 from prefix_audit.benchmarks.tau.importer import (
     TauResultsError,
     import_results,
-    reward_disagreements,
 )
 from prefix_audit.checker import replay
 from prefix_audit.records import BadLine
@@ -87,7 +87,7 @@ def test_round_trip_matches_hand_computed_fed_and_y(tau, results_file):
                    "cut": (1, 2, None, 0)}
 
 
-def test_cli_import_then_score_lists_reward_disagreements(results_file, tmp_path):
+def test_cli_import_then_score_names_each_reward_disagreement(results_file, tmp_path):
     from prefix_audit.cli import main
 
     out = tmp_path / "rollouts.jsonl"
@@ -96,8 +96,10 @@ def test_cli_import_then_score_lists_reward_disagreements(results_file, tmp_path
     quarantine = [json.loads(x) for x in (tmp_path / "rollouts.jsonl.quarantine.jsonl").read_text().splitlines()]
     assert len(lines) == 4 and [q["line"] for q in quarantine] == [5, 6, 7]
     assert main(["score", str(out), "-o", str(tmp_path / "scores"), "--resources", "resources"]) == 0
-    disagreements = reward_disagreements(tmp_path / "scores" / "episodes.parquet")
-    assert [(d.recorded_reward, d.Y) for d in disagreements] == [(0.0, 1)]
+    [(_, recorded, y, issue)] = disagreements(tmp_path / "scores" / "episodes.parquet")
+    # The hand-made log records "{}" where the tool answers with the user: that divergence is named.
+    assert (recorded, y) == (0, 1)
+    assert issue.startswith("replay_diverged: call 2 (get_user_details, turn 0): recorded “{}”, replayed “{")
 
 
 def test_unreadable_results_file_is_a_located_error(tau, tmp_path):

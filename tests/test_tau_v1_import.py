@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from tau_results import disagreements
 
 from conftest import SHARED, TAU3
 from prefix_audit.benchmarks.tau import V1_DATASETS, load_v1_benchmarks
 from prefix_audit.benchmarks.tau.embedded import KEY
 from prefix_audit.benchmarks.tau.errors import TauResultsError
-from prefix_audit.benchmarks.tau.importer import import_results, reward_disagreements
+from prefix_audit.benchmarks.tau.importer import import_results
 from prefix_audit.checker import replay
 from prefix_audit.contract import UnscorableRollout
 from prefix_audit.records import BadLine, Rollout
@@ -276,8 +277,9 @@ def test_cli_import_v1_then_score(tmp_path, retail_case):
                  "--tau-v1-domain", "retail"]) == 0
     assert len(out.read_text().splitlines()) == 2
     assert main(["score", str(out), "-o", str(tmp_path / "scores"), "--resources", "resources"]) == 0
-    [d] = reward_disagreements(tmp_path / "scores" / "episodes.parquet")
-    assert (d.task_id, d.recorded_reward, d.Y) == ("0", 0.0, 1)
+    [(task_id, recorded, y, issue)] = disagreements(tmp_path / "scores" / "episodes.parquet")
+    assert (task_id, recorded, y) == ("0", 0, 1)
+    assert issue.startswith("replay_diverged: call 3 (cancel_pending_order, turn 0): recorded “{}”")
 
 
 def test_v1_datasets_are_import_only(benches):
@@ -337,7 +339,7 @@ def test_tasks_from_results_round_trip_through_score(tau, tmp_path):
 
     [row] = pl.read_parquet(tmp_path / "scores" / "episodes.parquet").to_dicts()
     assert row["Y"] == 1 and "COMMUNICATE=1/1" in row["y_detail"]  # scored against the embedded task
-    assert reward_disagreements(tmp_path / "scores" / "episodes.parquet") == []
+    assert disagreements(tmp_path / "scores" / "episodes.parquet") == []
 
 
 def test_changed_embedded_definition_is_unscorable(tau, tmp_path):
@@ -403,4 +405,4 @@ def test_real_tau2_results_on_tau3_task_data_with_tasks_from_results(tmp_path, n
     assert len(out.read_text().splitlines()) == n
     for where, options in (("with", base), ("without", ["--resources", "resources"])):
         assert main(["score", str(out), "-o", str(tmp_path / where), *options]) == 0
-        assert reward_disagreements(tmp_path / where / "episodes.parquet") == []
+        assert disagreements(tmp_path / where / "episodes.parquet") == []

@@ -301,3 +301,54 @@ def test_a_pooled_f1_row_links_a_page_of_both_member_blocks(results_root, tmp_pa
         assert f'href="../../../blocks/{block}/index.html"' in pool_page
         assert (tmp_path / "site" / "blocks" / block / "index.html").is_file()
     assert _check_links(tmp_path / "site", root) > 50
+
+
+# --- imported logs: the audit against what the logs recorded ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def audited_site(bfcl, tmp_path_factory) -> Path:
+    """The site of an audit of a BFCL log whose record of one call was tampered with (HTML in it)."""
+    from bfcl_logs import gold_entry, write_result_file, write_score_file
+
+    root = tmp_path_factory.mktemp("audited")
+    lines = [gold_entry(bfcl, task) for task in ("multi_turn_base_1", "multi_turn_base_4")]
+    lines[0]["inference_log"][1]["step_0"][2]["content"] = f'{{"error": "{SCRIPT}"}}'
+    log = write_result_file(root / "logs" / "BFCL_v4_multi_turn_base_result.json", lines)
+    write_score_file(root / "logs" / "BFCL_v4_multi_turn_base_score.json", 2, {})
+    assert main(["audit", str(log), "-o", str(root / "audit"), "--model", "m", "--resamples", "50",
+                 "--resources", str(RESOURCES)]) == 0
+    assert main(["view", str(root / "audit"), "-o", str(root / "site")]) == 0
+    return root / "site"
+
+
+def test_imported_blocks_show_how_far_their_audit_agrees_with_the_log(audited_site, site):
+    index = (audited_site / "index.html").read_text()
+    assert 'id="trust-table"' in index and "replay_diverged 1" in index
+    assert "WARNING: replay reproduces only" in index
+    assert 'id="trust-table"' not in (site / "index.html").read_text()  # generated blocks carry no record
+    block = (audited_site / "blocks" / "bfcl_v3" / "m" / "imported" / "index.html").read_text()
+    assert 'data-issue="replay_diverged"' in block and 'data-issue="none"' in block and "recorded Y" in block
+    pages = [text for name, text in _pages(audited_site).items() if "/r/" in name and 'class="diverged"' in text]
+    assert len(pages) == 1
+    [diverged] = pages
+    assert "recorded in the log" in diverged and "&lt;script&gt;" in diverged and SCRIPT not in diverged
+    assert "Y = 1 — BFCL score file: valid (agrees with the replayed Y)" in diverged
+
+
+def test_in_a_browser_filter_by_log_issue_and_see_the_record_beside_the_replay(browser, audited_site):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get((audited_site / "index.html").as_uri())
+    assert "replay_diverged 1" in browser.find_element(By.ID, "trust-table").text
+    browser.find_element(By.CSS_SELECTOR, "#trust-table a").click()
+    Select(browser.find_element(By.ID, "filter-issue")).select_by_value("replay_diverged")
+    visible = [r for r in browser.find_elements(By.CSS_SELECTOR, "#rollouts tbody tr") if r.is_displayed()]
+    assert len(visible) == 1 and browser.find_element(By.ID, "shown").text == "1"
+    visible[0].find_element(By.TAG_NAME, "a").click()
+    row = browser.find_element(By.CSS_SELECTOR, "tr.diverged")
+    assert row.is_displayed() and SCRIPT in row.text and browser.execute_script("return window.pwned === undefined")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(ARTIFACTS / "view-diverged-record.png"))

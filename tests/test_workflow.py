@@ -49,7 +49,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
         proc = _run(tmp_path, name, hash_seed=hash_seed)
         assert proc.returncode == 0, proc.stderr[-3000:]
     outputs = ["fed/episodes.parquet", "stats/stats.parquet", "stats/paired.parquet",
-               *(f"tables/table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3", "pairs", "consistency")
+               *(f"tables/table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust")
                  for ext in ("csv", "md", "tex"))]
     for rel in outputs:
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
@@ -66,6 +66,8 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
         for method in ("react", "prompt_planning", "plan_conditioned", "dual_loop"):
             assert f"| {dataset} | sim-medium | {method} | {size} |" in table
         assert f"| {dataset} | reference | reference | 12 | 1.000 [1.000, 1.000] |" in table
+    trust = (tmp_path / "a" / "tables" / "table_trust.md").read_text()  # generated blocks carry no record
+    assert "_No imported blocks: generated rollouts carry no log to check against._" in trust
     consistency = (tmp_path / "a" / "tables" / "table_consistency.md").read_text()
     assert consistency.count("| toolsandbox | sim-medium |") == 7 and "bfcl_v3" not in consistency
     assert "| pass^2 |" in consistency
@@ -193,18 +195,15 @@ def test_a_real_model_entry_validates_and_plans_its_own_jobs(tmp_path):
 
 
 def _bfcl_log(bfcl, path: Path, task_ids: list[str]) -> None:
-    """A function-calling result file: each entry's gold (keyword arguments only), and one failed
-    model call."""
-    from prefix_audit.calls import parse_call_string
+    """A function-calling result file with its run's inference log: each entry's gold (keyword
+    arguments only), and one failed model call; BFCL's score file beside it."""
+    from bfcl_logs import gold_entry, write_result_file, write_score_file
 
-    lines = []
-    for task_id in task_ids:
-        gold = [[parse_call_string(c) for c in turn] for turn in bfcl.entry(task_id).ground_truth]
-        lines.append(json.dumps({"id": task_id, "result": [[[{c.name: json.dumps(c.kwargs)} for c in turn], []]
-                                                           for turn in gold]}))
-    lines.append(json.dumps({"id": "multi_turn_base_2", "result": "Error during inference: 503", "traceback": ""}))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    lines = [gold_entry(bfcl, task_id) for task_id in task_ids]
+    lines.append({"id": "multi_turn_base_2", "result": "Error during inference: 503", "traceback": ""})
+    write_result_file(path, lines)
+    write_score_file(path.with_name(path.name.replace("_result", "_score")), len(lines),
+                     {"multi_turn_base_2": "multi_turn:inference_error"})
 
 
 def test_imported_logs_are_blocks_beside_generated_ones(tmp_path, bfcl):
@@ -229,9 +228,16 @@ def test_imported_logs_are_blocks_beside_generated_ones(tmp_path, bfcl):
     episodes = pl.read_parquet(scored[0])
     assert episodes.height == 3 and episodes["infra_error"].is_not_null().sum() == 1
     assert episodes.filter(pl.col("infra_error").is_null())["Y"].to_list() == [1, 1]
+    # Checked against the log: BFCL's verdicts and the recorded tool results, as `audit` checks them.
+    assert episodes["recorded_y"].to_list() == episodes["Y"].to_list() and episodes["log_issue"].null_count() == 3
+    assert episodes.filter(pl.col("infra_error").is_null())["replay_agreement"].to_list() == [1.0, 1.0]
     assert pl.read_parquet(scored[1]).height == 1
     again = _run(tmp_path, "imp", *scored, "--dry-run", imports=imports)
     assert "Nothing to be done" in again.stdout + again.stderr
+    score = log.with_name("BFCL_v4_multi_turn_base_score.json")
+    score.write_text(score.read_text().replace("inference_error", "other"))  # BFCL's verdicts are an input too
+    rescored = _run(tmp_path, "imp", *scored, "--dry-run", imports=imports)
+    assert _planned_jobs(rescored.stdout) == {"import_logs": 1, "score_rollouts": 1}, rescored.stdout[-2000:]
     _bfcl_log(bfcl, log, ["multi_turn_base_1"])  # the log changed: its block reruns, the other does not
     changed = _run(tmp_path, "imp", *scored, "--dry-run", imports=imports)
     assert _planned_jobs(changed.stdout) == {"import_logs": 1, "score_rollouts": 1}, changed.stdout[-2000:]

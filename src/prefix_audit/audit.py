@@ -32,6 +32,7 @@ from .records import BadLine, Located
 from .scoring import ScoreOutputs, ScoreReport, score_file
 from .stats import TAU_POOL, write_stats
 from .tables import table_files, write_tables
+from .trust import DEFAULT_MIN_AGREEMENT, worst
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +43,22 @@ class AuditReport:
     blocks: dict[tuple[str, str, str], ScoreReport] = field(default_factory=dict)
     headlines: dict[tuple[str, str, str], str] = field(default_factory=dict)
     tables: list[Path] = field(default_factory=list)
+    min_agreement: float = DEFAULT_MIN_AGREEMENT
 
     def lines(self) -> list[str]:
-        out = [self.imported.summary()]
+        """Per block: its counts, its headline, and how far it agrees with what its logs recorded
+        (then the warnings, worst first)."""
+        out = self.imported.lines()
         for key, report in sorted(self.blocks.items()):
             out.append(f"{'/'.join(key)}: {report.summary()}")
             if key in self.headlines:
                 out.append(f"  {self.headlines[key]}")
+            out += [f"  {line}" for line in report.trust_lines(self.min_agreement)]
         return out
+
+    def worst(self) -> int:
+        """The highest trust-warning severity over the blocks (0: every block agrees with its logs)."""
+        return worst([b for report in self.blocks.values() for b in report.trust], self.min_agreement)
 
 
 def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
@@ -69,13 +78,14 @@ def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
 def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
                kind: str | None = None, model: str | None = None, method: str = IMPORTED,
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
-               workers: int = 1) -> AuditReport:
+               workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring); raises ValueError when no entry
     of any log could be imported (after committing the quarantine that says why)."""
     out = Path(out_dir)
     with staged_tree(out) as stage:
         report = _audit_into(stage, logs, open_dataset, kind=kind, model=model, method=method,
                              resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, workers=workers)
+    report.min_agreement = min_agreement
     if not report.blocks:
         raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported "
                          f"(see {out / 'rollouts' / IMPORTED / 'quarantine.jsonl'})")
@@ -109,5 +119,5 @@ def _audit_into(out: Path, logs: Sequence[str | Path], open_dataset: Callable[[s
     stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", resamples=resamples,
                         seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=workers)
     report.headlines = _headlines(pl.read_parquet(stats))
-    report.tables = write_tables(stats, table_files(out / "tables"))
+    report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet")
     return report

@@ -126,6 +126,21 @@ def decode_call_list(text: str) -> list[ToolCall] | None:
     return None
 
 
+# What marks model text as an attempted tool call in the formats handlers and agents write: tagged
+# calls, fenced call code, a ReAct ``Action:`` with JSON, a JSON object or list naming a function,
+# or call syntax.
+_CALL_MARKERS = re.compile(r"<tool_call>|<function_?call>|<toolcall>|\[TOOL_CALLS\]|<\|python_tag\|>"
+                           r"|```\s*(?:tool_code|tool_call|json|python)\b|\bAction:\s*[\[{]", re.IGNORECASE)
+_JSON_CALL = re.compile(r'^\s*[\[{]\s*(?:\{\s*)?"(?:name|function|tool_name|tool)"\s*:')
+
+
+def looks_like_calls(text: str) -> bool:
+    """Whether model text looks like an attempt at a tool call (whatever its format), so that a
+    decoder that reads no call in it has likely misread it — never whether it is one."""
+    head = text[:2000]
+    return bool(_CALL_MARKERS.search(text[:MAX_CALL_CHARS]) or _JSON_CALL.match(head) or _LOOKS_LIKE_CALLS.match(head))
+
+
 def structured_call(name: Any, arguments: Any, call_id: str | None = None) -> ToolCall:
     """A structured (JSON) tool call: ``arguments`` is an object or a JSON text of one."""
     raw = arguments if isinstance(arguments, str) else None

@@ -40,8 +40,10 @@ class ActionVerdict:
     action: Action
     valid: bool | None  # None: after the first failure, where V_j is not evaluated
     failures: tuple[Failure, ...]
-    accepted: bool | None  # the benchmark's verdict on the executed transition (None: not executed)
+    accepted: bool | None  # the benchmark's verdict on the transition (None: not judged at all)
     result: str | None = None
+    logged: str | None = None  # the benchmark's own log text of the outcome (what a recorded result is compared with)
+    executed: bool = False  # the call changed the live state (False: not run, or judged on a scratch copy)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class EpisodeResult:
     Y: int | None
     verdicts: tuple[ActionVerdict, ...]
     y_detail: str | None = None
+    unknown_tool_calls: int = 0  # calls (anywhere in the rollout) with an empty name or one the task does not know
 
     @property
     def first_failure(self) -> ActionVerdict | None:
@@ -244,14 +247,24 @@ class _Replay:
     verdicts: list[ActionVerdict] = field(default_factory=list)
     fed: int | None = None
     last_outcome: Outcome | None = None  # the benchmark's raw outcome of the latest checked call
+    unknown_calls: int = 0  # calls with an empty name or one the task does not know
+
+    def _run(self, action: Action, call: ToolCall) -> Outcome | None:
+        """The benchmark's outcome of a well-formed call: executed on the live state, or — when the
+        log shows the call never ran — judged on a scratch copy (None where the session cannot)."""
+        if action.recorded is not None and not action.recorded.executed:
+            dry_execute = getattr(self.session, "dry_execute", None)
+            return dry_execute(call) if dry_execute is not None else None
+        return self.session.execute(call)
 
     def check_call(self, action: Action) -> None:
         call = action.call
         assert call is not None
+        if not call.name or self.session.known_tool(call.name) is None:
+            self.unknown_calls += 1
         if self.fed is not None:
-            outcome = self.session.execute(call) if call.well_formed else None
-            self.verdicts.append(ActionVerdict(action, None, (), outcome.accepted if outcome else None,
-                                               _text(outcome)))
+            outcome = self._run(action, call) if call.well_formed else None
+            self.verdicts.append(_verdict(action, None, (), outcome))
             return
         failures: list[Failure] = []
         outcome: Outcome | None = None
@@ -274,13 +287,13 @@ class _Replay:
                 failures += [Failure("precondition", "precondition", p)
                              for p in self.session.preconditions(spec, bound)]
             failures += information_failures(call.name, argument_values(call), self.avail)
-            outcome = self.session.execute(call)
+            outcome = self._run(action, call)
             self.last_outcome = outcome
-            if schema_ok and not outcome.accepted:
+            if schema_ok and outcome is not None and not outcome.accepted:
                 failures.append(Failure("state_consistency", "rejected_transition",
                                         f"{call.name}: {outcome.error or 'rejected by the environment'}"))
         self._record(action, failures, outcome)
-        if not failures and outcome is not None:
+        if not failures and outcome is not None and outcome.executed:  # a call that never ran revealed nothing
             self.avail.add_value(list(bound.values()))
             self.avail.add_value(outcome.result)
 
@@ -298,16 +311,25 @@ class _Replay:
             failures.append(Failure("state_consistency", "rejected_completion",
                                     outcome.error or "the benchmark does not allow ending here without a tool call"))
         if self.fed is not None:
-            self.verdicts.append(ActionVerdict(action, None, (), outcome.accepted, _text(outcome)))
+            self.verdicts.append(_verdict(action, None, (), outcome))
         else:
             self._record(action, failures, outcome)
 
     def _record(self, action: Action, failures: list[Failure], outcome: Outcome | None) -> None:
         ordered = tuple(sorted(failures, key=lambda f: PRIORITY[f.category]))
-        self.verdicts.append(ActionVerdict(action, not failures, ordered,
-                                           outcome.accepted if outcome else None, _text(outcome)))
+        self.verdicts.append(_verdict(action, not failures, ordered, outcome))
         if failures:
             self.fed = action.index
+
+
+def _verdict(action: Action, valid: bool | None, failures: tuple[Failure, ...],
+             outcome: Outcome | None) -> ActionVerdict:
+    if outcome is None:
+        return ActionVerdict(action, valid, failures, None)
+    text = _text(outcome)
+    return ActionVerdict(action, valid, failures, outcome.accepted, text,
+                         outcome.logged if outcome.logged is not None else text,
+                         outcome.executed and not action.terminal)
 
 
 def _text(outcome: Outcome | None) -> str | None:
@@ -343,7 +365,7 @@ def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
     T = len(actions)
     y = session.final_success()
     fed = run.fed if run.fed is not None else T + 1
-    return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail)
+    return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail, run.unknown_calls)
 
 
 class DryRun:

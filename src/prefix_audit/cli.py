@@ -13,6 +13,7 @@ from typing import Any
 from . import __version__
 
 DEFAULT_RESOURCES = "resources"
+STRICT_EXIT = 3  # audit --strict: the audit disagrees with what the logs recorded
 
 
 def _dataset_settings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -39,7 +40,7 @@ def _resolver(args: argparse.Namespace):
 
 
 def _import(args: argparse.Namespace) -> int:
-    from .imports import read_logs, write_records
+    from .imports import ImportReport, read_logs, write_records
     from .records import BadLine
 
     if not Path(args.source).exists():
@@ -47,9 +48,13 @@ def _import(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.output)
     quarantine = out.with_name(out.name + ".quarantine.jsonl")
-    items = list(read_logs([args.source], _resolver(args), kind=args.kind, model=args.model, method=args.method))
+    report = ImportReport()
+    items = list(read_logs([args.source], _resolver(args), kind=args.kind, model=args.model, method=args.method,
+                           report=report))
     good, n_bad = write_records(items, out, quarantine)
     print(f"imported {good} rollouts; quarantined {n_bad} (see {quarantine})", file=sys.stderr)
+    for line in report.record.lines():
+        print(line, file=sys.stderr)
     for b in items:
         if isinstance(b, BadLine):
             print(f"  {b.path}:{b.line}: {b.reason}", file=sys.stderr)
@@ -58,12 +63,20 @@ def _import(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace) -> int:
     from .audit import audit_logs
+    from .trust import STRICT_SEVERITY
 
+    if not 0 <= args.min_agreement <= 1:
+        raise ValueError(f"--min-agreement must be in [0, 1], got {args.min_agreement}")
     report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, model=args.model,
-                        method=args.method, resamples=args.resamples, seed=args.seed, workers=args.workers)
+                        method=args.method, resamples=args.resamples, seed=args.seed, workers=args.workers,
+                        min_agreement=args.min_agreement)
     for line in report.lines():
         print(line, file=sys.stderr)
-    print(f"tables: {Path(args.output) / 'tables'} (table_G1.md, table_F1.md, ...)", file=sys.stderr)
+    print(f"tables: {Path(args.output) / 'tables'} (table_G1.md, table_F1.md, table_trust.md, ...)", file=sys.stderr)
+    if args.strict and report.worst() >= STRICT_SEVERITY:
+        print(f"audit --strict: a block's audit disagrees with what its logs recorded or could not read them "
+              f"(see the warnings above; threshold --min-agreement {args.min_agreement:g})", file=sys.stderr)
+        return STRICT_EXIT
     return 0
 
 
@@ -74,7 +87,8 @@ def _score(args: argparse.Namespace) -> int:
         print(f"score: no such file: {args.rollouts}", file=sys.stderr)
         return 2
     report = score_file(args.rollouts, ScoreOutputs.in_dir(args.output), _resolver(args))
-    print(report.summary(), file=sys.stderr)
+    for line in [report.summary(), *report.trust_lines()]:
+        print(line, file=sys.stderr)
     return 0 if report.scored else 1
 
 
@@ -109,11 +123,16 @@ def _stats(args: argparse.Namespace) -> int:
 def _tables(args: argparse.Namespace) -> int:
     from .tables import table_files, write_tables
 
-    # STATS is stats.parquet or the directory holding it; F.3 reads the paired.parquet beside it.
+    # STATS is stats.parquet or the directory holding it; F.3 reads the paired.parquet beside it, the
+    # trust table the FED table of the same results layout (or --episodes).
     given = Path(args.stats)
     stats = given / "stats.parquet" if given.is_dir() else given
     paired = stats.parent / "paired.parquet"
-    for path in write_tables(stats, table_files(args.output), paired if paired.is_file() else None):
+    episodes = Path(args.episodes) if args.episodes else stats.parent.parent / "fed" / "episodes.parquet"
+    if args.episodes and not episodes.is_file():
+        raise FileNotFoundError(f"--episodes: no such file: {episodes}")
+    for path in write_tables(stats, table_files(args.output), paired if paired.is_file() else None,
+                             episodes_path=episodes if episodes.is_file() else None):
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -211,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--resamples", type=int, default=10_000)
     au.add_argument("--seed", type=int, default=0)
     au.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8))
+    au.add_argument("--min-agreement", type=float, default=0.95, metavar="SHARE",
+                    help="agreement with the logs' recorded verdicts and tool results below which a block is warned "
+                         "about (default 0.95)")
+    au.add_argument("--strict", action="store_true",
+                    help=f"exit {STRICT_EXIT} when any block has a trust warning: agreement below --min-agreement, "
+                         "or call steps its decoder could not read (for CI)")
     _dataset_options(au)
     au.set_defaults(func=_audit)
 
@@ -237,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     tb = sub.add_parser("tables", help="stats → paper tables (CSV, Markdown, LaTeX)")
     tb.add_argument("stats", help="stats.parquet or the directory holding it")
     tb.add_argument("-o", "--output", required=True)
+    tb.add_argument("--episodes", help="the FED table for the trust table (default: fed/episodes.parquet of the "
+                                       "results layout STATS is in, when there is one)")
     tb.set_defaults(func=_tables)
 
     vw = sub.add_parser("view", help="a results root → a static HTML site of every block, rollout by rollout")

@@ -52,11 +52,19 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the benchmark did with one transition."""
+    """What the benchmark did with one transition.
+
+    ``logged``: the text the benchmark's own runner writes in its log for this transition (its tool
+    message), where that differs from ``str(result)`` or ``error`` — what a recorded result is
+    compared with. ``executed``: False when the call was judged on a scratch copy of the state and
+    the live state did not change (the benchmark's runner, or the log, shows it never ran).
+    """
 
     accepted: bool
     result: Any = None
     error: str | None = None
+    logged: str | None = None
+    executed: bool = True
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,11 @@ class ReplaySession(Protocol):
 
     def execute(self, call: ToolCall) -> Outcome:
         """Execute one parsed call on the live state, as the benchmark would."""
+
+    # Optional: ``dry_execute(call) -> Outcome`` — the benchmark's verdict on ``call`` from a
+    # scratch copy of the state, leaving the live state as it was (``executed=False``). The checker
+    # uses it for a call the log shows never ran; a session without it leaves such a call's
+    # state-consistency unjudged.
 
     def complete(self) -> Outcome:
         """The terminal no-tool action: may the episode end here without a tool call?"""

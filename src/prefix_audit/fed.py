@@ -43,6 +43,19 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("user_sim_latency_s", pa.float64()),
     pa.field("accounting_error", pa.string()),  # why the log's accounting was unusable (then the above are null)
     pa.field("meta_json", pa.string(), nullable=False),
+    # The log checked against itself (SPEC §3; null for generated rollouts, :mod:`prefix_audit.record_check`).
+    pa.field("recorded_y", pa.int8()),  # the log's own verdict on Y; null where it records none
+    pa.field("recorded_verdict", pa.string()),  # that verdict in the log's words, or why there is none
+    pa.field("replay_agreement", pa.float64()),  # share of compared recorded tool results replay reproduced
+    pa.field("results_compared", pa.int32()),  # recorded tool results compared (its denominator)
+    pa.field("results_reproduced", pa.int32()),  # of those, reproduced
+    pa.field("results_same_verdict", pa.int32()),  # of those, with the same ok/error verdict
+    pa.field("log_issue", pa.string()),  # `; `-joined codes with details; null when all agrees
+    # Decode health of the imported log (null for generated rollouts).
+    pa.field("call_steps", pa.int32()),  # model responses with a call, or that the decoder could not read
+    pa.field("undecoded_steps", pa.int32()),  # of those, the ones the decoder could not read
+    pa.field("tool_calls", pa.int32()),  # calls read (T without the terminal action)
+    pa.field("unknown_tool_calls", pa.int32()),  # calls with an empty name or one the task does not know
 ])
 
 ACTION_SCHEMA = pa.schema([
@@ -63,6 +76,11 @@ ACTION_SCHEMA = pa.schema([
     pa.field("failure_details", pa.list_(pa.string()), nullable=False),
     pa.field("accepted", pa.bool_()),  # the benchmark's verdict on the executed transition
     pa.field("result", pa.string()),
+    # What the log recorded for this call, and how replay compares (null where nothing was recorded).
+    pa.field("recorded_result", pa.string()),
+    pa.field("recorded_error", pa.bool_()),
+    pa.field("record_match", pa.string()),  # same | same_verdict | differs | not_replayed | not_executed
+    pa.field("replayed_result", pa.string()),  # the benchmark's own text of the replayed outcome, where it diverged
 ])
 
 

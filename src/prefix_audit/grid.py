@@ -194,13 +194,21 @@ class ImportBlock:
     options: dict[str, Any]  # importer options: the config keys the CLI's options set (tasks_from_results, ...)
 
     def inputs(self, root: str | Path = ".") -> list[str]:
-        """What the block depends on: its files, and every file inside a folder it names (a
-        ToolSandbox run), so that editing any of them reruns the block."""
+        """What the block depends on: its files, every file inside a folder it names (a
+        ToolSandbox run), and the files its importer reads besides a log (a BFCL result file's
+        score file), so that editing any of them reruns the block."""
         out: list[str] = []
         for name in self.files:
             path = Path(root) / name
-            out += sorted(str(Path(name) / p.relative_to(path)) for p in path.rglob("*") if p.is_file()) \
-                if path.is_dir() else [name]
+            if path.is_dir():
+                out += sorted(str(Path(name) / p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+                continue
+            out.append(name)
+            try:
+                fmt = self.format or registry.detect_format(path)
+            except ValueError:  # not a log any importer recognises: the import says so, in its quarantine
+                continue
+            out += [str(p) for p in registry.companion_files(fmt, path, self.options) if str(p) not in out]
         return out
 
 

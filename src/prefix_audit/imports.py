@@ -23,7 +23,8 @@ from typing import Any
 from . import registry
 from .contract import Benchmark
 from .io import atomic_write_text, commit_files, path_label
-from .records import BadLine, Located, dumps
+from .records import BadLine, Located, Rollout, call_steps, dumps
+from .trust import UNDECODED_LOUD
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,44 @@ def imported_rollouts_path(results: str | Path, dataset: str, model: str, method
 
 
 @dataclass
+class RecordTally:
+    """What the imported entries' logs recorded, and how well their decoder read them."""
+
+    entries: int = 0  # rollouts that carry a record
+    verdicts: int = 0  # of those, with the log's own verdict
+    results: int = 0  # tool results the logs recorded
+    call_steps: int = 0
+    undecoded: int = 0
+    acted: int = 0  # entries that are not infrastructure failures
+    no_call: int = 0  # of those, entries without any call
+
+    def add(self, rollout: Rollout, sign: int = 1) -> None:
+        """Count a rollout in (``sign`` -1: out again, when it is quarantined after all)."""
+        if rollout.recorded is None:
+            return
+        steps, undecoded = call_steps(rollout)
+        acted = rollout.infra_error is None
+        self.entries += sign
+        self.verdicts += sign * (rollout.recorded.y is not None)
+        self.results += sign * sum(r is not None for turn in rollout.turns for step in turn for r in step.results or ())
+        self.call_steps += sign * steps
+        self.undecoded += sign * undecoded
+        self.acted += sign * acted
+        self.no_call += sign * (acted and not any(step.calls for turn in rollout.turns for step in turn))
+
+    def lines(self) -> list[str]:
+        if not self.entries:
+            return []
+        out = [f"recorded: a verdict for {self.verdicts} of {self.entries} entries, {self.results} tool results; "
+               f"decode: {self.undecoded} of {self.call_steps} call steps undecodable, {self.no_call} of {self.acted} "
+               f"entries without any call"]
+        if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:
+            out.append(f"WARNING: {self.undecoded} of {self.call_steps} call steps could not be decoded: the decoder "
+                       f"does not read this log's format")
+        return out
+
+
+@dataclass
 class ImportReport:
     """What the import of some logs gave: records per log, quarantined entries and their reasons."""
 
@@ -43,11 +82,16 @@ class ImportReport:
     rollouts: int = 0
     quarantined: int = 0
     reasons: Counter = field(default_factory=Counter)
+    record: RecordTally = field(default_factory=RecordTally)
 
     def summary(self) -> str:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items())) or "none"
         return (f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; "
                 f"quarantined: {self.quarantined} ({reasons})")
+
+    def lines(self) -> list[str]:
+        """The summary, then what the logs recorded and the decode health."""
+        return [self.summary(), *self.record.lines()]
 
 
 def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchmark], *, kind: str | None = None,
@@ -77,6 +121,7 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
                 report.reasons[_reason_kind(item.reason)] += 1
             else:
                 report.rollouts += 1
+                report.record.add(item.rollout)
             yield item
 
 
@@ -108,9 +153,11 @@ def of_dataset(items: Iterable[Located | BadLine], dataset: str, report: ImportR
     must all be of its dataset)."""
     for item in items:
         if isinstance(item, Located) and item.rollout.dataset != dataset:
+            item_rollout = item.rollout
             item = BadLine(item.path, item.line, f"entry of dataset {item.rollout.dataset}, not of this block's "
                            f"{dataset}", item.rollout.rollout_id)
             report.rollouts -= 1
+            report.record.add(item_rollout, -1)
             report.quarantined += 1
             report.reasons[_reason_kind(item.reason)] += 1
         yield item
@@ -126,5 +173,6 @@ def import_block(logs: Sequence[str | Path], rollouts: str | Path, quarantine: s
     items = of_dataset(read_logs(logs, resolve, kind=kind, model=model, method=method, report=report), dataset,
                        report)
     write_records(items, rollouts, quarantine)
-    log.info(report.summary())
+    for line in report.lines():
+        (log.warning if line.startswith("WARNING") else log.info)(line)
     return report

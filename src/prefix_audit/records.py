@@ -11,22 +11,29 @@ The scored action sequence is every call in order plus, when the rollout ends wi
 that has no call, one terminal no-tool action (SPEC §2); a rollout with no call and no text at all
 is one empty terminal action. A rollout with ``infra_error`` set has no action: the model call
 failed before the model emitted anything.
+
+An imported rollout also carries what its log recorded, to check the audit against (SPEC §3,
+"the log checked against itself"): per step the tool results the log recorded for its calls
+(:class:`RecordedResult`, aligned with the calls; ``None`` when the log records none), and per
+rollout the log's own verdict, the faults of the log its importer found and the steps its decoder
+could not read (:class:`Recorded`). Generated rollouts carry neither.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .calls import ToolCall, parse_call_string, structured_call
+from .calls import ToolCall, looks_like_calls, parse_call_string, structured_call
 from .decode import BadLine, DecodeError, count, iter_json_lines, seconds
 
-__all__ = ["BadLine", "Located", "Rollout", "RecordError", "Step", "Usage", "actions_of", "dumps", "read_rollouts",
-           "rollout_from_json", "rollout_id_for"]
+__all__ = ["BadLine", "Located", "LogIssue", "Recorded", "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
+           "actions_of", "call_like_text_steps", "call_steps", "dumps", "read_rollouts", "rollout_from_json",
+           "rollout_id_for", "unmatched_results"]
 
 SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("dataset", "task_id", "model", "method", "rollout_id", "turns")
@@ -36,10 +43,122 @@ class RecordError(DecodeError):
     """A rollout line that cannot be used; the message says where and why."""
 
 
+# A recorded tool result is kept up to this many characters; a longer one is cut and compared by
+# its digest (real tool results are kilobytes; a hostile one must not be held or parsed whole).
+MAX_RECORDED_CHARS = 100_000
+MAX_ISSUE_CHARS = 500  # the detail of one log issue
+MAX_UNDECODED_STEPS = 10_000  # steps listed as undecodable per rollout (their count is always kept)
+
+
+@dataclass(frozen=True)
+class RecordedResult:
+    """What a log recorded as the reply to one tool call.
+
+    ``content`` is the reply as the log wrote it (cut at :data:`MAX_RECORDED_CHARS`; then
+    ``length`` and ``sha256`` are those of the whole text); ``error`` the log's own verdict on it
+    (None: the log marks none); ``executed`` False when the log shows the call never ran (a harness
+    refused it) — replay then does not execute it either.
+    """
+
+    content: str
+    error: bool | None = None
+    executed: bool = True
+    length: int | None = None
+    sha256: str | None = None
+
+    @classmethod
+    def of(cls, content: str, error: bool | None = None, executed: bool = True) -> RecordedResult:
+        """A recorded reply, cut to :data:`MAX_RECORDED_CHARS` with the whole text's length and digest."""
+        content = _clean_text(content)
+        if len(content) <= MAX_RECORDED_CHARS:
+            return cls(content, error, executed)
+        digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+        return cls(content[:MAX_RECORDED_CHARS], error, executed, len(content), digest)
+
+    @property
+    def cut(self) -> bool:
+        return self.length is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"content": self.content, "error": self.error}
+        if not self.executed:
+            out["executed"] = False
+        if self.cut:
+            out |= {"length": self.length, "sha256": self.sha256}
+        return out
+
+
+@dataclass(frozen=True)
+class LogIssue:
+    """A fault of the log itself found by its importer (a stable ``code``, SPEC §3, and a detail)."""
+
+    code: str
+    detail: str
+
+    def text(self) -> str:
+        """``code: detail``; issues are joined with ``; ``, so a detail never holds one."""
+        detail = self.detail.replace("; ", ", ")
+        return f"{self.code}: {detail}" if detail else self.code
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a log recorded about one entry beyond its actions, for checking the audit against it.
+
+    ``y``: the log's verdict on final success as the benchmark defines Y (τ reward = 1, ToolSandbox
+    similarity = 1, BFCL's score file), None when it records none; ``verdict``: that verdict in the
+    log's words, or why there is none; ``issues``: faults of the log its importer found;
+    ``undecoded``: the steps of model output the importer's decoder could not read as calls
+    (``(turn, step, reason)``, at most :data:`MAX_UNDECODED_STEPS`) and ``undecoded_count`` all of them.
+    """
+
+    y: int | None = None
+    verdict: str | None = None
+    issues: tuple[LogIssue, ...] = ()
+    undecoded: tuple[tuple[int, int, str], ...] = ()
+    undecoded_count: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"y": self.y, "verdict": self.verdict}
+        if self.issues:
+            out["issues"] = [{"code": i.code, "detail": i.detail} for i in self.issues]
+        if self.undecoded_count:
+            out["undecoded_steps"] = [list(u) for u in self.undecoded]
+            out["undecoded_count"] = self.undecoded_count
+        return out
+
+
+def undecoded_steps(steps: list[tuple[int, int, str]]) -> tuple[tuple[tuple[int, int, str], ...], int]:
+    """The listed undecodable steps (bounded) and their count, for :class:`Recorded`."""
+    return tuple((t, s, reason[:MAX_ISSUE_CHARS]) for t, s, reason in steps[:MAX_UNDECODED_STEPS]), len(steps)
+
+
+def call_like_text_steps(turns: Sequence[Sequence[Step]]) -> list[tuple[int, int, str]]:
+    """The text steps without a call whose text looks like an attempted call (the importer's reading
+    found none in it): ``(turn, step, reason)``, for :class:`Recorded`'s undecodable steps."""
+    return [(t, s, "the text looks like a call but this reading found none") for t, turn in enumerate(turns)
+            for s, step in enumerate(turn) if not step.calls and step.text and looks_like_calls(step.text)]
+
+
+def _clean_text(text: str) -> str:
+    """Text that can be written as UTF-8: lone surrogates (which JSON may carry) replaced."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class Step:
+    """One model response: the calls it emitted, its text, and — for an imported step whose log
+    records them — the tool results the log recorded, aligned with ``calls`` (None for a call it
+    recorded nothing for; a result beyond the calls is one the log executed for a call this
+    reading of the step did not find)."""
+
     calls: tuple[ToolCall, ...]
     text: str | None = None
+    results: tuple[RecordedResult | None, ...] | None = None  # None in it: nothing recorded for that call
 
 
 AGENT_ROLES = ("planner", "verifier", "revision", "executor")
@@ -122,6 +241,9 @@ class Rollout:
     # Why the log's accounting of this entry (tokens, latency) was unusable and left out; the entry
     # itself still counts (its accounting columns are null).
     accounting_error: str | None = None
+    # What the log recorded about the entry (its verdict, faults, undecodable steps); None for a
+    # generated rollout or a log that records nothing.
+    recorded: Recorded | None = None
 
     @property
     def final_text(self) -> str | None:
@@ -142,6 +264,8 @@ class Action:
     step: int
     call: ToolCall | None
     text: str | None = None
+    # What the log recorded as this call's result (None: nothing; ``Step.results`` is None or short).
+    recorded: RecordedResult | None = None
 
     @property
     def terminal(self) -> bool:
@@ -152,8 +276,10 @@ def actions_of(rollout: Rollout) -> list[Action]:
     actions: list[Action] = []
     for t, turn in enumerate(rollout.turns):
         for s, step in enumerate(turn):
-            for call in step.calls:
-                actions.append(Action(len(actions) + 1, t, s, call))
+            results = step.results or ()
+            for i, call in enumerate(step.calls):
+                actions.append(Action(len(actions) + 1, t, s, call,
+                                      recorded=results[i] if i < len(results) else None))
     final = rollout.final_text
     if final is not None:
         last_turn = max(t for t, turn in enumerate(rollout.turns) if turn)
@@ -165,6 +291,24 @@ def actions_of(rollout: Rollout) -> list[Action]:
         last_step = max(len(rollout.turns[last_turn]) - 1, 0) if rollout.turns else 0
         actions.append(Action(1, last_turn, last_step, None, ""))
     return actions
+
+
+def call_steps(rollout: Rollout) -> tuple[int, int]:
+    """Decode health of an imported rollout: (steps with a call or that its decoder could not read,
+    of those the undecodable ones) — (0, 0) for a rollout without a record."""
+    if rollout.recorded is None:
+        return 0, 0
+    listed = {(t, s) for t, s, _ in rollout.recorded.undecoded}
+    readable = sum(bool(step.calls) and (t, s) not in listed for t, turn in enumerate(rollout.turns)
+                   for s, step in enumerate(turn))
+    return readable + rollout.recorded.undecoded_count, rollout.recorded.undecoded_count
+
+
+def unmatched_results(rollout: Rollout) -> list[tuple[int, int, RecordedResult]]:
+    """Recorded results beyond a step's calls: the log executed calls this reading of the step did
+    not find (``(turn, step, result)``)."""
+    return [(t, s, result) for t, turn in enumerate(rollout.turns) for s, step in enumerate(turn)
+            for result in (step.results or ())[len(step.calls):] if result is not None]
 
 
 def rollout_id_for(*parts: object) -> str:
@@ -190,7 +334,9 @@ def _call_to_json(call: ToolCall) -> dict[str, Any]:
 
 def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
     turns = [
-        [{"calls": [_call_to_json(c) for c in step.calls], **({"text": step.text} if step.text is not None else {})}
+        [{"calls": [_call_to_json(c) for c in step.calls], **({"text": step.text} if step.text is not None else {}),
+          **({"results": [r.to_json() if r is not None else None for r in step.results]}
+             if step.results is not None else {})}
          for step in turn]
         for turn in rollout.turns
     ]
@@ -208,6 +354,7 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
         **({"usage": [u.to_json() for u in rollout.usage]} if rollout.usage else {}),
         **({"infra_error": rollout.infra_error} if rollout.infra_error is not None else {}),
         **({"accounting_error": rollout.accounting_error} if rollout.accounting_error is not None else {}),
+        **({"recorded": rollout.recorded.to_json()} if rollout.recorded is not None else {}),
         **rollout.extra,
     }
 
@@ -230,6 +377,64 @@ def _call_from_json(obj: Any, where: str) -> ToolCall:
     if "name" in obj:
         return structured_call(obj["name"], obj.get("arguments"), call_id)
     raise RecordError(f"{where}: a call needs 'raw' or 'name'")
+
+
+def _results_from_json(items: Any, where: str) -> tuple[RecordedResult | None, ...] | None:
+    if items is None:
+        return None
+    if not isinstance(items, list):
+        raise RecordError(f"{where} must be a list of recorded results (or nulls)")
+    out: list[RecordedResult | None] = []
+    for i, item in enumerate(items):
+        at = f"{where}[{i}]"
+        if item is None:
+            out.append(None)
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("content"), str):
+            raise RecordError(f"{at} must be an object with a 'content' string")
+        error, executed = item.get("error"), item.get("executed", True)
+        if error is not None and not isinstance(error, bool) or not isinstance(executed, bool):
+            raise RecordError(f"{at}: 'error' must be true, false or null and 'executed' true or false")
+        length, digest = item.get("length"), item.get("sha256")
+        if length is None:
+            out.append(RecordedResult.of(item["content"], error, executed))
+            continue
+        if isinstance(length, bool) or not isinstance(length, int) or length <= MAX_RECORDED_CHARS \
+                or not isinstance(digest, str) or len(item["content"]) != MAX_RECORDED_CHARS:
+            raise RecordError(f"{at}: a cut result needs its whole 'length' and 'sha256'")
+        out.append(RecordedResult(_clean_text(item["content"]), error, executed, length, digest))
+    return tuple(out)
+
+
+def _recorded_from_json(obj: Any) -> Recorded | None:
+    if obj is None:
+        return None
+    where = "recorded"
+    if not isinstance(obj, dict):
+        raise RecordError(f"{where} must be an object")
+    y, verdict = obj.get("y"), obj.get("verdict")
+    if y is not None and (isinstance(y, bool) or not isinstance(y, int) or y not in (0, 1)):
+        raise RecordError(f"{where}.y must be 0, 1 or null, got {y!r}"[:200])
+    if verdict is not None and not isinstance(verdict, str):
+        raise RecordError(f"{where}.verdict must be a string")
+    issues = obj.get("issues", [])
+    if not isinstance(issues, list) or not all(
+            isinstance(i, dict) and isinstance(i.get("code"), str) and i["code"]
+            and isinstance(i.get("detail", ""), str)
+            for i in issues):
+        raise RecordError(f"{where}.issues must be a list of {{code, detail}} objects")
+    steps = obj.get("undecoded_steps", [])
+    if not isinstance(steps, list) or not all(
+            isinstance(u, list) and len(u) == 3 and all(isinstance(x, int) and not isinstance(x, bool) for x in u[:2])
+            and isinstance(u[2], str) for u in steps):
+        raise RecordError(f"{where}.undecoded_steps must be a list of [turn, step, reason] items")
+    total = obj.get("undecoded_count", len(steps))
+    if isinstance(total, bool) or not isinstance(total, int) or total < len(steps):
+        raise RecordError(f"{where}.undecoded_count must be a whole number of at least the steps listed")
+    listed, _ = undecoded_steps([(u[0], u[1], u[2]) for u in steps])
+    return Recorded(y, verdict[:MAX_ISSUE_CHARS] if verdict is not None else None,
+                    tuple(LogIssue(i["code"][:60], i.get("detail", "")[:MAX_ISSUE_CHARS]) for i in issues),
+                    listed, total)
 
 
 def _retries_from_json(items: Any, where: str) -> tuple[Retry, ...]:
@@ -306,7 +511,7 @@ def rollout_from_json(obj: Any) -> Rollout:
             if text is not None and not isinstance(text, str):
                 raise RecordError(f"{where}.text must be a string")
             calls = tuple(_call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(step.get("calls", [])))
-            steps.append(Step(calls, text))
+            steps.append(Step(calls, text, _results_from_json(step.get("results"), f"{where}.results")))
         turns.append(tuple(steps))
     meta = obj.get("meta", {})
     if not isinstance(meta, dict):
@@ -326,11 +531,13 @@ def rollout_from_json(obj: Any) -> Rollout:
         raise RecordError("field 'infra_error' must be a non-empty string (why the model call failed)")
     if infra_error is not None and any(turns):
         raise RecordError("field 'infra_error' marks an entry with no observed action, but 'turns' holds steps")
-    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial", "infra_error", "accounting_error"}
+    recorded = _recorded_from_json(obj.get("recorded"))
+    known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial", "infra_error", "accounting_error",
+             "recorded"}
     extra = {k: v for k, v in obj.items() if k not in known}
     return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"],
                    tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage, trial, infra_error,
-                   accounting_error)
+                   accounting_error, recorded)
 
 
 @dataclass(frozen=True)

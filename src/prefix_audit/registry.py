@@ -60,6 +60,9 @@ class ImportRequest:
 Importer = Callable[[ImportRequest], Iterable["Located | BadLine"]]
 # Whether a file or folder is a log its importer reads (cheap, and never raising on other input).
 Detector = Callable[[Path], bool]
+# The files besides a log that its importer reads (a BFCL result file's score file), given the log and
+# the dataset's config entry: what a workflow block of that log depends on too.
+Companions = Callable[[Path, Mapping[str, Any]], list[Path]]
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class Registration:
     importers: Mapping[str, Importer] = field(default_factory=dict)
     cli_options: tuple[CliOption, ...] = ()
     detectors: Mapping[str, Detector] = field(default_factory=dict)  # importer name → its log detector
+    companions: Mapping[str, Companions] = field(default_factory=dict)  # importer name → files it reads besides a log
 
 
 _REGISTRATIONS: dict[str, Registration] = {}
@@ -122,9 +126,10 @@ def register(registration: Registration) -> Registration:
         if taken:
             raise RegistryError(f"{registration.package} registers importer(s) {sorted(taken)}, "
                                 f"already registered by {other.package}")
-    stray = set(registration.detectors) - set(registration.importers)
+    stray = (set(registration.detectors) | set(registration.companions)) - set(registration.importers)
     if stray:
-        raise RegistryError(f"{registration.package} registers detector(s) {sorted(stray)} without an importer")
+        raise RegistryError(f"{registration.package} registers detector(s) or companions {sorted(stray)} without "
+                            f"an importer")
     _REGISTRATIONS[registration.package] = registration
     return registration
 
@@ -218,6 +223,15 @@ def detect_format(path: str | Path) -> str:
         raise ValueError(f"{path}: not a log any importer recognises (formats: {', '.join(sorted(importers()))}); "
                          "name the format if it is one of them")
     raise ValueError(f"{path}: recognised as {' and '.join(found)}; name the format")
+
+
+def companion_files(fmt: str, log: str | Path, settings: Mapping[str, Any]) -> list[Path]:
+    """The files besides ``log`` that the importer of ``fmt`` reads (none when it registers no such
+    rule), with the dataset config entry ``settings``."""
+    for r in registrations():
+        if fmt in r.companions:
+            return r.companions[fmt](Path(log), settings)
+    return []
 
 
 def cli_options() -> list[CliOption]:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 
 from . import registry
@@ -22,7 +24,9 @@ from .contract import Benchmark, UnknownDataset, UnscorableRollout
 from .fed import ACTION_SCHEMA, EPISODE_SCHEMA
 from .io import commit_files, parquet_bytes
 from .decode import finite_json
-from .records import AGENT_ROLES, BadLine, Located, Rollout, read_rollouts
+from .record_check import DIVERGED, RecordCheck, check_record
+from .records import AGENT_ROLES, BadLine, Located, Rollout, call_steps, read_rollouts
+from .trust import DEFAULT_MIN_AGREEMENT, BlockTrust, block_trust
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,7 @@ class ScoreReport:
     quarantined: int = 0
     quarantine_reasons: Counter = field(default_factory=Counter)
     datasets: Counter = field(default_factory=Counter)
+    trust: list[BlockTrust] = field(default_factory=list)  # blocks of imported rollouts against their logs
 
     def summary(self) -> str:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.quarantine_reasons.items())) or "none"
@@ -44,9 +49,20 @@ class ScoreReport:
                 f"({self.infra_errors} infrastructure failures: T/FED null); "
                 f"quarantined: {self.quarantined} ({reasons})")
 
+    def trust_lines(self, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> list[str]:
+        """Per block of imported rollouts: agreement with its logs' records and the warnings."""
+        many = len(self.trust) > 1
+        return [f"{'/'.join(b.key) + ': ' if many else ''}{line}"
+                for b in self.trust for line in b.lines(min_agreement)]
+
+
+_REASON_KINDS = re.compile(r"^(duplicate rollout_id|unknown task_id|replay error: \w+)")
+
 
 def _reason_kind(reason: str) -> str:
-    return reason.split(":", 1)[0].split(" (")[0][:60]
+    """A reason's kind for the counts: without the ids and places that make each one unique."""
+    known = _REASON_KINDS.match(reason)
+    return known.group(1) if known else reason.split(":", 1)[0].split(" (")[0][:60]
 
 
 def _accounting(rollout: Rollout) -> dict:
@@ -84,7 +100,27 @@ def meta_json(meta: dict) -> str:
         return json.dumps(finite_json(meta), sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
-def episode_row(ep: EpisodeResult) -> dict:
+def _record_columns(ep: EpisodeResult, check: RecordCheck | None) -> dict:
+    """The trust columns of an episode (all null for a rollout that carries no record)."""
+    recorded = ep.rollout.recorded
+    check = check if check is not None else check_record(ep)
+    if recorded is None or check is None:
+        return dict.fromkeys(("recorded_y", "recorded_verdict", "replay_agreement", "results_compared",
+                              "results_reproduced", "results_same_verdict", "log_issue", "call_steps",
+                              "undecoded_steps", "tool_calls", "unknown_tool_calls"))
+    steps, undecoded = call_steps(ep.rollout)
+    return {
+        "recorded_y": recorded.y, "recorded_verdict": recorded.verdict,
+        "replay_agreement": check.replay_agreement, "results_compared": check.compared,
+        "results_reproduced": check.reproduced, "results_same_verdict": check.same_verdict,
+        "log_issue": check.log_issue,
+        "call_steps": steps, "undecoded_steps": undecoded,
+        "tool_calls": sum(v.action.call is not None for v in ep.verdicts),
+        "unknown_tool_calls": ep.unknown_tool_calls,
+    }
+
+
+def episode_row(ep: EpisodeResult, check: RecordCheck | None = None) -> dict:
     r = ep.rollout
     ff = ep.first_failure
     main = primary(ff.failures) if ff else None
@@ -100,13 +136,21 @@ def episode_row(ep: EpisodeResult) -> dict:
         **_accounting(r),
         "accounting_error": r.accounting_error,
         "meta_json": meta_json(r.meta),
+        **_record_columns(ep, check),
     }
 
 
-def action_rows(ep: EpisodeResult) -> Iterable[dict]:
+def _cut(text: str | None) -> str | None:
+    return text[:MAX_RESULT_CHARS] if text is not None else None
+
+
+def action_rows(ep: EpisodeResult, check: RecordCheck | None = None) -> Iterable[dict]:
     r = ep.rollout
+    statuses = check.statuses if check is not None else {}
     for v in ep.verdicts:
         call = v.action.call
+        recorded = v.action.recorded
+        status = statuses.get(v.action.index)
         yield {
             "dataset": r.dataset, "model": r.model, "method": r.method, "task_id": r.task_id,
             "rollout_id": r.rollout_id, "j": v.action.index, "turn": v.action.turn, "step": v.action.step,
@@ -117,7 +161,11 @@ def action_rows(ep: EpisodeResult) -> Iterable[dict]:
             "failure_codes": [f.code for f in v.failures],
             "failure_details": [f.detail for f in v.failures],
             "accepted": v.accepted,
-            "result": v.result[:MAX_RESULT_CHARS] if v.result is not None else None,
+            "result": _cut(v.result),
+            "recorded_result": _cut(recorded.content) if recorded is not None else None,
+            "recorded_error": recorded.error if recorded is not None else None,
+            "record_match": status,
+            "replayed_result": _cut(v.logged) if status in DIVERGED else None,
         }
 
 
@@ -146,7 +194,7 @@ def score_rollouts(items: Iterable[Located | BadLine], benchmark_for: Callable[[
             message = exc.args[0] if exc.args else str(exc)
             bad.append(BadLine(item.path, item.line, str(message), rollout.rollout_id))
         except Exception as exc:  # a defect in one record's replay must not lose the others
-            log.exception("replay of %s:%s failed", item.path, item.line)
+            log.debug("replay of %s:%s failed", item.path, item.line, exc_info=True)
             bad.append(BadLine(item.path, item.line, f"replay error: {type(exc).__name__}: {exc}",
                                rollout.rollout_id))
     report.scored = len(episodes)
@@ -176,14 +224,18 @@ class ScoreOutputs:
         return cls(out / "actions.parquet", out / "episodes.parquet", out / "quarantine.jsonl")
 
 
-def write_scores(episodes: list[EpisodeResult], bad: list[BadLine], outputs: ScoreOutputs) -> None:
+def write_scores(episodes: list[EpisodeResult], bad: list[BadLine], outputs: ScoreOutputs) -> pa.Table:
+    """Write the three files of one scoring as one set; return the episodes table written."""
     episodes = sorted(episodes, key=_sort_key)
-    ep_table = pa.Table.from_pylist([episode_row(e) for e in episodes], schema=EPISODE_SCHEMA)
-    act_table = pa.Table.from_pylist([row for e in episodes for row in action_rows(e)], schema=ACTION_SCHEMA)
+    checks = [check_record(e) for e in episodes]
+    ep_table = pa.Table.from_pylist([episode_row(e, c) for e, c in zip(episodes, checks)], schema=EPISODE_SCHEMA)
+    act_table = pa.Table.from_pylist([row for e, c in zip(episodes, checks) for row in action_rows(e, c)],
+                                     schema=ACTION_SCHEMA)
     # The three files of one scoring are replaced together, never one beside an older other.
     commit_files({outputs.episodes: parquet_bytes(ep_table), outputs.actions: parquet_bytes(act_table),
                   outputs.quarantine: "".join(json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n"
                                               for b in bad).encode("utf-8")})
+    return ep_table
 
 
 def score_file(rollouts_path: str | Path, outputs: ScoreOutputs,
@@ -191,8 +243,10 @@ def score_file(rollouts_path: str | Path, outputs: ScoreOutputs,
     """Score one rollout JSONL file into ``outputs``; returns the counts."""
     report = ScoreReport()
     episodes, bad = score_rollouts(read_rollouts(rollouts_path), benchmark_for, report)
-    write_scores(episodes, bad, outputs)
+    report.trust = block_trust(pl.from_arrow(write_scores(episodes, bad, outputs)))
     log.info(report.summary())
+    for line in report.trust_lines():
+        log.info(line)
     for b in bad:
         log.warning("quarantined %s:%s: %s", b.path, b.line, b.reason)
     return report

@@ -21,9 +21,10 @@ from prefix_audit.stats import (
     cohort_size,
     method_rank,
 )
+from prefix_audit.trust import BlockTrust, block_trust
 
 EMPTY_NOTE = "No blocks were present."
-TABLES = ("G1", "F1", "F2", "F3", "pairs", "consistency")
+TABLES = ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust")
 FORMATS = ("csv", "md", "tex")
 F2_BASELINES = ("react", "plan_conditioned")
 _MISSING = "n/a"
@@ -418,6 +419,35 @@ def table_consistency(stats: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+TRUST_DISPLAY = ("dataset", "model", "method", "entries", "Y agrees", "replay reproduces", "ok/error agrees",
+                 "undecodable steps", "no-call entries", "unknown-tool calls", "flagged")
+
+
+def _share_text(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.3f})" if whole else "n/a"
+
+
+def table_trust(blocks: Sequence[BlockTrust]) -> pl.DataFrame:
+    """The trust table: per block of imported logs, how far its audit agrees with what the logs
+    recorded (verdicts, tool results), its decode health and its entries flagged by log_issue code."""
+    schema: dict[str, pl.DataType] = {key: pl.Utf8() for key in BLOCK_KEYS} | {
+        "entries": pl.Int64(), "verdicts": pl.Int64(), "Y agrees": pl.Utf8(), "y_agreement": pl.Float64(),
+        "results compared": pl.Int64(), "replay reproduces": pl.Utf8(), "replay_agreement": pl.Float64(),
+        "ok/error agrees": pl.Utf8(), "verdict_agreement": pl.Float64(), "undecodable steps": pl.Utf8(),
+        "undecoded": pl.Int64(), "call_steps": pl.Int64(), "no-call entries": pl.Utf8(),
+        "unknown-tool calls": pl.Int64(), "flagged": pl.Utf8()}
+    rows = [{
+        "dataset": b.dataset, "model": b.model, "method": b.method, "entries": b.entries, "verdicts": b.with_verdict,
+        "Y agrees": _share_text(b.y_agrees, b.with_verdict), "y_agreement": b.y_agreement,
+        "results compared": b.compared, "replay reproduces": _share_text(b.reproduced, b.compared),
+        "replay_agreement": b.replay_agreement, "ok/error agrees": _share_text(b.same_verdict, b.compared),
+        "verdict_agreement": b.verdict_agreement, "undecodable steps": f"{b.undecoded}/{b.call_steps}",
+        "undecoded": b.undecoded, "call_steps": b.call_steps,
+        "no-call entries": f"{b.no_call_entries}/{b.acted_entries}", "unknown-tool calls": b.unknown_calls,
+        "flagged": b.flagged_text() or "none"} for b in blocks]
+    return pl.DataFrame(rows, schema=schema)
+
+
 def _cell(value: object) -> str:
     if value is None:
         return ""
@@ -512,12 +542,14 @@ def write_tables(
     outputs: Mapping[str, str | os.PathLike[str]],
     paired_path: str | os.PathLike[str] | None = None,
     pools: Mapping[str, Sequence[str]] = TAU_POOL,
+    episodes_path: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
-    """Write tables G.1, F.1, F.2, F.3, pairs and consistency (CSV, Markdown, LaTeX each) to
-    ``outputs`` (keys ``{table}_{format}``, see :func:`table_files`) as one set; return the 18 paths.
+    """Write tables G.1, F.1, F.2, F.3, pairs, consistency and trust (CSV, Markdown, LaTeX each) to
+    ``outputs`` (keys ``{table}_{format}``, see :func:`table_files`) as one set; return the 21 paths.
 
-    F.3 reads ``paired_path`` (no paired differences when None). Every table is always written; an
-    empty one carries a note on which blocks were absent.
+    F.3 reads ``paired_path`` (no paired differences when None), the trust table the FED table
+    ``episodes_path`` (none when None). Every table is always written; an empty one carries a note
+    on which blocks were absent.
     """
     expected = set(table_files("."))
     if set(outputs) != expected:
@@ -598,5 +630,16 @@ def write_tables(
         f"trials) whose trials disagree on full executability and on Y, with {conf}task-bootstrap intervals; "
         "pass^k and TER^k.",
         display=_display(consistency), note="No block holds repeated trials (agents.trials is 1).",
+    )
+    trust = table_trust(block_trust(read_parquet(episodes_path)) if episodes_path is not None else [])
+    contents |= table_texts(
+        trust, files("trust"), "table_trust",
+        "How far each audit of imported logs agrees with what the logs recorded: Y against the log's own verdict "
+        "(entries with one), replayed tool results against the recorded ones (after normalising notation), the "
+        "decode health (call steps the decoder could not read, entries without any call, calls to unknown or "
+        "unnamed tools) and the entries flagged per log_issue code.",
+        display=TRUST_DISPLAY,
+        note=("No imported blocks: generated rollouts carry no log to check against." if episodes_path is not None
+              else "No FED table was given."),
     )
     return commit_files(contents)

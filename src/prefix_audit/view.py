@@ -5,12 +5,15 @@
 statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when present. The site:
 
 * ``index.html`` — the blocks, with N, TER, PEC@1..4, final success, infrastructure failures and
-  first-failure categories (point estimates from the episodes), each linking to its block;
+  first-failure categories (point estimates from the episodes), each linking to its block; and for
+  blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`.trust`);
 * ``tables.html`` — G.1 and F.1 with their intervals, each cell linking to its block(s);
 * ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
   the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure;
 * ``blocks/<scored path>/r/<n>.html`` — one rollout: its actions by turn with V_j, the first
-  failure highlighted with every failing predicate, the observations, the planning trace, Y's detail.
+  failure highlighted with every failing predicate, the observations, the planning trace, Y's detail;
+  for an imported one, the log's own verdict, its ``log_issue`` and, beside each call whose replay
+  diverged from the log, the recorded and the replayed result.
 
 Everything is rendered by Jinja2 with autoescaping (model output is hostile) and shipped beside the
 pages (``assets/``): no server, no network, works from ``file://``. The same input gives the same
@@ -39,7 +42,9 @@ from .io import path_label, read_parquet, staged_tree
 from .metrics import block_metrics
 from .scoring import MAX_RESULT_CHARS
 from .stats import TAU_POOL, cohort_size
+from .record_check import DIVERGED
 from .tables import STATS_SCHEMA, table_f1, table_g1
+from .trust import block_trust, issue_codes
 from .taxonomy import CATEGORIES
 
 log = logging.getLogger(__name__)
@@ -139,6 +144,10 @@ def read_blocks(episodes_paths: Sequence[str | os.PathLike[str]], scored_root: s
     return sorted(blocks, key=lambda b: (b.key, b.folder))
 
 
+def _share_of(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.1f}%)" if whole else "none recorded"
+
+
 def _share(x: float | None) -> str:
     return "—" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
 
@@ -198,10 +207,20 @@ def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame) -> dict[str, Any
             "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"],
             "call": _clip(a["call"]), "verdict": _verdict(a), "V": a["V"], "accepted": a["accepted"],
             "result": _clip(a["result"], stored=MAX_RESULT_CHARS), "predicates": predicates,
-            "first": a["j"] == first})
+            "first": a["j"] == first, "diverged": a["record_match"] in DIVERGED,
+            "match": _MATCH_WORDS.get(a["record_match"]), "recorded_error": a["recorded_error"],
+            "recorded": _clip(a["recorded_result"], stored=MAX_RESULT_CHARS),
+            "replayed": _clip(a["replayed_result"], stored=MAX_RESULT_CHARS)})
     shown_meta = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) if meta else None
     return {"ep": ep, "turns": sorted(turns.items()), "first": first, "planning": _planning(planning),
-            "meta": _clip(shown_meta, META_CHARS)}
+            "meta": _clip(shown_meta, META_CHARS), "record": ep["call_steps"] is not None,
+            "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else []}
+
+
+# How a diverged call's record_match reads on its rollout page.
+_MATCH_WORDS = {"same_verdict": "both ok or both errors, the content differs",
+                "differs": "one an error, the other not",
+                "not_replayed": "the log shows it ran; replay could not run it"}
 
 
 def _planning(trace: object) -> dict[str, Any] | None:
@@ -299,23 +318,31 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
 
     summaries = []
     summary_of: dict[str, dict[str, Any]] = {}  # by block folder, for the index and the pool pages
+    trusts = []  # the blocks of imported logs against their records, for the index
     for block in blocks:
         summary = summary_of[block.folder] = block_summary(block)
         depths = _failing_depths(block.episodes)
         by_rollout = block.actions.partition_by("rollout_id", as_dict=True) if block.actions.height else {}
         empty = block.actions.clear()
+        trust = next(iter(block_trust(block.episodes)), None)
+        if trust is not None:
+            trusts.append({"block": block, "trust": trust, "warnings": trust.warnings(),
+                           "replay": _share_of(trust.reproduced, trust.compared),
+                           "verdicts": _share_of(trust.same_verdict, trust.compared)})
         rows = []
         for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
             href = f"r/{n}.html"
-            rows.append({"ep": ep, "href": href, "n": n})
+            rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"])})
             page(f"{block.folder}/{href}", "rollout.html.j2", block=block, n=n,
                  rollout=_rollout_view(ep, by_rollout.get((ep["rollout_id"],), empty)))
+        codes = sorted({code for row in rows for code in row["issues"]})
         chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
         names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
         for name, chunk in zip(names, chunks):
             page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
                  pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
-                 categories=CATEGORIES, fed_values=depths)
+                 categories=CATEGORIES, fed_values=depths, trust=trust.lines() if trust else None,
+                 issue_codes=codes)
         summaries.append({"block": block, "summary": summary})
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
     for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
@@ -324,7 +351,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
             page(row["href"], "pool.html.j2", row=row, table=table, blocks=members, categories=CATEGORIES,
                  k_max=K_MAX)
     page("index.html", "index.html.j2", blocks=summaries, categories=CATEGORIES, k_max=K_MAX,
-         has_tables=tables is not None, notes=report.notes)
+         has_tables=tables is not None, notes=report.notes, trust=trusts)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
     for name in _ASSETS:
         source, _, _ = env.loader.get_source(env, f"assets/{name}")

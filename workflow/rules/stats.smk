@@ -44,10 +44,12 @@ rule paired_statistics:
 
 
 rule tables:
-    """Tables G.1, F.1, F.2 and F.3 as CSV, Markdown and LaTeX."""
+    """Tables G.1, F.1, F.2, F.3, pairs, consistency and trust as CSV, Markdown and LaTeX (the trust
+    table of imported blocks reads the FED table)."""
     input:
         stats=f"{RESULTS}/stats/stats.parquet",
         paired=f"{RESULTS}/stats/paired.parquet",
+        fed=f"{RESULTS}/fed/episodes.parquet",
     output:
         **{
             name: (

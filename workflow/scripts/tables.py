@@ -3,4 +3,4 @@ from prefix_audit.tables import write_tables
 
 with logging_to(snakemake.log[0]):
     write_tables(snakemake.input.stats, dict(snakemake.output.items()), snakemake.input.paired,
-                 pools=dict(snakemake.params.pools))
+                 pools=dict(snakemake.params.pools), episodes_path=snakemake.input.fed)

@@ -10,10 +10,11 @@ sandboxed loader of the environment classes; :mod:`.semantics` — the facts the
 from __future__ import annotations
 
 from ...fetch import PackagePin
-from ...registry import DatasetSpec, OpenRequest, Registration, register
+from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, register
 from .data import CATEGORIES, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
 from .importer import import_bfcl, import_result_file, is_result_file
 from .replay import BfclBenchmark, BfclSession
+from .scores import score_file_candidates
 
 __all__ = ["CATEGORIES", "DATASET", "DEFAULT_PIN", "BfclBenchmark", "BfclData", "BfclSession", "Entry",
            "import_result_file", "load_data", "sample_task_ids"]
@@ -29,8 +30,17 @@ CONFIG_SCHEMA = {
 
 def _open(request: OpenRequest) -> BfclBenchmark:
     pin = PackagePin.configured(request.settings, DEFAULT_PIN)
-    return BfclBenchmark(load_data(request.resources, pin, fetch=request.fetch))
+    bench = BfclBenchmark(load_data(request.resources, pin, fetch=request.fetch))
+    bench.score_file = request.settings.get("score_file")
+    return bench
 
 
-register(Registration(__name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA),),
-                      importers={"bfcl": import_bfcl}, detectors={"bfcl": is_result_file}))
+register(Registration(
+    __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA),),
+    importers={"bfcl": import_bfcl}, detectors={"bfcl": is_result_file},
+    companions={"bfcl": score_file_candidates},
+    cli_options=(CliOption("--bfcl-score", "score_file",
+                           "import bfcl: BFCL's score file of the result file (or a folder holding score files), "
+                           "for BFCL's own verdicts (default: found where `bfcl evaluate` writes it, or beside the "
+                           "result file)"),),
+))

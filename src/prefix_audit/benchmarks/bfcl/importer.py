@@ -29,6 +29,14 @@ Every entry becomes a rollout record:
   becomes text) and dotted callees — here those calls are schema failures that execute nothing —
   and the decoders of individual handlers other than the two stock ones.
 
+What the log recorded is handed over with each rollout (:class:`~prefix_audit.records.Recorded`),
+for the audit to check itself against: BFCL's own verdict on the entry from its score file
+(:mod:`.scores`), and — where the file has an ``inference_log`` — the tool result BFCL's run
+recorded for each call of each step (its ``tool`` messages, in call order; an error is what
+BFCL's executor reports as one). A text step is listed as undecodable when the log shows BFCL's
+own decoder read calls in it (its ``model_response_decoded``), or — in a file without an
+``inference_log`` — when it looks like a call (:func:`~prefix_audit.calls.looks_like_calls`).
+
 Nothing is evaluated; call text is parsed with :mod:`ast`. Only a line that is no record at all
 (not JSON, no string ``id``, turns that are not lists of steps) is quarantined, with its location
 and reason.
@@ -36,8 +44,11 @@ and reason.
 
 from __future__ import annotations
 
+import ast
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +63,23 @@ from ...decode import (
     seconds,
     shape_reason,
 )
-from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
+from ...records import (
+    MAX_RECORDED_CHARS,
+    BadLine,
+    Located,
+    Recorded,
+    RecordedResult,
+    Rollout,
+    Step,
+    Usage,
+    call_like_text_steps,
+    rollout_id_for,
+    undecoded_steps,
+)
 from ...registry import ImportRequest
 from .data import DATASET
+from .loader import is_error_value
+from .scores import find_score_file
 
 FUNCTION_CALLING = "function_calling"
 PROMPTING = "prompting"
@@ -146,13 +171,95 @@ def decoding_of(results: list[Any]) -> str:
     return PROMPTING
 
 
+@dataclass(frozen=True)
+class LoggedStep:
+    """What BFCL's ``inference_log`` recorded of one step: the calls its decoder read (None: it
+    could not decode the step) and the tool results, in call order."""
+
+    decoded: tuple[str, ...] | None
+    results: tuple[str, ...]
+
+
+_STEP_KEY = re.compile(r"^step_(\d+)$")
+
+
+def logged_steps(log: Any) -> dict[tuple[int, int], LoggedStep]:
+    """(turn, step) → what the ``inference_log`` recorded there. The log lists, per turn, the state
+    it began in (a list) and the turn itself (an object with ``step_<n>`` message lists); anything
+    of another shape is left out."""
+    out: dict[tuple[int, int], LoggedStep] = {}
+    if not isinstance(log, list):
+        return out
+    turns = [item for item in log if isinstance(item, dict)]
+    for t, turn in enumerate(turns):
+        for key, messages in turn.items():
+            match = _STEP_KEY.match(key) if isinstance(key, str) else None
+            if match is None or not isinstance(messages, list):
+                continue
+            decoded: tuple[str, ...] | None = None
+            results = []
+            for m in messages:
+                if not isinstance(m, dict):
+                    continue
+                if m.get("role") == "tool":
+                    content = m.get("content")
+                    results.append(content if isinstance(content, str) else excerpt_of(content))
+                elif m.get("role") == "handler_log" and isinstance(m.get("model_response_decoded"), list):
+                    decoded = tuple(str(c) for c in m["model_response_decoded"])
+            out[(t, int(match.group(1)))] = LoggedStep(decoded, tuple(results))
+    return out
+
+
+def recorded_error(content: str) -> bool:
+    """Whether a recorded BFCL tool result is an error as BFCL's executor reports one: an exception
+    (``Error during execution: …``) or a returned error value (see :func:`~.loader.is_error_value`)."""
+    if content.startswith("Error during execution"):
+        return True
+    if len(content) > MAX_RECORDED_CHARS or content[:1] not in ("[", "{"):
+        return False
+    try:
+        value = json.loads(content)
+    except (ValueError, RecursionError):
+        try:
+            value = ast.literal_eval(content)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+    return is_error_value(value)
+
+
+def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], LoggedStep],
+              undecoded: list[list[Any]]) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]]]:
+    """The steps with the tool results the log recorded, and every step the decoder could not read:
+    those BFCL's runner skips (``undecoded``) and text steps in which the log's own decoder read
+    calls (or, without a log, that look like calls)."""
+    unread = [(t, s, str(why)) for t, s, why in undecoded]
+    out = []
+    for t, turn in enumerate(turns):
+        steps = []
+        for s, step in enumerate(turn):
+            seen = logged.get((t, s))
+            if seen is not None:
+                step = Step(step.calls, step.text, tuple(RecordedResult.of(r, recorded_error(r)) for r in seen.results))
+            if not step.calls and step.text and seen is not None and seen.decoded:
+                unread.append((t, s, f"BFCL's own decoder read {len(seen.decoded)} call(s) here "
+                                     f"({seen.decoded[0][:80]}); this reading found none"))
+            steps.append(step)
+        out.append(tuple(steps))
+    if not logged:  # no record of BFCL's own decoding: text that looks like a call
+        unread += call_like_text_steps(out)
+    return tuple(out), sorted(unread)
+
+
 def _infra_error(result: Any) -> str:
     text = result if isinstance(result, str) else f"'result' is a {type(result).__name__}, not a list of turns"
     first = text.strip().splitlines()[0] if text.strip() else "empty 'result'"
     return first[:INFRA_ERROR_CHARS]
 
 
-def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCTION_CALLING) -> Rollout:
+def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCTION_CALLING,
+                        verdict: tuple[int | None, str] = (None, "no BFCL score file given")) -> Rollout:
+    """One result line as a rollout; ``verdict`` is BFCL's own (recorded Y and its words, from the
+    score file) or None and why there is none."""
     if not isinstance(obj, dict):
         raise StepError(f"a result line must be a JSON object, got {type(obj).__name__}")
     if not isinstance(obj.get("id"), str):
@@ -163,7 +270,8 @@ def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCT
     if not isinstance(result, list):
         # BFCL's runner: a result that is no list is an inference error, scored 0.
         meta = {"bfcl_decoding": decoding, "bfcl_undecoded_steps": [], "bfcl_keywords_only_steps": []}
-        return Rollout(DATASET, task_id, model, method, rid, (), "import:bfcl", meta, infra_error=_infra_error(result))
+        return Rollout(DATASET, task_id, model, method, rid, (), "import:bfcl", meta, infra_error=_infra_error(result),
+                       recorded=Recorded(*verdict))
     if not all(isinstance(t, list) for t in result):
         raise StepError("'result' must be a list of turns, each a list of steps")
     turns, undecoded, keywords_only = [], [], []
@@ -182,8 +290,11 @@ def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCT
         usage, accounting_error = _usage(obj), None
     except (StepError, DecodeError) as exc:  # bad accounting costs the accounting, not the entry
         usage, accounting_error = (), str(exc)
-    return Rollout(DATASET, task_id, model, method, rid, tuple(turns), "import:bfcl", meta, usage=usage,
-                   accounting_error=accounting_error)
+    logged_turns, unread = _with_log(turns, logged_steps(obj.get("inference_log")), undecoded)
+    listed, count_unread = undecoded_steps(unread)
+    return Rollout(DATASET, task_id, model, method, rid, logged_turns, "import:bfcl", meta, usage=usage,
+                   accounting_error=accounting_error, recorded=Recorded(*verdict, undecoded=listed,
+                                                                         undecoded_count=count_unread))
 
 
 MAX_ACCOUNTING_DEPTH = 8  # BFCL nests its accounting per turn and step: two levels
@@ -217,24 +328,31 @@ def _usage(obj: dict) -> tuple[Usage, ...]:
                        seconds(t, f"latency[{n}]")) for n, (i, o, t) in enumerate(zip(inputs, outputs, latency)))
 
 
-def import_result_file(path: str | Path, model: str | None = None,
-                       method: str = "imported") -> Iterator[Located | BadLine]:
+def import_result_file(path: str | Path, model: str | None = None, method: str = "imported",
+                       score: str | Path | None = None) -> Iterator[Located | BadLine]:
     """Yield a located rollout per line of a BFCL result file, a :class:`BadLine` for a line that
     is no record at all.
 
     ``model`` defaults to the result file's parent directory name, which is where BFCL puts the
-    model name (``result/<model>/.../BFCL_v4_multi_turn_base_result.json``).
+    model name (``result/<model>/.../BFCL_v4_multi_turn_base_result.json``). BFCL's own verdicts
+    come from its score file, found as :func:`~.scores.find_score_file` says (``score``: a score
+    file or a folder of them, given by the user).
     """
     path = Path(path)
     model = model or path.parent.name or "unknown"
     lines = list(iter_json_lines(path))
-    decoding = decoding_of([item.value for item in lines if isinstance(item, JsonLine)])
+    values = [item.value for item in lines if isinstance(item, JsonLine)]
+    decoding = decoding_of(values)
+    ids = [v["id"] for v in values if isinstance(v, dict) and isinstance(v.get("id"), str)]
+    scores, why = find_score_file(path, ids, Path(score) if score is not None else None)
     for item in lines:
         if isinstance(item, BadLine):
             yield item
             continue
+        entry_id = item.value.get("id") if isinstance(item.value, dict) else None
+        verdict = scores.verdict(entry_id) if scores is not None and isinstance(entry_id, str) else (None, why)
         try:
-            yield Located(item.path, item.line, rollout_from_result(item.value, model, method, decoding))
+            yield Located(item.path, item.line, rollout_from_result(item.value, model, method, decoding, verdict))
         except RECORD_SHAPE_ERRORS as exc:  # StepError, or a field of the wrong shape
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
@@ -258,7 +376,8 @@ def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
     """``prefix-audit import bfcl``: a result file, each entry checked against the BFCL data (the
     pinned package is fetched when absent)."""
     bench = request.open(DATASET)
-    for item in import_result_file(request.source, model=request.model, method=request.method):
+    score = getattr(bench, "score_file", None)  # --bfcl-score
+    for item in import_result_file(request.source, model=request.model, method=request.method, score=score):
         if not isinstance(item, BadLine) and not bench.has_task(item.rollout.task_id):
             item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
                            item.rollout.task_id)

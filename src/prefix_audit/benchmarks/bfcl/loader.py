@@ -10,11 +10,13 @@ entry's involved classes, loaded through their scenario loader on a deep copy of
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
 import importlib
 import inspect
 import json
+import keyword
 import os
 import pickle
 import signal
@@ -112,7 +114,7 @@ def method_table(instances: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
     return table
 
 
-def _is_error(value: Any) -> bool:
+def is_error_value(value: Any) -> bool:
     """BFCL's error surface: an ``{"error": ...}`` dict, or a list holding one (some list-returning
     methods report failure as ``[{"error": ...}]`` or ``["Error: ..."]``)."""
     if isinstance(value, dict):
@@ -169,11 +171,30 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+def _syntax_error(call: ToolCall) -> str | None:
+    """BFCL's executor evaluates the call as Python text (``name(k=repr(v), …)``); a call whose name
+    or keywords are no Python names fails to parse there. Its message, from parsing the same text
+    with :mod:`ast` (nothing is evaluated); None when the text parses."""
+    names = [call.name or "", *call.kwargs]
+    if all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        return None
+    try:
+        ast.parse(call.render(), "<string>", "eval")
+    except SyntaxError as exc:
+        return f"Error during execution: {exc}"
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
+
+
 def invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall) -> tuple[bool, Any, str]:
     """Run one parsed call; (accepted, raw return value, BFCL result text)."""
-    if call.name in sem.BLOCKED_NAMES:
+    if call.name in sem.BLOCKED_NAMES:  # BFCL refuses these by name before it evaluates anything
         text = f"Error during execution: Function call {call.name} is not allowed."
         return False, None, text
+    unparsable = _syntax_error(call)
+    if unparsable is not None:
+        return False, None, unparsable
     target = table.get(call.name)  # type: ignore[arg-type]
     if target is None:
         return False, None, f"Error during execution: name '{call.name}' is not defined"
@@ -187,7 +208,7 @@ def invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall) -> tuple[bool, 
             text = bfcl_result_text(value)
     except Exception as exc:  # the environment raising is a rejected transition, not our crash
         return False, None, f"Error during execution: {exc}"
-    return not _is_error(value), value, text
+    return not is_error_value(value), value, text
 
 
 def public_state(instance: Any) -> dict[str, Any]:

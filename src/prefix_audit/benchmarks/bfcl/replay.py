@@ -38,6 +38,7 @@ class BfclBenchmark(Benchmark):
         self._specs: dict[str, dict[str, ToolSpec]] = {}
         self._facts: dict[str, TaskFacts] = {}
         self._gt_calls: dict[str, tuple[tuple[ToolCall, ...], ...]] = {}
+        self.score_file: str | None = None  # import bfcl --bfcl-score: BFCL's score file (or a folder of them)
 
     def sample(self, n: int | None, seed: int) -> TaskSample:
         """``n`` entries spread evenly over the four categories (every entry when ``n`` is None)."""
@@ -235,11 +236,8 @@ class BfclSession:
         self._turn_calls += 1
         if not call.well_formed:
             return Outcome(False, None, call.parse_error)
-        if id(call) in self._not_executed:
-            # Judged on a copy: BFCL's runner skipped the step, so the state does not change.
-            scratch = pickle.loads(pickle.dumps(self._model, protocol=pickle.HIGHEST_PROTOCOL))
-            accepted, value, text = invoke(method_table(scratch), call)
-            return Outcome(accepted, value, None if accepted else text)
+        if id(call) in self._not_executed:  # BFCL's runner skipped the step: the state does not change
+            return self._on_copy(call)
         if id(call) in self._keywords_only:  # BFCL's prompting decoder drops positional arguments
             call = ToolCall(call.name, (), call.kwargs, call.raw)
         deleting = call.name in sem.DELETING_METHODS
@@ -249,7 +247,19 @@ class BfclSession:
         self._live_cache = None
         if deleting and accepted and before is not None:
             self._deleted |= before - self._live_values()
-        return Outcome(accepted, value, None if accepted else text)
+        return Outcome(accepted, value, None if accepted else text, logged=text)
+
+    def dry_execute(self, call: ToolCall) -> Outcome:
+        """The verdict on ``call`` from a scratch copy of the state (the live state is untouched)."""
+        self._turn_calls += 1
+        if not call.well_formed:
+            return Outcome(False, None, call.parse_error, executed=False)
+        return self._on_copy(call)
+
+    def _on_copy(self, call: ToolCall) -> Outcome:
+        scratch = pickle.loads(pickle.dumps(self._model, protocol=pickle.HIGHEST_PROTOCOL))
+        accepted, value, text = invoke(method_table(scratch), call)
+        return Outcome(accepted, value, None if accepted else text, logged=text, executed=False)
 
     def complete(self) -> Outcome:
         last_turn = len(self.entry.ground_truth) - 1

@@ -10,9 +10,11 @@ limits), ``tasks`` and ``simulations``. Each simulation becomes one rollout, wit
   next user message are its steps — tool calls (``arguments`` as a JSON object) and text; the
   orchestrator's opening greeting, sent before any user message, is no agent action;
 * ``meta``: the user's messages (``user_turns``), ``termination_reason``, the recorded reward and its
-  basis (``recorded_reward``: kept next to the Y that scoring recomputes; see
-  :func:`reward_disagreements`), the ids of calls whose recorded result was an error, costs, trial,
+  basis (``recorded_reward``), the ids of calls whose recorded result was an error, costs, trial,
   seed, and the provenance of the task data the record was checked against (``tasks_sha256``);
+* ``recorded``: the reward as the log's verdict on Y (reward 1), and per call the tool message the
+  log recorded (its content and error flag), for the audit to check itself against
+  (:mod:`prefix_audit.record_check`);
 * ``usage``: per message, where tau2 recorded token counts (agent → executor, user → user_simulator).
 
 A simulation that cannot be used is quarantined with its position and reason; the rest import:
@@ -43,7 +45,16 @@ from typing import Any
 
 from ...calls import ToolCall, structured_call
 from ...decode import RECORD_SHAPE_ERRORS, DecodeError, count, excerpt_of, read_json_document, seconds, shape_reason
-from ...records import BadLine, Located, Rollout, Step, Usage, rollout_id_for
+from ...records import (
+    BadLine,
+    Located,
+    RecordedResult,
+    Rollout,
+    Step,
+    Usage,
+    call_like_text_steps,
+    rollout_id_for,
+)
 from ...registry import ImportRequest
 from . import semantics as sem
 from .data import CRITERIA_FIELDS, DOMAINS, TauDataError, parse_criteria, parse_task
@@ -54,7 +65,7 @@ from .importer_v1 import import_v1_results, is_v1_results
 from .replay import TauBenchmark, dataset_of
 from .replay_v1 import TauV1Benchmark, v1_dataset_of
 
-__all__ = ["TauResultsError", "import_results", "import_tau", "reward_disagreements"]
+__all__ = ["TauResultsError", "import_results", "import_tau"]
 
 TASK_OPTIONS = "--tasks-from-results (score against the task definitions in the results file) or --tau-data DIR"
 
@@ -111,6 +122,7 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
     user_turns: list[str] = []
     pending: dict[str, str] = {}  # call id → tool name, awaiting its result
     errors: list[str] = []
+    recorded: dict[str, RecordedResult] = {}  # call id → the result the log recorded
     accounting: list[tuple[Mapping[str, Any], str, str]] = []  # messages with their usage, read at the end
     stopped = False
     for k, m in enumerate(messages):
@@ -149,6 +161,8 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
             if not isinstance(call_id, str) or call_id not in pending:
                 raise BadSimulation(f"{where}: result for unknown or already answered call id {call_id!r}")
             name = pending.pop(call_id)
+            flag = m.get("error")
+            recorded[call_id] = RecordedResult.of(content or "", flag if isinstance(flag, bool) else None)
             if m.get("error"):
                 errors.append(call_id)
             elif name not in bench.tools:
@@ -169,7 +183,9 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
         accounting_error = None
     except DecodeError as exc:  # bad accounting costs the accounting, not the simulation
         usage, accounting_error = (), str(exc)
-    return _Conversation(tuple(tuple(t) for t in turns), tuple(user_turns), tuple(errors), usage, accounting_error)
+    with_results = tuple(tuple(Step(step.calls, step.text, tuple(recorded.get(c.call_id or "") for c in step.calls))
+                               if step.calls else step for step in turn) for turn in turns)
+    return _Conversation(with_results, tuple(user_turns), tuple(errors), usage, accounting_error)
 
 
 def _embedded_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str,
@@ -248,7 +264,8 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mappi
         f"the simulation ended ({termination}) before the agent acted"
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
                    usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra,
-                   accounting_error=convo.accounting_error)
+                   accounting_error=convo.accounting_error,
+                   recorded=sem.recorded_reward(reward, call_like_text_steps(convo.turns)))
 
 
 def _trial(value: Any) -> int:
@@ -326,34 +343,6 @@ def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:
     override = bench.domain_override if isinstance(bench, TauV1Benchmark) else None
     return import_results(request.source, request.open, model=request.model, method=request.method,
                           v1_domain=override)
-
-
-@dataclass(frozen=True)
-class RewardDisagreement:
-    rollout_id: str
-    task_id: str
-    recorded_reward: float | None
-    Y: int | None
-    y_detail: str | None
-
-
-def reward_disagreements(episodes_parquet: str | Path) -> list[RewardDisagreement]:
-    """Imported τ rollouts whose recomputed Y differs from the reward the results file recorded."""
-    import pyarrow.parquet as pq
-
-    rows = pq.read_table(episodes_parquet, columns=["dataset", "rollout_id", "task_id", "Y", "y_detail",
-                                                    "meta_json"]).to_pylist()
-    out = []
-    for row in rows:
-        if row["dataset"] not in {f(d) for d in DOMAINS for f in (dataset_of, v1_dataset_of)}:
-            continue
-        meta = json.loads(row["meta_json"])
-        if "recorded_reward" not in meta:
-            continue
-        recorded = meta["recorded_reward"]
-        if recorded is None or row["Y"] is None or float(row["Y"]) != recorded:
-            out.append(RewardDisagreement(row["rollout_id"], row["task_id"], recorded, row["Y"], row["y_detail"]))
-    return out
 
 
 def is_results_file(path: Path) -> bool:

@@ -9,12 +9,14 @@ The file is a JSON list of entries ``{task_id, reward, info, traj, trial}`` (:mo
   ``role: tool`` replies are matched to their call by ``tool_call_id``; the system prompt is no action;
 * ``meta``: the user's messages (``user_turns``), ``termination_reason`` (v1's: ``user_stop``,
   ``transfer_to_human_agents``, ``max_steps`` — neither happened within the recorded steps — or
-  ``agent_error`` when ``info.error`` is set), the recorded reward and reward info (beside the Y
-  scoring recomputes; :func:`~.importer.reward_disagreements`), the ids of calls whose reply was an
-  error (``Error…``) or ``Unknown action…`` (as 1-based positions among its calls, which are their
-  action depths: v1 logs may reuse a call id), ``user_cost``, the task as an embedded definition
-  (:mod:`.embedded`), the tau2 provenance, and ``v1_db_differs``: the ids of v1 database records
-  that differ from tau2's which the entry's calls, replies or gold name (:data:`.v1.V1_DB_DIFFERS`);
+  ``agent_error`` when ``info.error`` is set), the recorded reward and reward info, the ids of calls
+  whose reply was an error (``Error…``) or ``Unknown action…`` (as 1-based positions among its calls,
+  which are their action depths: v1 logs may reuse a call id), ``user_cost``, the task as an
+  embedded definition (:mod:`.embedded`), the tau2 provenance, and ``v1_db_differs``: the ids of v1
+  database records that differ from tau2's which the entry's calls, replies or gold name
+  (:data:`.v1.V1_DB_DIFFERS`);
+* ``recorded``: the reward as the log's verdict on Y (reward 1), and per call the reply the log
+  recorded (:func:`recorded_reply`), for the audit to check itself against;
 * ``trial`` from the entry; ``task_id`` as a string. The rollout id is made from the dataset, model,
   method, task id, trial and the task definition's sha256; a second entry with the same id is
   quarantined as a duplicate.
@@ -46,13 +48,26 @@ from typing import Any
 from ...calls import ToolCall, structured_call
 from ...contract import Benchmark
 from ...decode import RECORD_SHAPE_ERRORS, excerpt_of, shape_reason
-from ...records import BadLine, Located, Rollout, Step, rollout_id_for
+from ...records import (
+    BadLine,
+    Located,
+    RecordedResult,
+    Rollout,
+    Step,
+    call_like_text_steps,
+    rollout_id_for,
+)
+from . import semantics as sem
 from . import v1
 from .data import TauDataError
 from .embedded import KEY as EMBEDDED_KEY
 from .embedded import EmbeddedTask
 from .errors import TauResultsError
 from .replay_v1 import TauV1Benchmark, v1_dataset_of
+
+
+# A harness that refused a call before it ran says so in place of the tool's reply.
+_REJECTED = re.compile(r"^\s*Execution of .{0,400}? was rejected\b", re.DOTALL)
 
 
 class V1ResultsError(TauResultsError):
@@ -111,6 +126,7 @@ def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
     errors: list[int] = []
     unknown: list[int] = []
     texts: list[str] = []
+    recorded: dict[int, RecordedResult] = {}  # call position → the reply the log recorded
     stopped = False
     n_calls = 0
     last_reply: str | None = None  # tool name of the reply the trajectory ends with
@@ -151,6 +167,7 @@ def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
                 raise BadEntry(f"{where}: reply to an unknown or already answered call id {call_id!r}")
             name, position = pending.pop(call_id)
             reply = _text(m.get("content"), where)
+            recorded[position] = recorded_reply(reply)
             texts.append(reply)
             last_reply = name
             if reply.startswith(v1.UNKNOWN_ACTION_PREFIX):
@@ -173,8 +190,32 @@ def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
         termination = "transfer_to_human_agents"
     else:
         termination = "agent_error" if errored else "max_steps"
-    return _Conversation(tuple(tuple(t) for t in turns), tuple(user_turns), tuple(errors), tuple(unknown),
+    return _Conversation(_with_results(turns, recorded), tuple(user_turns), tuple(errors), tuple(unknown),
                          termination, tuple(texts))
+
+
+def recorded_reply(reply: str) -> RecordedResult:
+    """A v1 tool reply as the log recorded it: v1 marks no errors, its replies say so
+    (``Error: …``, ``Unknown action …``); a harness's refusal (``Execution of … was rejected``)
+    shows the call never ran."""
+    executed = _REJECTED.match(reply) is None
+    error = reply.startswith((v1.ERROR_PREFIX, v1.UNKNOWN_ACTION_PREFIX)) or not executed
+    return RecordedResult.of(reply, error, executed)
+
+
+def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult]) -> tuple[tuple[Step, ...], ...]:
+    """The steps with each call's recorded reply (by the call's position in the trajectory)."""
+    out, position = [], 0
+    for turn in turns:
+        steps = []
+        for step in turn:
+            if step.calls:
+                positions = range(position + 1, position + 1 + len(step.calls))
+                step = Step(step.calls, step.text, tuple(recorded.get(p) for p in positions))
+                position += len(step.calls)
+            steps.append(step)
+        out.append(tuple(steps))
+    return tuple(out)
 
 
 def _whole(value: Any, what: str, default: int | None = None) -> int:
@@ -235,7 +276,8 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     rid = rollout_id_for(bench.dataset, model, method, task.id, trial, embedded.sha256)
     if not any(convo.turns):  # no agent action: the model call failed (or never came)
         return _infra(bench, task.id, trial, model, method, meta, error or "no agent action in the trajectory", rid)
-    return Rollout(bench.dataset, task.id, model, method, rid, convo.turns, "import:tau-v1", meta, trial=trial)
+    return Rollout(bench.dataset, task.id, model, method, rid, convo.turns, "import:tau-v1", meta, trial=trial,
+                   recorded=sem.recorded_reward(reward, call_like_text_steps(convo.turns)))
 
 
 def _infra(bench: TauV1Benchmark, task_id: str, trial: int, model: str, method: str, meta: dict[str, Any],
@@ -243,6 +285,7 @@ def _infra(bench: TauV1Benchmark, task_id: str, trial: int, model: str, method: 
     rid = rid or rollout_id_for(bench.dataset, model, method, task_id, trial, "infra_error")
     meta = {"user_turns": [], "termination_reason": "agent_error", **meta}
     return Rollout(bench.dataset, task_id, model, method, rid, (), "import:tau-v1", meta, trial=trial,
+                   recorded=sem.recorded_reward(meta.get("recorded_reward")),
                    infra_error=error.strip().splitlines()[-1][:500] if error.strip() else "model call failed")
 
 

@@ -34,7 +34,7 @@ Final success Y is τ's reward, recomputed without any model call:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
@@ -270,6 +270,7 @@ class TauSession:
         self.facts = task_facts(task, self.user_turns)
         self._rollout = rollout
         self._live = LiveEnvironment(bench.backend)
+        self._ran: list[ToolCall] = []  # the calls that reached the live environment, as they reached it
         self._tools = bench.tools
         termination = rollout.meta.get("termination_reason", "user_stop")
         if not isinstance(termination, str) or termination not in self.termination_reasons:
@@ -304,7 +305,21 @@ class TauSession:
         if not call.well_formed:
             return Outcome(False, None, call.parse_error)
         accepted, text = self._live.run(call)
+        self._ran.append(call)
         return Outcome(True, text) if accepted else Outcome(False, None, text)
+
+    def dry_execute(self, call: ToolCall) -> Outcome:
+        """τ's verdict on ``call`` in a scratch environment brought to the live one's state by
+        running the same calls again (τ is deterministic); the live environment is untouched."""
+        live, ran = self._live, list(self._ran)
+        self._live = LiveEnvironment(self.bench.backend)
+        try:
+            for done in ran:
+                self._live.run(done)
+            outcome = self.execute(call)
+        finally:
+            self._live, self._ran = live, ran
+        return replace(outcome, executed=False)
 
     def complete(self) -> Outcome:
         return Outcome(True)  # a text message may end the agent's turn at any point in τ

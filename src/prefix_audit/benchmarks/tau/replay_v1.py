@@ -110,7 +110,10 @@ class TauV1Session(TauSession):
                 return Outcome(False, None, reply)
         if call.name in v1.SELF_MODIFY_TOOLS[self.task.domain]:
             call = self._without_unchanged_pairs(call)
-        return super().execute(call)
+        outcome = super().execute(call)
+        if outcome.accepted and isinstance(outcome.result, str):
+            return dataclasses.replace(outcome, logged=v1.v1_reply(call.name or "", outcome.result))
+        return outcome
 
     def _without_unchanged_pairs(self, call: ToolCall) -> ToolCall:
         """``call`` without its pairs that modify an item into itself and change nothing in v1 (see

@@ -18,7 +18,9 @@ and confirmed by replaying every base task's gold actions (tests/test_tau_gold.p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from ...records import Recorded, undecoded_steps
 
 # tau2.config: DEFAULT_MAX_STEPS = 200, DEFAULT_MAX_ERRORS = 10 (the τ³ v1.0.1 runs in
 # fixtures/tau3-results record the same values in info.max_steps / info.max_errors).
@@ -78,3 +80,12 @@ INFORMATION_PARAMS: Mapping[str, frozenset[str]] = {
 # eval on the expression (restricted characters, no builtins), and model output is never evaluated
 # here. Our evaluator gives the same result text for every well-formed arithmetic expression.
 OWN_IMPLEMENTATION = frozenset({"calculate"})
+
+
+def recorded_reward(reward: float | None, undecoded: Sequence[tuple[int, int, str]] = ()) -> Recorded:
+    """What a τ log recorded of an entry: its reward as the verdict on Y (success: reward 1), tau2's
+    and v1's alike, and the steps whose text looks like a call its reading did not find."""
+    listed, count = undecoded_steps(list(undecoded))
+    if reward is None:
+        return Recorded(None, "no reward recorded", undecoded=listed, undecoded_count=count)
+    return Recorded(int(reward >= 1.0), f"reward {reward:g}", undecoded=listed, undecoded_count=count)

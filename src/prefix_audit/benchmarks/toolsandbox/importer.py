@@ -37,7 +37,17 @@ from typing import Any
 
 from ...calls import ToolCall, structured_call
 from ...decode import RECORD_SHAPE_ERRORS, DecodeError, read_json_document, shape_reason
-from ...records import BadLine, Located, Rollout, Step, rollout_id_for
+from ...records import (
+    BadLine,
+    Located,
+    Recorded,
+    RecordedResult,
+    Rollout,
+    Step,
+    call_like_text_steps,
+    rollout_id_for,
+    undecoded_steps,
+)
 from ...registry import ImportRequest
 from .recorded import DATASET, RECORD_KEY, normalize_exception
 
@@ -322,9 +332,31 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
                          "categories": entry.get("categories"), "turn_count": entry.get("turn_count"),
                          "exception_type": aborted or None}}
     rid = rollout_id_for(DATASET, model, method, name, run.name)
-    turns = () if infra_error is not None else tuple(tuple(t) for t in built.turns)
+    turns = () if infra_error is not None else tuple(tuple(_with_results(step, built.calls) for step in t)
+                                                     for t in built.turns)
+    similarity = float(entry["similarity"])
+    listed, count = undecoded_steps(call_like_text_steps(turns))
+    verdict = Recorded(int(similarity >= 1.0), f"similarity {similarity:g}", undecoded=listed, undecoded_count=count)
     return Rollout(DATASET, name, model, method, rid, turns, "import:toolsandbox", meta, {RECORD_KEY: record},
-                   infra_error=infra_error)
+                   infra_error=infra_error, recorded=verdict)
+
+
+def _with_results(step: Step, calls: dict[str, dict[str, Any]]) -> Step:
+    """The step with each call's outcome as the execution context recorded it (matched by tool-call id)."""
+    if not step.calls:
+        return step
+    results = []
+    for call in step.calls:
+        outcome = calls.get(call.call_id or "")
+        if outcome is None:
+            results.append(None)
+        elif outcome["error"] is not None:
+            results.append(RecordedResult.of(str(outcome["error"]), True))
+        else:
+            value = outcome["result"]
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
+            results.append(RecordedResult.of(text, False))
+    return Step(step.calls, step.text, tuple(results))
 
 
 def import_runs(source: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Located | BadLine]:

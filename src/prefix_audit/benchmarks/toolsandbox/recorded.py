@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...calls import ToolCall
@@ -248,6 +248,10 @@ class RecordedSession:
         if recorded.error is not None:
             return Outcome(False, error=recorded.error)
         return Outcome(True, recorded.result)
+
+    def dry_execute(self, call: ToolCall) -> Outcome:
+        """A recorded outcome changes no state here: the same verdict, marked as not run."""
+        return replace(self.execute(call), executed=False)
 
     def complete(self) -> Outcome:
         return Outcome(True)

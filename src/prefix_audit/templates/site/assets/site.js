@@ -41,7 +41,11 @@
     Array.prototype.forEach.call(rollouts.tBodies[0].rows, function (row) {
       var keep = true;
       selects.forEach(function (select) {
-        if (select.value && row.getAttribute("data-" + select.getAttribute("data-filter")) !== select.value) keep = false;
+        if (!select.value) return;
+        var value = row.getAttribute("data-" + select.getAttribute("data-filter")) || "";
+        // A select marked data-tokens matches one of the row's space-separated values (log issue codes).
+        var match = select.hasAttribute("data-tokens") ? value.split(" ").indexOf(select.value) >= 0 : value === select.value;
+        if (!match) keep = false;
       });
       row.hidden = !keep;
       if (keep) shown += 1;

@@ -1,0 +1,145 @@
+"""BFCL's own verdicts: the score file ``bfcl evaluate`` writes beside a result file.
+
+A score file is JSON Lines: a summary line (``accuracy``, ``correct_count``, ``total_count``), then
+one line per entry that failed (``id``, ``valid: false``, ``error.error_type``). An entry of the
+result file that the score file does not list passed. ``bfcl evaluate`` writes it at
+``<root>/score/<model folder>/[multi_turn/]<stem>_score.json`` for the result file
+``<root>/result/<model folder>/[multi_turn/]<stem>_result.json``; we look there, then beside the
+result file, or take the file (or a folder to search) given with ``--bfcl-score``.
+
+A score file is used only when it fits the result file: the same category, a total equal to the
+result file's entries, and as many failing lines as its summary says failed. Otherwise no entry
+gets a recorded verdict, and the reason says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...decode import BadLine, DecodeError, iter_json_lines
+
+RESULT_SUFFIX = "_result.json"
+SCORE_SUFFIX = "_score.json"
+_CATEGORY = re.compile(r"BFCL_v\d+_(?P<category>\w+?)_(?:result|score)\.json$")
+
+
+@dataclass(frozen=True)
+class ScoreFile:
+    """A score file read: its path, totals and the failing entries (id → BFCL's error type)."""
+
+    path: Path
+    total: int
+    correct: int
+    failing: dict[str, str]
+    categories: frozenset[str]  # the test categories its failing entries name (from their ids when absent)
+
+    def verdict(self, entry_id: str) -> tuple[int, str]:
+        """(recorded Y, the verdict in BFCL's words) of one entry of the result file it scores."""
+        if entry_id in self.failing:
+            return 0, f"BFCL score file: {self.failing[entry_id]}"
+        return 1, "BFCL score file: valid"
+
+
+def category_of(entry_id: str) -> str:
+    """The test category of an entry id (``multi_turn_base_12`` → ``multi_turn_base``)."""
+    return entry_id.rsplit("_", 1)[0]
+
+
+def _name_category(path: Path) -> str | None:
+    match = _CATEGORY.search(path.name)
+    return match.group("category") if match else None
+
+
+def read_score_file(path: Path) -> ScoreFile:
+    """Read a score file; :class:`DecodeError` naming what is wrong with it."""
+    summary, failing, categories = None, {}, set()
+    for item in iter_json_lines(path):
+        if isinstance(item, BadLine):
+            raise DecodeError(f"{path.name} line {item.line}: {item.reason}")
+        value = item.value
+        if summary is None:
+            if not isinstance(value, dict) or not all(isinstance(value.get(k), int) and not isinstance(value.get(k), bool)
+                                                      for k in ("correct_count", "total_count")):
+                raise DecodeError(f"{path.name}: the first line is no summary with correct_count and total_count")
+            summary = value
+            continue
+        if not isinstance(value, dict) or not isinstance(value.get("id"), str) or value.get("valid") is not False:
+            raise DecodeError(f"{path.name} line {item.line}: not a failing entry (an object with an id and valid: false)")
+        error = value.get("error") if isinstance(value.get("error"), dict) else {}
+        failing[value["id"]] = str(error.get("error_type") or "invalid")[:200]
+        categories.add(str(value.get("test_category") or category_of(value["id"])))
+    if summary is None:
+        raise DecodeError(f"{path.name} is empty")
+    named = _name_category(path)
+    if named is not None:
+        categories.add(named)
+    return ScoreFile(path, summary["total_count"], summary["correct_count"], failing, frozenset(categories))
+
+
+def _candidates(result: Path, given: Path | None) -> list[Path]:
+    """Where the score file of ``result`` may be, in order."""
+    if not result.name.endswith(RESULT_SUFFIX):
+        name = None
+    else:
+        name = result.name[: -len(RESULT_SUFFIX)] + SCORE_SUFFIX
+    out: list[Path] = []
+    if given is not None:
+        if given.is_dir():
+            out += sorted(given.rglob(name)) if name else []
+        else:
+            out.append(given)
+    if name is None:
+        return out
+    parts = result.resolve().parts
+    if "result" in parts:  # bfcl evaluate's layout: result/<model>/... → score/<model>/...
+        at = len(parts) - 1 - parts[::-1].index("result")
+        out.append(Path(*parts[:at], "score", *parts[at + 1:-1], name))
+    out.append(result.with_name(name))
+    return out
+
+
+def score_file_candidates(result: Path, settings: Mapping[str, Any]) -> list[Path]:
+    """The existing files the score file of ``result`` may be (a block of that result file depends on
+    them); ``settings``: the dataset's config entry (``score_file``: ``--bfcl-score``)."""
+    given = settings.get("score_file")
+    return [p for p in _candidates(result, Path(given) if given else None) if p.is_file()]
+
+
+def find_score_file(result: Path, entry_ids: Sequence[str], given: Path | None = None) -> tuple[ScoreFile | None, str]:
+    """The score file that fits ``result`` (its entries ``entry_ids``), or None and why there is none."""
+    categories = {category_of(i) for i in entry_ids}
+    tried: list[str] = []
+    for path in _candidates(result, given):
+        if not path.is_file():
+            continue
+        try:
+            scores = read_score_file(path)
+        except (DecodeError, OSError) as exc:
+            tried.append(f"{path.name} unreadable ({exc})")
+            continue
+        if scores.categories and not scores.categories & categories:
+            tried.append(f"{path.name} scores {', '.join(sorted(scores.categories))}")
+            continue
+        problem = _mismatch(scores, entry_ids)
+        if problem is None:
+            return scores, f"BFCL score file {path.name}"
+        tried.append(f"{path.name} {problem}")
+    if tried:
+        return None, "no BFCL score file fits: " + "; ".join(tried)
+    return None, "no BFCL score file found beside the result file (give one with --bfcl-score)"
+
+
+def _mismatch(scores: ScoreFile, entry_ids: Sequence[str]) -> str | None:
+    if scores.total != len(entry_ids):
+        return f"counts {scores.total} entries, the result file has {len(entry_ids)}"
+    if len(scores.failing) != scores.total - scores.correct:
+        return (f"lists {len(scores.failing)} failing entries where its summary says "
+                f"{scores.total - scores.correct} failed")
+    stray = sorted(set(scores.failing) - set(entry_ids))
+    if stray:
+        return f"lists entries the result file does not have ({', '.join(stray[:3])})"
+    return None
