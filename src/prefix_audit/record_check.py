@@ -83,6 +83,13 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def literal_value(text: str) -> Any:
+    """``text`` as a JSON or Python literal value (bounded: nothing is evaluated), or None when it is
+    neither."""
+    value = _parsed(text)
+    return None if value is _MISSING else value
+
+
 def _parsed(text: str) -> Any:
     """``text`` as a JSON or Python literal value, or :data:`_MISSING` when it is neither."""
     if len(text) > MAX_PARSE_CHARS or not text:

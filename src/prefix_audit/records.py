@@ -21,6 +21,7 @@ could not read (:class:`Recorded`). Generated rollouts carry neither.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
@@ -118,6 +119,15 @@ class Recorded:
     undecoded: tuple[tuple[int, int, str], ...] = ()
     undecoded_count: int = 0
 
+    @classmethod
+    def of(cls, y: int | None, verdict: str | None, undecoded: Sequence[tuple[int, int, str]] = (),
+           issues: Sequence[LogIssue] = ()) -> Recorded:
+        """A record with its texts and its list of undecodable steps bounded (their count kept whole)."""
+        return cls(y, verdict[:MAX_ISSUE_CHARS] if verdict is not None else None,
+                   tuple(LogIssue(i.code[:60], i.detail[:MAX_ISSUE_CHARS]) for i in issues),
+                   tuple((t, s, why[:MAX_ISSUE_CHARS]) for t, s, why in undecoded[:MAX_UNDECODED_STEPS]),
+                   len(undecoded))
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"y": self.y, "verdict": self.verdict}
         if self.issues:
@@ -126,11 +136,6 @@ class Recorded:
             out["undecoded_steps"] = [list(u) for u in self.undecoded]
             out["undecoded_count"] = self.undecoded_count
         return out
-
-
-def undecoded_steps(steps: list[tuple[int, int, str]]) -> tuple[tuple[tuple[int, int, str], ...], int]:
-    """The listed undecodable steps (bounded) and their count, for :class:`Recorded`."""
-    return tuple((t, s, reason[:MAX_ISSUE_CHARS]) for t, s, reason in steps[:MAX_UNDECODED_STEPS]), len(steps)
 
 
 def call_like_text_steps(turns: Sequence[Sequence[Step]]) -> list[tuple[int, int, str]]:
@@ -431,10 +436,9 @@ def _recorded_from_json(obj: Any) -> Recorded | None:
     total = obj.get("undecoded_count", len(steps))
     if isinstance(total, bool) or not isinstance(total, int) or total < len(steps):
         raise RecordError(f"{where}.undecoded_count must be a whole number of at least the steps listed")
-    listed, _ = undecoded_steps([(u[0], u[1], u[2]) for u in steps])
-    return Recorded(y, verdict[:MAX_ISSUE_CHARS] if verdict is not None else None,
-                    tuple(LogIssue(i["code"][:60], i.get("detail", "")[:MAX_ISSUE_CHARS]) for i in issues),
-                    listed, total)
+    record = Recorded.of(y, verdict, [(u[0], u[1], u[2]) for u in steps],
+                         [LogIssue(i["code"], i.get("detail", "")) for i in issues])
+    return dataclasses.replace(record, undecoded_count=total)
 
 
 def _retries_from_json(items: Any, where: str) -> tuple[Retry, ...]:

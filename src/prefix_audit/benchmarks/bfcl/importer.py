@@ -44,7 +44,6 @@ and reason.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -63,8 +62,8 @@ from ...decode import (
     seconds,
     shape_reason,
 )
+from ...record_check import literal_value
 from ...records import (
-    MAX_RECORDED_CHARS,
     BadLine,
     Located,
     Recorded,
@@ -74,7 +73,6 @@ from ...records import (
     Usage,
     call_like_text_steps,
     rollout_id_for,
-    undecoded_steps,
 )
 from ...registry import ImportRequest
 from .data import DATASET
@@ -215,16 +213,7 @@ def recorded_error(content: str) -> bool:
     (``Error during execution: …``) or a returned error value (see :func:`~.loader.is_error_value`)."""
     if content.startswith("Error during execution"):
         return True
-    if len(content) > MAX_RECORDED_CHARS or content[:1] not in ("[", "{"):
-        return False
-    try:
-        value = json.loads(content)
-    except (ValueError, RecursionError):
-        try:
-            value = ast.literal_eval(content)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return False
-    return is_error_value(value)
+    return content[:1] in ("[", "{") and is_error_value(literal_value(content))
 
 
 def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], LoggedStep],
@@ -271,7 +260,7 @@ def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCT
         # BFCL's runner: a result that is no list is an inference error, scored 0.
         meta = {"bfcl_decoding": decoding, "bfcl_undecoded_steps": [], "bfcl_keywords_only_steps": []}
         return Rollout(DATASET, task_id, model, method, rid, (), "import:bfcl", meta, infra_error=_infra_error(result),
-                       recorded=Recorded(*verdict))
+                       recorded=Recorded.of(*verdict))
     if not all(isinstance(t, list) for t in result):
         raise StepError("'result' must be a list of turns, each a list of steps")
     turns, undecoded, keywords_only = [], [], []
@@ -291,10 +280,8 @@ def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCT
     except (StepError, DecodeError) as exc:  # bad accounting costs the accounting, not the entry
         usage, accounting_error = (), str(exc)
     logged_turns, unread = _with_log(turns, logged_steps(obj.get("inference_log")), undecoded)
-    listed, count_unread = undecoded_steps(unread)
     return Rollout(DATASET, task_id, model, method, rid, logged_turns, "import:bfcl", meta, usage=usage,
-                   accounting_error=accounting_error, recorded=Recorded(*verdict, undecoded=listed,
-                                                                         undecoded_count=count_unread))
+                   accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread))
 
 
 MAX_ACCOUNTING_DEPTH = 8  # BFCL nests its accounting per turn and step: two levels

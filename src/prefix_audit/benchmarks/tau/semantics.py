@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ...records import Recorded, undecoded_steps
+from ...records import Recorded
 
 # tau2.config: DEFAULT_MAX_STEPS = 200, DEFAULT_MAX_ERRORS = 10 (the τ³ v1.0.1 runs in
 # fixtures/tau3-results record the same values in info.max_steps / info.max_errors).
@@ -85,7 +85,6 @@ OWN_IMPLEMENTATION = frozenset({"calculate"})
 def recorded_reward(reward: float | None, undecoded: Sequence[tuple[int, int, str]] = ()) -> Recorded:
     """What a τ log recorded of an entry: its reward as the verdict on Y (success: reward 1), tau2's
     and v1's alike, and the steps whose text looks like a call its reading did not find."""
-    listed, count = undecoded_steps(list(undecoded))
     if reward is None:
-        return Recorded(None, "no reward recorded", undecoded=listed, undecoded_count=count)
-    return Recorded(int(reward >= 1.0), f"reward {reward:g}", undecoded=listed, undecoded_count=count)
+        return Recorded.of(None, "no reward recorded", undecoded)
+    return Recorded.of(int(reward >= 1.0), f"reward {reward:g}", undecoded)

@@ -46,7 +46,6 @@ from ...records import (
     Step,
     call_like_text_steps,
     rollout_id_for,
-    undecoded_steps,
 )
 from ...registry import ImportRequest
 from .recorded import DATASET, RECORD_KEY, normalize_exception
@@ -335,8 +334,7 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
     turns = () if infra_error is not None else tuple(tuple(_with_results(step, built.calls) for step in t)
                                                      for t in built.turns)
     similarity = float(entry["similarity"])
-    listed, count = undecoded_steps(call_like_text_steps(turns))
-    verdict = Recorded(int(similarity >= 1.0), f"similarity {similarity:g}", undecoded=listed, undecoded_count=count)
+    verdict = Recorded.of(int(similarity >= 1.0), f"similarity {similarity:g}", call_like_text_steps(turns))
     return Rollout(DATASET, name, model, method, rid, turns, "import:toolsandbox", meta, {RECORD_KEY: record},
                    infra_error=infra_error, recorded=verdict)
 
