@@ -21,7 +21,7 @@ from prefix_audit.stats import (
     cohort_size,
     method_rank,
 )
-from prefix_audit.trust import BlockTrust, block_trust
+from prefix_audit.trust import BlockTrust, block_trust, share_text
 
 EMPTY_NOTE = "No blocks were present."
 TABLES = ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust")
@@ -423,10 +423,6 @@ TRUST_DISPLAY = ("dataset", "model", "method", "entries", "Y agrees", "replay re
                  "undecodable steps", "no-call entries", "unknown-tool calls", "flagged")
 
 
-def _share_text(part: int, whole: int) -> str:
-    return f"{part}/{whole} ({part / whole:.3f})" if whole else "n/a"
-
-
 def table_trust(blocks: Sequence[BlockTrust]) -> pl.DataFrame:
     """The trust table: per block of imported logs, how far its audit agrees with what the logs
     recorded (verdicts, tool results), its decode health and its entries flagged by log_issue code."""
@@ -438,9 +434,9 @@ def table_trust(blocks: Sequence[BlockTrust]) -> pl.DataFrame:
         "unknown-tool calls": pl.Int64(), "flagged": pl.Utf8()}
     rows = [{
         "dataset": b.dataset, "model": b.model, "method": b.method, "entries": b.entries, "verdicts": b.with_verdict,
-        "Y agrees": _share_text(b.y_agrees, b.with_verdict), "y_agreement": b.y_agreement,
-        "results compared": b.compared, "replay reproduces": _share_text(b.reproduced, b.compared),
-        "replay_agreement": b.replay_agreement, "ok/error agrees": _share_text(b.same_verdict, b.compared),
+        "Y agrees": share_text(b.y_agrees, b.with_verdict), "y_agreement": b.y_agreement,
+        "results compared": b.compared, "replay reproduces": share_text(b.reproduced, b.compared),
+        "replay_agreement": b.replay_agreement, "ok/error agrees": share_text(b.same_verdict, b.compared),
         "verdict_agreement": b.verdict_agreement, "undecodable steps": f"{b.undecoded}/{b.call_steps}",
         "undecoded": b.undecoded, "call_steps": b.call_steps,
         "no-call entries": f"{b.no_call_entries}/{b.acted_entries}", "unknown-tool calls": b.unknown_calls,

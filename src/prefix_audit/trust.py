@@ -24,7 +24,7 @@ STRICT_SEVERITY = 2  # warnings from this severity up are WARNINGs (what `audit 
 
 
 @dataclass(frozen=True)
-class Warning:
+class TrustWarning:
     severity: int  # 3: the numbers rest on a misreading; 2: they disagree with the log; 1: worth a look
     text: str
 
@@ -90,21 +90,21 @@ class BlockTrust:
     def flagged_text(self) -> str:
         return ", ".join(f"{code} {n}" for code, n in sorted(self.flagged.items(), key=lambda cn: (-cn[1], cn[0])))
 
-    def warnings(self, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> list[Warning]:
+    def warnings(self, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> list[TrustWarning]:
         """What is low, worst first."""
         out = []
         if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:
-            out.append(Warning(3, f"{self.undecoded} of {self.call_steps} call steps could not be decoded: the decoder "
+            out.append(TrustWarning(3, f"{self.undecoded} of {self.call_steps} call steps could not be decoded: the decoder "
                                   f"does not read this log's format, so its calls are missing from every number here"))
         if self.y_agreement is not None and self.y_agreement < min_agreement:
-            out.append(Warning(2, f"Y disagrees with the recorded verdict on {self.with_verdict - self.y_agrees} of "
+            out.append(TrustWarning(2, f"Y disagrees with the recorded verdict on {self.with_verdict - self.y_agrees} of "
                                   f"{self.with_verdict} entries" + (f" (flagged: {self.flagged_text()})"
                                                                      if self.flagged else "")))
         if self.replay_agreement is not None and self.replay_agreement < min_agreement:
-            out.append(Warning(2, f"replay reproduces only {_percent(self.replay_agreement)} of the {self.compared} "
+            out.append(TrustWarning(2, f"replay reproduces only {_percent(self.replay_agreement)} of the {self.compared} "
                                   f"tool results the log recorded"))
         if self.acted_entries and self.no_call_entries / self.acted_entries > NO_CALL_LOUD:
-            out.append(Warning(1, f"{self.no_call_entries} of {self.acted_entries} entries hold no tool call at all"))
+            out.append(TrustWarning(1, f"{self.no_call_entries} of {self.acted_entries} entries hold no tool call at all"))
         return sorted(out, key=lambda w: -w.severity)
 
     def lines(self, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> list[str]:
@@ -114,6 +114,11 @@ class BlockTrust:
             out.append(f"flagged entries by log_issue: {self.flagged_text()}")
         out += [f"{w.label}: {w.text}" for w in self.warnings(min_agreement)]
         return out
+
+
+def share_text(part: int, whole: int) -> str:
+    """``part/whole (share)``, or n/a when there is nothing to share."""
+    return f"{part}/{whole} ({part / whole:.3f})" if whole else "n/a"
 
 
 def _percent(x: float | None) -> str:

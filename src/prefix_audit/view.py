@@ -44,7 +44,7 @@ from .scoring import MAX_RESULT_CHARS
 from .stats import TAU_POOL, cohort_size
 from .record_check import DIVERGED
 from .tables import STATS_SCHEMA, table_f1, table_g1
-from .trust import block_trust, issue_codes
+from .trust import block_trust, issue_codes, share_text
 from .taxonomy import CATEGORIES
 
 log = logging.getLogger(__name__)
@@ -142,10 +142,6 @@ def read_blocks(episodes_paths: Sequence[str | os.PathLike[str]], scored_root: s
             report_empty.append(f"{path.parent.relative_to(scored_root).as_posix()}: no episodes "
                                 f"({quarantined} quarantined records)")
     return sorted(blocks, key=lambda b: (b.key, b.folder))
-
-
-def _share_of(part: int, whole: int) -> str:
-    return f"{part}/{whole} ({100 * part / whole:.1f}%)" if whole else "none recorded"
 
 
 def _share(x: float | None) -> str:
@@ -327,8 +323,8 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         trust = next(iter(block_trust(block.episodes)), None)
         if trust is not None:
             trusts.append({"block": block, "trust": trust, "warnings": trust.warnings(),
-                           "replay": _share_of(trust.reproduced, trust.compared),
-                           "verdicts": _share_of(trust.same_verdict, trust.compared)})
+                           "replay": share_text(trust.reproduced, trust.compared),
+                           "verdicts": share_text(trust.same_verdict, trust.compared)})
         rows = []
         for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
             href = f"r/{n}.html"
