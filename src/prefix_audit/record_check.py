@@ -164,7 +164,8 @@ def _excerpt(text: str | None) -> str:
 
 def _where(verdict: ActionVerdict) -> str:
     call = verdict.action.call
-    return f"call {verdict.action.index} ({call.name if call and call.name else 'no tool name'}, turn {verdict.action.turn})"
+    name = call.name if call and call.name else "no tool name"
+    return f"call {verdict.action.index} ({name}, turn {verdict.action.turn})"
 
 
 @dataclass(frozen=True)

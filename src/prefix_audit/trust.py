@@ -94,17 +94,21 @@ class BlockTrust:
         """What is low, worst first."""
         out = []
         if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:
-            out.append(TrustWarning(3, f"{self.undecoded} of {self.call_steps} call steps could not be decoded: the decoder "
-                                  f"does not read this log's format, so its calls are missing from every number here"))
+            out.append(TrustWarning(3, f"{self.undecoded} of {self.call_steps} call steps could not be decoded: the "
+                                       f"decoder does not read this log's format, so its calls are missing from "
+                                       f"every number here"))
         if self.y_agreement is not None and self.y_agreement < min_agreement:
-            out.append(TrustWarning(2, f"Y disagrees with the recorded verdict on {self.with_verdict - self.y_agrees} of "
-                                  f"{self.with_verdict} entries" + (f" (flagged: {self.flagged_text()})"
-                                                                     if self.flagged else "")))
+            disagreeing = self.with_verdict - self.y_agrees
+            flagged = f" (flagged: {self.flagged_text()})" if self.flagged else ""
+            out.append(TrustWarning(2, f"Y disagrees with the recorded verdict on {disagreeing} of "
+                                       f"{self.with_verdict} entries{flagged}"))
         if self.replay_agreement is not None and self.replay_agreement < min_agreement:
-            out.append(TrustWarning(2, f"replay reproduces only {_percent(self.replay_agreement)} of the {self.compared} "
-                                  f"tool results the log recorded"))
+            share = _percent(self.replay_agreement)
+            out.append(TrustWarning(2, f"replay reproduces only {share} of the {self.compared} "
+                                       f"tool results the log recorded"))
         if self.acted_entries and self.no_call_entries / self.acted_entries > NO_CALL_LOUD:
-            out.append(TrustWarning(1, f"{self.no_call_entries} of {self.acted_entries} entries hold no tool call at all"))
+            out.append(TrustWarning(1, f"{self.no_call_entries} of {self.acted_entries} entries hold no tool call "
+                                       f"at all"))
         return sorted(out, key=lambda w: -w.severity)
 
     def lines(self, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> list[str]:

@@ -62,13 +62,14 @@ def read_score_file(path: Path) -> ScoreFile:
             raise DecodeError(f"{path.name} line {item.line}: {item.reason}")
         value = item.value
         if summary is None:
-            if not isinstance(value, dict) or not all(isinstance(value.get(k), int) and not isinstance(value.get(k), bool)
-                                                      for k in ("correct_count", "total_count")):
+            counts = [value.get(k) if isinstance(value, dict) else None for k in ("correct_count", "total_count")]
+            if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
                 raise DecodeError(f"{path.name}: the first line is no summary with correct_count and total_count")
             summary = value
             continue
         if not isinstance(value, dict) or not isinstance(value.get("id"), str) or value.get("valid") is not False:
-            raise DecodeError(f"{path.name} line {item.line}: not a failing entry (an object with an id and valid: false)")
+            raise DecodeError(f"{path.name} line {item.line}: not a failing entry (an object with an id and "
+                              f"valid: false)")
         error = value.get("error") if isinstance(value.get("error"), dict) else {}
         failing[value["id"]] = str(error.get("error_type") or "invalid")[:200]
         categories.add(str(value.get("test_category") or category_of(value["id"])))
