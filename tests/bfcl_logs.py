@@ -19,8 +19,8 @@ def gold_entry(bfcl, task_id: str, style: str = "calls") -> dict:
     entry = bfcl.entry(task_id)
     methods = method_table(bfcl.loader.instantiate(entry))
     result, log = [], []
-    for turn in entry.ground_truth:
-        steps, logged = [], {"begin_of_turn_query": [{"role": "user", "content": "…"}]}
+    for t, turn in enumerate(entry.ground_truth):
+        steps, logged = [], {"begin_of_turn_query": [{"role": "user", "content": q} for q in entry.user_texts(t)]}
         for s, raw in enumerate(turn):
             call = parse_call_string(raw)
             assert not call.args, "the ground truth of the entries used here has keyword arguments only"

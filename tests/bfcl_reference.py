@@ -86,15 +86,18 @@ class BfclReference:
             return 0
         return int(self._checker(decoded, gt, self._test_entry(entry), entry.category, "audit")["valid"])
 
-    def evaluate(self, entry: Any, result: Any, decoding: str) -> int:
+    def evaluate(self, entry: Any, result: Any, decoding: str | Callable[[Any], list[str]]) -> int:
         """BFCL's verdict on one entry's ``result`` as ``bfcl generate`` wrote it."""
         return self.verdict(entry, result, decoding)[0]
 
-    def verdict(self, entry: Any, result: Any, decoding: str) -> tuple[int, str | None]:
-        """BFCL's verdict on one entry's ``result`` and, when it failed, BFCL's error type."""
+    def verdict(self, entry: Any, result: Any, decoding: str | Callable[[Any], list[str]]) -> tuple[int, str | None]:
+        """BFCL's verdict on one entry's ``result`` and, when it failed, BFCL's error type;
+        ``decoding``: one of the two stock decoders by name, or a handler's own ``decode_execute``
+        (:func:`bfcl_handler_reference.reference_decoder`)."""
         self._reset()
         gt = [list(t) for t in entry.ground_truth]
-        verdict = self._evaluate(self._handlers[decoding], entry.id, result, gt, self._test_entry(entry),
+        handler = self._handlers[decoding] if isinstance(decoding, str) else _Handler(decoding)
+        verdict = self._evaluate(handler, entry.id, result, gt, self._test_entry(entry),
                                  "audit", entry.id.rsplit("_", 1)[0])
         error = verdict.get("error") if isinstance(verdict.get("error"), dict) else {}
         return int(verdict["valid"]), None if verdict["valid"] else error.get("error_type")

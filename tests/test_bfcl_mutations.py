@@ -12,6 +12,7 @@ from mutation_depths import chosen_depths_honoured
 from prefix_audit.checker import replay
 from prefix_audit.taxonomy import CATEGORIES
 from prefix_audit.benchmarks.bfcl import import_result_file
+from prefix_audit.benchmarks.bfcl.handlers import model_config
 from prefix_audit.records import Rollout
 from prefix_audit.sources.mutation import mutated_rollout
 
@@ -63,17 +64,11 @@ def _decoded(rollout: Rollout) -> list[list[list[str]]]:
     return [[[c.render() for c in step.calls] for step in turn if step.calls] for turn in rollout.turns]
 
 
-def _result_line(rollout: Rollout, structured: bool) -> dict:
-    turns = []
-    for turn in rollout.turns:
-        steps = []
-        for step in turn:
-            if structured and all(not c.args for c in step.calls):
-                steps.append([{c.name: json.dumps(c.kwargs)} for c in step.calls])
-            else:
-                steps.append([c.render() for c in step.calls])
-        turns.append(steps)
-    return {"id": rollout.task_id, "result": turns}
+def _result_line(rollout: Rollout) -> dict:
+    """The rollout as a prompting model's result line: each step the text of its calls."""
+    return {"id": rollout.task_id,
+            "result": [["[" + ", ".join(c.raw or c.render() for c in step.calls) + "]" for step in turn]
+                       for turn in rollout.turns]}
 
 
 @pytest.fixture(scope="module")
@@ -90,21 +85,23 @@ def test_y_agrees_with_bfcl_on_every_ground_truth_entry(bfcl, bfcl_checker):
         assert ours == bfcl_checker(bfcl.entry(task_id), _decoded(rollout)) == 1, task_id
 
 
-def test_y_agrees_with_bfcl_on_imported_mutants(bfcl, bfcl_checker, corpus, tmp_path):
+def test_y_agrees_with_bfcl_on_imported_mutants(bfcl, corpus, tmp_path):
+    """Mutants written as a prompting model's result file, imported and replayed: Y is what BFCL's
+    own runner (its prompting decoder and checker) gives the same file."""
+    reference = BfclReference(bfcl)
     sample = corpus[::5]
     assert len(sample) >= 200
-    path = tmp_path / "audit" / "BFCL_v4_multi_turn_result.json"
-    path.parent.mkdir()
-    path.write_text("".join(json.dumps(_result_line(r, structured=i % 2 == 1)) + "\n"
-                            for i, r in enumerate(sample)))
-    located = list(import_result_file(path))
+    path = tmp_path / "result" / "gpt-4o-2024-11-20" / "BFCL_v4_multi_turn_result.json"
+    path.parent.mkdir(parents=True)
+    lines = [_result_line(r) for r in sample]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    located = list(import_result_file(path, config=model_config(bfcl.data.root)))
     assert [item.line for item in located] == list(range(1, len(sample) + 1))
-    imported = [item.rollout for item in located]
     outcomes = Counter()
-    for original, rollout in zip(sample, imported):
-        ours = replay(rollout, bfcl).Y
-        theirs = bfcl_checker(bfcl.entry(rollout.task_id), _decoded(original))
-        assert ours == theirs, (rollout.task_id, original.meta["injected"], ours, theirs)
+    for original, line, item in zip(sample, lines, located):
+        ours = replay(item.rollout, bfcl).Y
+        theirs = reference.evaluate(bfcl.entry(line["id"]), line["result"], "prompting")
+        assert ours == theirs, (line["id"], original.meta["injected"], ours, theirs)
         outcomes[ours] += 1
     assert outcomes[0] > 0 and outcomes[1] > 0  # both outcomes occur, so agreement means something
 

@@ -9,6 +9,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
+from prefix_audit.calls import ToolCall, parse_call_string
 from prefix_audit.cli import main
 from prefix_audit.records import dumps
 from prefix_audit.scoring import ACTION_SCHEMA, EPISODE_SCHEMA
@@ -88,7 +89,14 @@ def test_cli_import_bfcl_and_plan(bfcl, tmp_path, capsys):
     result = tmp_path / "gpt-x" / "BFCL_v4_multi_turn_base_result.json"
     result.parent.mkdir()
     entry = bfcl.entry(TASK)
-    steps = [[[c for c in turn], "All done."] if turn else ["Nothing to do."] for turn in entry.ground_truth]
+    tools = bfcl.tools_of(entry)
+
+    def keywords(raw: str) -> str:  # BFCL's prompting decoder reads keyword arguments only
+        call = parse_call_string(raw)
+        return ToolCall(call.name, (), {**dict(zip(tools[call.name].positional_order, call.args)), **call.kwargs}).render()
+
+    steps = [["[" + ", ".join(map(keywords, turn)) + "]", "All done."] if turn else ["Nothing to do."]
+             for turn in entry.ground_truth]
     accounting = {"input_token_count": [[100, 120] if t else [90] for t in entry.ground_truth],
                   "output_token_count": [[10, 5] if t else [7] for t in entry.ground_truth],
                   "latency": [[0.5, 0.25] if t else [0.125] for t in entry.ground_truth]}

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prefix_audit.benchmarks.bfcl import import_result_file
+from prefix_audit.benchmarks.bfcl.handlers import model_config
 from prefix_audit.benchmarks.bfcl.importer import logged_steps, recorded_error
 from prefix_audit.benchmarks.bfcl.scores import find_score_file
 from prefix_audit.calls import ToolCall, looks_like_calls
@@ -38,6 +39,7 @@ from prefix_audit.trust import block_trust, issue_codes
 
 REAL = SHARED / "fixtures" / "real-logs"
 ENTRIES = ("multi_turn_base_1", "multi_turn_base_4")  # ground truth with keyword arguments only
+PROMPTING_MODEL = "gpt-4o-2024-11-20"  # a key of BFCL's model config whose handler reads Python call text
 
 
 def _audit(logs, out, *options):
@@ -216,11 +218,13 @@ def test_a_tampered_record_and_a_verdict_without_cause_are_named(bfcl, tmp_path,
 
 
 def test_a_format_the_decoder_misreads_is_said_loudly(bfcl, tmp_path, capsys):
-    """The xLAM failure: every call step is JSON text that this decoder reads as prose."""
-    result = write_result_file(tmp_path / "result" / "xlam" / "BFCL_v3_multi_turn_base_result.json",
+    """Every call step is JSON text (as xLAM writes it), in the folder of a model whose handler reads
+    Python call text: its decoder reads none of it, while the log's own decoder did."""
+    folder = tmp_path / "result" / PROMPTING_MODEL
+    result = write_result_file(folder / "BFCL_v3_multi_turn_base_result.json",
                                [gold_entry(bfcl, i, style="json_text") for i in ENTRIES])
-    write_score_file(tmp_path / "result" / "xlam" / "BFCL_v3_multi_turn_base_score.json", 2, {})
-    assert _audit([result], tmp_path / "out", "--model", "xlam") == 0
+    write_score_file(folder / "BFCL_v3_multi_turn_base_score.json", 2, {})
+    assert _audit([result], tmp_path / "out") == 0
     said = capsys.readouterr().err
     steps = sum(len(t) for i in ENTRIES for t in bfcl.entry(i).ground_truth)
     assert f"WARNING: {steps} of {steps} call steps could not be decoded: the decoder does not read this log's" in said
@@ -237,7 +241,7 @@ def test_text_that_looks_like_calls_is_undecodable_without_a_log(bfcl, tmp_path)
     line = gold_entry(bfcl, ENTRIES[0], style="json_text")
     del line["inference_log"]
     path = write_result_file(tmp_path / "BFCL_v4_multi_turn_base_result.json", [line])
-    [item] = list(import_result_file(path, model="m"))
+    [item] = list(import_result_file(path, model=PROMPTING_MODEL, config=model_config(bfcl.data.root)))
     recorded = item.rollout.recorded
     assert recorded.y is None and "no BFCL score file found" in recorded.verdict
     assert recorded.undecoded_count == sum(len(t) for t in bfcl.entry(ENTRIES[0]).ground_truth)
@@ -362,13 +366,16 @@ def test_shared_real_logs_carry_their_verdicts(tmp_path, capsys):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (REAL / "bfcl").is_dir(), reason="../shared/fixtures/real-logs is absent")
-def test_the_shared_xlam_file_disagrees_loudly(tmp_path, capsys):
-    """Before BFCL's handler decoders are mirrored, the xLAM file is read as prose: its audit must say
-    so, with BFCL's own score file beside it."""
-    assert _audit([REAL / "bfcl" / "xLAM-2-8b-fc-r_BFCL_v3_multi_turn_base_result.json"], tmp_path / "out",
-                  "--model", "xlam") == 0
+def test_the_shared_xlam_file_audits_with_no_flags_to_its_score_file(tmp_path, capsys):
+    """The v3 file written through BFCL's xLAM handler: read by that handler (its score file names the
+    model) on the v3 era's data, every entry an episode, Y = BFCL's verdict on at least 199 of 200 (the
+    one left is BFCL's own order dependence through post_tweet's shared default list)."""
+    assert _audit([REAL / "bfcl" / "xLAM-2-8b-fc-r_BFCL_v3_multi_turn_base_result.json"], tmp_path / "out") == 0
     said = capsys.readouterr().err
-    assert "call steps could not be decoded: the decoder does not read this log's format" in said
-    assert "WARNING: Y disagrees with the recorded verdict on" in said
+    assert "read: BFCL SalesforceLlamaHandler (is_fc_model=True) of model Salesforce/Llama-xLAM-2-8b-fc-r, " \
+           "from the score file; data of bfcl-eval 2025.9.29" in said
+    assert "could not be decoded" not in said and "Y disagrees" not in said
     rows = pl.read_parquet(tmp_path / "out" / "fed" / "episodes.parquet")
-    assert rows["recorded_y"].null_count() == 0 and rows["recorded_verdict"][0].startswith("BFCL score file")
+    assert rows.height == 200 and rows["recorded_y"].null_count() == 0
+    assert (rows["Y"] == rows["recorded_y"]).sum() >= 199
+    assert rows["undecoded_steps"].sum() == 0

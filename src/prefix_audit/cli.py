@@ -321,7 +321,10 @@ def _error_line(exc: BaseException) -> str:
     """An error as one line: the message of an expected kind (bad input, a file that cannot be
     read or written); for anything else, its type and the place in this package it came from."""
     message = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, (ValueError, OSError, KeyError)) and type(exc).__module__ == "builtins":
+    from .registry import RefusedOption
+
+    if isinstance(exc, RefusedOption) or (isinstance(exc, (ValueError, OSError, KeyError))
+                                          and type(exc).__module__ == "builtins"):
         return message
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if f"{os.sep}prefix_audit{os.sep}" in f.filename]

@@ -47,6 +47,7 @@ class RecordTally:
     undecoded: int = 0
     acted: int = 0  # entries that are not infrastructure failures
     no_call: int = 0  # of those, entries without any call
+    readings: Counter = field(default_factory=Counter)  # how the importer read the entries (meta "reading")
 
     def add(self, rollout: Rollout, sign: int = 1) -> None:
         """Count a rollout in (``sign`` -1: out again, when it is quarantined after all)."""
@@ -61,11 +62,15 @@ class RecordTally:
         self.undecoded += sign * undecoded
         self.acted += sign * acted
         self.no_call += sign * (acted and not any(step.calls for turn in rollout.turns for step in turn))
+        reading = rollout.meta.get("reading")
+        if isinstance(reading, str):
+            self.readings[reading] += sign
 
     def lines(self) -> list[str]:
         if not self.entries:
             return []
-        out = [f"recorded: a verdict for {self.verdicts} of {self.entries} entries, {self.results} tool results; "
+        out = [f"read: {text} ({n} of {self.entries} entries)" for text, n in sorted(self.readings.items()) if n]
+        out += [f"recorded: a verdict for {self.verdicts} of {self.entries} entries, {self.results} tool results; "
                f"decode: {self.undecoded} of {self.call_steps} call steps undecodable, {self.no_call} of {self.acted} "
                f"entries without any call"]
         if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:

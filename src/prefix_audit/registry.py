@@ -34,6 +34,11 @@ class RegistryError(ValueError):
     """A plugin that cannot be loaded, or registrations that contradict each other."""
 
 
+class RefusedOption(Exception):
+    """An option an importer cannot take (``--model`` no model key could be): the command is
+    refused in one line, not one log quarantined, since the option applies to every log."""
+
+
 @dataclass(frozen=True)
 class OpenRequest:
     """What opening a dataset needs: where fetched packages live, the dataset's config entry
@@ -106,6 +111,9 @@ class Registration:
     cli_options: tuple[CliOption, ...] = ()
     detectors: Mapping[str, Detector] = field(default_factory=dict)  # importer name → its log detector
     companions: Mapping[str, Companions] = field(default_factory=dict)  # importer name → files it reads besides a log
+    # The pinned packages ({name, version, sha256}) its datasets need fetched besides the configured
+    # `package`, given a dataset's config entry (BFCL: older data releases of imported files).
+    packages: Callable[[Mapping[str, Any]], Sequence[Mapping[str, str]]] | None = None
 
 
 _REGISTRATIONS: dict[str, Registration] = {}
@@ -232,6 +240,17 @@ def companion_files(fmt: str, log: str | Path, settings: Mapping[str, Any]) -> l
         if fmt in r.companions:
             return r.companions[fmt](Path(log), settings)
     return []
+
+
+def packages(dataset: str, settings: Mapping[str, Any]) -> list[Mapping[str, str]]:
+    """Every pinned package a dataset needs fetched: its configured ``package`` (if any), then
+    those its benchmark adds; each once."""
+    pins = [settings["package"]] if settings.get("package") else []
+    extra = registration_of(dataset).packages
+    for pin in extra(settings) if extra is not None else ():
+        if all((p["name"], p["version"]) != (pin["name"], pin["version"]) for p in pins):
+            pins.append(pin)
+    return pins
 
 
 def cli_options() -> list[CliOption]:

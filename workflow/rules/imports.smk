@@ -2,7 +2,7 @@ rule import_logs:
     """One block of logs that exist (config imports:) → its rollout records and quarantine file."""
     input:
         logs=lambda wc: import_block(wc).inputs(),
-        package=lambda wc: fetched_marker(wc.dataset),
+        package=block_packages,
     output:
         rollouts=f"{RESULTS}/rollouts/imported/{{dataset}}/{{model}}/{{method}}.jsonl",
         quarantine=f"{RESULTS}/rollouts/imported/{{dataset}}/{{model}}/{{method}}.quarantine.jsonl",

@@ -2,7 +2,7 @@ rule score_rollouts:
     """Replay every rollout: per-action and per-rollout (FED) Parquet, and a quarantine file."""
     input:
         rollouts=block_rollouts,
-        package=lambda wc: fetched_marker(wc.dataset),
+        package=block_packages,
     output:
         actions=f"{RESULTS}/scored/{{dataset}}/{{model}}/{{method}}/actions.parquet",
         episodes=f"{RESULTS}/scored/{{dataset}}/{{model}}/{{method}}/episodes.parquet",

@@ -4,14 +4,20 @@ environment classes.
 :mod:`.data` — entries, ground truth, function docs and the task sample; :mod:`.loader` — the
 sandboxed loader of the environment classes; :mod:`.semantics` — the facts the checker needs;
 :mod:`.replay` — the replay adapter and Y; :mod:`.environment` — the live environment for agents;
-:mod:`.importer` — ``bfcl generate`` result files.
+:mod:`.importer` — ``bfcl generate`` result files, read by the handler :mod:`.handlers` chooses
+with its decoder from :mod:`.decoders`, on the data release :mod:`.versions` chooses, against the
+score file :mod:`.scores` finds.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from typing import Any
+
 from ...fetch import PackagePin
 from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, register
-from .data import CATEGORIES, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
+from .data import CATEGORIES, DATA_PINS, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
 from .importer import import_bfcl, import_result_file, is_result_file
 from .replay import BfclBenchmark, BfclSession
 from .scores import score_file_candidates
@@ -30,17 +36,29 @@ CONFIG_SCHEMA = {
 
 def _open(request: OpenRequest) -> BfclBenchmark:
     pin = PackagePin.configured(request.settings, DEFAULT_PIN)
-    bench = BfclBenchmark(load_data(request.resources, pin, fetch=request.fetch))
+    releases = {p.version: functools.partial(load_data, request.resources, p, request.fetch) for p in DATA_PINS}
+    bench = BfclBenchmark(load_data(request.resources, pin, fetch=request.fetch), releases=releases)
     bench.score_file = request.settings.get("score_file")
+    bench.data_release = request.settings.get("data_release")
     return bench
+
+
+def _packages(settings: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The data releases an imported result file may be scored on, fetched besides the configured package."""
+    return [{"name": p.name, "version": p.version, "sha256": p.sha256} for p in DATA_PINS]
 
 
 register(Registration(
     __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA),),
     importers={"bfcl": import_bfcl}, detectors={"bfcl": is_result_file},
     companions={"bfcl": score_file_candidates},
+    packages=_packages,
     cli_options=(CliOption("--bfcl-score", "score_file",
                            "import bfcl: BFCL's score file of the result file (or a folder holding score files), "
                            "for BFCL's own verdicts (default: found where `bfcl evaluate` writes it, or beside the "
-                           "result file)"),),
+                           "result file)"),
+                 CliOption("--bfcl-data", "data_release",
+                           "import bfcl: the bfcl-eval release whose data every result file is scored on (default: "
+                           "per file, the pinned release its recorded runs fit; "
+                           f"{', '.join(p.version for p in DATA_PINS)})")),
 ))

@@ -16,6 +16,11 @@ from . import semantics as sem
 DATASET = "bfcl_v3"
 DEFAULT_PIN = PackagePin("bfcl-eval", "2026.3.23",
                          "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a")
+# Older data releases a result file may have been made on. BFCL changed its multi-turn data (and
+# environment code) under the same category names in Oct-Nov 2025; 2025.9.29 holds the data of
+# the v3 era (shipped unchanged from 2025.7.17 to 2025.10.2.1), on which BFCL_v3_* files were made.
+V3_ERA_PIN = PackagePin("bfcl-eval", "2025.9.29", "603baf3a611e5764c0ab621a65555343f358e0de3275377c239489b2e2506571")
+DATA_PINS = (DEFAULT_PIN, V3_ERA_PIN)  # newest first
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
 _PKG = "bfcl_eval"
 _DATA = f"{_PKG}/data"
@@ -30,6 +35,11 @@ class Entry:
     involved_classes: tuple[str, ...]
     held_out: Mapping[str, int]  # missed function name → turn from which it is exposed
     ground_truth: tuple[tuple[str, ...], ...]
+    release: str = DEFAULT_PIN.version  # the bfcl-eval release whose data it is
+
+    def user_texts(self, turn: int) -> tuple[str, ...]:
+        """The user's messages of a turn (none in a turn where withheld functions arrive)."""
+        return tuple(str(m.get("content", "")) for m in self.question[turn] if m.get("role") == "user")
 
     @property
     def long_context(self) -> bool:
@@ -58,9 +68,13 @@ class BfclData:
                 held = {name: int(turn) for turn, names in q.get("missed_function", {}).items() for name in names}
                 self.entries[q["id"]] = Entry(
                     q["id"], cat, tuple(tuple(turn) for turn in q["question"]), q.get("initial_config", {}),
-                    tuple(q["involved_classes"]), held, tuple(tuple(t) for t in answers[q["id"]]))
+                    tuple(q["involved_classes"]), held, tuple(tuple(t) for t in answers[q["id"]]), pin.version)
         self.docs: dict[str, list[dict]] = {
             cls: _read_jsonl(data / "multi_turn_func_doc" / fname) for cls, fname in sem.FUNC_DOC_FILES.items()}
+
+    @property
+    def release(self) -> str:
+        return self.pin.version
 
     @cached_property
     def data_sha256(self) -> str:

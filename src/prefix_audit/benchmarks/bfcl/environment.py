@@ -27,7 +27,7 @@ class BfclAgentEnvironment:
         return len(self._entry.question)
 
     def user_message(self, turn: int) -> str:
-        text = " ".join(str(m.get("content", "")) for m in self._entry.question[turn] if m.get("role") == "user")
+        text = " ".join(self._entry.user_texts(turn))
         if text:
             return text
         # A turn without a question is where withheld functions arrive; say what BFCL says there.

@@ -1,33 +1,23 @@
 """Import BFCL multi-turn result files (as ``bfcl generate`` writes them) into rollout records.
 
 A result file is JSON Lines: ``id`` and ``result`` = per turn a list of steps. A step is what the
-model produced in one response, in the shape the handler that ran the model leaves there:
-
-* function-calling handlers: a list of ``{tool_name: arguments}`` objects, arguments as JSON text
-  or as an object (``[{"cd": "{\"folder\": \"x\"}"}]``; several keys are several calls; ``[]``
-  when the model answered without a call);
-* prompting handlers: a string, the model's text (``"[cd(folder='x')]"`` or prose);
-* a list of call strings (``["cd(folder='x')"]``): the decoded form BFCL's checker takes, which
-  no BFCL handler writes but converters from other harnesses may.
+model produced in one response, in the shape the handler that ran the model leaves there: call
+objects (``[{"cd": "{\"folder\": \"x\"}"}]``) for function-calling API handlers, the model's text
+in the handler's own format for the rest (Python call text, JSON ``{"name", "arguments"}``,
+``<tool_call>`` blocks, …; :mod:`.decoders`).
 
 Every entry becomes a rollout record:
 
 * a ``result`` that is no list of turns — BFCL's "Error during inference …" string, which comes
   with a ``traceback`` — is an infrastructure failure (``infra_error``: the model call failed, no
   action was observed; BFCL scores it 0);
-* a step's calls are the rollout's actions whatever their shape (a malformed one is a schema
-  failure at scoring); what BFCL's evaluation *executes* follows its runner, which decodes each
-  step whole with the handler's decoder and skips a step it cannot decode or that decodes to
-  nothing — that step executes nothing. The steps it skips are listed in
-  ``meta["bfcl_undecoded_steps"]`` (``[turn, step, reason]``), which Y follows (:mod:`.replay`).
-  Which decoder applies is read from the file: function-calling when any step of the file is a
-  call object, else prompting (``meta["bfcl_decoding"]``). Under function calling a string step
-  is the model's text; under prompting it is decoded as calls when it parses as calls, and BFCL's
-  decoder keeps only keyword arguments, so such a step's calls execute without their positional
-  ones (``meta["bfcl_keywords_only_steps"]``). Not mirrored: the prompting decoder's coercion of
-  non-literal arguments (a bare name becomes its text, arithmetic is evaluated, a nested call
-  becomes text) and dotted callees — here those calls are schema failures that execute nothing —
-  and the decoders of individual handlers other than the two stock ones.
+* each step is read by the ``decode_execute`` of the handler ``bfcl evaluate`` would use for the
+  file (:mod:`.handlers`; ``meta["bfcl_handler"]`` says which and how it was chosen): the calls it
+  decodes are the step's actions. A step it cannot decode, or that decodes to nothing, executes
+  nothing in BFCL's runner: its calls as written (call objects, call strings) are still the
+  rollout's actions, judged without running, and listed in ``meta["bfcl_undecoded_steps"]``
+  (``[turn, step, reason]``), which Y follows (:mod:`.replay`); its text is the model's text.
+  A call that does not parse is a schema failure.
 
 What the log recorded is handed over with each rollout (:class:`~prefix_audit.records.Recorded`),
 for the audit to check itself against: BFCL's own verdict on the entry from its score file
@@ -46,12 +36,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...calls import ToolCall, decode_call_list, parse_call_string, structured_call
+from ...calls import ToolCall, parse_call_string, structured_call
 from ...decode import (
     RECORD_SHAPE_ERRORS,
     DecodeError,
@@ -62,10 +52,12 @@ from ...decode import (
     seconds,
     shape_reason,
 )
+from ...fetch import FetchError
 from ...record_check import literal_value
 from ...records import (
     BadLine,
     Located,
+    LogIssue,
     Recorded,
     RecordedResult,
     Rollout,
@@ -74,47 +66,34 @@ from ...records import (
     call_like_text_steps,
     rollout_id_for,
 )
-from ...registry import ImportRequest
-from .data import DATASET
+from ...registry import ImportRequest, RefusedOption
+from .data import DATASET, V3_ERA_PIN, BfclData
+from .decoders import (
+    CALL_OBJECT_DECODERS,
+    Decoder,
+    NotEvaluated,
+    Undecodable,
+    content_candidates,
+    decode_step,
+    decoder_for,
+)
+from .handlers import HandlerChoice, ModelEntry, check_model_key, choose_handler, model_config
 from .loader import is_error_value
 from .scores import find_score_file
+from .versions import DataChoice, RecordedRun, choose_release
 
-FUNCTION_CALLING = "function_calling"
-PROMPTING = "prompting"
 INFRA_ERROR_CHARS = 500
+CONTENT_SAMPLE_STEPS = 400  # steps read to choose a decoder by content
 
 
 class StepError(ValueError):
     pass
 
 
-def _fc_decode_error(raw: Any) -> str | None:
-    """Why BFCL's function-calling decoder fails on a step (None: it decodes). Its rule: a step
-    is a list of objects (or one object); every key is a tool name, every value an object or
-    the JSON text of one."""
-    items = [raw] if isinstance(raw, dict) else raw
-    if not isinstance(items, list):
-        return f"a {type(raw).__name__} step is the model's text, not a function call"
-    for item in items:
-        if not isinstance(item, dict):
-            return f"a {type(item).__name__} where a function-call object belongs"
-        for name, arguments in item.items():
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except (ValueError, RecursionError) as exc:  # not JSON, or an integer too long for it
-                    return f"arguments of {name!r} are not valid JSON: {exc}"
-            if not isinstance(arguments, dict):
-                return f"arguments of {name!r} are a {type(arguments).__name__}, not an object"
-    return None
-
-
-def _malformed(calls: tuple[ToolCall, ...]) -> str | None:
-    broken = next((c for c in calls if not c.well_formed), None)
-    return f"a call does not parse: {broken.parse_error}" if broken is not None else None
-
-
-def _fc_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
+def _as_written(raw: Any, where: str) -> Step:
+    """A step read without BFCL's decoder: call objects and call strings as calls, text as text."""
+    if isinstance(raw, str):
+        return Step((), raw)
     calls: list[ToolCall] = []
     for i, item in enumerate([raw] if isinstance(raw, dict) else raw):
         if isinstance(item, str):
@@ -124,49 +103,64 @@ def _fc_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
         else:
             calls.append(ToolCall(None, raw=excerpt_of(item), parse_error=f"{where}[{i}]: a call must be an "
                                                                           f"object or a string"))
-    return tuple(calls)
+    return Step(tuple(calls))
 
 
-def _prompting_calls(text: str) -> list[ToolCall] | None:
-    """The calls in prompting output, cleaned as BFCL's prompting decoder cleans it (backticks,
-    newlines and spaces around it, the list brackets optional); None when it holds no call."""
-    body = text.strip("`\n ")
-    body = ("" if body.startswith("[") else "[") + body + ("" if body.endswith("]") else "]")
-    return decode_call_list(body.strip().strip("'"))
+@dataclass(frozen=True)
+class ReadStep:
+    """One step as BFCL's runner reads it: the step, why it executes nothing (None: it executes),
+    and whether that is because the handler would have evaluated model text we do not."""
+
+    step: Step
+    skipped: str | None = None
+    not_evaluated: bool = False
 
 
-def step_from_result(raw: Any, where: str, decoding: str) -> tuple[Step, str | None]:
-    """One BFCL step → a :class:`Step` and why BFCL's runner does not execute it (None: it does)."""
-    if isinstance(raw, str):
-        decoded = _prompting_calls(raw) if decoding == PROMPTING else None
-        step = Step((), raw) if decoded is None else Step(tuple(decoded))
-    elif isinstance(raw, (dict, list)):
-        step = Step(_fc_calls(raw, where))
-    else:
+def read_step(raw: Any, where: str, decoder: Decoder) -> ReadStep:
+    """One BFCL step through its handler's decoder. A step the decoder reads becomes the calls it
+    decodes (parsed with :mod:`ast`); one it cannot read, or that decodes to no call, executes
+    nothing and keeps the calls it holds as written, to be judged without running."""
+    if not isinstance(raw, (str, dict, list)):
         raise StepError(f"{where}: a step must be a string, an object or a list, got {type(raw).__name__}")
-    if not step.calls:
-        return step, "no call" if step.text is None else "the model's text, no call"
-    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
-        return step, _malformed(step.calls)  # already the decoded calls BFCL's checker takes
-    if decoding == FUNCTION_CALLING:
-        return step, _fc_decode_error(raw)
-    if not isinstance(raw, str):
-        return step, f"a {type(raw).__name__} step is not prompting output (a string)"
-    return step, _malformed(step.calls)  # the prompting decoder reads the text as a list of calls
+    try:
+        decoded = decode_step(decoder, raw)
+    except Undecodable as exc:
+        return ReadStep(_as_written(raw, where), f"BFCL's decoder fails: {exc}", isinstance(exc, NotEvaluated))
+    if not decoded:
+        step = _as_written(raw, where)
+        return ReadStep(step, "no call" if step.text is None else "the model's text, no call")
+    calls = tuple(parse_call_string(text) for text in decoded)
+    if decoder in CALL_OBJECT_DECODERS and not all(c.well_formed for c in calls):
+        # A name or key that is no Python name makes the decoded text unparsable; the call object
+        # (in the same order) keeps the call, which BFCL's executor then fails to run (loader.invoke).
+        calls = tuple(c if c.well_formed else w for c, w in zip(calls, _as_written(raw, where).calls))
+    return ReadStep(Step(calls))
 
 
-def _is_call_object_step(raw: Any) -> bool:
-    return isinstance(raw, dict) or (isinstance(raw, list) and any(isinstance(item, dict) for item in raw))
-
-
-def decoding_of(results: list[Any]) -> str:
-    """The decoder BFCL's evaluation applies to a file: function calling when any step of any
-    entry is a call object, else prompting."""
+def _steps(results: list[Any]) -> Iterator[Any]:
     for obj in results:
         turns = obj.get("result") if isinstance(obj, dict) else None
-        if isinstance(turns, list) and any(isinstance(t, list) and any(map(_is_call_object_step, t)) for t in turns):
-            return FUNCTION_CALLING
-    return PROMPTING
+        if isinstance(turns, list):
+            for turn in turns:
+                yield from turn if isinstance(turn, list) else ()
+
+
+def choose_by_content(results: list[Any]) -> HandlerChoice:
+    """For a model BFCL's config lacks: the decoder that reads the most of the file's steps (up to
+    :data:`CONTENT_SAMPLE_STEPS`) as well-formed calls; ties go to the earlier of the table."""
+    sample = [raw for raw in _steps(results) if raw not in ("", [], {})][:CONTENT_SAMPLE_STEPS]
+    best, best_count = content_candidates()[0], -1
+    for handler, is_fc in content_candidates():
+        decoder = decoder_for(handler, is_fc)
+        count = 0
+        for raw in sample:
+            try:
+                count += any(parse_call_string(text).well_formed for text in decode_step(decoder, raw))
+            except Undecodable:
+                continue
+        if count > best_count:
+            best, best_count = (handler, is_fc), count
+    return HandlerChoice(best[0], best[1], None, "content", decoder_for(*best).__name__)
 
 
 @dataclass(frozen=True)
@@ -217,11 +211,12 @@ def recorded_error(content: str) -> bool:
 
 
 def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], LoggedStep],
-              undecoded: list[list[Any]]) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]]]:
+              unread: list[tuple[int, int, str]]) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]]]:
     """The steps with the tool results the log recorded, and every step the decoder could not read:
-    those BFCL's runner skips (``undecoded``) and text steps in which the log's own decoder read
-    calls (or, without a log, that look like calls)."""
-    unread = [(t, s, str(why)) for t, s, why in undecoded]
+    ``unread`` (calls BFCL's runner skips, text it would have evaluated) and text steps in which
+    the log's own decoder read calls (or, without a log, that look like calls)."""
+    unread = list(unread)
+    listed = {(t, s) for t, s, _ in unread}
     out = []
     for t, turn in enumerate(turns):
         steps = []
@@ -229,7 +224,7 @@ def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], Lo
             seen = logged.get((t, s))
             if seen is not None:
                 step = Step(step.calls, step.text, tuple(RecordedResult.of(r, recorded_error(r)) for r in seen.results))
-            if not step.calls and step.text and seen is not None and seen.decoded:
+            if not step.calls and step.text and seen is not None and seen.decoded and (t, s) not in listed:
                 unread.append((t, s, f"BFCL's own decoder read {len(seen.decoded)} call(s) here "
                                      f"({seen.decoded[0][:80]}); this reading found none"))
             steps.append(step)
@@ -245,10 +240,12 @@ def _infra_error(result: Any) -> str:
     return first[:INFRA_ERROR_CHARS]
 
 
-def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCTION_CALLING,
-                        verdict: tuple[int | None, str] = (None, "no BFCL score file given")) -> Rollout:
-    """One result line as a rollout; ``verdict`` is BFCL's own (recorded Y and its words, from the
-    score file) or None and why there is none."""
+def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice,
+                        verdict: tuple[int | None, str] = (None, "no BFCL score file given"),
+                        data: DataChoice | None = None) -> Rollout:
+    """One result line as a rollout, its steps read by the decoder of ``choice``; ``verdict`` is
+    BFCL's own (recorded Y and its words, from the score file) or None and why there is none;
+    ``data``: the release it is scored on (``meta["bfcl_data"]``; the benchmark's own when None)."""
     if not isinstance(obj, dict):
         raise StepError(f"a result line must be a JSON object, got {type(obj).__name__}")
     if not isinstance(obj.get("id"), str):
@@ -256,32 +253,40 @@ def rollout_from_result(obj: Any, model: str, method: str, decoding: str = FUNCT
     task_id = obj["id"]
     rid = rollout_id_for(DATASET, model, method, task_id)
     result = obj.get("result")
+    meta: dict[str, Any] = {"bfcl_handler": choice.to_json(), "bfcl_undecoded_steps": [],
+                            "reading": f"BFCL {choice.describe()}"}
+    issues = []
+    if data is not None:
+        meta["bfcl_data"] = data.release
+        meta["reading"] += f"; {data.describe()}"
+        if task_id in data.misfits:
+            issues.append(LogIssue("data_version", f"the recorded run does not fit bfcl-eval {data.release}'s data: "
+                                                   f"{data.misfits[task_id]}"))
     if not isinstance(result, list):
         # BFCL's runner: a result that is no list is an inference error, scored 0.
-        meta = {"bfcl_decoding": decoding, "bfcl_undecoded_steps": [], "bfcl_keywords_only_steps": []}
         return Rollout(DATASET, task_id, model, method, rid, (), "import:bfcl", meta, infra_error=_infra_error(result),
-                       recorded=Recorded.of(*verdict))
+                       recorded=Recorded.of(*verdict, issues=issues))
     if not all(isinstance(t, list) for t in result):
         raise StepError("'result' must be a list of turns, each a list of steps")
-    turns, undecoded, keywords_only = [], [], []
+    decoder = decoder_for(choice.handler, choice.is_fc)
+    turns, unread = [], []
     for t, turn in enumerate(result):
         steps = []
         for s, raw in enumerate(turn):
-            step, why = step_from_result(raw, f"result[{t}][{s}]", decoding)
-            steps.append(step)
-            if why is not None and step.calls:
-                undecoded.append([t, s, why])
-            elif isinstance(raw, str) and any(c.args for c in step.calls):
-                keywords_only.append([t, s])
+            read = read_step(raw, f"result[{t}][{s}]", decoder)
+            steps.append(read.step)
+            if read.skipped is not None and read.step.calls:
+                meta["bfcl_undecoded_steps"].append([t, s, read.skipped])
+            if read.skipped is not None and (read.step.calls or read.not_evaluated):
+                unread.append((t, s, read.skipped))
         turns.append(tuple(steps))
-    meta = {"bfcl_decoding": decoding, "bfcl_undecoded_steps": undecoded, "bfcl_keywords_only_steps": keywords_only}
     try:
         usage, accounting_error = _usage(obj), None
     except (StepError, DecodeError) as exc:  # bad accounting costs the accounting, not the entry
         usage, accounting_error = (), str(exc)
-    logged_turns, unread = _with_log(turns, logged_steps(obj.get("inference_log")), undecoded)
+    logged_turns, unread = _with_log(turns, logged_steps(obj.get("inference_log")), unread)
     return Rollout(DATASET, task_id, model, method, rid, logged_turns, "import:bfcl", meta, usage=usage,
-                   accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread))
+                   accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread, issues))
 
 
 MAX_ACCOUNTING_DEPTH = 8  # BFCL nests its accounting per turn and step: two levels
@@ -315,23 +320,46 @@ def _usage(obj: dict) -> tuple[Usage, ...]:
                        seconds(t, f"latency[{n}]")) for n, (i, o, t) in enumerate(zip(inputs, outputs, latency)))
 
 
+def _model_folder(path: Path) -> str:
+    """The folder ``bfcl generate`` names after the model: the one under ``result/``, else the parent."""
+    parts = path.resolve().parts[:-1]
+    if "result" in parts[:-1]:
+        return parts[len(parts) - 1 - parts[::-1].index("result") + 1]
+    return path.parent.name or "unknown"
+
+
 def import_result_file(path: str | Path, model: str | None = None, method: str = "imported",
-                       score: str | Path | None = None) -> Iterator[Located | BadLine]:
+                       score: str | Path | None = None, config: Mapping[str, ModelEntry] | None = None,
+                       releases: Mapping[str, BfclData] | None = None, data_release: str | None = None,
+                       unavailable: Sequence[str] = ()) -> Iterator[Located | BadLine]:
     """Yield a located rollout per line of a BFCL result file, a :class:`BadLine` for a line that
     is no record at all.
 
-    ``model`` defaults to the result file's parent directory name, which is where BFCL puts the
-    model name (``result/<model>/.../BFCL_v4_multi_turn_base_result.json``). BFCL's own verdicts
-    come from its score file, found as :func:`~.scores.find_score_file` says (``score``: a score
-    file or a folder of them, given by the user).
+    The steps are read with the decoder of the handler ``bfcl evaluate`` would use (``config``:
+    BFCL's model config, see :mod:`.handlers`; without it, or for a model it lacks, the decoder is
+    chosen by content). ``model`` (``--model``) labels the rollouts and, when it is a key of the
+    config, chooses the handler; by default the label is the model's folder as BFCL names it
+    (``result/<model>/…``, ``/`` written ``_``). BFCL's own verdicts come from its score file,
+    found as :func:`~.scores.find_score_file` says (``score``: a score file or a folder of them).
+    ``releases`` (newest first): the data releases the file may have been made on, chosen from as
+    :mod:`.versions` says (``data_release``: ``--bfcl-data``; ``unavailable``: pinned releases that
+    could not be loaded, and why, said with the choice); without them nothing is chosen.
     """
     path = Path(path)
-    model = model or path.parent.name or "unknown"
+    if model:
+        check_model_key(model)
     lines = list(iter_json_lines(path))
     values = [item.value for item in lines if isinstance(item, JsonLine)]
-    decoding = decoding_of(values)
     ids = [v["id"] for v in values if isinstance(v, dict) and isinstance(v.get("id"), str)]
     scores, why = find_score_file(path, ids, Path(score) if score is not None else None)
+    choice = choose_handler(config or {}, path, model, scores.models if scores is not None else ())
+    if choice is None:
+        choice = choose_by_content(values)
+    label = model or (choice.key.replace("/", "_") if choice.key else _model_folder(path))
+    data = None
+    if releases:
+        runs = [run for run in map(RecordedRun.of, values) if run is not None]
+        data = choose_release(releases, runs, path.name, V3_ERA_PIN.version, data_release, unavailable)
     for item in lines:
         if isinstance(item, BadLine):
             yield item
@@ -339,7 +367,7 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
         entry_id = item.value.get("id") if isinstance(item.value, dict) else None
         verdict = scores.verdict(entry_id) if scores is not None and isinstance(entry_id, str) else (None, why)
         try:
-            yield Located(item.path, item.line, rollout_from_result(item.value, model, method, decoding, verdict))
+            yield Located(item.path, item.line, rollout_from_result(item.value, label, method, choice, verdict, data))
         except RECORD_SHAPE_ERRORS as exc:  # StepError, or a field of the wrong shape
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
@@ -360,11 +388,24 @@ def is_result_file(path: Path) -> bool:
 
 
 def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
-    """``prefix-audit import bfcl``: a result file, each entry checked against the BFCL data (the
-    pinned package is fetched when absent)."""
+    """``prefix-audit import bfcl``: a result file, each entry checked against the BFCL data of the
+    release it was made on (the pinned packages are fetched when absent)."""
     bench = request.open(DATASET)
-    score = getattr(bench, "score_file", None)  # --bfcl-score
-    for item in import_result_file(request.source, model=request.model, method=request.method, score=score):
+    given = getattr(bench, "data_release", None)  # --bfcl-data
+    if given is not None and given not in bench.releases():
+        raise RefusedOption(f"--bfcl-data {given!r} is no pinned bfcl-eval release ({', '.join(bench.releases())})")
+    releases, unavailable = {}, []
+    for release in [given] if given else bench.releases():
+        try:
+            releases[release] = bench.data_of(release)
+        except (OSError, FetchError) as exc:  # offline without the older wheel: today's data still reads
+            if release == bench.data.release or release == given:
+                raise
+            unavailable.append(f"bfcl-eval {release} unavailable ({' '.join(str(exc).split())[:200]})")
+    items = import_result_file(request.source, model=request.model, method=request.method,
+                               score=getattr(bench, "score_file", None), config=model_config(bench.data.root),
+                               releases=releases, data_release=given, unavailable=unavailable)
+    for item in items:
         if not isinstance(item, BadLine) and not bench.has_task(item.rollout.task_id):
             item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
                            item.rollout.task_id)

@@ -32,7 +32,56 @@ from ...calls import ToolCall
 from . import semantics as sem
 from .data import Entry
 
-CLASS_PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
+PACKAGE = "bfcl_eval"
+CLASS_PACKAGE = f"{PACKAGE}.eval_checker.multi_turn_eval.func_source_code"
+
+
+def _ours(name: str) -> bool:
+    return name == PACKAGE or name.startswith(PACKAGE + ".")
+
+
+def _root_of(module: Any) -> Path | None:
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve().parent.parent if file else None
+
+
+def environment_modules(root: Path, names: list[str]) -> dict[str, Any]:
+    """The environment modules ``names`` (of :data:`CLASS_PACKAGE`) of the wheel unpacked at ``root``.
+
+    The first wheel imported in a process takes the package's own name. Another release (older
+    data of a result file) has the same module names, so it is imported with the first one's
+    modules set aside and then renamed ``bfcl_eval_<version>…`` (classes too, so that pickling
+    finds them); the first one's modules are restored untouched. Its modules import each other by
+    absolute name only at import time, so they keep to their own release.
+    """
+    root = root.resolve()
+    first = sys.modules.get(PACKAGE)
+    if first is None or _root_of(first) == root:
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        return {n: importlib.import_module(f"{CLASS_PACKAGE}.{n}") for n in names}
+    alias = PACKAGE + "_" + "".join(c if c.isalnum() else "_" for c in root.name)
+    if f"{alias}.eval_checker" not in sys.modules:
+        set_aside = {k: sys.modules.pop(k) for k in [k for k in sys.modules if _ours(k)]}
+        sys.path.insert(0, str(root))
+        importlib.invalidate_caches()
+        try:
+            for n in names:
+                importlib.import_module(f"{CLASS_PACKAGE}.{n}")
+        finally:
+            loaded = {k: sys.modules.pop(k) for k in [k for k in sys.modules if _ours(k)]}
+            sys.path.remove(str(root))
+            sys.modules.update(set_aside)
+            importlib.invalidate_caches()
+        for name, module in loaded.items():
+            renamed = alias + name[len(PACKAGE):]
+            module.__name__ = renamed
+            for value in vars(module).values():
+                if isinstance(value, type) and value.__module__ == name:
+                    value.__module__ = renamed
+            sys.modules[renamed] = module
+    package = alias + CLASS_PACKAGE[len(PACKAGE):]
+    return {n: sys.modules[f"{package}.{n}"] for n in names}
 
 
 class ClassLoader:
@@ -41,21 +90,18 @@ class ClassLoader:
     PROTOTYPES_KEPT = 256  # pickled loaded entries kept for copying
 
     def __init__(self, root: Path) -> None:
-        if str(root) not in sys.path:
-            sys.path.insert(0, str(root))
         # Some classes format timestamps in local time; pin the zone so results are reproducible.
         os.environ["TZ"] = "UTC"
         time.tzset()
         self.classes: dict[str, type] = {}
         self._prototypes: dict[str, bytes] = {}
         self._pristine: list[tuple[Any, str, Any]] = []
+        modules = environment_modules(root, [*sem.CLASS_MODULES.values(), *sem.MUTABLE_MODULE_STATE])
         for cls_name, module_name in sem.CLASS_MODULES.items():
-            module = importlib.import_module(f"{CLASS_PACKAGE}.{module_name}")
-            self.classes[cls_name] = getattr(module, cls_name)
+            self.classes[cls_name] = getattr(modules[module_name], cls_name)
         for module_name, names in sem.MUTABLE_MODULE_STATE.items():
-            module = importlib.import_module(f"{CLASS_PACKAGE}.{module_name}")
             for name in names:
-                self._pristine.append((module, name, copy.deepcopy(getattr(module, name))))
+                self._pristine.append((modules[module_name], name, copy.deepcopy(getattr(modules[module_name], name))))
 
     def reset_module_state(self) -> None:
         # In place: other modules imported these objects by name, so rebinding would not reach them.

@@ -2,8 +2,7 @@
 
 Final success Y follows BFCL's evaluation runner and multi-turn checker: a rollout with a
 different number of turns than the entry is force-terminated (Y = 0); a step BFCL's runner cannot
-decode executes nothing (``meta["bfcl_undecoded_steps"]``, see :mod:`.importer`), and a prompting
-step's calls execute with keyword arguments only (``meta["bfcl_keywords_only_steps"]``); per turn with a
+decode executes nothing (``meta["bfcl_undecoded_steps"]``, see :mod:`.importer`); per turn with a
 non-empty ground truth, the model must have a decoded step with calls; the public attributes of
 its instances must equal those of instances driven by the ground truth; and the ground truth's
 execution results must be contained (as a multiset) in the model's results so far.
@@ -13,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import pickle
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -29,16 +28,24 @@ from .semantics import json_schema_of
 
 
 class BfclBenchmark(Benchmark):
+    """BFCL multi-turn on the data of one bfcl-eval release (``data``), and on older releases'
+    data where an imported result file was made on one (``releases``: version → its data,
+    loaded when first asked for); an imported rollout names its release in ``meta["bfcl_data"]``."""
+
     dataset = DATASET
 
-    def __init__(self, data: BfclData, task_ids: Sequence[str] | None = None) -> None:
+    def __init__(self, data: BfclData, task_ids: Sequence[str] | None = None,
+                 releases: Mapping[str, Callable[[], BfclData]] | None = None) -> None:
         self.data = data
         self.tasks = TaskIndex(task_ids if task_ids is not None else sorted(data.entries, key=id_order))
         self.loader = ClassLoader(data.root)
-        self._specs: dict[str, dict[str, ToolSpec]] = {}
-        self._facts: dict[str, TaskFacts] = {}
-        self._gt_calls: dict[str, tuple[tuple[ToolCall, ...], ...]] = {}
+        self._loaded: dict[str, tuple[BfclData, ClassLoader | None]] = {data.release: (data, self.loader)}
+        self._to_load = {v: load for v, load in (releases or {}).items() if v != data.release}
+        self._specs: dict[tuple[str, str], dict[str, ToolSpec]] = {}
+        self._facts: dict[tuple[str, str], TaskFacts] = {}
+        self._gt_calls: dict[tuple[str, str], tuple[tuple[ToolCall, ...], ...]] = {}
         self.score_file: str | None = None  # import bfcl --bfcl-score: BFCL's score file (or a folder of them)
+        self.data_release: str | None = None  # import bfcl --bfcl-data: the release every file is scored on
 
     def sample(self, n: int | None, seed: int) -> TaskSample:
         """``n`` entries spread evenly over the four categories (every entry when ``n`` is None)."""
@@ -51,11 +58,34 @@ class BfclBenchmark(Benchmark):
     def entry(self, task_id: str) -> Entry:
         return self.data.entries[task_id]
 
-    def specs_for_class(self, cls_name: str) -> dict[str, ToolSpec]:
-        if cls_name not in self._specs:
-            cls = self.loader.classes[cls_name]
+    # data releases ----------------------------------------------------------------------------
+    def releases(self) -> list[str]:
+        """The releases whose data this benchmark can score on: its own first."""
+        return [self.data.release, *self._to_load]
+
+    def data_of(self, release: str) -> BfclData:
+        """The data of a release (:class:`KeyError` for one not pinned)."""
+        if release not in self._loaded:
+            self._loaded[release] = (self._to_load[release](), None)
+        return self._loaded[release][0]
+
+    def loader_of(self, entry: Entry) -> ClassLoader:
+        return self._loader(entry.release)
+
+    def _loader(self, release: str) -> ClassLoader:
+        data, loader = self._loaded[release]
+        if loader is None:
+            loader = ClassLoader(data.root)
+            self._loaded[release] = (data, loader)
+        return loader
+
+    def specs_for_class(self, cls_name: str, release: str | None = None) -> dict[str, ToolSpec]:
+        release = release or self.data.release
+        if (release, cls_name) not in self._specs:
+            data = self.data_of(release)
+            cls = self._loader(release).classes[cls_name]
             specs = {}
-            for doc in self.data.docs[cls_name]:
+            for doc in data.docs[cls_name]:
                 name = doc["name"]
                 params = json_schema_of(doc["parameters"])
                 params["additionalProperties"] = False
@@ -64,28 +94,29 @@ class BfclBenchmark(Benchmark):
                               if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
                 refs = frozenset(sem.REFERENCE_PARAMS.get(cls_name, {}).get(name, ()))
                 specs[name] = ToolSpec(name, params, doc.get("description", ""), order, refs)
-            self._specs[cls_name] = specs
-        return self._specs[cls_name]
+            self._specs[(release, cls_name)] = specs
+        return self._specs[(release, cls_name)]
 
     def tools_of(self, entry: Entry) -> dict[str, ToolSpec]:
         tools: dict[str, ToolSpec] = {}
         for cls_name in entry.involved_classes:
-            tools.update(self.specs_for_class(cls_name))
+            tools.update(self.specs_for_class(cls_name, entry.release))
         return tools
 
     def facts_of(self, entry: Entry) -> TaskFacts:
-        if entry.id not in self._facts:
-            loaded = self.loader.instantiate(entry)
+        key = (entry.release, entry.id)
+        if key not in self._facts:
+            loaded = self.loader_of(entry).instantiate(entry)
             initial = frozenset(scalars([public_state(i) for i in loaded.values()]))
-            self._facts[entry.id] = _task_facts(entry, initial)
-        return self._facts[entry.id]
+            self._facts[key] = _task_facts(entry, initial)
+        return self._facts[key]
 
     def ground_truth_calls(self, entry: Entry) -> tuple[tuple[ToolCall, ...], ...]:
         """The entry's ground truth, parsed once (calls are immutable)."""
-        if entry.id not in self._gt_calls:
-            self._gt_calls[entry.id] = tuple(tuple(parse_call_string(c) for c in turn)
-                                             for turn in entry.ground_truth)
-        return self._gt_calls[entry.id]
+        key = (entry.release, entry.id)
+        if key not in self._gt_calls:
+            self._gt_calls[key] = tuple(tuple(parse_call_string(c) for c in turn) for turn in entry.ground_truth)
+        return self._gt_calls[key]
 
     # capabilities: reference rollouts, mutation facts, a live environment ----------------------
     def reference_rollout(self, task_id: str) -> Rollout:
@@ -125,7 +156,14 @@ class BfclBenchmark(Benchmark):
         return BfclAgentEnvironment(entry, self.tools_of(entry), self.loader.instantiate(entry))
 
     def open_session(self, rollout: Rollout) -> BfclSession:
-        return BfclSession(self, self.entry(rollout.task_id), rollout)
+        release = rollout.meta.get("bfcl_data", self.data.release)
+        if release not in self.releases():
+            raise UnscorableRollout(f"meta.bfcl_data {release!r} is no pinned bfcl-eval release "
+                                    f"({', '.join(self.releases())})")
+        entry = self.data_of(release).entries.get(rollout.task_id)
+        if entry is None:
+            raise UnscorableRollout(f"{rollout.task_id!r} is not in bfcl-eval {release}'s data")
+        return BfclSession(self, entry, rollout)
 
 
 def _task_facts(entry: Entry, initial: frozenset[Any]) -> TaskFacts:
@@ -135,8 +173,7 @@ def _task_facts(entry: Entry, initial: frozenset[Any]) -> TaskFacts:
     A value the ground truth itself uses before the user mentions it is obtainable some other way
     (world knowledge, a derivation: "the nearest airport to Rivermist" is RMS), so it is no fact.
     """
-    texts = tuple(" ".join(str(m.get("content", "")) for m in turn if m.get("role") == "user")
-                  for turn in entry.question)
+    texts = tuple(" ".join(entry.user_texts(t)) for t in range(len(entry.question)))
     first_use: dict[Any, int] = {}
     for turn, calls in enumerate(entry.ground_truth):
         for raw in calls:
@@ -181,15 +218,15 @@ class BfclSession:
         self.entry = entry
         skipped = _step_positions(rollout, "bfcl_undecoded_steps")
         self._not_executed = _calls_at(rollout, skipped)
-        self._keywords_only = _calls_at(rollout, _step_positions(rollout, "bfcl_keywords_only_steps"))
         self._decoded_steps = [sum(bool(step.calls) and (t, s) not in skipped for s, step in enumerate(turn))
                                for t, turn in enumerate(rollout.turns)]
         self._rollout_turns = len(rollout.turns)
         self.facts = bench.facts_of(entry)
         self._tools = bench.tools_of(entry)
-        self._model = bench.loader.instantiate(entry)
+        loader = bench.loader_of(entry)
+        self._model = loader.instantiate(entry)
         self._model_methods = method_table(self._model)
-        self._gt = bench.loader.instantiate(entry)
+        self._gt = loader.instantiate(entry)
         self._gt_methods = method_table(self._gt)
         self._gt_calls = bench.ground_truth_calls(entry)
         self.turn = -1
@@ -238,8 +275,6 @@ class BfclSession:
             return Outcome(False, None, call.parse_error)
         if id(call) in self._not_executed:  # BFCL's runner skipped the step: the state does not change
             return self._on_copy(call)
-        if id(call) in self._keywords_only:  # BFCL's prompting decoder drops positional arguments
-            call = ToolCall(call.name, (), call.kwargs, call.raw)
         deleting = call.name in sem.DELETING_METHODS
         before = set(self._live_values()) if deleting else None
         accepted, value, text = invoke(self._model_methods, call)
@@ -263,6 +298,9 @@ class BfclSession:
 
     def complete(self) -> Outcome:
         last_turn = len(self.entry.ground_truth) - 1
+        if self.turn > last_turn:  # the log ran turns this release's entry does not have
+            return Outcome(False, error=f"ran {self.turn + 1} turns, the entry has {last_turn + 1}: BFCL "
+                                        f"force-terminates the run")
         if self.turn < last_turn:
             return Outcome(False, error=f"ended in turn {self.turn} of {last_turn + 1}: BFCL entries run every turn")
         if self.entry.ground_truth[self.turn] and self._turn_calls == 0:

@@ -36,6 +36,7 @@ class ScoreFile:
     correct: int
     failing: dict[str, str]
     categories: frozenset[str]  # the test categories its failing entries name (from their ids when absent)
+    models: frozenset[str] = frozenset()  # the model names (BFCL's folder form) its failing entries record
 
     def verdict(self, entry_id: str) -> tuple[int, str]:
         """(recorded Y, the verdict in BFCL's words) of one entry of the result file it scores."""
@@ -56,7 +57,7 @@ def _name_category(path: Path) -> str | None:
 
 def read_score_file(path: Path) -> ScoreFile:
     """Read a score file; :class:`DecodeError` naming what is wrong with it."""
-    summary, failing, categories = None, {}, set()
+    summary, failing, categories, models = None, {}, set(), set()
     for item in iter_json_lines(path):
         if isinstance(item, BadLine):
             raise DecodeError(f"{path.name} line {item.line}: {item.reason}")
@@ -73,12 +74,15 @@ def read_score_file(path: Path) -> ScoreFile:
         error = value.get("error") if isinstance(value.get("error"), dict) else {}
         failing[value["id"]] = str(error.get("error_type") or "invalid")[:200]
         categories.add(str(value.get("test_category") or category_of(value["id"])))
+        if isinstance(value.get("model_name"), str):
+            models.add(value["model_name"])
     if summary is None:
         raise DecodeError(f"{path.name} is empty")
     named = _name_category(path)
     if named is not None:
         categories.add(named)
-    return ScoreFile(path, summary["total_count"], summary["correct_count"], failing, frozenset(categories))
+    return ScoreFile(path, summary["total_count"], summary["correct_count"], failing, frozenset(categories),
+                     frozenset(models))
 
 
 def _candidates(result: Path, given: Path | None) -> list[Path]:

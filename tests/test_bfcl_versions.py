@@ -1,0 +1,140 @@
+"""The data release a BFCL result file was made on: chosen from the recorded runs, the file name or
+--bfcl-data; an entry the chosen data contradicts is said, never dropped; two releases' environment
+classes side by side in one process."""
+
+from __future__ import annotations
+
+import functools
+import json
+import pickle
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+from bfcl_logs import gold_entry, write_result_file
+from conftest import RESOURCES
+
+from prefix_audit.benchmarks.bfcl import BfclBenchmark, import_result_file, load_data
+from prefix_audit.benchmarks.bfcl.data import V3_ERA_PIN, Entry
+from prefix_audit.benchmarks.bfcl.handlers import model_config
+from prefix_audit.benchmarks.bfcl.versions import RecordedRun, choose_release, misfit
+from prefix_audit.checker import replay
+
+
+def _entry(entry_id: str, questions: list[str], release: str) -> Entry:
+    return Entry(entry_id, "base", tuple(((({"role": "user", "content": q},) if q else ())) for q in questions),
+                 {}, (), {}, tuple(() for _ in questions), release)
+
+
+def _release(version: str, **entries: list[str]) -> SimpleNamespace:
+    return SimpleNamespace(entries={i: _entry(i, qs, version) for i, qs in entries.items()})
+
+
+OLD = _release("old", a=["start the market", "buy"], b=["hi", "there"])
+NEW = _release("new", a=["buy"], b=["hi", "there"])  # entry a lost its first turn
+
+
+def _run(entry_id: str, questions: list[str] | None = None, turns: int | None = None) -> RecordedRun:
+    asked = {t: (q,) for t, q in enumerate(questions or [])}
+    return RecordedRun(entry_id, turns if turns is not None else len(questions or []), asked)
+
+
+def test_a_run_fits_the_data_it_was_made_on():
+    assert misfit(OLD.entries["a"], _run("a", ["start the market", "buy"])) is None
+    assert "2 turns, the entry 1" in misfit(NEW.entries["a"], _run("a", ["start the market", "buy"]))
+    assert "question differs" in misfit(NEW.entries["b"], _run("b", ["hello", "there"]))
+    assert misfit(NEW.entries["a"], _run("a", turns=1)) is None  # no log: the turn count alone
+    assert misfit(None, _run("a", turns=1)) == "no such entry"
+    held = _entry("c", ["go", ""], "new")  # a turn without a question: withheld functions arrive
+    assert misfit(held, _run("c", ["go", "I have updated some more functions"])) is None
+
+
+def test_the_release_the_fewest_entries_contradict_is_chosen_and_the_rest_said():
+    runs = [_run("a", ["start the market", "buy"]), _run("b", ["hi", "there"])]
+    choice = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old")
+    assert (choice.release, choice.misfits) == ("old", {})
+    assert "new: 1 of 2 entries, old: 2 of 2 entries" in choice.how
+    given = choose_release({"new": NEW, "old": OLD}, runs, "x.json", "old", given="new")
+    assert given.release == "new" and set(given.misfits) == {"a"} and "--bfcl-data" in given.how
+
+
+def test_without_evidence_the_file_name_decides():
+    runs = [_run("b", turns=2)]
+    assert choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v3_multi_turn_base_result.json", "old").release \
+        == "old"
+    by_name = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old")
+    assert by_name.release == "new" and "chosen by the file name" in by_name.how
+
+
+def test_the_recorded_run_is_read_from_the_inference_log():
+    line = {"id": "a", "result": [[], []], "inference_log": [
+        [{"role": "state_info"}], {"begin_of_turn_query": [{"role": "user", "content": "start the market"}]},
+        [{"role": "state_info"}], {"begin_of_turn_query": [{"role": "system", "content": "x"},
+                                                          {"role": "user", "content": "buy"}]}]}
+    assert RecordedRun.of(line) == RecordedRun("a", 2, {0: ("start the market",), 1: ("buy",)})
+    assert RecordedRun.of({"id": "a", "result": "Error during inference"}).turns is None
+    assert RecordedRun.of(["not", "an", "entry"]) is None
+
+
+# --- on the real releases -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bench(bfcl) -> BfclBenchmark:
+    return BfclBenchmark(bfcl.data, releases={V3_ERA_PIN.version: functools.partial(load_data, RESOURCES,
+                                                                                     V3_ERA_PIN)})
+
+
+def test_two_releases_environments_live_side_by_side(bench):
+    old = bench.data_of(V3_ERA_PIN.version)
+    entry = old.entries["multi_turn_base_101"]
+    old_classes, new_classes = bench.loader_of(entry).classes, bench.loader.classes
+    assert old_classes["TradingBot"] is not new_classes["TradingBot"]
+    assert hasattr(old_classes["TradingBot"], "update_market_status")  # removed from the later release
+    assert not hasattr(new_classes["TradingBot"], "update_market_status")
+    instances = bench.loader_of(entry).instantiate(entry)
+    assert type(pickle.loads(pickle.dumps(instances["TradingBot"]))) is old_classes["TradingBot"]
+    assert len(entry.question) == len(bench.entry("multi_turn_base_101").question) + 1
+
+
+def test_an_entry_is_scored_on_the_release_its_run_fits(bench, tmp_path):
+    """The gold run of a TradingBot entry as the v3 era's data has it (one more turn than today's):
+    the file is scored on that release, and Y = 1 there."""
+    old = bench.data_of(V3_ERA_PIN.version)
+    v3 = BfclBenchmark(old)
+    line = gold_entry(v3, "multi_turn_base_101")
+    for t, turn in enumerate(line["inference_log"][1::2]):
+        turn["begin_of_turn_query"] = [{"role": "user", "content": c} for c in old.entries["multi_turn_base_101"]
+                                       .user_texts(t)]
+    path = write_result_file(tmp_path / "BFCL_v4_multi_turn_base_result.json", [line])
+    releases = {r: bench.data_of(r) for r in bench.releases()}
+    [item] = list(import_result_file(path, model="m", config=model_config(bench.data.root), releases=releases))
+    rollout = item.rollout
+    assert rollout.meta["bfcl_data"] == V3_ERA_PIN.version and not rollout.recorded.issues
+    assert "data of bfcl-eval 2025.9.29" in rollout.meta["reading"]
+    assert replay(rollout, bench).Y == 1
+    on_today = replace(rollout, meta={**rollout.meta, "bfcl_data": bench.data.release})
+    episode = replay(on_today, bench)  # more turns than today's entry: force-terminated, not a crash
+    assert episode.Y == 0 and "force_terminated" in episode.y_detail
+    [forced] = list(import_result_file(path, model="m", config=model_config(bench.data.root), releases=releases,
+                                       data_release=bench.data.release))
+    assert [i.code for i in forced.rollout.recorded.issues] == ["data_version"]
+    assert json.dumps(forced.rollout.meta["bfcl_data"]) == json.dumps(bench.data.release)
+
+
+def test_an_older_release_that_cannot_be_fetched_is_said_not_fatal(bfcl, tmp_path, capsys, monkeypatch):
+    """Offline without the v3 era's wheel: the file is read on today's data, and the summary says
+    which release was not considered and why."""
+    from prefix_audit.cli import main
+
+    path = write_result_file(tmp_path / "BFCL_v4_multi_turn_base_result.json", [gold_entry(bfcl, "multi_turn_base_1")])
+    resources = tmp_path / "resources"
+    resources.mkdir()
+    (resources / bfcl.data.pin.dirname).symlink_to(bfcl.data.root)  # today's wheel only
+    for name, value in {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_NO_CACHE_DIR": "1", "PIP_RETRIES": "0",
+                        "PIP_TIMEOUT": "1", "PIP_FIND_LINKS": "", "PIP_NO_INDEX": ""}.items():
+        monkeypatch.setenv(name, value) if value else monkeypatch.delenv(name, raising=False)
+    out = tmp_path / "r.jsonl"
+    assert main(["import", "bfcl", str(path), "-o", str(out), "--resources", str(resources)]) == 0
+    said = capsys.readouterr().err
+    assert "data of bfcl-eval 2026.3.23" in said and "not considered: bfcl-eval 2025.9.29 unavailable" in said
+    assert json.loads(out.read_text().splitlines()[0])["meta"]["bfcl_data"] == "2026.3.23"
