@@ -3,6 +3,9 @@ results file embeds, built on the packaged τ-bench airline tasks."""
 
 from __future__ import annotations
 
+import copy
+import json
+
 GREETING = {"role": "assistant", "content": "Hi! How can I help you today?"}
 STOP = {"role": "user", "content": "###STOP###"}
 
@@ -29,13 +32,13 @@ def simulation(sim_id, task_id, messages, termination="user_stop", reward=1.0):
 
 
 def results_document(tau, simulations, task_ids=("5", "12")):
+    """A results file of the airline tasks ``task_ids``, carrying their definitions as the packaged
+    task file has them (as tau2 writes a results file)."""
     bench = tau["tau_airline"]
+    definitions = {t["id"]: t for t in json.loads(bench.domain.files.tasks.read_text())}
     return {"info": {"environment_info": {"domain_name": "airline"},
                      "agent_info": {"implementation": "llm_agent", "llm": "test-model"}},
-            "tasks": [{"id": t, "evaluation_criteria": {
-                "actions": [{"name": a.name, "arguments": dict(a.arguments)} for a in bench.task(t).gold],
-                "communicate_info": list(bench.task(t).communicate_info),
-                "nl_assertions": list(bench.task(t).nl_assertions)}} for t in task_ids],
+            "tasks": [copy.deepcopy(definitions[t]) for t in task_ids],
             "simulations": simulations}
 
 

@@ -21,6 +21,7 @@ from prefix_audit.benchmarks.tau.importer import (
     TauResultsError,
     import_results,
 )
+from prefix_audit.benchmarks.tau.replay import TauBenchmark
 from prefix_audit.checker import replay
 from prefix_audit.records import BadLine
 from prefix_audit.scoring import ScoreReport, score_rollouts
@@ -112,26 +113,57 @@ def test_unreadable_results_file_is_a_located_error(tau, tmp_path):
         list(import_results(path, tau.__getitem__))
 
 
-def test_results_for_other_task_definitions_are_refused(tau, tmp_path):
+def _installed_only(tau):
+    """The airline adapter as `--installed-tasks` opens it."""
+    return {"tau_airline": TauBenchmark(tau["tau_airline"].data, "airline", installed_tasks=True)}
+
+
+def test_a_task_the_file_defines_otherwise_is_scored_as_the_file_defines_it(tau, tmp_path):
+    """As tau2's evaluate-trajs does: the file's definition, carried in the rollout; how it differs is
+    said once for the file. --installed-tasks refuses instead."""
     doc = _hand_made(tau)
     doc["tasks"][0]["evaluation_criteria"]["actions"] = []  # task 5 as another task file defines it
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
-    bad = [i for i in import_results(path, tau.__getitem__) if isinstance(i, BadLine)]
-    assert sum("differs from task 5" in b.reason for b in bad) == 5  # every simulation of task 5
+    items = list(import_results(path, tau.__getitem__))
+    assert not [i for i in items if isinstance(i, BadLine) and "differs" in i.reason]  # the hand-made faults only
+    items = [i for i in items if not isinstance(i, BadLine)]
+    fives = [i.rollout for i in items if i.rollout.task_id == "5"]
+    assert len(fives) >= 2 and all("embedded_task" in r.meta and "tasks_sha256" not in r.meta for r in fives)
+    assert all("embedded_task" not in i.rollout.meta for i in items if i.rollout.task_id != "5")
+    assert {i.rollout.meta["reading"] for i in items} == {
+        "tau2 results of 2 tasks; 1 differ from the airline tasks in use (sha256 "
+        + tau["tau_airline"].domain.provenance["tasks_sha256"][:12] + ") in what their reward reads, scored against "
+        "the file's definitions: 5 (gold)"}
+    bad = [i for i in import_results(path, _installed_only(tau).__getitem__) if isinstance(i, BadLine)]
+    assert sum("differs from task 5" in b.reason and "--installed-tasks" in b.reason for b in bad) == 5  # all of 5
 
 
-@pytest.mark.parametrize(("task_id", "change"), [
-    ("12", lambda c: c.update(reward_basis=["DB"])),  # same gold, but Y without the communicate check
-    ("0", lambda c: c.pop("actions")),  # task 0 has no gold actions: absent ones mean no DB comparison
+@pytest.mark.parametrize(("task_id", "change", "fields"), [
+    ("12", lambda c: c.update(reward_basis=["DB"]), "reward_basis"),  # same gold, Y without the communicate check
+    ("0", lambda c: c.pop("actions"), "db_compared"),  # no gold actions: absent ones mean no DB comparison
 ])
-def test_results_whose_task_scores_y_differently_are_refused(tau, tmp_path, task_id, change):
-    doc = results_document(tau, [simulation("s", task_id, [GREETING, user_says("Hi."), agent_says("Done."), STOP])], task_ids=(task_id,))
+def test_a_task_that_scores_y_differently_is_scored_as_the_file_says(tau, tmp_path, task_id, change, fields):
+    doc = results_document(tau, [simulation("s", task_id, [GREETING, user_says("Hi."), agent_says("Done."), STOP])],
+                           task_ids=(task_id,))
     change(doc["tasks"][0]["evaluation_criteria"])
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
-    [bad] = list(import_results(path, tau.__getitem__))
+    [item] = list(import_results(path, tau.__getitem__))
+    assert "embedded_task" in item.rollout.meta and f"{task_id} ({fields}" in item.rollout.meta["reading"]
+    [bad] = list(import_results(path, _installed_only(tau).__getitem__))
     assert isinstance(bad, BadLine) and f"differs from task {task_id}" in bad.reason
+
+
+def test_a_difference_outside_the_reward_basis_is_said_not_scored(tau, tmp_path):
+    doc = _hand_made(tau)
+    doc["tasks"][0]["evaluation_criteria"]["nl_assertions"] = ["The agent sings."]  # basis DB, COMMUNICATE
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    items = [i for i in import_results(path, _installed_only(tau).__getitem__) if not isinstance(i, BadLine)]
+    assert items and all("embedded_task" not in i.rollout.meta for i in items)
+    assert "1 differ only outside their reward basis (cannot change Y): 5 (nl_assertions)" in items[0].rollout.meta[
+        "reading"]
 
 
 def test_unreadable_recorded_task_quarantines_its_simulations(tau, tmp_path):
@@ -231,3 +263,86 @@ def test_simulations_that_ended_in_an_error_are_episodes(tau, tmp_path):
 
     row = episode_row(next(e for e in episodes if e.T == 1))
     assert (row["agent_tokens"], row["agent_latency_s"]) == (107, None)
+
+
+# --- tau2 1.0 shapes and the log's own consistency --------------------------------------------------
+
+def _checks(bench, task_id: str) -> list[dict]:
+    """The recorded action checks tau2 writes for a task: one per gold action."""
+    return [{"action": {"action_id": f"{task_id}_{k}", "requestor": "assistant", "name": a.name,
+                        "arguments": dict(a.arguments)}, "action_match": True, "action_reward": 1.0}
+            for k, a in enumerate(bench.task(task_id).gold)]
+
+
+def test_a_recorded_evaluation_of_another_task_is_a_task_mismatch(tau, tmp_path):
+    """Permuted task ids: the action checks recorded with task 5's simulation are task 12's."""
+    bench = tau["tau_airline"]
+    talk = [GREETING, user_says("Hi."), agent_says("Done."), STOP]
+    own, swapped = simulation("own", "5", talk), simulation("swapped", "5", talk)
+    own["reward_info"]["action_checks"] = _checks(bench, "5")
+    swapped["reward_info"]["action_checks"] = _checks(bench, "12")
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results_document(tau, [own, swapped])))
+    rollouts = {i.rollout.meta["simulation_id"]: i.rollout for i in import_results(path, tau.__getitem__)}
+    assert rollouts["own"].recorded.issues == ()
+    [issue] = rollouts["swapped"].recorded.issues
+    assert (issue.code, issue.detail) == ("task_mismatch", "the recorded action checks are not task 5's: they are "
+                                                           "task 12's")
+
+
+def test_a_multi_tool_message_is_its_tool_messages(tau, tmp_path):
+    reason = tau["tau_airline"].task("5").reason_for_call
+    user_id = {"user_id": "mei_brown_7075"}
+    calls = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "name": "get_user_details", "arguments": user_id, "requestor": "assistant"},
+        {"id": "b", "name": "get_reservation_details", "arguments": {"reservation_id": "X"}, "requestor": "assistant"}]}
+    results = {"role": "tool", "tool_messages": [
+        {"role": "tool", "id": "a", "content": "{}", "error": False, "requestor": "assistant"},
+        {"role": "tool", "id": "b", "content": "Error: not found", "error": True, "requestor": "assistant"}]}
+    sim = simulation("multi", "5", [GREETING, user_says(reason), calls, results, agent_says("ok"), STOP])
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results_document(tau, [sim])))
+    [item] = list(import_results(path, tau.__getitem__))
+    [step] = [s for turn in item.rollout.turns for s in turn if s.calls]
+    assert [(r.content, r.error) for r in step.results] == [("{}", False), ("Error: not found", True)]
+
+
+def test_the_dir_layout_is_read_simulation_by_simulation(tau, tmp_path):
+    """tau2 1.0's `dir` results: results.json holds the metadata, simulations/ one file each; an
+    unreadable file is a located quarantine record, the rest import."""
+    from prefix_audit.benchmarks.tau.importer import is_results_file
+
+    talk = [GREETING, user_says("Hi."), agent_says("Done."), STOP]
+    doc = results_document(tau, [])
+    del doc["simulations"]
+    run = tmp_path / "run"
+    (run / "simulations").mkdir(parents=True)
+    (run / "results.json").write_text(json.dumps(doc))
+    for name in ("b", "a"):
+        (run / "simulations" / f"{name}.json").write_text(json.dumps(simulation(name, "5", talk)))
+    (run / "simulations" / "c.json").write_text("{not json")
+    assert is_results_file(run) and is_results_file(run / "results.json")
+    for given in (run, run / "results.json"):
+        items = list(import_results(given, tau.__getitem__))
+        assert [i.rollout.meta["simulation_id"] for i in items if not isinstance(i, BadLine)] == ["a", "b"]
+        [bad] = [i for i in items if isinstance(i, BadLine)]
+        assert "simulations/c.json is no JSON" in bad.reason and bad.line == 3
+
+
+@pytest.mark.parametrize("reason", ["infrastructure_error", "context_window_exceeded", "timeout",
+                                    "unexpected_error"])
+def test_tau2_1_0_terminations_before_any_action_are_infrastructure_failures(tau, tmp_path, reason):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results_document(tau, [simulation("x", "5", [], termination=reason, reward=0.0)])))
+    [item] = list(import_results(path, tau.__getitem__))
+    assert item.rollout.infra_error == f"the simulation ended ({reason}) before the agent acted"
+
+
+def test_an_unknown_termination_reason_quarantines_that_simulation_only(tau, tmp_path):
+    talk = [GREETING, user_says("Hi."), agent_says("Done."), STOP]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results_document(tau, [simulation("x", "5", talk, termination="gave_up"),
+                                                      simulation("y", "5", talk)])))
+    bad, good = list(import_results(path, tau.__getitem__))
+    assert isinstance(bad, BadLine) and "unknown termination_reason 'gave_up'" in bad.reason
+    assert good.rollout.meta["simulation_id"] == "y"

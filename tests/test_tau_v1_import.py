@@ -316,10 +316,14 @@ def _tau2_doc(tau):
     return _tau2_results(tau, "5", criteria, messages, 1.0)
 
 
-def test_refusal_names_both_task_options(tau, tmp_path):
-    [bad] = list(import_results(_write(tmp_path, _tau2_doc(tau), "results.json"), tau.__getitem__))
-    assert isinstance(bad, BadLine) and "differs from task 5" in bad.reason
-    assert "--tasks-from-results" in bad.reason and "--tau-data" in bad.reason
+def test_installed_tasks_refuses_a_task_the_file_defines_otherwise(tau, tmp_path):
+    from prefix_audit.benchmarks.tau.replay import TauBenchmark
+
+    installed = {"tau_airline": TauBenchmark(tau["tau_airline"].data, "airline", installed_tasks=True)}
+    [bad] = list(import_results(_write(tmp_path, _tau2_doc(tau), "results.json"), installed.__getitem__))
+    assert isinstance(bad, BadLine) and "differs from task 5" in bad.reason and "--installed-tasks" in bad.reason
+    [scored] = list(import_results(_write(tmp_path, _tau2_doc(tau), "results.json"), tau.__getitem__))
+    assert not isinstance(scored, BadLine) and KEY in scored.rollout.meta  # by default: the file's definition
 
 
 def test_tasks_from_results_round_trip_through_score(tau, tmp_path):
@@ -385,9 +389,10 @@ def test_shared_v1_file_recomputed_y_agrees_with_recorded_reward(benches):
 
 @pytest.mark.parametrize("name", ["gemini-2.5-flash_airline_10tasks_2trials", "gpt-4.1_retail_40tasks_1trial"])
 def test_real_tau2_results_on_tau3_task_data_with_tasks_from_results(tmp_path, name):
-    """These runs used the packaged tasks; against τ³ v1.0.1's task files some tasks differ. Without the
-    option those simulations are refused naming both options; with it every one imports and scores
-    its recorded reward, with τ³ data given to score or not."""
+    """These runs used the packaged tasks; against τ³ v1.0.1's task files some tasks differ. With
+    --installed-tasks those simulations are refused naming the option; by default (and with
+    --tasks-from-results) every one imports and scores its recorded reward, with τ³ data given to
+    score or not."""
     from prefix_audit.cli import main
 
     path = TAU2_LOGS / f"{name}.json"
@@ -396,13 +401,14 @@ def test_real_tau2_results_on_tau3_task_data_with_tasks_from_results(tmp_path, n
     n = len(json.loads(path.read_text())["simulations"])
     base = ["--resources", "resources", "--tau-data", str(TAU3)]
     refused = tmp_path / "refused.jsonl"
-    main(["import", "tau", str(path), "-o", str(refused), *base])
+    main(["import", "tau", str(path), "-o", str(refused), *base, "--installed-tasks"])
     quarantine = [json.loads(x) for x in (tmp_path / "refused.jsonl.quarantine.jsonl").read_text().splitlines()]
-    assert quarantine and all("--tasks-from-results" in q["reason"] and "--tau-data" in q["reason"]
-                              for q in quarantine)
-    out = tmp_path / "rollouts.jsonl"
-    assert main(["import", "tau", str(path), "-o", str(out), *base, "--tasks-from-results"]) == 0
-    assert len(out.read_text().splitlines()) == n
-    for where, options in (("with", base), ("without", ["--resources", "resources"])):
-        assert main(["score", str(out), "-o", str(tmp_path / where), *options]) == 0
-        assert disagreements(tmp_path / where / "episodes.parquet") == []
+    assert quarantine and all("--installed-tasks" in q["reason"] for q in quarantine)
+    for option in ([], ["--tasks-from-results"]):
+        out = tmp_path / f"rollouts{len(option)}.jsonl"
+        assert main(["import", "tau", str(path), "-o", str(out), *base, *option]) == 0
+        assert len(out.read_text().splitlines()) == n
+        for where, options in (("with", base), ("without", ["--resources", "resources"])):
+            scores = tmp_path / f"{where}{len(option)}"
+            assert main(["score", str(out), "-o", str(scores), *options]) == 0
+            assert disagreements(scores / "episodes.parquet") == []

@@ -74,7 +74,8 @@ def _data(resources: Path, source: TauSource, fetch: bool) -> TauData:
 def _opener(domain: str):
     def open_domain(request: OpenRequest) -> TauBenchmark:
         return TauBenchmark(_data(request.resources, source_of(request.settings), request.fetch), domain,
-                            tasks_from_results=bool(request.settings.get("tasks_from_results")))
+                            tasks_from_results=bool(request.settings.get("tasks_from_results")),
+                            installed_tasks=bool(request.settings.get("installed_tasks")))
 
     return open_domain
 
@@ -101,8 +102,13 @@ register(Registration(
         CliOption("--tau-data", "data_dir", "τ datasets: a task data directory DIR/<domain>/tasks.json, ... "
                                             "(e.g. a τ³-bench v1.0.1 checkout; default: the package's tasks)"),
         CliOption("--tasks-from-results", "tasks_from_results",
-                  "import tau (tau2 results): score each simulation against the task definition in the results "
-                  "file's tasks list, carried in the rollout (score then needs no task option)", switch=True),
+                  "import tau (tau2 results): score every simulation against the task definition in the results "
+                  "file's tasks list, carried in the rollout (default: only those that differ from the installed "
+                  "tasks in what their reward reads)", switch=True),
+        CliOption("--installed-tasks", "installed_tasks",
+                  "import tau (tau2 results): score against the installed task definitions only, refusing a "
+                  "simulation whose task in the file differs from them (default: the file's definition)",
+                  switch=True),
         CliOption("--tau-v1-domain", "v1_domain", "import tau (τ-bench v1 result files): airline or retail, where "
                                                   "the file's tools do not tell (default: detected)"),
     ),

@@ -148,6 +148,20 @@ def parse_task(obj: Any, domain: str, where: str) -> TauTask:
 
 CRITERIA_FIELDS = ("gold", "communicate_info", "nl_assertions", "reward_basis", "env_assertions", "has_criteria",
                    "db_compared")
+# The criteria each reward-basis entry reads (tau2's evaluators: the DB check replays the gold actions
+# and env assertions; ACTION matches the gold actions; COMMUNICATE and NL_ASSERTION their lists).
+BASIS_CRITERIA = {"DB": ("gold", "env_assertions"), "ENV_ASSERTION": ("env_assertions",), "ACTION": ("gold",),
+                  "COMMUNICATE": ("communicate_info",), "NL_ASSERTION": ("nl_assertions",)}
+ALWAYS_READ = ("reward_basis", "has_criteria", "db_compared")
+
+
+def criteria_differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The criteria fields (of :data:`CRITERIA_FIELDS`) in which two definitions of a task differ:
+    those either's reward basis reads, and those it does not (which cannot change Y)."""
+    differing = [f for f in CRITERIA_FIELDS if theirs[f] != ours[f]]
+    read = set(ALWAYS_READ) | {f for basis in (*theirs["reward_basis"], *ours["reward_basis"])
+                               for f in BASIS_CRITERIA.get(basis, ())}
+    return [f for f in differing if f in read], [f for f in differing if f not in read]
 
 
 def parse_criteria(obj: Any, where: str) -> dict[str, Any]:

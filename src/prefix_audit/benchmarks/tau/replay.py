@@ -44,6 +44,7 @@ from ...checker import primary, replay
 from ...contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, UnscorableRollout
 from ...models.base import ModelBackend
 from ...records import Rollout, rollout_id_for
+from ...registry import RefusedOption
 from . import embedded as emb
 from . import semantics as sem
 from .conversation import (
@@ -88,16 +89,22 @@ class TauBenchmark(Benchmark):
     """One τ domain: replay, reference rollouts, mutation facts and live conversations."""
 
     def __init__(self, data: TauData, domain: str, nl_judge: NlJudge | None = None,
-                 task_ids: Sequence[str] | None = None, tasks_from_results: bool = False) -> None:
+                 task_ids: Sequence[str] | None = None, tasks_from_results: bool = False,
+                 installed_tasks: bool = False) -> None:
         if domain not in data.domains:
             raise KeyError(f"domain {domain!r} not loaded (have {', '.join(data.domains)})")
         self.data = data
         self.domain = data.domains[domain]
         self.dataset = dataset_of(domain)
         self.nl_judge = nl_judge
-        # ``import tau --tasks-from-results``: the importer embeds each result's own task definition
-        # in its rollout (:mod:`.embedded`) instead of refusing one that differs from ours.
+        # How ``import tau`` treats the task definitions a tau2 results file carries: by default it
+        # embeds in the rollout (:mod:`.embedded`) those that differ from ours in what their reward
+        # reads; ``--tasks-from-results`` embeds every one, ``--installed-tasks`` none (a simulation
+        # whose task differs is refused).
+        if tasks_from_results and installed_tasks:
+            raise RefusedOption("--tasks-from-results and --installed-tasks contradict each other")
         self.tasks_from_results = tasks_from_results
+        self.installed_tasks = installed_tasks
         self.backend = DomainBackend(self.domain)
         self.tasks = TaskIndex(task_ids if task_ids is not None else list(self.domain.tasks))
         # Keyed by task id and embedded definition (None: the task files' own task).

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ...records import Recorded
+from ...records import LogIssue, Recorded
 
 # tau2.config: DEFAULT_MAX_STEPS = 200, DEFAULT_MAX_ERRORS = 10 (the τ³ v1.0.1 runs in
 # fixtures/tau3-results record the same values in info.max_steps / info.max_errors).
@@ -41,8 +41,10 @@ STOP_TOKEN = USER_STOP_TOKENS[0]
 AGENT_STOP_TOKEN = "###STOP###"
 # Termination reasons under which tau2 evaluates the reward; every other one scores 0.
 NORMAL_TERMINATIONS = frozenset({"user_stop", "agent_stop"})
+# tau2.data_model.simulation.TerminationReason, 0.1.x to 1.0.x (judge_stop: earlier releases).
 TERMINATION_REASONS = frozenset({"user_stop", "agent_stop", "max_steps", "too_many_errors", "agent_error",
-                                 "user_error", "judge_stop"})
+                                 "user_error", "judge_stop", "timeout", "infrastructure_error",
+                                 "context_window_exceeded", "unexpected_error"})
 
 REFERENCE_PARAMS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "airline": {
@@ -82,9 +84,11 @@ INFORMATION_PARAMS: Mapping[str, frozenset[str]] = {
 OWN_IMPLEMENTATION = frozenset({"calculate"})
 
 
-def recorded_reward(reward: float | None, undecoded: Sequence[tuple[int, int, str]] = ()) -> Recorded:
+def recorded_reward(reward: float | None, undecoded: Sequence[tuple[int, int, str]] = (),
+                    issues: Sequence[LogIssue] = ()) -> Recorded:
     """What a τ log recorded of an entry: its reward as the verdict on Y (success: reward 1), tau2's
-    and v1's alike, and the steps whose text looks like a call its reading did not find."""
+    and v1's alike, the steps whose text looks like a call its reading did not find, and the faults
+    of the log its importer found."""
     if reward is None:
-        return Recorded.of(None, "no reward recorded", undecoded)
-    return Recorded.of(int(reward >= 1.0), f"reward {reward:g}", undecoded)
+        return Recorded.of(None, "no reward recorded", undecoded, issues)
+    return Recorded.of(int(reward >= 1.0), f"reward {reward:g}", undecoded, issues)
