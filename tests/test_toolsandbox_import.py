@@ -333,3 +333,128 @@ def test_scenarios_aborted_by_the_model_call_are_episodes(tmp_path: Path):
     at_once = rows["at_once"]
     assert (at_once["T"], at_once["FED"], at_once["Y"]) == (None, None, 0)
     assert at_once["infra_error"] == "APIConnectionError: Connection error."
+
+
+# --- run folders at any depth, the agent's model name, aborts, the recorded headline ------------
+
+NESTED = "agent_openai/gpt-4o-mini_user_openai/gpt-4o-20240806_08_13_2025_00_12_46"
+
+
+def _drop_response(folder: Path, call_id: str) -> None:
+    """The log as ToolSandbox leaves it when it aborts while executing ``call_id``: no response."""
+    path = folder / "execution_context.json"
+    context = json.loads(path.read_text())
+    context["_dbs"]["SANDBOX"] = [r for r in context["_dbs"]["SANDBOX"] if
+                                  (r["sender"], r["openai_tool_call_id"]) != ("EXECUTION_ENVIRONMENT", call_id)]
+    path.write_text(json.dumps(context))
+
+
+def test_run_folders_are_found_at_any_depth_and_named_after_their_agent(tmp_path: Path):
+    from prefix_audit.benchmarks.toolsandbox.importer import model_of, run_folders, run_name
+    from prefix_audit.registry import detect_format
+
+    top = tmp_path / "data"
+    nested = write_run(top, [SCENARIOS[1], ScenarioRun("broken", [("user", "hi")])], name=NESTED)
+    plain = write_run(top / "more" / "runs", [SCENARIOS[2]])
+    (nested / "trajectories" / "broken" / "execution_context.json").write_text("{not json")
+    assert run_folders(top) == sorted([nested, plain]) and run_folders(nested) == [nested]
+    assert detect_format(top) == detect_format(nested / "result_summary.json") == "toolsandbox"
+    assert run_name(nested) == NESTED and model_of(nested) == "openai/gpt-4o-mini"
+    assert model_of(plain) == "fake_gpt" and run_name(tmp_path) == tmp_path.name  # no run name: the folder's own
+
+    items = list(import_runs(top))
+    assert [type(i).__name__ for i in items] == ["Located", "BadLine", "Located"]
+    broken = items[1]  # the malformed scenario: located, its reason said; the others imported
+    assert broken.path == str(nested / "result_summary.json") and broken.line == 2
+    assert "'broken'" in broken.reason and "not valid JSON" in broken.reason
+    models = [(i.rollout.model, i.rollout.task_id, i.rollout.meta["toolsandbox"]["run"]) for i in items[::2]]
+    assert models == [("openai/gpt-4o-mini", "cellular_off_repair", NESTED),
+                      ("fake_gpt", "parallel_by_id", plain.name)]
+    assert [i.rollout.model for i in import_runs(top, model="mine") if not isinstance(i, BadLine)] == ["mine"] * 2
+    with pytest.raises(FileNotFoundError, match="at or under"):
+        run_folders(tmp_path / "data" / "more" / "runs" / plain.name / "trajectories" / "parallel_by_id")
+
+
+def test_scenarios_aborted_by_other_exceptions_are_episodes_or_infrastructure_failures(tmp_path: Path):
+    """ToolSandbox scores any exception but the allow-list KeyError as similarity 0: mid-call, the
+    calls up to the abort are an episode (the call it aborted in kept, no outcome recorded); before
+    any action, an infrastructure failure; a missing response anywhere else is still a bad log."""
+    trace = ('Traceback (most recent call last):\n  File "tool_sandbox/roles/execution_environment.py", line 325\n'
+             "AssertionError: The tool trace index of 0 does not match the length of the tool trace list of 1.\n")
+    abort = {"exception_type": "AssertionError", "traceback": trace, "similarity": 0.0}
+    run = write_run(tmp_path, [
+        ScenarioRun("mid_call", [("user", "Who texted me last?"), ("calls", [search("c1", name="Bruno Okafor")]),
+                                 ("calls", [Call("c2", "search_contacts", {"person_id": None}, result=[])])], **abort),
+        ScenarioRun("before_acting", [("user", "hi")], **abort),
+        ScenarioRun("unanswered_early", [("user", "hi"), ("calls", [search("c1", name="Bruno")]), ("agent", "Found."),
+                                         ("calls", [search("c2", name="Dmitri")])], **abort)])
+    _drop_response(run / "trajectories" / "mid_call", "c2")
+    _drop_response(run / "trajectories" / "unanswered_early", "c1")
+    items = list(import_runs(run))
+    assert [type(i).__name__ for i in items] == ["Located", "Located", "BadLine"]
+    assert "without a recorded response: c1" in items[2].reason
+    mid, before = items[0].rollout, items[1].rollout
+    meta = mid.meta["toolsandbox"]
+    assert meta["exception_type"] == "AssertionError" and meta["unanswered"] == ["c2"]
+    assert meta["exception"].startswith("AssertionError: The tool trace index of 0")
+    last = mid.turns[0][-1]
+    assert [c.call_id for c in last.calls] == ["c2"] and last.results == (None,)  # nothing recorded for it
+    assert mid.infra_error is None and before.turns == ()
+    assert before.infra_error.startswith("AssertionError: The tool trace index")
+    bench = open_benchmark("toolsandbox_recorded", "unused")
+    episode = replay(mid, bench)
+    assert (episode.T, episode.FED, episode.Y) == (2, 3, 0)
+    assert "aborted by AssertionError" in episode.y_detail
+
+
+def test_audit_reports_the_recorded_mean_similarity_next_to_final_success(run_folder, tmp_path: Path, capsys):
+    assert main(["audit", str(run_folder.parent), "-o", str(tmp_path / "out"), "--resamples", "200"]) == 0
+    said = capsys.readouterr().err
+    # similarities of SCENARIOS: 0, 1, 1, 0.5, 1, 0, 1, 1, 1 -> mean 6.5 / 9; final success 6 / 9
+    assert "final success 0.667 of 9; recorded mean similarity 0.722 of 9" in said
+    table = (tmp_path / "out" / "tables" / "table_trust.md").read_text()
+    assert "| toolsandbox_recorded | fake_gpt | imported | 9 | 6/9 (0.667) | mean similarity 0.722 of 9 |" in table
+    import polars as pl
+
+    rows = pl.read_parquet(tmp_path / "out" / "fed" / "episodes.parquet")
+    assert rows["recorded_score_name"].unique().to_list() == ["similarity"]
+    assert sorted(rows["recorded_score"].to_list()) == [0.0, 0.0, 0.5] + [1.0] * 6
+    csv = (tmp_path / "out" / "tables" / "table_trust.csv").read_text()
+    assert main(["audit", str(run_folder.parent), "-o", str(tmp_path / "again"), "--resamples", "200"]) == 0
+    assert (tmp_path / "again" / "tables" / "table_trust.csv").read_text() == csv
+
+
+def test_recorded_score_round_trips_and_a_bad_one_is_refused(run_folder, tmp_path: Path):
+    from prefix_audit.records import RecordError, Recorded, rollout_from_json
+
+    rollout = next(import_runs(run_folder)).rollout
+    assert (rollout.recorded.score, rollout.recorded.score_name) == (0.0, "similarity")
+    obj = json.loads(dumps(rollout))
+    assert rollout_from_json(obj).recorded == rollout.recorded
+    obj["recorded"]["score"] = "high"
+    with pytest.raises(RecordError, match="score must be a finite number"):
+        rollout_from_json(obj)
+    with pytest.raises(ValueError, match="finite number with a name"):
+        Recorded.of(1, "x", score=float("nan"), score_name="similarity")
+
+
+SHARED_RUN = SHARED / "fixtures" / "real-logs" / "toolsandbox"
+
+
+def test_shared_gpt_4o_mini_run_audits_whole_from_the_top_folder(tmp_path: Path, capsys):
+    if not (SHARED_RUN / NESTED / "result_summary.json").is_file():
+        pytest.skip("shared real ToolSandbox run is not available")
+    assert main(["audit", str(SHARED_RUN), "-o", str(tmp_path / "out"), "--resamples", "200"]) == 0
+    said = capsys.readouterr().err
+    import polars as pl
+
+    rows = pl.read_parquet(tmp_path / "out" / "fed" / "episodes.parquet")
+    assert rows.height == 60 and rows["infra_error"].null_count() == 60  # every scenario an episode
+    assert rows["model"].unique().to_list() == ["openai/gpt-4o-mini"]
+    assert (rows["Y"] == rows["recorded_y"]).all() and rows["log_issue"].null_count() == 60
+    assert (tmp_path / "out" / "rollouts" / "imported" / "quarantine.jsonl").read_text() == ""
+    aborted = rows.filter(pl.col("meta_json").str.contains('"exception_type": "AssertionError"'))
+    assert aborted.height == 1 and aborted["T"].to_list() == [2] and aborted["Y"].to_list() == [0]
+    summary = json.loads((SHARED_RUN / NESTED / "result_summary.json").read_text())["per_scenario_results"]
+    mean = sum(e["similarity"] for e in summary) / len(summary)
+    assert f"recorded mean similarity {mean:.3f} of 60" in said and "WARNING" not in said

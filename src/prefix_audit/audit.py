@@ -51,8 +51,10 @@ class AuditReport:
         out = self.imported.lines()
         for key, report in sorted(self.blocks.items()):
             out.append(f"{'/'.join(key)}: {report.summary()}")
+            recorded = [h for b in report.trust if b.key == key and (h := b.headline()) is not None]
             if key in self.headlines:
-                out.append(f"  {self.headlines[key]}")
+                # The benchmark's own headline as the logs recorded it, next to final success.
+                out.append(f"  {'; '.join([self.headlines[key], *(f'recorded {h}' for h in recorded)])}")
             out += [f"  {line}" for line in report.trust_lines(self.min_agreement)]
         return out
 

@@ -46,6 +46,8 @@ EPISODE_SCHEMA = pa.schema([
     # The log checked against itself (SPEC §3; null for generated rollouts, :mod:`prefix_audit.record_check`).
     pa.field("recorded_y", pa.int8()),  # the log's own verdict on Y; null where it records none
     pa.field("recorded_verdict", pa.string()),  # that verdict in the log's words, or why there is none
+    pa.field("recorded_score", pa.float64()),  # the benchmark's own continuous score as recorded (its headline's mean)
+    pa.field("recorded_score_name", pa.string()),  # its name (ToolSandbox: similarity); null with it
     pa.field("replay_agreement", pa.float64()),  # share of compared recorded tool results replay reproduced
     pa.field("results_compared", pa.int32()),  # recorded tool results compared (its denominator)
     pa.field("results_reproduced", pa.int32()),  # of those, reproduced

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,7 +111,9 @@ class Recorded:
     similarity = 1, BFCL's score file), None when it records none; ``verdict``: that verdict in the
     log's words, or why there is none; ``issues``: faults of the log its importer found;
     ``undecoded``: the steps of model output the importer's decoder could not read as calls
-    (``(turn, step, reason)``, at most :data:`MAX_UNDECODED_STEPS`) and ``undecoded_count`` all of them.
+    (``(turn, step, reason)``, at most :data:`MAX_UNDECODED_STEPS`) and ``undecoded_count`` all of them;
+    ``score``: the benchmark's own continuous score of the entry as the log recorded it, its headline
+    averaged over entries (ToolSandbox's similarity), named ``score_name``; None where it records none.
     """
 
     y: int | None = None
@@ -118,18 +121,27 @@ class Recorded:
     issues: tuple[LogIssue, ...] = ()
     undecoded: tuple[tuple[int, int, str], ...] = ()
     undecoded_count: int = 0
+    score: float | None = None
+    score_name: str | None = None
 
     @classmethod
     def of(cls, y: int | None, verdict: str | None, undecoded: Sequence[tuple[int, int, str]] = (),
-           issues: Sequence[LogIssue] = ()) -> Recorded:
-        """A record with its texts and its list of undecodable steps bounded (their count kept whole)."""
+           issues: Sequence[LogIssue] = (), *, score: float | None = None, score_name: str | None = None) -> Recorded:
+        """A record with its texts and its list of undecodable steps bounded (their count kept whole).
+        A ``score`` must be a finite number and comes with its ``score_name``."""
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
+                                  or not math.isfinite(score) or not score_name):
+            raise ValueError(f"a recorded score must be a finite number with a name, got {score!r} ({score_name!r})")
         return cls(y, verdict[:MAX_ISSUE_CHARS] if verdict is not None else None,
                    tuple(LogIssue(i.code[:60], i.detail[:MAX_ISSUE_CHARS]) for i in issues),
                    tuple((t, s, why[:MAX_ISSUE_CHARS]) for t, s, why in undecoded[:MAX_UNDECODED_STEPS]),
-                   len(undecoded))
+                   len(undecoded), float(score) if score is not None else None,
+                   score_name[:60] if score is not None and score_name else None)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"y": self.y, "verdict": self.verdict}
+        if self.score is not None:
+            out |= {"score": self.score, "score_name": self.score_name}
         if self.issues:
             out["issues"] = [{"code": i.code, "detail": i.detail} for i in self.issues]
         if self.undecoded_count:
@@ -436,8 +448,13 @@ def _recorded_from_json(obj: Any) -> Recorded | None:
     total = obj.get("undecoded_count", len(steps))
     if isinstance(total, bool) or not isinstance(total, int) or total < len(steps):
         raise RecordError(f"{where}.undecoded_count must be a whole number of at least the steps listed")
+    score, score_name = obj.get("score"), obj.get("score_name")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+                              or not isinstance(score_name, str) or not score_name):
+        raise RecordError(f"{where}.score must be a finite number with a non-empty score_name, or absent")
     record = Recorded.of(y, verdict, [(u[0], u[1], u[2]) for u in steps],
-                         [LogIssue(i["code"], i.get("detail", "")) for i in issues])
+                         [LogIssue(i["code"], i.get("detail", "")) for i in issues],
+                         score=score, score_name=score_name if score is not None else None)
     return dataclasses.replace(record, undecoded_count=total)
 
 

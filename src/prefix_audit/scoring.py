@@ -105,12 +105,14 @@ def _record_columns(ep: EpisodeResult, check: RecordCheck | None) -> dict:
     recorded = ep.rollout.recorded
     check = check if check is not None else check_record(ep)
     if recorded is None or check is None:
-        return dict.fromkeys(("recorded_y", "recorded_verdict", "replay_agreement", "results_compared",
+        return dict.fromkeys(("recorded_y", "recorded_verdict", "recorded_score", "recorded_score_name",
+                              "replay_agreement", "results_compared",
                               "results_reproduced", "results_same_verdict", "log_issue", "call_steps",
                               "undecoded_steps", "tool_calls", "unknown_tool_calls"))
     steps, undecoded = call_steps(ep.rollout)
     return {
         "recorded_y": recorded.y, "recorded_verdict": recorded.verdict,
+        "recorded_score": recorded.score, "recorded_score_name": recorded.score_name,
         "replay_agreement": check.replay_agreement, "results_compared": check.compared,
         "results_reproduced": check.reproduced, "results_same_verdict": check.same_verdict,
         "log_issue": check.log_issue,

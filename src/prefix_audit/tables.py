@@ -421,19 +421,38 @@ def table_consistency(stats: pl.DataFrame) -> pl.DataFrame:
 
 TRUST_DISPLAY = ("dataset", "model", "method", "entries", "Y agrees", "replay reproduces", "ok/error agrees",
                  "undecodable steps", "no-call entries", "unknown-tool calls", "flagged")
+# Shown after "entries" when some block's logs record the benchmark's own score.
+TRUST_HEADLINE = ("final success", "recorded headline")
+
+
+def trust_display(trust: pl.DataFrame) -> list[str]:
+    """The trust table's display columns: final success and the recorded headline only where a
+    block's logs record the benchmark's own score."""
+    if trust["recorded_score"].is_null().all():
+        return list(TRUST_DISPLAY)
+    at = TRUST_DISPLAY.index("entries") + 1
+    return [*TRUST_DISPLAY[:at], *TRUST_HEADLINE, *TRUST_DISPLAY[at:]]
 
 
 def table_trust(blocks: Sequence[BlockTrust]) -> pl.DataFrame:
     """The trust table: per block of imported logs, how far its audit agrees with what the logs
-    recorded (verdicts, tool results), its decode health and its entries flagged by log_issue code."""
+    recorded (verdicts, tool results), its decode health and its entries flagged by log_issue code; beside
+    its final success, the benchmark's own headline where the logs record a score (ToolSandbox's mean
+    similarity)."""
     schema: dict[str, pl.DataType] = {key: pl.Utf8() for key in BLOCK_KEYS} | {
-        "entries": pl.Int64(), "verdicts": pl.Int64(), "Y agrees": pl.Utf8(), "y_agreement": pl.Float64(),
+        "entries": pl.Int64(), "final success": pl.Utf8(), "final_success": pl.Float64(),
+        "recorded headline": pl.Utf8(), "recorded_score": pl.Float64(), "recorded_score_n": pl.Int64(),
+        "verdicts": pl.Int64(), "Y agrees": pl.Utf8(), "y_agreement": pl.Float64(),
         "results compared": pl.Int64(), "replay reproduces": pl.Utf8(), "replay_agreement": pl.Float64(),
         "ok/error agrees": pl.Utf8(), "verdict_agreement": pl.Float64(), "undecodable steps": pl.Utf8(),
         "undecoded": pl.Int64(), "call_steps": pl.Int64(), "no-call entries": pl.Utf8(),
         "unknown-tool calls": pl.Int64(), "flagged": pl.Utf8()}
     rows = [{
-        "dataset": b.dataset, "model": b.model, "method": b.method, "entries": b.entries, "verdicts": b.with_verdict,
+        "dataset": b.dataset, "model": b.model, "method": b.method, "entries": b.entries,
+        "final success": share_text(b.y_success, b.y_known),
+        "final_success": b.y_success / b.y_known if b.y_known else None,
+        "recorded headline": b.headline() or "none", "recorded_score": b.score_mean, "recorded_score_n": b.score_n,
+        "verdicts": b.with_verdict,
         "Y agrees": share_text(b.y_agrees, b.with_verdict), "y_agreement": b.y_agreement,
         "results compared": b.compared, "replay reproduces": share_text(b.reproduced, b.compared),
         "replay_agreement": b.replay_agreement, "ok/error agrees": share_text(b.same_verdict, b.compared),
@@ -628,13 +647,16 @@ def write_tables(
         display=_display(consistency), note="No block holds repeated trials (agents.trials is 1).",
     )
     trust = table_trust(block_trust(read_parquet(episodes_path)) if episodes_path is not None else [])
+    shown = trust_display(trust)
     contents |= table_texts(
         trust, files("trust"), "table_trust",
         "How far each audit of imported logs agrees with what the logs recorded: Y against the log's own verdict "
         "(entries with one), replayed tool results against the recorded ones (after normalising notation), the "
         "decode health (call steps the decoder could not read, entries without any call, calls to unknown or "
-        "unnamed tools) and the entries flagged per log_issue code.",
-        display=TRUST_DISPLAY,
+        "unnamed tools) and the entries flagged per log_issue code"
+        + ("; final success beside the benchmark's own headline, the mean of the score its logs recorded."
+           if "recorded headline" in shown else "."),
+        display=shown,
         note=("No imported blocks: generated rollouts carry no log to check against." if episodes_path is not None
               else "No FED table was given."),
     )

@@ -53,10 +53,22 @@ class BlockTrust:
     acted_entries: int  # entries that are not infrastructure failures
     unknown_calls: int
     flagged: Mapping[str, int] = field(default_factory=dict)  # log_issue code → entries flagged
+    y_known: int = 0  # entries with Y decided
+    y_success: int = 0  # of those, with Y = 1
+    score_name: str | None = None  # the benchmark's own score the log recorded (ToolSandbox: similarity)
+    score_n: int = 0  # entries that record it
+    score_mean: float | None = None  # its mean over them: the benchmark's own headline
 
     @property
     def key(self) -> tuple[str, str, str]:
         return self.dataset, self.model, self.method
+
+    def headline(self) -> str | None:
+        """The benchmark's own headline as its logs recorded it (``mean similarity 0.612 of 60``),
+        None when they record no score."""
+        if self.score_mean is None:
+            return None
+        return f"mean {self.score_name} {self.score_mean:.3f} of {self.score_n}"
 
     @property
     def y_agreement(self) -> float | None:
@@ -152,11 +164,28 @@ def _block(key: tuple[str, str, str], rows: pl.DataFrame) -> BlockTrust:
     def total(column: str, frame: pl.DataFrame = rows) -> int:
         return int(frame[column].fill_null(0).sum())
 
+    known = rows.filter(pl.col("Y").is_not_null())
+    name, scored, mean = _score(rows)
     return BlockTrust(*key, rows.height, verdict.height, agree, tuple(missing.to_list()[:3]),
                       total("results_compared"), total("results_reproduced"), total("results_same_verdict"),
                       total("call_steps"), total("undecoded_steps"),
                       int((acted["tool_calls"].fill_null(0) == 0).sum()), acted.height,
-                      total("unknown_tool_calls"), dict(sorted(flagged.items())))
+                      total("unknown_tool_calls"), dict(sorted(flagged.items())),
+                      known.height, int((known["Y"] == 1).sum()), name, scored, mean)
+
+
+def _score(rows: pl.DataFrame) -> tuple[str | None, int, float | None]:
+    """The name, count and mean of the score the block's logs recorded (none: ``(None, 0, None)``);
+    a block whose entries name different scores has no one headline (ValueError)."""
+    if "recorded_score" not in rows.columns:
+        return None, 0, None  # an episodes table of an older version
+    scored = rows.filter(pl.col("recorded_score").is_not_null())
+    if not scored.height:
+        return None, 0, None
+    names = scored["recorded_score_name"].unique().sort().to_list()
+    if len(names) != 1 or names[0] is None:
+        raise ValueError(f"entries of one block record different scores: {names}")
+    return names[0], scored.height, float(scored["recorded_score"].cast(pl.Float64).sum()) / scored.height
 
 
 def block_trust(episodes: pl.DataFrame) -> list[BlockTrust]:

@@ -16,10 +16,20 @@ that fails). When ``conversation.json`` exists its tool calls must agree with th
 
 A scenario that aborted on a tool outside the allow list (``KeyError``) has no conversation and
 the rejected call only in ``result_summary.json``: it is appended as a call of that tool with
-unknown arguments. A scenario aborted by anything else is an episode all the same: its logged
-actions are scored and the exception kept in meta, or, when the agent had done nothing yet, it is
-an infrastructure failure (``infra_error``, SPEC §2). A scenario whose files are missing, malformed
-or inconsistent is quarantined with its reason; the other scenarios are still imported.
+unknown arguments. A scenario aborted by anything else (ToolSandbox's runner catches every
+exception and scores the scenario 0) is an episode all the same: its logged actions are scored and
+the exception kept in meta (``exception_type``, ``exception``), or, when the agent had done nothing
+yet, it is an infrastructure failure (``infra_error``, SPEC §2). The calls of its last step may lack
+a response when the abort came while they were executed (ToolSandbox's own consistency check of a
+tool trace, for instance): they are kept, with no recorded outcome (``meta.toolsandbox.unanswered``),
+and replay takes them as accepted. A scenario whose files are missing, malformed or inconsistent is
+quarantined with its reason; the other scenarios are still imported.
+
+Run folders are found at any depth under the path given. ToolSandbox names a run folder
+``agent_<agent>_user_<user>_<%m_%d_%Y_%H_%M_%S>`` after the agent's and the user's model names;
+a ``/`` in a name splits that path over folders (``agent_openai/gpt-4o-mini_user_openai/gpt-4o_…``),
+so the run's name and its agent model are read from the run folder and as many of its parents as
+the name spans (:func:`run_name`, :func:`model_of`).
 
 Y comes from ToolSandbox's similarity (1.0 = success); the raw similarities, categories, turn
 count and exception are kept in ``meta.toolsandbox``. Exception texts are normalised
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,10 +59,11 @@ from ...records import (
     rollout_id_for,
 )
 from ...registry import ImportRequest
-from .recorded import DATASET, RECORD_KEY, normalize_exception
+from .recorded import DATASET, RECORD_KEY, SCORE_NAME, normalize_exception
 
 ABORTED_CALL_ID = "toolsandbox-aborted-call"
-_RUN_NAME = re.compile(r"^agent_(?P<agent>.+?)_user_(?P<user>.+?)_\d{2}_\d{2}_\d{4}_\d{2}_\d{2}_\d{2}$")
+_RUN_NAME = re.compile(r"^agent_(?P<agent>.+?)_user_(?P<user>.+)_\d{2}_\d{2}_\d{4}_\d{2}_\d{2}_\d{2}$", re.DOTALL)
+_NAME_DEPTH = 8  # the most folders one run name may span (model names with up to 7 '/' in all)
 _PARAMETERS = re.compile(r"^(\w+)_parameters = (.*)$")
 _RESPONSE = re.compile(r"^\w+_response = (\w+)\(")
 _DISALLOWED = re.compile(r"agent_facing_tool_name='([^']*)' is not a known allowed tool")
@@ -64,31 +76,59 @@ class ScenarioError(ValueError):
 
 
 def run_folders(source: str | Path) -> list[Path]:
-    """The run folder ``source`` (or the one whose result_summary.json it is), or the run folders
-    directly inside it, sorted."""
+    """The run folder ``source`` (or the one whose result_summary.json it is), or every run folder
+    at any depth under it (a run folder's own subfolders are not searched), sorted."""
     source = Path(source)
     if source.name == "result_summary.json" and source.is_file():
         return [source.parent]
     if (source / "result_summary.json").is_file():
         return [source]
     if source.is_dir():
-        runs = sorted(p for p in source.iterdir() if (p / "result_summary.json").is_file())
+        runs = _runs_under(source)
         if runs:
             return runs
-    raise FileNotFoundError(f"no ToolSandbox run folder (a folder with result_summary.json) at {source}")
+    raise FileNotFoundError(f"no ToolSandbox run folder (a folder with result_summary.json) at or under {source}")
+
+
+def _runs_under(root: Path) -> list[Path]:
+    """The run folders under ``root``, sorted; a folder that cannot be listed is an error, not skipped."""
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    runs = []
+    for folder, subfolders, _files in os.walk(root, onerror=fail):  # symbolic links to folders are not followed
+        if (Path(folder) / "result_summary.json").is_file():
+            runs.append(Path(folder))
+            subfolders.clear()
+    return sorted(runs)
 
 
 def is_run(path: Path) -> bool:
-    """A ToolSandbox run folder, a folder of them, or a run's result_summary.json."""
+    """A ToolSandbox run folder, a folder with one at any depth, or a run's result_summary.json."""
     try:
         return bool(run_folders(path))
     except (FileNotFoundError, OSError):
         return False
 
 
+def run_name(run: Path) -> str:
+    """ToolSandbox's name of the run folder ``run``: ``agent_<agent>_user_<user>_<date>``, read from
+    the folder and, where a model name held ``/``, from the parents it was split over (the fewest
+    that make a whole name); the folder's own name when none does."""
+    parts = Path(os.path.abspath(run)).parts
+    for depth in range(1, min(_NAME_DEPTH, len(parts) - 1) + 1):
+        name = "/".join(parts[-depth:])
+        if _RUN_NAME.match(name):
+            return name
+    return run.name
+
+
 def model_of(run: Path) -> str:
-    match = _RUN_NAME.match(run.name)
-    return match.group("agent") if match else run.name
+    """The agent's model name in the run's name (``openai/gpt-4o-mini``), else the folder's name.
+    A model name holding ``_user_`` is ambiguous in ToolSandbox's naming; the first one splits."""
+    name = run_name(run)
+    match = _RUN_NAME.match(name)
+    return match.group("agent") if match else name
 
 
 def _load_json(path: Path) -> Any:
@@ -297,6 +337,19 @@ def _abort(entry: dict[str, Any]) -> tuple[ToolCall | None, str]:
     return ToolCall(match.group(1), (), {}, call_id=ABORTED_CALL_ID, structured=True), last
 
 
+def _unanswered(built: _Builder, aborted: str | None) -> list[str]:
+    """The tool calls without a recorded response: allowed only in the last step of a scenario
+    that aborted (it aborted while they executed); anything else is an inconsistent log."""
+    unanswered = [cid for cid in built.calls if cid not in built.answered]
+    last = next((turn[-1] for turn in reversed(built.turns) if turn), None)
+    in_last_step = last is not None and set(unanswered) <= {c.call_id for c in last.calls}
+    if unanswered and not (aborted and in_last_step):
+        raise ScenarioError(f"tool call(s) without a recorded response: {', '.join(unanswered)}")
+    for cid in unanswered:
+        built.calls[cid]["unanswered"] = True
+    return unanswered
+
+
 def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
     entry = _summary_entry(entry)
     name = entry["name"]
@@ -305,36 +358,40 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
     if not isinstance(context, dict):
         raise ScenarioError("execution_context.json must be an object")
     built = _Builder(context)
-    unanswered = [cid for cid in built.calls if cid not in built.answered]
     aborted = entry.get("exception_type")
-    infra_error = None
+    if not (aborted is None or isinstance(aborted, str)):
+        raise ScenarioError(f"exception_type must be text or null, got {aborted!r}")
+    unanswered = _unanswered(built, aborted)
+    infra_error, exception = None, None
     if aborted:
         call, error = _abort(entry)
+        exception = (error if error.startswith(aborted) else f"{aborted}: {error}")[:500]
         if call is not None:
             built.add_step(Step((call,)))
             built.calls[ABORTED_CALL_ID] = {"error": error, "result": None, "gone": [], "arguments_unknown": True}
         elif not any(turn for turn in built.turns):
             # Aborted before the agent did anything: the model call itself failed (SPEC §2).
-            infra_error = (error if error.startswith(str(aborted)) else f"{aborted}: {error}")[:500]
+            infra_error = exception
         # Aborted after some actions: those are scored, the abort is in meta.
-    if unanswered:
-        raise ScenarioError(f"tool call(s) without a recorded response: {', '.join(unanswered)}")
     if (folder / "conversation.json").exists():
         _check_conversation(folder / "conversation.json", built.requests, built.sandbox)
     elif not aborted:
         raise ScenarioError("missing conversation.json although the scenario did not abort")
     record = {"user_turns": built.user_turns, "allowed": context.get("tool_allow_list"),
               "denied": context.get("tool_deny_list"), "tools": _universe(built.sandbox), "calls": built.calls}
-    meta = {RECORD_KEY: {"run": run.name, "scenario": name, "similarity": entry["similarity"],
+    label = run_name(run)
+    meta = {RECORD_KEY: {"run": label, "scenario": name, "similarity": entry["similarity"],
                          "milestone_similarity": entry.get("milestone_similarity"),
                          "minefield_similarity": entry.get("minefield_similarity"),
                          "categories": entry.get("categories"), "turn_count": entry.get("turn_count"),
-                         "exception_type": aborted or None}}
-    rid = rollout_id_for(DATASET, model, method, name, run.name)
+                         "exception_type": aborted or None, "exception": exception,
+                         "unanswered": unanswered}}
+    rid = rollout_id_for(DATASET, model, method, name, label)
     turns = () if infra_error is not None else tuple(tuple(_with_results(step, built.calls) for step in t)
                                                      for t in built.turns)
     similarity = float(entry["similarity"])
-    verdict = Recorded.of(int(similarity >= 1.0), f"similarity {similarity:g}", call_like_text_steps(turns))
+    verdict = Recorded.of(int(similarity >= 1.0), f"similarity {similarity:g}", call_like_text_steps(turns),
+                          score=similarity, score_name=SCORE_NAME)
     return Rollout(DATASET, name, model, method, rid, turns, "import:toolsandbox", meta, {RECORD_KEY: record},
                    infra_error=infra_error, recorded=verdict)
 
@@ -346,7 +403,7 @@ def _with_results(step: Step, calls: dict[str, dict[str, Any]]) -> Step:
     results = []
     for call in step.calls:
         outcome = calls.get(call.call_id or "")
-        if outcome is None:
+        if outcome is None or outcome.get("unanswered"):  # nothing recorded
             results.append(None)
         elif outcome["error"] is not None:
             results.append(RecordedResult.of(str(outcome["error"]), True))

@@ -39,6 +39,7 @@ from .validation import phone_number
 
 DATASET = "toolsandbox_recorded"
 RECORD_KEY = "toolsandbox"
+SCORE_NAME = "similarity"  # ToolSandbox's own per-scenario score; its headline is the mean over scenarios
 REFERENCE_PARAMS = frozenset({"person_id", "message_id", "reminder_id", "sender_person_id", "recipient_person_id"})
 
 _ADDRESS_EXPR = re.compile(r"<(\w+) \[.*?\] at 0x[0-9a-fA-F]+>", re.DOTALL)
