@@ -18,6 +18,7 @@ from prefix_audit.benchmarks.tau.errors import TauResultsError
 from prefix_audit.benchmarks.tau.importer import import_results
 from prefix_audit.checker import replay
 from prefix_audit.contract import UnscorableRollout
+from prefix_audit.record_check import check_record
 from prefix_audit.records import BadLine, Rollout
 
 V1_FILE = SHARED / "fixtures" / "real-logs" / "tau-bench-v1" / "gpt-4.1-mini_retail_user-gpt-4.1_1trial.json"
@@ -151,7 +152,7 @@ def test_think_changes_no_state(benches, tmp_path, retail_case):
     assert "think" not in benches["tau_retail"].tools and "think" in bench.tools
 
 
-def test_invented_tool_is_a_schema_failure_extra_tool_run_is_quarantined(benches, tmp_path, retail_case):
+def test_invented_tool_is_a_schema_failure_missing_stock_tool_is_quarantined(benches, tmp_path, retail_case):
     case = retail_case
     invented = [_u(f"My email is {case['email']}."),
                 *_call("i1", "lookup_customer", {"email": case["email"]}, "Unknown action lookup_customer"),
@@ -162,13 +163,15 @@ def test_invented_tool_is_a_schema_failure_extra_tool_run_is_quarantined(benches
                      _a("ok"), _u("###STOP###")]
     good, bad = _import(_write(tmp_path, [_entry(0, invented, _gold(case)), _entry(1, extra, _gold(case)),
                                           _entry(2, stock_missing, _gold(case)), "not an entry"]), benches)
-    [rollout] = good
+    rollout, extra_run = good  # a run with a tool v1 lacks: an episode, its call unknown, flagged
+    assert replay(extra_run, benches[rollout.dataset]).category == "schema"
+    assert [i.code for i in extra_run.recorded.issues] == ["tool_set_differs"]
     episode = replay(rollout, benches[rollout.dataset])
     assert (episode.FED, episode.category, episode.Y) == (1, "schema", 1)
     assert episode.verdicts[0].failures[0].code == "unknown_tool"
     assert rollout.meta["recorded_unknown_action_calls"] == [1]
-    reasons = ["this run exposed extra tools", "did not expose v1's stock tool set", "must be an object"]
-    assert [b.line for b in bad] == [2, 3, 4]
+    reasons = ["did not expose v1's stock tool set", "must be an object"]
+    assert [b.line for b in bad] == [3, 4]
     assert all(reason in b.reason for b, reason in zip(bad, reasons)), [b.reason for b in bad]
 
 
@@ -412,3 +415,241 @@ def test_real_tau2_results_on_tau3_task_data_with_tasks_from_results(tmp_path, n
             scores = tmp_path / f"{where}{len(option)}"
             assert main(["score", str(out), "-o", str(scores), *options]) == 0
             assert disagreements(scores / "episodes.parquet") == []
+
+
+# --- ReAct files, unknown and unnamed tools, literal arguments, the log's own consistency ------------
+
+REACT_FILE = SHARED / "fixtures" / "real-logs" / "tau-bench-v1" / "Qwen3-8B_react-strategy_retail_user-Qwen3-32B.json"
+
+
+def _react(name, arguments, thought="I should act."):
+    return {"role": "assistant", "content": f"Thought:\n{thought}\nAction:\n"
+                                            + json.dumps({"name": name, "arguments": arguments})}
+
+
+def _react_text(text):
+    return {"role": "assistant", "content": text}
+
+
+def _checked(rollout, benches):
+    episode = replay(rollout, benches[rollout.dataset])
+    return episode, check_record(episode)
+
+
+def _replies(benches, case, calls):
+    """v1's replies to ``calls`` in order on a fresh database (what a faithful log records)."""
+    from prefix_audit.calls import structured_call
+
+    bench = benches["tau_v1_retail"]
+    rollout = Rollout("tau_v1_retail", "0", "m", "x", "r", (), "t", {"user_turns": []})
+    [probe], _ = _import_probe(benches, case)
+    session = bench.open_session(probe)
+    out = []
+    for name, arguments in calls:
+        outcome = session.execute(structured_call(name, arguments))
+        out.append(outcome.logged if outcome.logged is not None
+                   else (outcome.result if outcome.accepted else outcome.error))
+    del rollout
+    return out
+
+
+def _import_probe(benches, case, tmp=None):
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        return _import(_write(Path(d), [_entry(0, _good_traj(case), _gold(case))]), benches)
+
+
+def _react_good(benches, case):
+    """A ReAct trajectory that does the gold with v1's own replies: find the user, think, cancel, say so."""
+    cancel = {"order_id": case["order_id"], "reason": "no longer needed"}
+    calls = [("find_user_id_by_email", {"email": case["email"]}), ("think", {"thought": "Pending: cancel."}),
+             ("cancel_pending_order", cancel)]
+    replies = _replies(benches, case, calls)
+    traj = [_u(f"Cancel my order {case['order_id']}, my email is {case['email']}.")]
+    for (name, arguments), reply in zip(calls, replies):
+        traj += [_react(name, arguments), _u(f"API output: {reply}")]
+    return traj + [_react("respond", {"content": "Your order is cancelled; the refund is on its way."}),
+                   _u("Thanks! ###STOP###")]
+
+
+def test_react_file_reads_as_v1_reads_it(benches, tmp_path, retail_case):
+    case = retail_case
+    good = _react_good(benches, case)
+    # text that is not JSON after the last Action: is v1's respond with that text; a Python-literal
+    # action is such text too (v1 reads it with json.loads), so it is said to the user
+    literal = [*good[:-2], _react_text("Thought: done.\nAction:\n{'name': 'respond', 'arguments': {'content': "
+                                       "'Cancelled'}}"), _u("###STOP###")]
+    plain = [*good[:-2], _react_text("<think>\n</think>\n\nYour order is cancelled."), _u("ok ###STOP###")]
+    unknown = [good[0], _react("lookup_customer", {"email": case["email"]}),
+               _u("API output: Unknown action lookup_customer"), _react("", {}), _u("API output: Unknown action "),
+               *good[1:]]
+    malformed = [good[0], _react_text('Action: ["find_user_id_by_email"]'), _u("API output: Unknown action x"),
+                 *good[1:]]
+    entries = [_entry(i, traj, _gold(case), outputs=outputs, reward=reward) for i, (traj, outputs, reward) in
+               enumerate([(good, ["refund"], 1.0), (literal, [], 1.0), (plain, ["cancelled"], 1.0),
+                          (unknown, [], 1.0), (malformed, [], 1.0)])]
+    rollouts, bad = _import(_write(tmp_path, entries), benches)
+    assert not bad and [r.meta["v1_agent_strategy"] for r in rollouts] == ["react"] * 5
+    results = {r.task_id: _checked(r, benches) for r in rollouts}
+    got = {k: (e.T, e.FED, e.Y, e.category) for k, (e, _) in results.items()}
+    assert got == {"0": (4, 5, 1, None), "1": (4, 5, 1, None), "2": (4, 5, 1, None),
+                   "3": (6, 1, 1, "schema"), "4": (5, 1, 1, "schema")}, got
+    assert {k: c.log_issue for k, (_, c) in results.items() if k != "4"} == dict.fromkeys("0123")
+    assert all(c.replay_agreement == 1.0 for k, (_, c) in results.items() if k != "4")
+    # v1 stops a run on an action it cannot take; a log that answers one anyway ran something replay cannot
+    assert results["4"][1].log_issue.startswith("replay_diverged: call 1 (no tool name, turn 0): the log shows it ran")
+    by_id = {r.task_id: r for r in rollouts}
+    assert by_id["1"].turns[0][-1].text.startswith("{'name': 'respond'")  # v1's respond content, verbatim
+    assert by_id["1"].meta["react_respond_fallbacks"] == 1 and by_id["0"].meta["react_respond_fallbacks"] == 0
+    assert by_id["2"].turns[0][-1].text == "<think>\n</think>\n\nYour order is cancelled."
+    unknown_ep = results["3"][0]
+    assert unknown_ep.verdicts[0].failures[0].code == "unknown_tool" and unknown_ep.unknown_tool_calls == 2
+    assert [results["3"][1].statuses[j] for j in (1, 2)] == ["same", "same"]  # "Unknown action …" reproduced
+    assert by_id["3"].meta["recorded_unknown_action_calls"] == [1, 2]
+    assert results["4"][0].verdicts[0].failures[0].code == "unparseable_call"
+
+
+def test_react_bad_entries_are_located_the_rest_imported(benches, tmp_path, retail_case):
+    case = retail_case
+    good = _react_good(benches, case)
+    no_output = [good[0], good[1], _u("Sure, what else?"), *good[3:]]  # a tool action answered without API output
+    truncated = good[:2]
+    entries = [_entry(0, good, _gold(case)), _entry(1, no_output, _gold(case)), _entry(2, truncated, _gold(case)),
+               _entry(3, [*good, _react_text("more")], _gold(case))]
+    rollouts, bad = _import(_write(tmp_path, entries), benches)
+    assert [r.task_id for r in rollouts] == ["0"] and [b.line for b in bad] == [2, 3, 4]
+    assert "does not start 'API output:'" in bad[0].reason and "find_user_id_by_email" in bad[0].reason
+    assert "has no API output" in bad[1].reason and "after the user's stop" in bad[2].reason
+
+
+def test_a_file_mixing_strategies_or_unreadable_as_react_is_refused(benches, tmp_path, retail_case):
+    react = _entry(0, _react_good(benches, retail_case), _gold(retail_case))
+    tools = _entry(1, _good_traj(retail_case), _gold(retail_case))
+    with pytest.raises(TauResultsError, match=r"entries \[2\] hold tool calls, entries \[1\] ReAct") as exc:
+        list(import_results(_write(tmp_path, [react, tools]), benches.__getitem__))
+    assert "\n" not in str(exc.value)
+    outputs_only = _entry(0, [_u("Hi"), _a("Let me look."), _u("API output: {}"), _a("Done."), _u("###STOP###")],
+                          _gold(retail_case))
+    with pytest.raises(TauResultsError, match="no agent message holds an 'Action:'"):
+        list(import_results(_write(tmp_path, [outputs_only]), benches.__getitem__))
+
+
+def test_unnamed_and_unknown_tools_are_schema_failures_not_quarantines(benches, tmp_path, retail_case):
+    case = retail_case
+    unnamed = [_u(f"My email is {case['email']}."), *_call("n1", "", {}, "Unknown action "),
+               *_good_traj(case, "k")[1:]]
+    extra = [_u(f"My email is {case['email']}."), *_call("e1", "get_item_details", {"item_id": "1"}, '{"id": "1"}'),
+             _a("ok"), _u("###STOP###")]
+    nameless = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "z1", "type": "function", "function": {"arguments": "{}"}}]}
+    no_name = [_u("Hi."), nameless, {"role": "tool", "tool_call_id": "z1", "content": "Unknown action None"},
+               _a("ok"), _u("###STOP###")]
+    rollouts, bad = _import(_write(tmp_path, [_entry(0, unnamed, _gold(case)), _entry(1, extra, [], reward=1.0),
+                                              _entry(2, no_name, [])]), benches)
+    assert not bad and len(rollouts) == 3
+    (e0, c0), (e1, c1), (e2, c2) = (_checked(r, benches) for r in rollouts)
+    assert (e0.FED, e0.category, e0.Y) == (1, "schema", 1) and "tool_set_differs" not in (c0.log_issue or "")
+    assert e0.verdicts[0].failures[0].code == "unknown_tool" and c0.statuses[1] == "same"  # "Unknown action "
+    assert (e1.FED, e1.category) == (1, "schema") and c1.log_issue.startswith("tool_set_differs: the log answers "
+                                                                                "get_item_details")
+    assert (e2.FED, e2.category) == (1, "schema") and e2.verdicts[0].failures[0].code == "unparseable_call"
+
+
+def test_python_literal_arguments_read_where_the_call_ran(benches, tmp_path, retail_case):
+    case = retail_case
+
+    def literal_call(call_id, name, text, reply):
+        call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
+        return [{"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call_id, "name": name, "content": reply}]
+
+    ran = [_u(f"My email is {case['email']}."),
+           *literal_call("l1", "find_user_id_by_email", f"{{'email': '{case['email']}'}}", case["user_id"]),
+           _a("Found you."), _u("###STOP###")]
+    refused = [_u(f"My email is {case['email']}."),
+               *literal_call("l1", "find_user_id_by_email", f"{{'email': '{case['email']}'}}",
+                             "Error: Expecting property name enclosed in double quotes"),
+               _a("Sorry."), _u("###STOP###")]
+    gold = [_gold(case)[0]]
+    rollouts, bad = _import(_write(tmp_path, [_entry(0, ran, gold), _entry(1, refused, gold)]), benches)
+    assert not bad
+    (e0, c0), (e1, _) = (_checked(r, benches) for r in rollouts)
+    assert rollouts[0].meta["literal_argument_calls"] == [1] and "literal_argument_calls" not in rollouts[1].meta
+    assert e0.verdicts[0].valid and e0.verdicts[0].action.call.kwargs == {"email": case["email"]}
+    assert c0.log_issue is None and c0.replay_agreement == 1.0
+    assert e1.verdicts[0].failures[0].code == "unparseable_call"
+
+
+def _writing_case(benches, case):
+    """A tool-calling trajectory that looks the user up and says the refund is coming, but never
+    cancels: the database differs from the gold's (which cancels)."""
+    [lookup] = _replies(benches, case, [("find_user_id_by_email", {"email": case["email"]})])
+    return [_u(f"Cancel my order {case['order_id']}, my email is {case['email']}."),
+            *_call("w1", "find_user_id_by_email", {"email": case["email"]}, lookup),
+            _a("Your refund is on its way."), _u("###STOP###")]
+
+
+def test_legacy_reward_rule_from_the_file(benches, tmp_path, retail_case):
+    case = retail_case
+    traj = _writing_case(benches, case)
+    legacy = _entry(0, traj, _gold(case), outputs=["refund"], reward=1.0)  # outputs only: scored 1
+    legacy["info"]["reward_info"]["info"] = {"r_outputs": 1.0, "outputs": {"refund": True}}
+    rollouts, bad = _import(_write(tmp_path, [legacy]), benches)
+    assert not bad
+    [(episode, check)] = [_checked(r, benches) for r in rollouts]
+    assert (episode.Y, check_record(episode).log_issue.split(":")[0]) == (0, "legacy_reward_rule")
+    assert rollouts[0].meta["v1_legacy_rule_y"] == 1 and "before 2024-11-10" in check.log_issue
+    # the same entry in a file that shows the current rule (outputs found, still 0): no legacy cause
+    current = _entry(1, traj, _gold(case), outputs=["refund"], reward=0.0)
+    current["info"]["reward_info"]["info"] = {"r_outputs": 1.0, "outputs": {"refund": True}}
+    rollouts, _ = _import(_write(tmp_path, [legacy, current]), benches)
+    checks = [_checked(r, benches)[1].log_issue for r in rollouts]
+    assert checks[0].startswith("y_differs") and checks[1] is None
+    # where Y agrees the legacy cause is not said
+    agreeing = _entry(0, _good_traj(case), _gold(case), outputs=["refund"], reward=1.0)
+    rollouts, _ = _import(_write(tmp_path, [agreeing]), benches)
+    assert rollouts[0].recorded.if_y_differs and rollouts[0].meta["v1_legacy_rule_y"] == 1
+    assert "legacy_reward_rule" not in (_checked(rollouts[0], benches)[1].log_issue or "")
+
+
+def test_vacuous_db_check_from_the_file(benches, tmp_path, retail_case):
+    from prefix_audit.benchmarks.tau import v1
+
+    case = retail_case
+    untouched = v1.V1_UNTOUCHED_DB_SHA256["retail"]
+    traj = _writing_case(benches, case)
+    vacuous = _entry(0, traj, _gold(case), reward=1.0)  # the writing gold "hashed" to the untouched DB
+    vacuous["info"]["reward_info"]["info"] = {"r_actions": 1.0, "gt_data_hash": untouched}
+    read_only = _entry(1, traj, _gold(case)[:1], reward=1.0)
+    read_only["info"]["reward_info"]["info"] = {"r_actions": 1.0, "gt_data_hash": untouched}
+    honest = _entry(2, traj, _gold(case), reward=0.0)
+    honest["info"]["reward_info"]["info"] = {"r_actions": 0.0, "gt_data_hash": "0" * 64}
+    rollouts, bad = _import(_write(tmp_path, [vacuous, read_only, honest]), benches)
+    assert not bad
+    results = [_checked(r, benches) for r in rollouts]
+    assert [e.Y for e, _ in results] == [0, 1, 0]
+    assert results[0][1].log_issue.startswith("vacuous_db_check: the recorded gold DB hash (5a4b2cb59f4d…)")
+    assert results[1][1].log_issue is None and results[2][1].log_issue is None
+
+
+def test_records_round_trip_conditional_issues(benches, tmp_path, retail_case):
+    from prefix_audit.records import dumps, rollout_from_json
+
+    legacy = _entry(0, _writing_case(benches, retail_case), _gold(retail_case), outputs=["refund"], reward=1.0)
+    [rollout], _ = _import(_write(tmp_path, [legacy]), benches)
+    again = rollout_from_json(json.loads(dumps(rollout)))
+    assert again.recorded == rollout.recorded and again.recorded.if_y_differs
+
+
+def test_shared_react_file_every_entry_an_episode_agreeing(benches):
+    """The real ReAct-strategy file: every entry an episode, Y = the recorded reward, nothing flagged."""
+    if not REACT_FILE.is_file():
+        pytest.skip(f"no τ-bench v1 ReAct log at {REACT_FILE}")
+    good, bad = _import(REACT_FILE, benches)
+    assert not bad and len(good) == len(json.loads(REACT_FILE.read_text()))
+    for rollout in good:
+        episode, check = _checked(rollout, benches)
+        assert rollout.meta["v1_agent_strategy"] == "react" and episode.T and rollout.recorded.undecoded_count == 0
+        assert episode.Y == rollout.recorded.y and check.log_issue is None, (rollout.task_id, check.log_issue)

@@ -20,8 +20,9 @@ nothing for is not compared.
 
 ``replay_agreement`` is the share of compared results that are ``same``. ``log_issue`` joins, with
 ``; ``, the faults the importer found in the log, ``not_executed``, ``replay_diverged`` (the first
-divergence) and — only when Y differs from the recorded verdict and nothing above explains it —
-``undecoded`` (the entry holds steps its reading could not decode as calls) or else ``y_differs``.
+divergence), the causes the importer found for a Y that differs from the log's verdict (only where
+it does: :attr:`~prefix_audit.records.Recorded.if_y_differs`) and — only when Y differs from the
+recorded verdict and nothing above explains it — ``undecoded`` (the entry holds steps its reading could not decode as calls) or else ``y_differs``.
 """
 
 from __future__ import annotations
@@ -206,6 +207,9 @@ def _issues(ep: EpisodeResult, statuses: dict[int, str]) -> Iterator[str]:
     assert recorded is not None
     for issue in recorded.issues:
         yield issue.text()
+    if recorded.y is not None and ep.Y is not None and ep.Y != recorded.y:
+        for issue in recorded.if_y_differs:  # the importer's explanation of this very disagreement
+            yield issue.text()
     skipped = [v for v in ep.verdicts if statuses.get(v.action.index) == NOT_EXECUTED]
     if skipped:
         yield LogIssue(NOT_EXECUTED_CODE, f"{len(skipped)} call(s) the log shows never ran, not executed in replay "

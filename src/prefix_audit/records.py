@@ -110,6 +110,9 @@ class Recorded:
     ``y``: the log's verdict on final success as the benchmark defines Y (τ reward = 1, ToolSandbox
     similarity = 1, BFCL's score file), None when it records none; ``verdict``: that verdict in the
     log's words, or why there is none; ``issues``: faults of the log its importer found;
+    ``if_y_differs``: causes the importer found that explain a Y different from the log's verdict
+    (e.g. the log was scored under an older rule that gives the recorded verdict), said only where
+    replay's Y does differ;
     ``undecoded``: the steps of model output the importer's decoder could not read as calls
     (``(turn, step, reason)``, at most :data:`MAX_UNDECODED_STEPS`) and ``undecoded_count`` all of them;
     ``score``: the benchmark's own continuous score of the entry as the log recorded it, its headline
@@ -121,12 +124,14 @@ class Recorded:
     issues: tuple[LogIssue, ...] = ()
     undecoded: tuple[tuple[int, int, str], ...] = ()
     undecoded_count: int = 0
+    if_y_differs: tuple[LogIssue, ...] = ()
     score: float | None = None
     score_name: str | None = None
 
     @classmethod
     def of(cls, y: int | None, verdict: str | None, undecoded: Sequence[tuple[int, int, str]] = (),
-           issues: Sequence[LogIssue] = (), *, score: float | None = None, score_name: str | None = None) -> Recorded:
+           issues: Sequence[LogIssue] = (), if_y_differs: Sequence[LogIssue] = (), *, score: float | None = None,
+           score_name: str | None = None) -> Recorded:
         """A record with its texts and its list of undecodable steps bounded (their count kept whole).
         A ``score`` must be a finite number and comes with its ``score_name``."""
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
@@ -135,7 +140,8 @@ class Recorded:
         return cls(y, verdict[:MAX_ISSUE_CHARS] if verdict is not None else None,
                    tuple(LogIssue(i.code[:60], i.detail[:MAX_ISSUE_CHARS]) for i in issues),
                    tuple((t, s, why[:MAX_ISSUE_CHARS]) for t, s, why in undecoded[:MAX_UNDECODED_STEPS]),
-                   len(undecoded), float(score) if score is not None else None,
+                   len(undecoded), tuple(LogIssue(i.code[:60], i.detail[:MAX_ISSUE_CHARS]) for i in if_y_differs),
+                   float(score) if score is not None else None,
                    score_name[:60] if score is not None and score_name else None)
 
     def to_json(self) -> dict[str, Any]:
@@ -144,6 +150,8 @@ class Recorded:
             out |= {"score": self.score, "score_name": self.score_name}
         if self.issues:
             out["issues"] = [{"code": i.code, "detail": i.detail} for i in self.issues]
+        if self.if_y_differs:
+            out["if_y_differs"] = [{"code": i.code, "detail": i.detail} for i in self.if_y_differs]
         if self.undecoded_count:
             out["undecoded_steps"] = [list(u) for u in self.undecoded]
             out["undecoded_count"] = self.undecoded_count
@@ -434,12 +442,13 @@ def _recorded_from_json(obj: Any) -> Recorded | None:
         raise RecordError(f"{where}.y must be 0, 1 or null, got {y!r}"[:200])
     if verdict is not None and not isinstance(verdict, str):
         raise RecordError(f"{where}.verdict must be a string")
-    issues = obj.get("issues", [])
-    if not isinstance(issues, list) or not all(
-            isinstance(i, dict) and isinstance(i.get("code"), str) and i["code"]
-            and isinstance(i.get("detail", ""), str)
-            for i in issues):
-        raise RecordError(f"{where}.issues must be a list of {{code, detail}} objects")
+    issues, conditional = obj.get("issues", []), obj.get("if_y_differs", [])
+    for key, items in (("issues", issues), ("if_y_differs", conditional)):
+        if not isinstance(items, list) or not all(
+                isinstance(i, dict) and isinstance(i.get("code"), str) and i["code"]
+                and isinstance(i.get("detail", ""), str)
+                for i in items):
+            raise RecordError(f"{where}.{key} must be a list of {{code, detail}} objects")
     steps = obj.get("undecoded_steps", [])
     if not isinstance(steps, list) or not all(
             isinstance(u, list) and len(u) == 3 and all(isinstance(x, int) and not isinstance(x, bool) for x in u[:2])
@@ -454,6 +463,7 @@ def _recorded_from_json(obj: Any) -> Recorded | None:
         raise RecordError(f"{where}.score must be a finite number with a non-empty score_name, or absent")
     record = Recorded.of(y, verdict, [(u[0], u[1], u[2]) for u in steps],
                          [LogIssue(i["code"], i.get("detail", "")) for i in issues],
+                         [LogIssue(i["code"], i.get("detail", "")) for i in conditional],
                          score=score, score_name=score_name if score is not None else None)
     return dataclasses.replace(record, undecoded_count=total)
 

@@ -23,10 +23,14 @@ The file is a JSON list of entries ``{task_id, reward, info, traj, trial}`` (:mo
 
 An entry whose run raised before any agent action (v1 writes ``traj: []`` and ``info.error``) is kept
 as a rollout with ``infra_error`` set and no turns; one that raised after some actions is a normal
-episode that ended with ``agent_error`` (v1 scores it 0). A call of a tool outside v1's stock set whose
-reply is ``Unknown action …`` is the model's invention and is kept (a schema failure); one whose reply
-is a normal result shows a run with extra tools, and the entry is quarantined — as is a stock tool
-answered ``Unknown action`` (a run without it). Other quarantines: an entry that is not an object or
+episode that ended with ``agent_error`` (v1 scores it 0). A call with an empty name or of a tool outside
+v1's stock set is a schema failure, never a quarantine: answered ``Unknown action …`` it is the model's
+invention; answered with a normal result, the run had extra tools and the entry is flagged
+``tool_set_differs``. A stock tool answered ``Unknown action`` (a run without it) is quarantined.
+ReAct-strategy files (actions as text, ``API output:`` replies) are read as v1's ReAct agent reads
+them (:func:`react_action`); arguments that are a Python literal are read with :func:`ast.literal_eval`
+where the reply shows the call ran (``meta.literal_argument_calls``). ``legacy_reward_rule`` (a
+conditional cause, ``meta.v1_legacy_rule_y``) and ``vacuous_db_check`` are found from the file. Other quarantines: an entry that is not an object or
 lacks ``task_id``/``traj``/``info.task``, a malformed message or task, a reply to an unknown call, a
 call without a reply, a message after the user's stop. In a ``BadLine`` from this importer, ``line``
 is the entry's 1-based position in the list.
@@ -38,6 +42,8 @@ both domains or of none is refused unless ``--tau-v1-domain`` names it.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -45,12 +51,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...calls import ToolCall, structured_call
+from ...calls import MAX_CALL_CHARS, ToolCall, structured_call
 from ...contract import Benchmark
 from ...decode import RECORD_SHAPE_ERRORS, excerpt_of, shape_reason
 from ...records import (
     BadLine,
     Located,
+    LogIssue,
+    Recorded,
     RecordedResult,
     Rollout,
     Step,
@@ -68,6 +76,8 @@ from .replay_v1 import TauV1Benchmark, v1_dataset_of
 
 # A harness that refused a call before it ran says so in place of the tool's reply.
 _REJECTED = re.compile(r"^\s*Execution of .{0,400}? was rejected\b", re.DOTALL)
+# log_issue codes this importer finds (SPEC §3)
+TOOL_SET_DIFFERS, VACUOUS_DB_CHECK, LEGACY_REWARD_RULE = "tool_set_differs", "vacuous_db_check", "legacy_reward_rule"
 
 
 class V1ResultsError(TauResultsError):
@@ -87,6 +97,9 @@ class _Conversation:
     unknown_calls: tuple[int, ...]
     termination: str
     texts: tuple[str, ...]  # call arguments and replies, for the database-difference flag
+    issues: tuple[LogIssue, ...] = ()
+    literal_calls: tuple[int, ...] = ()  # calls whose arguments were read as a Python literal
+    respond_fallbacks: tuple[int, ...] = ()  # ReAct: 0-based message indices read as respond (not JSON)
 
 
 def _text(value: Any, where: str) -> str:
@@ -97,101 +110,251 @@ def _text(value: Any, where: str) -> str:
     return value
 
 
-def _calls(message: Mapping[str, Any], where: str) -> tuple[ToolCall, ...]:
+def _calls(message: Mapping[str, Any], where: str) -> tuple[tuple[ToolCall, ...], dict[int, ToolCall]]:
+    """The message's tool calls, and (by index) those whose arguments are a Python literal rather
+    than JSON, read with :func:`ast.literal_eval` (used only where the recorded reply shows the call
+    ran: :func:`_with_results`)."""
     raw = message.get("tool_calls")
     if raw is None:
-        return ()
+        return (), {}
     if not isinstance(raw, list):
         raise BadEntry(f"{where}.tool_calls must be a list")
-    out = []
+    out, literal = [], {}
     for i, c in enumerate(raw):
         at = f"{where}.tool_calls[{i}]"
-        function = c.get("function") if isinstance(c, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
-            raise BadEntry(f"{at}: a tool call needs a function with a name")
-        if not isinstance(c.get("id"), str) or not c["id"]:
+        if not isinstance(c, dict) or not isinstance(c.get("id"), str) or not c["id"]:
             raise BadEntry(f"{at}: tool call without an id (its reply cannot be matched to it)")
-        arguments = function.get("arguments")
-        if not isinstance(arguments, (str, dict)):
-            raise BadEntry(f"{at}: function.arguments must be a JSON text")
-        out.append(structured_call(function["name"], arguments, c["id"]))
-    return tuple(out)
+        function = c.get("function") if isinstance(c.get("function"), dict) else {}
+        name, arguments = function.get("name"), function.get("arguments")
+        if arguments is not None and not isinstance(arguments, (str, dict)):
+            out.append(ToolCall(name if isinstance(name, str) else None, raw=excerpt_of(arguments),
+                                parse_error=f"function.arguments must be a JSON text, got {type(arguments).__name__}",
+                                call_id=c["id"], structured=True))
+            continue
+        call = _named_call(name, arguments, c["id"])
+        if call.parse_error and isinstance(arguments, str) and call.name:
+            kwargs = _literal_object(arguments)
+            if kwargs is not None:
+                literal[i] = ToolCall(call.name, (), kwargs, raw=arguments, call_id=c["id"], structured=True)
+        out.append(call)
+    return tuple(out), literal
+
+
+def _named_call(name: Any, arguments: Any, call_id: str) -> ToolCall:
+    """A structured call; an empty name is a call of that name (v1 answers ``Unknown action``, a
+    schema failure), a missing name an unparseable call."""
+    if name == "":
+        return dataclasses.replace(structured_call("_", arguments, call_id), name="")
+    return structured_call(name, arguments, call_id)
+
+
+def _literal_object(text: str) -> dict[str, Any] | None:
+    """``text`` as a Python literal dict (``{'thought': …}``), never evaluated; None otherwise."""
+    if len(text) > MAX_CALL_CHARS or not text.lstrip().startswith("{"):
+        return None
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
+
+
+class _Reading:
+    """What a trajectory says, collected message by message by either strategy's reader."""
+
+    def __init__(self, domain: str) -> None:
+        self.domain = domain
+        self.stock = v1.V1_TOOLS[domain]
+        self.turns: list[list[Step]] = []
+        self.user_turns: list[str] = []
+        self.errors: list[int] = []
+        self.unknown: list[int] = []
+        self.texts: list[str] = []
+        self.recorded: dict[int, RecordedResult] = {}  # call position → the reply the log recorded
+        self.literal: dict[int, ToolCall] = {}  # call position → its Python-literal reading
+        self.extra_tools: list[str] = []
+        self.n_calls = 0
+        self.stopped = False
+        self.last_reply: str | None = None  # tool name of the reply the trajectory ends with
+
+    def user(self, text: str, where: str) -> None:
+        if self.stopped:
+            raise BadEntry(f"{where}: message after the user's stop message")
+        self.last_reply = None
+        if v1.STOP_TOKEN in text and self.turns:
+            self.stopped = True
+            return
+        self.turns.append([])
+        self.user_turns.append(text)
+
+    def step(self, calls: tuple[ToolCall, ...], text: str | None, where: str) -> list[int]:
+        """Add one agent step; returns its calls' positions."""
+        if self.stopped:
+            raise BadEntry(f"{where}: message after the user's stop message")
+        if not self.turns:
+            raise BadEntry(f"{where}: the agent spoke before the user's first message")
+        self.last_reply = None
+        self.turns[-1].append(Step(calls, text))
+        self.texts += [c.raw if c.raw is not None else json.dumps(c.kwargs, sort_keys=True, default=str)
+                       for c in calls]
+        positions = list(range(self.n_calls + 1, self.n_calls + 1 + len(calls)))
+        self.n_calls += len(calls)
+        return positions
+
+    def reply(self, name: str, position: int, reply: str, where: str) -> None:
+        self.recorded[position] = recorded_reply(reply)
+        self.texts.append(reply)
+        self.last_reply = name
+        if reply.startswith(v1.UNKNOWN_ACTION_PREFIX):
+            if name in self.stock:
+                raise BadEntry(f"{where}: {name!r} is a stock τ-bench v1 {self.domain} tool, yet the reply is "
+                               f"{reply[:60]!r}: this run did not expose v1's stock tool set")
+            self.unknown.append(position)
+            self.literal.pop(position, None)
+        elif name not in self.stock:  # the run had a tool v1 lacks: a schema failure all the same
+            self.extra_tools.append(name)
+            self.literal.pop(position, None)
+        elif reply.startswith(v1.ERROR_PREFIX):
+            self.errors.append(position)
+            self.literal.pop(position, None)  # the Python-literal arguments did not run
+
+    def done(self, errored: bool, respond_fallbacks: list[int] = ()) -> _Conversation:
+        if self.stopped:
+            termination = "user_stop"
+        elif self.last_reply in v1.TERMINATE_TOOLS:
+            termination = "transfer_to_human_agents"
+        else:
+            termination = "agent_error" if errored else "max_steps"
+        issues = []
+        if self.extra_tools:
+            names = ", ".join(sorted(set(self.extra_tools)))
+            issues.append(LogIssue(TOOL_SET_DIFFERS, f"the log answers {names} (not τ-bench v1 {self.domain} "
+                                                     f"tools) with a normal result: the run exposed tools v1 does "
+                                                     f"not have, so replay calls them unknown"))
+        return _Conversation(_with_results(self.turns, self.recorded, self.literal), tuple(self.user_turns),
+                             tuple(self.errors), tuple(self.unknown), termination, tuple(self.texts),
+                             tuple(issues), tuple(sorted(self.literal)), tuple(respond_fallbacks))
 
 
 def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
-    stock = v1.V1_TOOLS[domain]
-    turns: list[list[Step]] = []
-    user_turns: list[str] = []
+    """A tool-calling agent's trajectory: OpenAI tool calls, ``role: tool`` replies."""
+    reading = _Reading(domain)
     pending: dict[str, tuple[str, int]] = {}  # call id → tool name and position, awaiting its reply
-    errors: list[int] = []
-    unknown: list[int] = []
-    texts: list[str] = []
-    recorded: dict[int, RecordedResult] = {}  # call position → the reply the log recorded
-    stopped = False
-    n_calls = 0
-    last_reply: str | None = None  # tool name of the reply the trajectory ends with
     for k, m in enumerate(traj):
         where = f"traj[{k}]"
         if not isinstance(m, dict):
             raise BadEntry(f"{where}: a message must be an object")
         role = m.get("role")
-        if stopped:
-            raise BadEntry(f"{where}: message after the user's stop message")
         if role in ("user", "assistant") and pending:
             raise BadEntry(f"{where}: tool call(s) {sorted(pending)} have no reply")
-        last_reply = None
         if role == "system":
             continue
         if role == "user":
-            text = _text(m.get("content"), where)
-            if v1.STOP_TOKEN in text and turns:
-                stopped = True
-                continue
-            turns.append([])
-            user_turns.append(text)
+            reading.user(_text(m.get("content"), where), where)
         elif role == "assistant":
             content = _text(m.get("content"), where)
-            calls = _calls(m, where)
-            if not turns:
-                raise BadEntry(f"{where}: the agent spoke before the user's first message")
-            turns[-1].append(Step(calls, (content or None) if calls else content))
-            for c in calls:
+            calls, literal = _calls(m, where)
+            positions = reading.step(calls, (content or None) if calls else content, where)
+            for i, c in enumerate(calls):
                 if c.call_id in pending:
                     raise BadEntry(f"{where}: call id {c.call_id!r} is used by two calls awaiting a reply")
-                n_calls += 1
-                pending[c.call_id or ""] = (c.name or "", n_calls)
-            texts += [c.raw if c.raw is not None else json.dumps(c.kwargs, sort_keys=True) for c in calls]
+                pending[c.call_id or ""] = (c.name or "", positions[i])
+                if i in literal:
+                    reading.literal[positions[i]] = literal[i]
         elif role == "tool":
+            if reading.stopped:
+                raise BadEntry(f"{where}: message after the user's stop message")
             call_id = m.get("tool_call_id")
             if not isinstance(call_id, str) or call_id not in pending:
                 raise BadEntry(f"{where}: reply to an unknown or already answered call id {call_id!r}")
             name, position = pending.pop(call_id)
-            reply = _text(m.get("content"), where)
-            recorded[position] = recorded_reply(reply)
-            texts.append(reply)
-            last_reply = name
-            if reply.startswith(v1.UNKNOWN_ACTION_PREFIX):
-                if name in stock:
-                    raise BadEntry(f"{where}: {name!r} is a stock τ-bench v1 {domain} tool, yet the reply is "
-                                   f"{reply[:60]!r}: this run did not expose v1's stock tool set")
-                unknown.append(position)
-            elif name not in stock:
-                raise BadEntry(f"{where}: tool {name!r} is not one of τ-bench v1's {domain} tools, yet its reply is a "
-                               f"normal result: this run exposed extra tools")
-            elif reply.startswith(v1.ERROR_PREFIX):
-                errors.append(position)
+            reading.reply(name, position, _text(m.get("content"), where), where)
         else:
             raise BadEntry(f"{where}: unknown role {role!r}")
     if pending:
         raise BadEntry(f"truncated: tool call(s) {sorted(pending)} have no reply")
-    if stopped:
-        termination = "user_stop"
-    elif last_reply in v1.TERMINATE_TOOLS:
-        termination = "transfer_to_human_agents"
-    else:
-        termination = "agent_error" if errored else "max_steps"
-    return _Conversation(_with_results(turns, recorded), tuple(user_turns), tuple(errors), tuple(unknown),
-                         termination, tuple(texts))
+    return reading.done(errored)
+
+
+class RespondText(str):
+    """A ReAct message's text that v1 took as a ``respond`` because it is not JSON."""
+
+
+def react_action(content: str, call_id: str) -> ToolCall | str:
+    """One ReAct message as v1's ReAct agent reads it (:mod:`.v1`): the JSON after the last
+    ``Action:``; a ``respond`` action's ``content`` (a str) or a tool call. A text that is not JSON
+    is a ``respond`` with that text (a :class:`RespondText`); a JSON value v1 cannot take as an
+    action is a malformed call."""
+    action = content.split(v1.REACT_ACTION_MARKER)[-1].strip()
+    try:
+        parsed = json.loads(action) if len(action) <= MAX_CALL_CHARS else None
+    except ValueError:  # v1 catches JSONDecodeError only: such text is what the agent says
+        return RespondText(action)
+    except RecursionError:
+        parsed = None
+    raw = action[:MAX_CALL_CHARS]
+    if not isinstance(parsed, dict) or "name" not in parsed or "arguments" not in parsed:
+        return ToolCall(None, raw=raw, call_id=call_id, structured=True,
+                        parse_error="the action is not a JSON object with name and arguments (v1's ReAct agent "
+                                    "stops the run on it)")
+    name, arguments = parsed["name"], parsed["arguments"]
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return ToolCall(name if isinstance(name, str) else None, raw=raw, call_id=call_id, structured=True,
+                        parse_error="the action's name must be a string and its arguments an object")
+    if name == v1.RESPOND:
+        said = arguments.get(v1.RESPOND_FIELD)
+        if isinstance(said, str):
+            return said
+        return ToolCall(name, raw=raw, call_id=call_id, structured=True,
+                        parse_error=f"a respond action needs a {v1.RESPOND_FIELD!r} string")
+    return _named_call(name, arguments, call_id)
+
+
+def _react_conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
+    """A ReAct (or Act) agent's trajectory: each assistant message one action (:func:`react_action`),
+    each answered by a user message: ``API output: …`` after a tool action, the user's reply after
+    ``respond``."""
+    reading = _Reading(domain)
+    awaiting: tuple[str, int] | None = None  # the tool action whose API output comes next
+    fallbacks: list[int] = []
+    for k, m in enumerate(traj):
+        where = f"traj[{k}]"
+        if not isinstance(m, dict):
+            raise BadEntry(f"{where}: a message must be an object")
+        role = m.get("role")
+        if role == "system":
+            continue
+        if role == "user":
+            text = _text(m.get("content"), where)
+            if awaiting is not None:
+                if not text.startswith(v1.REACT_OUTPUT_PREFIX):
+                    raise BadEntry(f"{where}: traj[{k - 1}] reads as a call of {awaiting[0] or 'no name'!r}, yet "
+                                   f"this reply does not start {v1.REACT_OUTPUT_PREFIX.strip()!r} as v1's ReAct "
+                                   f"agent writes tool output")
+                reading.reply(*awaiting, text[len(v1.REACT_OUTPUT_PREFIX):], where)
+                awaiting = None
+            else:
+                reading.user(text, where)
+        elif role == "assistant":
+            if awaiting is not None:
+                raise BadEntry(f"{where}: the call of traj[{k - 1}] has no API output")
+            if m.get("tool_calls"):
+                raise BadEntry(f"{where}: a tool-calling message in a ReAct trajectory")
+            content = _text(m.get("content"), where)
+            action = react_action(content, f"react_{k}")
+            if isinstance(action, str):
+                if isinstance(action, RespondText) and v1.REACT_ACTION_MARKER in content:
+                    fallbacks.append(k)
+                reading.step((), str(action), where)
+                continue
+            [position] = reading.step((action,), None, where)
+            awaiting = (action.name or "", position)
+        else:
+            raise BadEntry(f"{where}: role {role!r} in a ReAct trajectory (its messages are system, user and "
+                           f"assistant)")
+    if awaiting is not None:
+        raise BadEntry(f"truncated: the last action ({awaiting[0] or 'no name'}) has no API output")
+    return reading.done(errored, fallbacks)
 
 
 def recorded_reply(reply: str) -> RecordedResult:
@@ -203,15 +366,18 @@ def recorded_reply(reply: str) -> RecordedResult:
     return RecordedResult.of(reply, error, executed)
 
 
-def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult]) -> tuple[tuple[Step, ...], ...]:
-    """The steps with each call's recorded reply (by the call's position in the trajectory)."""
+def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult],
+                  literal: Mapping[int, ToolCall]) -> tuple[tuple[Step, ...], ...]:
+    """The steps with each call's recorded reply (by the call's position in the trajectory), and
+    the Python-literal reading of the calls whose reply shows they ran."""
     out, position = [], 0
     for turn in turns:
         steps = []
         for step in turn:
             if step.calls:
                 positions = range(position + 1, position + 1 + len(step.calls))
-                step = Step(step.calls, step.text, tuple(recorded.get(p) for p in positions))
+                calls = tuple(literal.get(p, c) for p, c in zip(positions, step.calls))
+                step = Step(calls, step.text, tuple(recorded.get(p) for p in positions))
                 position += len(step.calls)
             steps.append(step)
         out.append(tuple(steps))
@@ -238,7 +404,34 @@ def _recorded_reward(entry: Mapping[str, Any], info: Mapping[str, Any]) -> tuple
     return reward, (reward_info or {}).get("info")
 
 
-def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: str, source: str) -> Rollout:
+def _legacy_y(task: Any, convo: _Conversation) -> int | None:
+    """Y under v1's reward rule before 2024-11-10, from the trajectory alone: a task with outputs was
+    scored on them only (every output in a message the agent sent the user), after a normal end;
+    None for a task without outputs (the rule did not change for it)."""
+    if not task.communicate_info:
+        return None
+    if convo.termination not in v1.NORMAL_TERMINATIONS:
+        return 0
+    said = [step.text.lower().replace(",", "") for turn in convo.turns for step in turn
+            if step.text and not step.calls]
+    return int(all(any(o.lower() in t for t in said) for o in task.communicate_info))
+
+
+def _vacuous(bench: TauV1Benchmark, task: Any, reward_info: Any) -> LogIssue | None:
+    """``vacuous_db_check`` where the recorded gold DB hash is that of v1's untouched database
+    although the gold writes: the run's tools did not write to the database v1 hashed."""
+    gold_hash = reward_info.get("gt_data_hash") if isinstance(reward_info, dict) else None
+    if gold_hash != v1.V1_UNTOUCHED_DB_SHA256[bench.domain.name] or not bench.gold_writes(task):
+        return None
+    return LogIssue(VACUOUS_DB_CHECK, f"the recorded gold DB hash ({gold_hash[:12]}…) is that of v1's untouched "
+                                      f"{bench.domain.name} database, yet the gold actions write: the run's tools "
+                                      f"did not write to the database v1 hashed, so its DB verdict is vacuous")
+
+
+def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: str, source: str,
+                       strategy: str = "tool-calling", current_rule: bool = False) -> Rollout:
+    """One entry as a rollout; ``strategy`` is the file's (:func:`detect_strategy`), ``current_rule``
+    whether the file shows v1's current reward rule (:func:`shows_current_rule`)."""
     if not isinstance(entry, dict):
         raise BadEntry("an entry must be an object")
     task_id = _whole(entry.get("task_id"), "task_id")
@@ -256,6 +449,7 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     reward, reward_info = _recorded_reward(entry, info)
     meta: dict[str, Any] = {"results_format": v1.RESULTS_FORMAT, "recorded_reward": reward,
                             "recorded_reward_info": reward_info, "user_cost": info.get("user_cost"),
+                            "v1_agent_strategy": strategy,
                             **({"recorded_error": error} if error else {}), **bench.provenance}
     task_obj = info.get("task")
     if task_obj is None and not traj:  # the run raised before it started: v1 records neither
@@ -268,16 +462,42 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     except TauDataError as exc:
         raise BadEntry(str(exc)) from None
     meta[EMBEDDED_KEY] = embedded.to_json()
-    convo = _conversation(traj, domain, errored=error is not None)
+    read = _react_conversation if strategy == "react" else _conversation
+    convo = read(traj, domain, errored=error is not None)
     meta |= {"user_turns": list(convo.user_turns), "termination_reason": convo.termination,
              "recorded_error_calls": list(convo.error_calls),
              "recorded_unknown_action_calls": list(convo.unknown_calls),
              "v1_db_differs": _db_differs(domain, convo.texts, task_obj.get("actions") or [])}
+    if convo.literal_calls:
+        meta["literal_argument_calls"] = list(convo.literal_calls)
+    if strategy == "react":
+        meta["react_respond_fallbacks"] = len(convo.respond_fallbacks)
+    issues = list(convo.issues)
+    vacuous = _vacuous(bench, task, reward_info)
+    if vacuous is not None:
+        issues.append(vacuous)
+    conditional = []
+    legacy = _legacy_y(task, convo)
+    if legacy is not None:
+        meta["v1_legacy_rule_y"] = legacy
+        if reward is not None and not current_rule and legacy == int(reward >= 1.0):
+            conditional.append(LogIssue(LEGACY_REWARD_RULE, (
+                f"the recorded reward {reward:g} is v1's rule before {v1.REWARD_RULE_CHANGE} (a task with outputs "
+                f"scored on them alone, Y = {legacy} here, meta.v1_legacy_rule_y); replay scores the current rule, "
+                f"which also compares the database")))
     rid = rollout_id_for(bench.dataset, model, method, task.id, trial, embedded.sha256)
     if not any(convo.turns):  # no agent action: the model call failed (or never came)
         return _infra(bench, task.id, trial, model, method, meta, error or "no agent action in the trajectory", rid)
+    # a ReAct file is read exactly as v1 reads it: text v1 took as a message is no undecoded call
+    undecoded = call_like_text_steps(convo.turns) if strategy != "react" else []
+    recorded = Recorded.of(*_verdict(reward), undecoded, issues, conditional)
     return Rollout(bench.dataset, task.id, model, method, rid, convo.turns, "import:tau-v1", meta, trial=trial,
-                   recorded=sem.recorded_reward(reward, call_like_text_steps(convo.turns)))
+                   recorded=recorded)
+
+
+def _verdict(reward: float | None) -> tuple[int | None, str]:
+    recorded = sem.recorded_reward(reward)
+    return recorded.y, recorded.verdict or ""
 
 
 def _infra(bench: TauV1Benchmark, task_id: str, trial: int, model: str, method: str, meta: dict[str, Any],
@@ -289,7 +509,71 @@ def _infra(bench: TauV1Benchmark, task_id: str, trial: int, model: str, method: 
                    infra_error=error.strip().splitlines()[-1][:500] if error.strip() else "model call failed")
 
 
-def detect_domain(entries: list[Any], where: str) -> str:
+def _message_shapes(entry: Any) -> tuple[bool, bool]:
+    """(tool-calling evidence, ReAct evidence) of one entry's trajectory."""
+    traj = entry.get("traj") if isinstance(entry, dict) and isinstance(entry.get("traj"), list) else []
+    tools = react = False
+    for m in traj:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content") if isinstance(m.get("content"), str) else ""
+        tools |= bool(m.get("tool_calls")) or m.get("role") == "tool"
+        react |= (m.get("role") == "user" and content.startswith(v1.REACT_OUTPUT_PREFIX)) \
+            or (m.get("role") == "assistant" and v1.REACT_ACTION_MARKER in content)
+    return tools, react
+
+
+def detect_strategy(entries: list[Any], where: str) -> str:
+    """The agent strategy that wrote the file: ``react`` where its messages carry actions as text
+    (``Action:``, ``API output:``) and none is a tool call, ``tool-calling`` otherwise; a file with
+    both is refused (raises :class:`V1ResultsError`)."""
+    shapes = [_message_shapes(e) for e in entries]
+    tools = [i for i, (t, _) in enumerate(shapes, start=1) if t]
+    react = [i for i, (_, r) in enumerate(shapes, start=1) if r]
+    if tools and react:
+        raise V1ResultsError(f"{where}: entries {tools[:3]} hold tool calls, entries {react[:3]} ReAct text actions "
+                             f"(Action: / API output:); a v1 file is written by one agent strategy")
+    if react and not any(isinstance(m, dict) and m.get("role") == "assistant"
+                         and v1.REACT_ACTION_MARKER in (m.get("content") if isinstance(m.get("content"), str) else "")
+                         for e in entries if isinstance(e, dict) and isinstance(e.get("traj"), list)
+                         for m in e["traj"]):
+        raise V1ResultsError(f"{where}: its user messages carry tool output as v1's ReAct agent writes it "
+                             f"({v1.REACT_OUTPUT_PREFIX.strip()!r}), yet no agent message holds an 'Action:': "
+                             f"it cannot be read as v1 reads it")
+    return "react" if react else "tool-calling"
+
+
+def shows_current_rule(entries: list[Any]) -> bool:
+    """Whether the file shows v1's reward rule since 2024-11-10: an entry whose outputs were all
+    found (``r_outputs`` 1) and still scored 0 — only the DB check, new for tasks with outputs, does
+    that."""
+    for entry in entries:
+        info = entry.get("info") if isinstance(entry, dict) and isinstance(entry.get("info"), dict) else {}
+        reward_info = info.get("reward_info") if isinstance(info.get("reward_info"), dict) else {}
+        checks = reward_info.get("info") if isinstance(reward_info.get("info"), dict) else {}
+        if checks.get("r_outputs") == 1 and entry.get("reward") == 0:
+            return True
+    return False
+
+
+def _react_tools(traj: list[Any]) -> set[str]:
+    """The tools of a ReAct trajectory's actions answered with a normal API output."""
+    names: set[str] = set()
+    for m, reply in zip(traj, traj[1:]):
+        if not isinstance(m, dict) or not isinstance(reply, dict) or m.get("role") != "assistant" \
+                or not isinstance(m.get("content"), str) or not isinstance(reply.get("content"), str):
+            continue
+        output = reply["content"]
+        if not output.startswith(v1.REACT_OUTPUT_PREFIX) \
+                or output[len(v1.REACT_OUTPUT_PREFIX):].startswith(v1.UNKNOWN_ACTION_PREFIX):
+            continue
+        action = react_action(m["content"], "")
+        if isinstance(action, ToolCall) and action.name:
+            names.add(action.name)
+    return names
+
+
+def detect_domain(entries: list[Any], where: str, strategy: str = "tool-calling") -> str:
     """The file's domain from the tools of its gold actions and of calls answered with a normal
     result (raises :class:`V1ResultsError` when they name both domains or neither)."""
     names: set[str] = set()
@@ -299,8 +583,12 @@ def detect_domain(entries: list[Any], where: str) -> str:
         info = entry.get("info") if isinstance(entry.get("info"), dict) else {}
         task = info.get("task") if isinstance(info.get("task"), dict) else {}
         names |= {a.get("name") for a in task.get("actions") or [] if isinstance(a, dict)}
+        traj = entry.get("traj") if isinstance(entry.get("traj"), list) else []
+        if strategy == "react":
+            names |= _react_tools(traj)
+            continue
         calls: dict[Any, Any] = {}
-        for m in entry.get("traj") or []:
+        for m in traj:
             if not isinstance(m, dict):
                 continue
             for c in m.get("tool_calls") or []:
@@ -330,8 +618,10 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
 
     ``domain`` overrides the detected one; ``benchmark_for`` maps ``tau_v1_<domain>`` to its adapter."""
     path = Path(path)
+    strategy = detect_strategy(doc, str(path))
+    current_rule = shows_current_rule(doc)
     if domain is None:
-        domain = detect_domain(doc, str(path))
+        domain = detect_domain(doc, str(path), strategy)
     elif domain not in v1.V1_TOOLS:
         raise V1ResultsError(f"--tau-v1-domain is {domain!r}; expected airline or retail")
     bench = benchmark_for(v1_dataset_of(domain))
@@ -341,7 +631,7 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
     for i, entry in enumerate(doc, start=1):
         task = excerpt_of(entry.get("task_id"))[:40] if isinstance(entry, dict) else "?"
         try:
-            rollout = rollout_from_entry(entry, bench, model, method, str(path))
+            rollout = rollout_from_entry(entry, bench, model, method, str(path), strategy, current_rule)
             if rollout.rollout_id in seen:
                 raise BadEntry(f"duplicate of entry {seen[rollout.rollout_id]} (same task, trial and task definition)")
             seen[rollout.rollout_id] = i

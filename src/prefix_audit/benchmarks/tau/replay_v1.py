@@ -26,6 +26,7 @@ from ...contract import Outcome, TaskIndex, ToolSpec, UnscorableRollout
 from ...records import Rollout
 from . import v1
 from .data import TauData, TauTask
+from .environment import LiveEnvironment
 from .replay import TauBenchmark, TauSession, task_facts
 
 
@@ -63,6 +64,15 @@ class TauV1Benchmark(TauBenchmark):
                                  info.spec.positional_order, info.spec.reference_params)
         out[v1.THINK] = _think_spec()
         return out
+
+    @cached_property
+    def _untouched_fingerprint(self) -> str:
+        return LiveEnvironment(self.backend).db_fingerprint()
+
+    def gold_writes(self, task: TauTask) -> bool:
+        """Whether the task's gold actions change a fresh database (tau2's tools; failing ones
+        change nothing, as in v1)."""
+        return self.gold_fingerprint(task) != self._untouched_fingerprint
 
     def rollout_task(self, rollout: Rollout) -> TauTask:
         if rollout.infra_error is not None:  # no trajectory, hence no task recorded: nothing to score
@@ -113,6 +123,9 @@ class TauV1Session(TauSession):
         outcome = super().execute(call)
         if outcome.accepted and isinstance(outcome.result, str):
             return dataclasses.replace(outcome, logged=v1.v1_reply(call.name or "", outcome.result))
+        if not outcome.accepted and outcome.error:
+            worded = v1.v1_error(call.name or "", outcome.error)
+            return dataclasses.replace(outcome, logged=worded) if worded != outcome.error else outcome
         return outcome
 
     def _without_unchanged_pairs(self, call: ToolCall) -> ToolCall:

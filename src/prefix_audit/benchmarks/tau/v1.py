@@ -19,13 +19,27 @@ text or data is part of this package.
   after the episode equals the hash after replaying the task's gold ``actions`` (except
   ``transfer_to_human_agents``) on a fresh database, and every ``outputs`` string, lower-cased, is a
   substring of the lower-cased, comma-less content of some message the agent sent the user (a message
-  without a tool call).
+  without a tool call). Recorded as ``reward_info.info``: ``{r_actions, gt_data_hash}`` for a task
+  without outputs, ``{r_outputs, outputs}`` for one with outputs (the DB verdict is then not written).
+* The rule before 2024-11-10 (commit 718ffa1, "The reward should be zero if the database state is
+  incorrect"): a task with ``outputs`` was scored on the outputs alone (the DB was not compared), one
+  without outputs on the DB alone. Its ``reward_info`` has the same two shapes, so a file says which
+  rule scored it only where an entry with outputs all found still scored 0 (the current rule).
+* The DB hash is sha256 of ``str`` of the data as nested tuples (dict items sorted by key); the
+  untouched databases' hashes are :data:`V1_UNTOUCHED_DB_SHA256` (computed from v1's data files).
+* The ReAct strategy (``--agent-strategy react``/``act``) writes actions as assistant text: the action
+  is the text after the last ``Action:`` (all of it when there is none), stripped, read as JSON; a
+  text that is not JSON is a ``respond`` action with that text as its ``content``. A JSON value that is
+  not an object with ``name`` and ``arguments`` (an object) makes the run raise. The observation of a
+  tool action comes back as a user message ``API output: <observation>``; that of ``respond`` is the
+  user's reply as is.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -58,6 +72,20 @@ STOP_TOKEN = "###STOP###"
 UNKNOWN_ACTION_PREFIX = "Unknown action"
 ERROR_PREFIX = "Error"
 MAX_STEPS = 30  # agent steps per episode (the tool-calling agent's max_num_steps)
+RESPOND = "respond"  # the ReAct agent's action name for a message to the user (argument ``content``)
+RESPOND_FIELD = "content"
+REACT_ACTION_MARKER = "Action:"
+REACT_OUTPUT_PREFIX = "API output: "
+# tool-calling: OpenAI tool calls and tool messages; react: actions as text (both ReAct and Act)
+STRATEGIES = ("tool-calling", "react")
+# sha256 of v1's untouched databases as v1 hashes them (``Env.get_data_hash`` on a fresh load;
+# computed from the data files of sierra-research/tau-bench at 59a200c).
+V1_UNTOUCHED_DB_SHA256: Mapping[str, str] = {
+    "airline": "4587e6b48ad2b2c4f3e1fecb40aabec7bb2286513273b8f8cec3f5865222f290",
+    "retail": "5a4b2cb59f4d12dea7e4adff24a7f8fada510ead49372ea4a729a82bbb5f49b5",
+}
+# The date of the reward-rule change (a task with outputs is since also scored on the DB).
+REWARD_RULE_CHANGE = "2024-11-10"
 
 # v1's termination names (meta["termination_reason"] of a v1 rollout). A rollout is scored only
 # after the first two; the others score 0, as in v1.
@@ -111,6 +139,31 @@ V1_DB_DIFFERS: Mapping[str, frozenset[str]] = {
 # (prefix_audit.record_check).
 TAU2_ADDED_FIELDS: Mapping[str, tuple[str, ...]] = {"get_user_details": ("user_id",),
                                                      "modify_user_address": ("user_id",)}
+
+
+# Where v1's tools word an error otherwise than tau2's for the same check (tool → (tau2's wording as
+# a pattern, v1's wording)): v1's retail exchange and item modification answer an item id the order
+# does not hold (as often as listed) with "Error: <item_id> not found", tau2 with "Number of
+# <item_id> not found."; v1's return refuses a refund method other than the original one or a gift
+# card with its own sentence. Other error texts differ at most in case and the "Error: " prefix, which the
+# comparison with a recorded reply ignores.
+V1_ERROR_WORDING: Mapping[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+    **{name: ((re.compile(r"^(?:Error: )?Number of (.+) not found\.$"), r"Error: \1 not found"),)
+       for name in ("exchange_delivered_order_items", "modify_pending_order_items")},
+    # the same check (a gift card or the original payment method), worded otherwise
+    "return_delivered_order_items": ((re.compile(r"^(?:Error: )?Payment method should be the original payment "
+                                                 r"method$"),
+                                      "Error: payment method should be either the original payment method or a "
+                                      "gift card"),),
+}
+
+
+def v1_error(name: str, tau2_error: str) -> str:
+    """v1's wording of tau2's error ``tau2_error`` for a call of ``name`` (:data:`V1_ERROR_WORDING`)."""
+    for pattern, wording in V1_ERROR_WORDING.get(name, ()):
+        if pattern.match(tau2_error):
+            return pattern.sub(wording, tau2_error)
+    return tau2_error
 
 
 def v1_reply(name: str, tau2_text: str) -> str:
