@@ -22,7 +22,8 @@ nothing for is not compared.
 ``; ``, the faults the importer found in the log, ``not_executed``, ``replay_diverged`` (the first
 divergence), the causes the importer found for a Y that differs from the log's verdict (only where
 it does: :attr:`~prefix_audit.records.Recorded.if_y_differs`) and — only when Y differs from the
-recorded verdict and nothing above explains it — ``undecoded`` (the entry holds steps its reading could not decode as calls) or else ``y_differs``.
+recorded verdict and nothing above explains it — ``undecoded`` (the entry holds steps its reading
+could not decode as calls) or else ``y_differs``.
 """
 
 from __future__ import annotations

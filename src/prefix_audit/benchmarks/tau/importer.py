@@ -291,7 +291,8 @@ def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
 
 
 def _signature(gold: Any, nl: Any, communicate: Any) -> dict[str, tuple]:
-    return {"action checks": tuple(sorted((a.name, json.dumps(a.arguments, sort_keys=True, default=str)) for a in gold)),
+    actions = sorted((a.name, json.dumps(a.arguments, sort_keys=True, default=str)) for a in gold)
+    return {"action checks": tuple(actions),
             "NL assertions": tuple(sorted(nl)), "communicate checks": tuple(sorted(communicate))}
 
 
@@ -317,7 +318,8 @@ def task_mismatch(reward_info: Any, task_id: str, plan: TaskPlan, bench: TauBenc
     recorded = _recorded_signature(reward_info) if isinstance(reward_info, dict) else {}
     if not recorded:
         return None
-    definitions = {t: _signature(c["gold"], c["nl_assertions"], c["communicate_info"]) for t, c in plan.criteria.items()}
+    definitions = {t: _signature(c["gold"], c["nl_assertions"], c["communicate_info"])
+                   for t, c in plan.criteria.items()}
     for t in bench.tasks:
         if t not in definitions:
             task = bench.task(t)

@@ -30,9 +30,10 @@ invention; answered with a normal result, the run had extra tools and the entry 
 ReAct-strategy files (actions as text, ``API output:`` replies) are read as v1's ReAct agent reads
 them (:func:`react_action`); arguments that are a Python literal are read with :func:`ast.literal_eval`
 where the reply shows the call ran (``meta.literal_argument_calls``). ``legacy_reward_rule`` (a
-conditional cause, ``meta.v1_legacy_rule_y``) and ``vacuous_db_check`` are found from the file. Other quarantines: an entry that is not an object or
-lacks ``task_id``/``traj``/``info.task``, a malformed message or task, a reply to an unknown call, a
-call without a reply, a message after the user's stop. In a ``BadLine`` from this importer, ``line``
+conditional cause, ``meta.v1_legacy_rule_y``) and ``vacuous_db_check`` are found from the file.
+Other quarantines: an entry that is not an object or lacks ``task_id``/``traj``/``info.task``, a
+malformed message or task, a reply to an unknown call, a call without a reply, a message after the
+user's stop. In a ``BadLine`` from this importer, ``line``
 is the entry's 1-based position in the list.
 
 Domain: the tools of the file's gold actions and of its calls answered with a normal result, where
