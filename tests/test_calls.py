@@ -2,7 +2,9 @@
 
 import pytest
 
-from prefix_audit.calls import MAX_CALL_CHARS, decode_call_list, parse_call_string, structured_call
+from prefix_audit.benchmarks.bfcl.decoders import python_call_text
+from prefix_audit.benchmarks.bfcl.importer import read_step
+from prefix_audit.calls import MAX_CALL_CHARS, parse_call_string, structured_call
 
 
 def test_plain_call_with_positional_and_keyword_literals():
@@ -46,11 +48,17 @@ def test_deeply_nested_literal_is_a_parse_error_not_a_crash():
     assert not call.well_formed
 
 
-def test_decode_call_list_distinguishes_prose_from_calls():
-    assert decode_call_list("I have moved the file for you.") is None
-    calls = decode_call_list("[cd(folder='a'), ls(a=True)]")
+def _prompting_calls(text: str):
+    """Calls BFCL's prompting decoder reads in model text (None: it reads none)."""
+    read = read_step(text, "step", python_call_text)
+    return list(read.step.calls) if read.skipped is None else None
+
+
+def test_prompting_text_tells_prose_from_calls():
+    assert _prompting_calls("I have moved the file for you.") is None
+    calls = _prompting_calls("[cd(folder='a'), ls(a=True)]")
     assert [c.name for c in calls] == ["cd", "ls"]
-    assert decode_call_list("[1, 2]") is None
+    assert _prompting_calls("[1, 2]") is None
 
 
 @pytest.mark.parametrize("arguments, ok", [

@@ -22,7 +22,9 @@ from test_toolsandbox_import import SCENARIOS
 from toolsandbox_runs import write_run
 
 from prefix_audit.benchmarks.bfcl import import_result_file
-from prefix_audit.calls import MAX_CALL_CHARS, decode_call_list, structured_call
+from prefix_audit.benchmarks.bfcl.decoders import python_call_text
+from prefix_audit.benchmarks.bfcl.importer import read_step
+from prefix_audit.calls import MAX_CALL_CHARS, structured_call
 from prefix_audit.cli import main
 from prefix_audit.records import BadLine, dumps
 
@@ -175,10 +177,11 @@ def test_a_huge_integer_in_a_toolsandbox_run_costs_nothing(tmp_path):
 
 def test_over_limit_calls_are_schema_failures_never_prose_and_structured_ones_too():
     long_call = f"[cd(folder='{'a' * MAX_CALL_CHARS}')]"
-    (call,) = decode_call_list(long_call)
+    (call,) = read_step(long_call, "step", python_call_text).step.calls
     assert not call.well_formed and "exceeds" in call.parse_error
     assert not structured_call("cd", {"folder": "a" * MAX_CALL_CHARS}).well_formed
-    assert decode_call_list("hello " * 30_000) is None  # long prose stays prose
+    prose = read_step("hello " * 30_000, "step", python_call_text)
+    assert not prose.step.calls and prose.step.text  # long prose stays prose
 
 
 def test_scoring_hostile_input_twice_gives_the_same_bytes(bfcl, tmp_path):

@@ -104,28 +104,6 @@ def parse_call_string(text: str) -> ToolCall:
     return _call_from_node(node, text)
 
 
-def decode_call_list(text: str) -> list[ToolCall] | None:
-    """Decode a model message that consists only of calls (``[f(a=1), g()]`` or ``f(a=1)``).
-
-    Returns ``None`` when the text is not a call expression at all (plain prose), so the caller
-    can treat it as a text message. A list whose items are not all calls decodes to calls with
-    parse errors, because the model clearly tried to call tools.
-    """
-    if len(text) > MAX_CALL_CHARS and _LOOKS_LIKE_CALLS.match(text[:1000]):
-        # Too long to parse, yet plainly a call: a schema failure, not prose that hides it.
-        return [ToolCall(None, raw=text[:200] + "…", parse_error=f"call text of {len(text)} characters exceeds "
-                                                                  f"the {MAX_CALL_CHARS} limit")]
-    node = _parse_expression(text)
-    if isinstance(node, str):
-        return None
-    if isinstance(node, ast.Call):
-        return [_call_from_node(node, ast.get_source_segment(text.strip(), node) or text)]
-    if isinstance(node, (ast.List, ast.Tuple)) and node.elts and any(isinstance(e, ast.Call) for e in node.elts):
-        source = text.strip()
-        return [_call_from_node(e, ast.get_source_segment(source, e) or ast.dump(e)) for e in node.elts]
-    return None
-
-
 # What marks model text as an attempted tool call in the formats handlers and agents write: tagged
 # calls, fenced call code, a ReAct ``Action:`` with JSON, a JSON object or list naming a function,
 # or call syntax.

@@ -93,8 +93,9 @@ def literal_arithmetic(node: ast.AST) -> Any:
     raise NotEvaluated(f"{ast.unparse(node)[:80]!r} is no literal arithmetic; BFCL would run it as Python")
 
 
-def eval_text(text: str) -> Any:
-    """``eval(text)`` for literal arithmetic (a syntax error as ``eval`` raises it)."""
+def literal_text(text: str) -> Any:
+    """The value of ``text`` where it is literal arithmetic, computed from its syntax tree (a syntax
+    error as Python's parser raises it); nothing is evaluated."""
     return literal_arithmetic(ast.parse(text.strip(" \t"), "<string>", "eval"))
 
 
@@ -280,7 +281,7 @@ def llama_json_parameters(raw: str) -> list[str]:
     if ";" in text:
         calls: Any = [json.loads(part) for part in text.split(";")]
     else:
-        calls = eval_text(text)
+        calls = literal_text(text)
         if type(calls) is dict:
             calls = [calls]
     return [_render(call["name"], call["parameters"]) for call in calls]

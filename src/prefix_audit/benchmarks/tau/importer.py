@@ -214,11 +214,12 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
 class TaskPlan:
     """How a tau2 results file's simulations are scored, per task id: against the definition the file
     carries (``embedded``), against ours (neither), or not at all (``refused``, with why); the file's
-    parsed definitions (``criteria``) for the consistency checks; what it says, once per file."""
+    evaluations by task (``evaluations``: what each task's evaluation checks, the file's definitions
+    first, then ours) for the consistency checks; what it says, once per file."""
 
     embedded: Mapping[str, EmbeddedTask]
     refused: Mapping[str, str]
-    criteria: Mapping[str, Mapping[str, Any]]
+    evaluations: Mapping[str, Mapping[str, tuple]]
     reading: str
 
 
@@ -278,7 +279,12 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
         parts.append(f"{len(outside)} differ only outside their reward basis (cannot change Y): {_listed(outside)}")
     if bench.tasks_from_results:
         parts.append("every simulation scored against the file's definition (--tasks-from-results)")
-    return TaskPlan(embedded, refused, criteria, "; ".join(parts))
+    evaluations = {t: _signature(c["gold"], c["nl_assertions"], c["communicate_info"]) for t, c in criteria.items()}
+    for task_id in bench.tasks:
+        if task_id not in evaluations:
+            task = bench.task(task_id)
+            evaluations[task_id] = _signature(task.gold, task.nl_assertions, task.communicate_info)
+    return TaskPlan(embedded, refused, evaluations, "; ".join(parts))
 
 
 def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
@@ -311,19 +317,14 @@ def _recorded_signature(info: Mapping[str, Any]) -> dict[str, tuple]:
     return {k: v for k, v in found.items() if v}
 
 
-def task_mismatch(reward_info: Any, task_id: str, plan: TaskPlan, bench: TauBenchmark) -> LogIssue | None:
+def task_mismatch(reward_info: Any, task_id: str, plan: TaskPlan) -> LogIssue | None:
     """``task_mismatch`` when the simulation's recorded evaluation checked another task than its
     ``task_id`` (permuted ids): its action checks, NL assertions or communicate checks are not those
     of the task's definition (the file's, else ours); the task whose they are is named if there is one."""
     recorded = _recorded_signature(reward_info) if isinstance(reward_info, dict) else {}
     if not recorded:
         return None
-    definitions = {t: _signature(c["gold"], c["nl_assertions"], c["communicate_info"])
-                   for t, c in plan.criteria.items()}
-    for t in bench.tasks:
-        if t not in definitions:
-            task = bench.task(t)
-            definitions[t] = _signature(task.gold, task.nl_assertions, task.communicate_info)
+    definitions = plan.evaluations
     own = definitions.get(task_id)
     differing = [k for k, v in recorded.items() if own is None or own[k] != v]
     if not differing:
@@ -365,7 +366,7 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = embedded.to_json()
     rid = rollout_id_for(bench.dataset, model, method, task_id, sim.get("id"), sim.get("trial"))
-    mismatch = task_mismatch(sim.get("reward_info"), task_id, plan, bench)
+    mismatch = task_mismatch(sim.get("reward_info"), task_id, plan)
     issues = [mismatch] if mismatch is not None else []
     acted = any(convo.turns)
     infra = None if acted or termination in sem.NORMAL_TERMINATIONS else \
