@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefix_audit.benchmarks.bfcl.data import DEFAULT_PIN
+from prefix_audit.fetch import fetch_wheel
 from prefix_audit.benchmarks.bfcl.decoders import (
     HANDLER_DECODERS,
     NotEvaluated,
@@ -28,8 +29,7 @@ from prefix_audit.benchmarks.bfcl.decoders import (
 )
 from prefix_audit.benchmarks.bfcl.handlers import model_config
 
-ROOT = RESOURCES / DEFAULT_PIN.dirname
-pytestmark = pytest.mark.skipif(not (ROOT / "bfcl_eval").is_dir(), reason="the bfcl-eval wheel is not fetched")
+ROOT = fetch_wheel(DEFAULT_PIN, RESOURCES)  # fetched when absent, as the bfcl fixture fetches it
 
 RAISES = "raises"
 

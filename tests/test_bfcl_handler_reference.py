@@ -18,11 +18,9 @@ from bfcl_decode_corpus import UNSAFE_LLAMA, UNSAFE_PY_CALLS, corpus, python_wra
 from conftest import RESOURCES
 
 from prefix_audit.benchmarks.bfcl import DEFAULT_PIN
-from prefix_audit.fetch import package_dir
+from prefix_audit.fetch import fetch_wheel
 
-ROOT = package_dir(RESOURCES, DEFAULT_PIN)
-pytestmark = pytest.mark.skipif(not (ROOT / ref.MODEL_CONFIG).is_file(),
-                                reason=f"the bfcl-eval wheel is not unpacked at {ROOT}")
+ROOT = fetch_wheel(DEFAULT_PIN, RESOURCES)  # fetched when absent, as the bfcl fixture fetches it
 
 # SDKs the handler modules import that a --no-deps wheel does not bring.
 SDKS = ("anthropic", "cohere", "google.genai", "mistralai", "boto3", "overrides", "datamodel_code_generator",
