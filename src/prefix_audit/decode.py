@@ -149,6 +149,21 @@ def read_json_document(path: str | Path) -> Any:
         raise DecodeError(f"{path.name} is not valid JSON: {exc}") from None
 
 
+_FIRST_KEY = re.compile(r'^\s*\{\s*"((?:[^"\\]|\\.){0,200})"\s*:')
+
+
+def first_json_key(path: str | Path, head: int = 4096) -> str | None:
+    """The first key of the JSON object a file opens with, read from its first ``head`` bytes only
+    (None: no object, or its first key is not there): what a detector looks at before parsing a
+    document that may be large."""
+    try:
+        with Path(path).open("rb") as fh:
+            match = _FIRST_KEY.match(fh.read(head).decode("utf-8", errors="replace"))
+    except OSError:
+        return None
+    return match.group(1) if match else None
+
+
 def count(value: Any, where: str) -> int:
     """A whole number from 0 to :data:`MAX_COUNT` (a token count)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_COUNT \

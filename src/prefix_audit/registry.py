@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract import Benchmark, UnknownDataset, capabilities_of
-from .records import BadLine, Located
+from .records import BadLine, Located, Rollout
 
 ENTRY_POINT_GROUP = "prefix_audit.benchmarks"
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -71,6 +71,36 @@ Companions = Callable[[Path, Mapping[str, Any]], list[Path]]
 
 
 @dataclass(frozen=True)
+class FrameworkSample:
+    """One sample × epoch of an evaluation framework's log (Inspect AI), as plain JSON values, for the
+    benchmark that registered the framework task it belongs to (``inspect_tasks``).
+
+    ``messages`` are the sample's own messages (the solver's view), ``store`` its store, ``scores``
+    the scorers' values by scorer name (each ``{"value", "answer", "explanation", "metadata"}``);
+    ``error`` is the sample's error message and ``limit`` the limit it hit (e.g. ``"message limit
+    100"``), None where there is none. ``position`` is its 1-based place in the log."""
+
+    log: str
+    task: str  # the framework's task name, without its package (``tau2_airline``, ``bfcl``)
+    model: str  # the model the log names
+    sample_id: str
+    epoch: int
+    position: int
+    metadata: Mapping[str, Any]
+    store: Mapping[str, Any]
+    messages: Sequence[Mapping[str, Any]]
+    scores: Mapping[str, Mapping[str, Any]]
+    error: str | None = None
+    limit: str | None = None
+
+
+# How a benchmark reads one framework sample of a task it registered: the rollout (with what the log
+# recorded), given the import's labels and datasets; raising ValueError (or a shape error) for a
+# sample it cannot use, which is then quarantined with the reason.
+SampleReader = Callable[[FrameworkSample, ImportRequest], Rollout]
+
+
+@dataclass(frozen=True)
 class CliOption:
     """A command-line option of ``import`` and ``score`` that sets ``key`` in the config entry of
     each dataset of its registration (``--tau-data DIR`` → ``data_dir: DIR``); a ``switch`` takes no
@@ -111,6 +141,9 @@ class Registration:
     cli_options: tuple[CliOption, ...] = ()
     detectors: Mapping[str, Detector] = field(default_factory=dict)  # importer name → its log detector
     companions: Mapping[str, Companions] = field(default_factory=dict)  # importer name → files it reads besides a log
+    # Inspect AI task name (without its package: ``tau2_airline``) → how one of its samples reads as a
+    # rollout of this benchmark (``prefix-audit import inspect``, :mod:`prefix_audit.inspect_logs`).
+    inspect_tasks: Mapping[str, SampleReader] = field(default_factory=dict)
     # The pinned packages ({name, version, sha256}) its datasets need fetched besides the configured
     # `package`, given a dataset's config entry (BFCL: older data releases of imported files).
     packages: Callable[[Mapping[str, Any]], Sequence[Mapping[str, str]]] | None = None
@@ -133,6 +166,10 @@ def register(registration: Registration) -> Registration:
         taken = set(other.importers) & set(registration.importers)
         if taken:
             raise RegistryError(f"{registration.package} registers importer(s) {sorted(taken)}, "
+                                f"already registered by {other.package}")
+        taken = set(other.inspect_tasks) & set(registration.inspect_tasks)
+        if taken:
+            raise RegistryError(f"{registration.package} registers Inspect task(s) {sorted(taken)}, "
                                 f"already registered by {other.package}")
     stray = (set(registration.detectors) | set(registration.companions)) - set(registration.importers)
     if stray:
@@ -216,6 +253,11 @@ def plugins_for(name: str, plugins: Sequence[str]) -> list[str]:
 
 def importers() -> dict[str, Importer]:
     return {name: imp for r in registrations() for name, imp in sorted(r.importers.items())}
+
+
+def inspect_tasks() -> dict[str, SampleReader]:
+    """Every Inspect AI task a benchmark reads, by task name."""
+    return {name: read for r in registrations() for name, read in sorted(r.inspect_tasks.items())}
 
 
 def detect_format(path: str | Path) -> str:

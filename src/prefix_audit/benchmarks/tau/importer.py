@@ -58,7 +58,16 @@ from pathlib import Path
 from typing import Any
 
 from ...calls import ToolCall, structured_call
-from ...decode import RECORD_SHAPE_ERRORS, DecodeError, count, excerpt_of, read_json_document, seconds, shape_reason
+from ...decode import (
+    RECORD_SHAPE_ERRORS,
+    DecodeError,
+    count,
+    excerpt_of,
+    first_json_key,
+    read_json_document,
+    seconds,
+    shape_reason,
+)
 from ...records import (
     BadLine,
     Located,
@@ -87,7 +96,7 @@ class BadSimulation(ValueError):
 
 
 @dataclass(frozen=True)
-class _Conversation:
+class Conversation:
     turns: tuple[tuple[Step, ...], ...]
     user_turns: tuple[str, ...]
     error_call_ids: tuple[str, ...]
@@ -136,9 +145,11 @@ def _flat_messages(messages: list[Any]) -> Iterator[tuple[str, Any]]:
             yield f"messages[{k}]", m
 
 
-def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conversation:
+def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
+                      read_call: Callable[[Any, str], ToolCall] = _call) -> Conversation:
+    """The turns of a tau2-shaped message list (``read_call`` reads one of its tool calls)."""
     if messages == [] and termination not in sem.NORMAL_TERMINATIONS:
-        return _Conversation((), (), (), ())  # ended (an error) before anything was said
+        return Conversation((), (), (), ())  # ended (an error) before anything was said
     if not isinstance(messages, list) or not messages:
         raise BadSimulation("no messages")
     turns: list[list[Step]] = []
@@ -169,7 +180,7 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
             turns.append([])
             user_turns.append(text)
         elif role == "assistant":
-            calls = tuple(_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(m.get("tool_calls") or []))
+            calls = tuple(read_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(m.get("tool_calls") or []))
             if not turns and not calls:
                 continue  # the orchestrator's greeting
             if not turns:  # the agent acted before the user said anything
@@ -207,7 +218,7 @@ def _conversation(messages: Any, bench: TauBenchmark, termination: str) -> _Conv
         usage, accounting_error = (), str(exc)
     with_results = tuple(tuple(Step(step.calls, step.text, tuple(recorded.get(c.call_id or "") for c in step.calls))
                                if step.calls else step for step in turn) for turn in turns)
-    return _Conversation(with_results, tuple(user_turns), tuple(errors), usage, accounting_error)
+    return Conversation(with_results, tuple(user_turns), tuple(errors), usage, accounting_error)
 
 
 @dataclass(frozen=True)
@@ -350,7 +361,7 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
     termination = sim.get("termination_reason")
     if not isinstance(termination, str) or termination not in sem.TERMINATION_REASONS:
         raise BadSimulation(f"unknown termination_reason {termination!r}")
-    convo = _conversation(sim.get("messages"), bench, termination)
+    convo = read_conversation(sim.get("messages"), bench, termination)
     reward, basis = _reward(sim)
     info = sim.get("info") if isinstance(sim.get("info"), dict) else {}
     meta = {
@@ -424,6 +435,8 @@ def import_results(path: str | Path, benchmark_for: Callable[[str], Any], model:
 
 
 SIMULATIONS_DIR = "simulations"
+# The keys of tau2's results object, in the order tau2's Results model writes them.
+RESULTS_KEYS = frozenset({"timestamp", "info", "tasks", "simulations"})
 
 
 @dataclass(frozen=True)
@@ -493,6 +506,9 @@ def is_results_file(path: Path) -> bool:
     if _dir_layout(path) is not None:
         return True
     if not path.is_file():
+        return False
+    key = first_json_key(path)
+    if key is not None and key not in RESULTS_KEYS:  # another JSON object (an Inspect log): not parsed whole
         return False
     try:
         doc = read_json_document(path)

@@ -63,6 +63,13 @@ from .environment import DomainBackend, LiveEnvironment
 
 Y_BASIS_FULL = "full"
 Y_BASIS_NO_NL = "db_and_communicate_only"
+# ``meta["reward_rule"]``: how a rollout's log scored it, where that is not tau2's reward. inspect_evals'
+# tau2 scorers (airline, retail) pass a sample whose database matches the gold one (when the task lists
+# actions) and that communicated every ``communicate_info`` string — whatever the reward basis, however
+# the conversation ended; the strings are looked for in what the user was shown: the agent's answer
+# closing each of its turns (a message with tool calls never reaches the user) and the opening message.
+REWARD_RULE_KEY = "reward_rule"
+INSPECT_EVALS_RULE = "inspect_evals"
 
 
 def dataset_of(domain: str) -> str:
@@ -283,6 +290,9 @@ class TauSession:
         if not isinstance(termination, str) or termination not in self.termination_reasons:
             raise UnscorableRollout(f"unknown termination_reason {termination!r}")
         self.termination = termination
+        if rollout.meta.get(REWARD_RULE_KEY, INSPECT_EVALS_RULE) != INSPECT_EVALS_RULE:
+            raise UnscorableRollout(f"unknown {REWARD_RULE_KEY} {rollout.meta[REWARD_RULE_KEY]!r} "
+                                    f"(known: {INSPECT_EVALS_RULE}; absent: tau2's reward)")
         self.y_basis = Y_BASIS_FULL
         self.y_detail: str | None = None
         for key in ("tasks_sha256", "db_sha256"):  # recorded by the importer and rollout generation
@@ -347,7 +357,27 @@ class TauSession:
                     out.append(("assistant", step.text))
         return out
 
+    def _inspect_evals_success(self) -> int:
+        if not self.task.has_criteria:
+            self.y_detail = f"basis={INSPECT_EVALS_RULE}; no evaluation criteria"
+            return 1
+        parts = ["DB=1(no actions to compare)"]
+        db = True
+        if self.task.db_compared:
+            db = self.bench.db_matches_gold(self._live, self.task)
+            parts = [f"DB={int(db)}"]
+        also = self._rollout.meta.get("communicate_also_reads")
+        shown = [t for t in also if isinstance(t, str)] if isinstance(also, list) else []
+        shown += [turn[-1].text for turn in self._rollout.turns if turn and not turn[-1].calls and turn[-1].text]
+        texts = "\n".join(shown).lower().replace(",", "")
+        met = sum(info.lower() in texts for info in self.task.communicate_info)
+        parts.append(f"COMMUNICATE={met}/{len(self.task.communicate_info)}")
+        self.y_detail = f"basis={INSPECT_EVALS_RULE}; " + "; ".join(parts)
+        return int(db and met == len(self.task.communicate_info))
+
     def final_success(self) -> int | None:
+        if self._rollout.meta.get(REWARD_RULE_KEY) == INSPECT_EVALS_RULE:
+            return self._inspect_evals_success()
         if self.termination not in self.normal_terminations:
             self.y_detail = f"basis={self.y_basis}; premature termination: {self.termination}"
             return 0
