@@ -2,7 +2,7 @@
 
 Inspect is a log format, not a benchmark: this module reads a log with inspect-ai's own reader (the
 optional extra ``prefix-audit[inspect]``) and hands each sample × epoch, as plain JSON values
-(:class:`~prefix_audit.registry.FrameworkSample`), to the benchmark that registered the log's task
+(:class:`~prefix_audit.framework_samples.FrameworkSample`), to the benchmark that registered the log's task
 (``Registration.inspect_tasks``: ``tau2_airline``, ``tau2_retail``, ``bfcl``), which turns it into a
 rollout with what the log recorded.
 
@@ -29,7 +29,8 @@ from typing import Any
 from . import registry
 from .decode import RECORD_SHAPE_ERRORS, shape_reason
 from .records import BadLine, Located
-from .registry import FrameworkSample, ImportRequest, RefusedOption
+from .framework_samples import FrameworkSample, chat_messages
+from .registry import ImportRequest, RefusedOption
 
 EXTRA = "inspect"
 FORMAT = "inspect"
@@ -80,7 +81,7 @@ def _plain(sample: Any, log: str, task: str, model: str, position: int) -> Frame
     return FrameworkSample(
         log, task, model, str(sample.id), int(sample.epoch), position,
         metadata=sample.metadata or {}, store=sample.store or {},
-        messages=[m.model_dump(mode="json", exclude_none=True) for m in sample.messages],
+        messages=chat_messages([m.model_dump(mode="json", exclude_none=True) for m in sample.messages], "messages"),
         scores={name: score.model_dump(mode="json") for name, score in (sample.scores or {}).items()},
         error=_message_of(sample.error) if sample.error is not None else None,
         limit=f"{limit.type} limit {limit.limit:g}" if limit is not None else None)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract import Benchmark, UnknownDataset, capabilities_of
+from .framework_samples import FrameworkSample
 from .records import BadLine, Located, Rollout
 
 ENTRY_POINT_GROUP = "prefix_audit.benchmarks"
@@ -68,30 +69,6 @@ Detector = Callable[[Path], bool]
 # The files besides a log that its importer reads (a BFCL result file's score file), given the log and
 # the dataset's config entry: what a workflow block of that log depends on too.
 Companions = Callable[[Path, Mapping[str, Any]], list[Path]]
-
-
-@dataclass(frozen=True)
-class FrameworkSample:
-    """One sample × epoch of an evaluation framework's log (Inspect AI), as plain JSON values, for the
-    benchmark that registered the framework task it belongs to (``inspect_tasks``).
-
-    ``messages`` are the sample's own messages (the solver's view), ``store`` its store, ``scores``
-    the scorers' values by scorer name (each ``{"value", "answer", "explanation", "metadata"}``);
-    ``error`` is the sample's error message and ``limit`` the limit it hit (e.g. ``"message limit
-    100"``), None where there is none. ``position`` is its 1-based place in the log."""
-
-    log: str
-    task: str  # the framework's task name, without its package (``tau2_airline``, ``bfcl``)
-    model: str  # the model the log names
-    sample_id: str
-    epoch: int
-    position: int
-    metadata: Mapping[str, Any]
-    store: Mapping[str, Any]
-    messages: Sequence[Mapping[str, Any]]
-    scores: Mapping[str, Mapping[str, Any]]
-    error: str | None = None
-    limit: str | None = None
 
 
 # How a benchmark reads one framework sample of a task it registered: the rollout (with what the log

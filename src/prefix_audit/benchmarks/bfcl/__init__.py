@@ -19,6 +19,7 @@ from ...fetch import PackagePin
 from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, register
 from .data import CATEGORIES, DATA_PINS, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
 from .importer import import_bfcl, import_result_file, is_result_file
+from .inspect_samples import INSPECT_TASKS
 from .replay import BfclBenchmark, BfclSession
 from .scores import score_file_candidates
 
@@ -52,6 +53,7 @@ register(Registration(
     __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA),),
     importers={"bfcl": import_bfcl}, detectors={"bfcl": is_result_file},
     companions={"bfcl": score_file_candidates},
+    inspect_tasks=INSPECT_TASKS,
     packages=_packages,
     cli_options=(CliOption("--bfcl-score", "score_file",
                            "import bfcl: BFCL's score file of the result file (or a folder holding score files), "

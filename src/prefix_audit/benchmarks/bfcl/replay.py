@@ -27,6 +27,24 @@ from .loader import ClassLoader, invoke, method_table, public_state
 from .semantics import json_schema_of
 
 
+# ``meta["reward_rule"]``: how a rollout's log scored it, where that is not BFCL's own checker.
+# inspect_evals' multi-turn scorer: the public state of the instances after the model's executed calls
+# equals that after the whole ground truth (checked once, after the last turn), and for every turn the
+# ground truth's results of that turn are contained, as a multiset of values, in the model's results so
+# far; a method that raises gives ``{"error": "Error executing <name>: <exception>"}`` on either side.
+# No turn-count, empty-turn or per-turn state rule.
+REWARD_RULE_KEY = "reward_rule"
+INSPECT_EVALS_RULE = "inspect_evals"
+_RAISED = "Error during execution: "  # loader.invoke's words for a method that raised
+
+
+def inspect_evals_value(name: str | None, value: Any, text: str) -> Any:
+    """A call's result as inspect_evals records it: the method's return value, or its error dict."""
+    if value is None and text.startswith(_RAISED):
+        return {"error": f"Error executing {name}: {text[len(_RAISED):]}"}
+    return value
+
+
 class BfclBenchmark(Benchmark):
     """BFCL multi-turn on the data of one bfcl-eval release (``data``), and on older releases'
     data where an imported result file was made on one (``releases``: version → its data,
@@ -218,6 +236,12 @@ class BfclSession:
         self.entry = entry
         skipped = _step_positions(rollout, "bfcl_undecoded_steps")
         self._not_executed = _calls_at(rollout, skipped)
+        self.rule = rollout.meta.get(REWARD_RULE_KEY)
+        if self.rule not in (None, INSPECT_EVALS_RULE):
+            raise UnscorableRollout(f"unknown {REWARD_RULE_KEY} {self.rule!r} (known: {INSPECT_EVALS_RULE}; "
+                                    f"absent: BFCL's checker)")
+        self._values: list[list[Any]] = []  # per turn, the model's results as values (inspect_evals' rule)
+        self._gt_values: list[list[Any]] = []  # per turn checked, the ground truth's
         self._decoded_steps = [sum(bool(step.calls) and (t, s) not in skipped for s, step in enumerate(turn))
                                for t, turn in enumerate(rollout.turns)]
         self._rollout_turns = len(rollout.turns)
@@ -242,6 +266,7 @@ class BfclSession:
     def start_turn(self, turn: int) -> None:
         self.turn = turn
         self._turn_calls = 0
+        self._values.append([])
         held = self.entry.held_out
         self._exposed = {n: s for n, s in self._tools.items() if held.get(n, -1) <= turn}
 
@@ -279,6 +304,8 @@ class BfclSession:
         before = set(self._live_values()) if deleting else None
         accepted, value, text = invoke(self._model_methods, call)
         self._results.append(text)
+        if self._values:
+            self._values[-1].append(inspect_evals_value(call.name, value, text))
         self._live_cache = None
         if deleting and accepted and before is not None:
             self._deleted |= before - self._live_values()
@@ -312,10 +339,13 @@ class BfclSession:
         self._turns_checked = t + 1
         if self.y_detail is not None or t >= len(self._gt_calls):
             return
-        gt_results = []
+        gt_results, gt_values = [], []
         for call in self._gt_calls[t]:
-            gt_results.append(invoke(self._gt_methods, call)[2])
-        if not self._gt_calls[t]:
+            _, value, text = invoke(self._gt_methods, call)
+            gt_results.append(text)
+            gt_values.append(inspect_evals_value(call.name, value, text))
+        self._gt_values.append(gt_values)
+        if self.rule == INSPECT_EVALS_RULE or not self._gt_calls[t]:
             return
         if t >= len(self._decoded_steps) or self._decoded_steps[t] == 0:
             self.y_detail = f"multi_turn:empty_turn_model_response (turn {t})"
@@ -332,7 +362,29 @@ class BfclSession:
                 self.y_detail = f"multi_turn:execution_response_mismatch (turn {t})"
                 return
 
+    def _inspect_evals_success(self) -> int:
+        gt_values = list(self._gt_values)
+        for calls in self._gt_calls[len(gt_values):]:  # turns the rollout did not reach: the whole ground truth
+            gt_values.append([inspect_evals_value(c.name, *invoke(self._gt_methods, c)[1:]) for c in calls])
+        for cls_name, gt_instance in self._gt.items():
+            if public_state(self._model[cls_name]) != public_state(gt_instance):
+                self.y_detail = f"inspect_evals: state mismatch {cls_name} (after the last turn)"
+                return 0
+        so_far: list[Any] = []
+        for t, expected in enumerate(gt_values):
+            so_far += self._values[t] if t < len(self._values) else []
+            remaining = list(so_far)
+            for item in expected:
+                try:
+                    remaining.remove(item)
+                except ValueError:
+                    self.y_detail = f"inspect_evals: response mismatch (turn {t})"
+                    return 0
+        return 1
+
     def final_success(self) -> int:
+        if self.rule == INSPECT_EVALS_RULE:
+            return self._inspect_evals_success()
         # BFCL checks the turn count before anything else.
         if self._rollout_turns != len(self.entry.ground_truth):
             self.y_detail = (f"multi_turn:force_terminated ({self._rollout_turns} of "

@@ -195,7 +195,9 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
                 raise BadSimulation(f"{where}: result for unknown or already answered call id {call_id!r}")
             name = pending.pop(call_id)
             flag = m.get("error")
-            recorded[call_id] = RecordedResult.of(content or "", flag if isinstance(flag, bool) else None)
+            # ``executed`` false: a framework refused the call before it ran (Inspect logs).
+            recorded[call_id] = RecordedResult.of(content or "", flag if isinstance(flag, bool) else None,
+                                                  m.get("executed") is not False)
             if m.get("error"):
                 errors.append(call_id)
             elif name not in bench.tools:

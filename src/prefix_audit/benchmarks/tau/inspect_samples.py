@@ -26,13 +26,13 @@ flipped) and is not read for actions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ...calls import ToolCall, structured_call
+from ...calls import ToolCall
+from ...framework_samples import ChatMessage, FrameworkSample, chat_messages, message_text, recorded_verdict
 from ...records import Recorded, Rollout, call_like_text_steps, rollout_id_for
-from ...registry import FrameworkSample, ImportRequest, SampleReader
+from ...registry import ImportRequest, SampleReader
 from . import semantics as sem
 from .data import CRITERIA_FIELDS, TauDataError, criteria_differences, parse_criteria, parse_task
 from .embedded import KEY as EMBEDDED_KEY
@@ -41,56 +41,21 @@ from .importer import BadSimulation, read_conversation
 from .replay import INSPECT_EVALS_RULE, REWARD_RULE_KEY, TauBenchmark, dataset_of
 
 STORE_STATE = "StoredAgentState"
-# Inspect's letter values (inspect_ai.scorer CORRECT / INCORRECT) and numeric ones.
-CORRECT, INCORRECT = "C", "I"
 
 
-def _text(content: Any) -> str:
-    """A message's text: a string, or the text parts of a content list (reasoning and other parts
-    are not what the other side was shown)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(part["text"] for part in content
-                         if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
-    return ""
+def _as_read(call: ToolCall, where: str) -> ToolCall:
+    return call  # read already (framework_samples.chat_messages)
 
 
-def _inspect_call(obj: Any, where: str) -> ToolCall:
-    """An Inspect tool call (``{id, function, arguments, parse_error}``); arguments Inspect could not
-    parse are the agent's schema failure, the text kept."""
-    if not isinstance(obj, dict):
-        raise BadSimulation(f"{where}: a tool call must be an object")
-    call_id = obj.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        raise BadSimulation(f"{where}: tool call without an id (results cannot be matched to it)")
-    if obj.get("parse_error"):
-        name = obj.get("function")
-        raw = obj.get("arguments") if isinstance(obj.get("arguments"), str) else json.dumps(obj.get("arguments"))
-        return ToolCall(name if isinstance(name, str) and name else None, raw=raw,
-                        parse_error=f"arguments Inspect could not parse: {str(obj['parse_error'])[:300]}",
-                        call_id=call_id, structured=True)
-    return structured_call(obj.get("function"), obj.get("arguments"), call_id)
-
-
-def _tau2_messages(messages: Sequence[Any], where: str) -> Iterator[dict[str, Any]]:
-    """The store's agent messages in the shape tau2 writes (the system prompt left out)."""
-    for k, m in enumerate(messages):
-        if not isinstance(m, dict):
-            raise BadSimulation(f"{where}[{k}]: a message must be an object")
-        role = m.get("role")
-        if role == "system":
-            continue
-        if role == "tool":
-            error = m.get("error")
-            text = _text(m.get("content"))
-            if isinstance(error, dict) and not text:
-                text = str(error.get("message") or "")
-            yield {"role": "tool", "id": m.get("tool_call_id"), "content": text, "error": error is not None}
-        elif role in ("user", "assistant"):
-            yield {"role": role, "content": _text(m.get("content")), "tool_calls": m.get("tool_calls") or []}
-        else:
-            raise BadSimulation(f"{where}[{k}]: unknown role {role!r}")
+def _tau2_messages(messages: Sequence[ChatMessage]) -> Iterator[dict[str, Any]]:
+    """The agent's messages in the shape tau2 writes (the system prompt left out); an Inspect tool
+    error is an error result, one of a call Inspect refused (``executed`` false) is not run in replay."""
+    for m in messages:
+        if m.role == "tool":
+            yield {"role": "tool", "id": m.call_id, "content": m.text or m.error or "", "error": m.error is not None,
+                   "executed": m.ran}
+        elif m.role != "system":
+            yield {"role": m.role, "content": m.text, "tool_calls": list(m.calls)}
 
 
 def _state(store: Mapping[str, Any], instance: str, field: str) -> Any:
@@ -107,25 +72,8 @@ def _stop_message(trajectory: Any) -> str | None:
     if not isinstance(trajectory, list) or not trajectory or not isinstance(trajectory[-1], dict):
         return None
     last = trajectory[-1]
-    text = _text(last.get("message", {}).get("content")) if isinstance(last.get("message"), dict) else ""
+    text = message_text(last["message"].get("content")) if isinstance(last.get("message"), dict) else ""
     return text if last.get("role") == "user" and any(t in text for t in sem.USER_STOP_TOKENS) else None
-
-
-def recorded_verdict(scores: Mapping[str, Mapping[str, Any]], scorer: str) -> Recorded:
-    """The scorer's value as the verdict on Y: ``C``/1 success, ``I``/0 failure; any other value (or
-    no such scorer) is no verdict, said."""
-    score = scores.get(scorer)
-    if score is None:
-        named = ", ".join(sorted(scores)) or "none"
-        return Recorded.of(None, f"no {scorer} score recorded (scores: {named})")
-    value = score.get("value")
-    explanation = str(score.get("explanation") or "").strip().splitlines()
-    words = f"Inspect {scorer}: {value!r}" + (f" ({explanation[0]})" if explanation else "")
-    if value in (CORRECT, 1, 1.0, True):
-        return Recorded.of(1, words)
-    if value in (INCORRECT, 0, 0.0, False):
-        return Recorded.of(0, words)
-    return Recorded.of(None, f"{words}: not a pass/fail value")
 
 
 def _difference(task: Mapping[str, Any], bench: TauBenchmark, where: str) -> str:
@@ -165,18 +113,17 @@ def read_sample(domain: str) -> SampleReader:
         except TauDataError as exc:
             raise BadSimulation(f"{exc} (the task the sample was scored against cannot be read)") from None
         comparison = _difference(task, bench, where)
-        messages = list(_tau2_messages(_state(sample.store, instance, "messages"), "store messages"))
+        messages = list(_tau2_messages(chat_messages(_state(sample.store, instance, "messages"), "store messages")))
         stop = _stop_message(_state(sample.store, instance, "trajectory"))
         if stop is not None:
             messages.append({"role": "user", "content": stop})
         termination = "user_stop" if stop is not None else "max_steps"
-        convo = read_conversation(messages, bench, termination, _inspect_call)
+        convo = read_conversation(messages, bench, termination, _as_read)
         acted = any(convo.turns)
         infra = f"Inspect recorded an error: {sample.error}" if sample.error else None
         if infra is None and not acted and stop is None:
             infra = "the agent never answered and the user never stopped (no agent output)"
-        user_texts = [_text(m.get("content")) for m in sample.messages
-                      if isinstance(m, dict) and m.get("role") == "user"]
+        user_texts = [m.text for m in sample.messages if m.role == "user"]
         meta = {
             "user_turns": list(convo.user_turns), "termination_reason": termination,
             "recorded_error_call_ids": list(convo.error_call_ids), REWARD_RULE_KEY: INSPECT_EVALS_RULE,

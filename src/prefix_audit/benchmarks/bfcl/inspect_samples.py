@@ -1,0 +1,199 @@
+"""inspect_evals' ``bfcl`` samples of the multi-turn categories (Inspect AI logs) → BFCL rollouts.
+
+inspect_evals runs a multi-turn entry with Inspect's own tool loop (``generate(tool_calls="loop")``
+per user turn): the model calls the entry's backend methods as native tools, Inspect runs them and
+hands back the results, until the model answers in text. The sample carries the entry it ran
+(``metadata``: ``turns``, ``initial_config``, ``involved_classes``, ``raw_ground_truth``,
+``missed_function``) and, per turn, the calls the tools actually ran and what they returned
+(``model_execution_calls`` / ``model_execution_results``).
+
+* turns: the sample's messages; each run of user messages opens a turn (a turn that reveals withheld
+  functions opens with Inspect's notice, a user message too); each assistant message is a step —
+  its tool calls, else its text; each tool message is the recorded result of its call;
+* a call Inspect did not run — an unknown or not yet revealed tool, arguments that do not validate:
+  its tool message carries Inspect's error — is not executed in replay either (its recorded result
+  is marked so); the calls that ran must be, turn by turn, those of ``model_execution_calls`` (else
+  the sample is refused: its turns cannot be told apart);
+* data: the sample's entry is compared with each pinned bfcl-eval release's; it is scored on the
+  first (newest) it equals, else on the closest, the differences said (``data_version``);
+* Y: as inspect_evals' multi-turn scorer computes it (``meta["reward_rule"]`` = ``inspect_evals``,
+  :mod:`.replay`) — unlike BFCL's own checker, the state only after the last turn, the results as
+  values, no empty-turn rule;
+* recorded: ``bfcl_scorer``'s value (1/0) as the verdict on Y, the tool messages as the results;
+* a sample with an error, or without the executed calls the solver records when it finishes, is an
+  infrastructure failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...calls import ToolCall
+from ...fetch import FetchError
+from ...framework_samples import ChatMessage, FrameworkSample, recorded_verdict
+from ...records import LogIssue, Recorded, RecordedResult, Rollout, Step, rollout_id_for
+from ...registry import ImportRequest
+from .data import DATASET, Entry
+from .loader import is_error_value
+from .replay import INSPECT_EVALS_RULE, REWARD_RULE_KEY, BfclBenchmark
+
+SCORER = "bfcl_scorer"
+MULTI_TURN_SCORER = "multi_turn"  # metadata["scorer"] of inspect_evals' multi-turn categories
+
+
+class BadSample(ValueError):
+    pass
+
+
+def _entry_differences(entry: Entry, metadata: Mapping[str, Any]) -> list[str]:
+    """The parts of the sample's entry that differ from ``entry`` (a release's)."""
+    held: dict[str, int] = {}
+    for turn, names in (metadata.get("missed_function") or {}).items():
+        held.update({name: int(turn) for name in names})
+    theirs = {"questions": [[dict(m) for m in turn] for turn in metadata.get("turns") or []],
+              "initial_config": metadata.get("initial_config"),
+              "involved_classes": list(metadata.get("involved_classes") or []),
+              "ground_truth": [list(turn) for turn in metadata.get("raw_ground_truth") or []],
+              "withheld functions": held}
+    ours = {"questions": [[dict(m) for m in turn] for turn in entry.question],
+            "initial_config": entry.initial_config, "involved_classes": list(entry.involved_classes),
+            "ground_truth": [list(turn) for turn in entry.ground_truth], "withheld functions": dict(entry.held_out)}
+    return [name for name in theirs if theirs[name] != ours[name]]
+
+
+def _release(bench: BfclBenchmark, entry_id: str, metadata: Mapping[str, Any]) -> tuple[str, str, list[str]]:
+    """(the release the sample is scored on, how it was chosen, where its entry differs from it)."""
+    given = bench.data_release  # --bfcl-data
+    if given is not None:
+        entry = bench.data_of(given).entries.get(entry_id)
+        return given, f"data of bfcl-eval {given} (given with --bfcl-data)", \
+            ["the entry"] if entry is None else _entry_differences(entry, metadata)
+    checked: dict[str, list[str]] = {}
+    unavailable = []
+    for release in bench.releases():
+        try:
+            entry = bench.data_of(release).entries.get(entry_id)
+        except (OSError, FetchError) as exc:  # offline without an older wheel: the others still read
+            unavailable.append(f"{release} unavailable ({' '.join(str(exc).split())[:120]})")
+            continue
+        checked[release] = ["the entry"] if entry is None else _entry_differences(entry, metadata)
+        if not checked[release]:
+            how = f"data of bfcl-eval {release} (the sample's entry equals it)"
+            return release, how + (f"; not considered: {', '.join(unavailable)}" if unavailable else ""), []
+    if not checked:
+        raise BadSample(f"no pinned bfcl-eval release could be loaded: {'; '.join(unavailable)}")
+    release = min(checked, key=lambda r: len(checked[r]))
+    return release, (f"data of bfcl-eval {release}, the closest to the sample's entry: it differs from every "
+                     f"pinned release"), checked[release]
+
+
+def _turns(messages: Sequence[ChatMessage]) -> list[list[ChatMessage]]:
+    """The messages after the first user message, split where a run of user messages opens a turn."""
+    turns: list[list[ChatMessage]] = []
+    previous = None
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.role == "user":
+            if previous != "user":
+                turns.append([])
+        elif not turns:
+            raise BadSample(f"an {m.role} message before the first user message")
+        else:
+            turns[-1].append(m)
+        previous = m.role
+    return turns
+
+
+def _executed(value: Any, where: str) -> list[list[Mapping[str, Any]]]:
+    if not isinstance(value, list) or not all(isinstance(t, list) for t in value):
+        raise BadSample(f"{where} must be a list of turns, each a list")
+    return value
+
+
+def _same_calls(executed: Sequence[ToolCall], ran: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the calls that ran (the messages) are those the solver recorded, in order; Inspect
+    hands a tool its omitted optional arguments with their defaults, so the recorded arguments may
+    hold more."""
+    return len(executed) == len(ran) and all(
+        isinstance(r, Mapping) and r.get("function") == c.name and isinstance(r.get("arguments"), Mapping)
+        and all(k in r["arguments"] and r["arguments"][k] == v for k, v in c.kwargs.items())
+        for c, r in zip(executed, ran))
+
+
+def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
+    """How a sample of inspect_evals' ``bfcl`` reads as a rollout of ``bfcl_v3``."""
+    bench = request.open(DATASET)
+    if not isinstance(bench, BfclBenchmark):
+        raise BadSample(f"dataset {DATASET} is not BFCL's adapter")
+    md = sample.metadata
+    if md.get("scorer") != MULTI_TURN_SCORER:
+        raise BadSample(f"BFCL category {md.get('category_name')!r} is not multi-turn: only multi-turn entries "
+                        f"are audited")
+    entry_id = sample.sample_id
+    if not isinstance(md.get("turns"), list):
+        raise BadSample("the sample's metadata has no turns (not an inspect_evals bfcl sample)")
+    release, how, differs = _release(bench, entry_id, md)
+    issues = [LogIssue("data_version", f"the sample's entry differs from bfcl-eval {release}'s in "
+                                       f"{', '.join(differs)}")] if differs else []
+    meta: dict[str, Any] = {"bfcl_data": release, REWARD_RULE_KEY: INSPECT_EVALS_RULE,
+                            "inspect_log": sample.log, "inspect_sample": [entry_id, sample.epoch],
+                            "inspect_limit": sample.limit,
+                            "reading": f"inspect_evals bfcl ({md.get('category_name')}), scored as its bfcl_scorer "
+                                       f"scores multi-turn entries; {how}"}
+    rid = rollout_id_for(DATASET, sample.model, request.method, entry_id, "inspect", sample.epoch)
+    recorded = recorded_verdict(sample.scores, SCORER)
+    calls_ran, results_ran = md.get("model_execution_calls"), md.get("model_execution_results")
+    infra = f"Inspect recorded an error: {sample.error}" if sample.error else None
+    if infra is None and (calls_ran is None or results_ran is None):
+        infra = "the sample holds no model_execution_calls (the solver did not finish)"
+    if infra is not None:
+        return Rollout(DATASET, entry_id, sample.model, request.method, rid, (), "import:inspect", meta,
+                       trial=sample.epoch - 1, infra_error=infra, recorded=Recorded.of(recorded.y, recorded.verdict,
+                                                                                        issues=issues))
+    calls_ran, results_ran = _executed(calls_ran, "model_execution_calls"), _executed(results_ran,
+                                                                                       "model_execution_results")
+    message_turns = _turns(sample.messages)
+    if not (len(message_turns) == len(calls_ran) == len(results_ran)):
+        raise BadSample(f"the messages hold {len(message_turns)} turns, model_execution_calls "
+                        f"{len(calls_ran)} and model_execution_results {len(results_ran)}: the turns cannot be "
+                        f"told apart")
+    turns = []
+    for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran)):
+        results = {m.call_id: m for m in messages if m.role == "tool"}
+        steps, executed = [], []
+        for m in messages:
+            if m.role != "assistant":
+                continue
+            recorded_results: list[RecordedResult | ChatMessage] = []
+            for call in m.calls:
+                answer = results.get(call.call_id)
+                if answer is None or not answer.ran:  # no answer: the loop stopped before running it
+                    text = (answer.text or answer.error or "") if answer is not None else "no result recorded"
+                    recorded_results.append(RecordedResult.of(text, True, executed=False))
+                else:
+                    recorded_results.append(answer)
+                    executed.append(call)
+            steps.append((m, recorded_results))
+        if not _same_calls(executed, ran):
+            raise BadSample(f"turn {t}: the calls the messages show running are not those of "
+                            f"model_execution_calls[{t}]")
+        ran_values = iter(values)
+        turn_steps = []
+        for m, recorded_results in steps:
+            out = []
+            for answer in recorded_results:
+                if isinstance(answer, ChatMessage):  # it ran: its value tells an error as BFCL's classes report one
+                    value = next(ran_values, None)
+                    out.append(RecordedResult.of(answer.text or answer.error or "",
+                                                 answer.error is not None or is_error_value(value)))
+                else:
+                    out.append(answer)
+            turn_steps.append(Step(m.calls, m.text or None, tuple(out)) if m.calls else Step((), m.text))
+        turns.append(tuple(turn_steps))
+    return Rollout(DATASET, entry_id, sample.model, request.method, rid, tuple(turns), "import:inspect", meta,
+                   trial=sample.epoch - 1, recorded=Recorded.of(recorded.y, recorded.verdict, issues=issues))
+
+
+INSPECT_TASKS = {"bfcl": read_sample}
