@@ -130,7 +130,7 @@ def task_aggregates(
         cols[f"{metric}_tasks"] = inside.astype(np.float64)
         fewest = int(n[inside].min()) if inside.any() else 0
         for k in range(1, fewest + 1):
-            cols[f"{metric}_{k}"] = np.where(inside, unbiased_all_k(hits, np.maximum(n, 1.0), k), 0.0)
+            cols[f"{metric}_{k}"] = np.where(inside, unbiased_all_k(hits, np.maximum(n, float(k)), k), 0.0)
             specs.append(MetricSpec(metric, k, f"{metric}_{k}", f"{metric}_tasks", trials))
 
     all_k("ter_k", cols["full"], "rollouts")

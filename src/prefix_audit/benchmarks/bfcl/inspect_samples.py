@@ -128,12 +128,15 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
     if not isinstance(bench, BfclBenchmark):
         raise BadSample(f"dataset {DATASET} is not BFCL's adapter")
     md = sample.metadata
-    if md.get("scorer") != MULTI_TURN_SCORER:
+    if "scorer" not in md:
+        raise BadSample("the sample's metadata has no scorer and no turns (not an inspect_evals bfcl sample, or its "
+                        "metadata was not logged)")
+    if md["scorer"] != MULTI_TURN_SCORER:
         raise BadSample(f"BFCL category {md.get('category_name')!r} is not multi-turn: only multi-turn entries "
                         f"are audited")
     entry_id = sample.sample_id
     if not isinstance(md.get("turns"), list):
-        raise BadSample("the sample's metadata has no turns (not an inspect_evals bfcl sample)")
+        raise BadSample("the sample's metadata has no turns")
     release, how, differs = _release(bench, entry_id, md)
     issues = [LogIssue("data_version", f"the sample's entry differs from bfcl-eval {release}'s in "
                                        f"{', '.join(differs)}")] if differs else []

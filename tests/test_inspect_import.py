@@ -1,0 +1,236 @@
+"""Inspect AI logs (``prefix-audit import inspect``): real logs of inspect_evals' own ``tau2_airline`` and
+``bfcl`` tasks, written in the session by ``inspect_ai.eval`` with Inspect's ``mockllm`` model and
+scripted outputs (tests/inspect_tau2_logs.py, tests/inspect_bfcl_logs.py), audited with no flags."""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import RESOURCES
+
+from prefix_audit import registry
+from prefix_audit.cli import main
+from prefix_audit.framework_samples import REFUSED, chat_messages, recorded_verdict
+from prefix_audit.inspect_logs import is_inspect_log
+
+# --- the plain reading of Inspect's messages (no inspect-ai needed) ---------------------------------
+
+
+def test_chat_messages_read_inspect_shapes():
+    messages = chat_messages([
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "reasoning", "reasoning": "x"}],
+         "source": "input"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "a", "function": "get_user_details", "arguments": {"user_id": "u1"}},
+            {"id": "b", "function": "cancel", "arguments": {}, "parse_error": "Expecting value: line 1"}]},
+        {"role": "tool", "tool_call_id": "a", "content": "{\"name\": \"x\"}"},
+        {"role": "tool", "tool_call_id": "b", "content": "", "error": {"type": "parsing", "message": "bad JSON"}},
+    ], "messages")
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "tool"]
+    assert messages[1].text == "hi" and messages[1].source == "input"
+    good, bad = messages[2].calls
+    assert good.well_formed and good.kwargs == {"user_id": "u1"} and good.call_id == "a"
+    assert not bad.well_formed and "could not parse" in bad.parse_error and bad.name == "cancel"  # a schema failure
+    assert messages[3].ran and messages[3].error is None
+    assert not messages[4].ran and messages[4].error == "bad JSON" and "parsing" in REFUSED
+
+
+@pytest.mark.parametrize("values, where", [
+    ("not a list", "messages must be a list"),
+    ([{"role": "robot"}], "messages[0]: a message must be an object with a role"),
+    ([{"role": "assistant", "tool_calls": [{"function": "f", "arguments": {}}]}], "without an id"),
+    ([{"role": "tool", "content": "x"}], "messages[0]: a tool message without the id"),
+    ([{"role": "tool", "tool_call_id": "a", "error": "boom"}], "a tool error must be an object"),
+])
+def test_chat_messages_refuse_other_shapes_with_their_place(values, where):
+    with pytest.raises(ValueError, match=where.replace("[", r"\[").replace("]", r"\]")):
+        chat_messages(values, "messages")
+
+
+def test_scorer_values_as_verdicts():
+    assert [recorded_verdict({"s": {"value": v}}, "s").y for v in ("C", "I", 1, 0, 1.0, 0.0)] == [1, 0, 1, 0, 1, 0]
+    assert recorded_verdict({"s": {"value": 0.5}}, "s").y is None  # partial credit is no pass/fail verdict
+    assert "not a pass/fail value" in recorded_verdict({"s": {"value": "P"}}, "s").verdict
+    assert "no s score recorded (scores: other)" in recorded_verdict({"other": {"value": "C"}}, "s").verdict
+
+
+def test_benchmarks_register_the_inspect_tasks_they_read():
+    assert sorted(registry.inspect_tasks()) == ["bfcl", "tau2_airline", "tau2_retail"]
+    assert "inspect" in registry.importers()
+
+
+def test_detection_reads_only_the_head(tmp_path):
+    log = tmp_path / "run.json"
+    log.write_text('{\n  "version": 2,\n  "status": "success",\n  "eval": {"task": "x"}, "samples": [' + " " * 10_000)
+    assert is_inspect_log(log)  # not valid JSON as a whole: only its opening is read
+    assert registry.detect_format(log) == "inspect"  # the τ and BFCL detectors do not claim it
+    other = tmp_path / "results.json"
+    other.write_text(json.dumps({"timestamp": "t", "info": {}, "tasks": [], "simulations": []}))
+    assert not is_inspect_log(other) and registry.detect_format(other) == "tau"
+    archive = tmp_path / "run.eval"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("header.json", "{}")
+    assert is_inspect_log(archive) and not is_inspect_log(tmp_path / "missing.eval")
+
+
+def test_a_missing_extra_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    log = tmp_path / "run.eval"
+    with zipfile.ZipFile(log, "w") as zf:
+        zf.writestr("header.json", "{}")
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # as if inspect-ai were not installed
+    assert main(["import", "inspect", str(log), "-o", str(tmp_path / "r.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["prefix-audit import: reading Inspect AI logs needs the optional extra: pip install "
+                   "'prefix-audit[inspect]'"]
+
+
+def test_a_tau2_sample_without_its_store_is_refused_with_the_key(tau):
+    from prefix_audit.benchmarks.tau.inspect_samples import read_sample
+    from prefix_audit.framework_samples import FrameworkSample
+
+    definition = json.loads(tau["tau_airline"].domain.files.tasks.read_text())[0]
+    sample = FrameworkSample("log.eval", "tau2_airline", "m", definition["id"], 1, 1,
+                             {"instance": "AirlineAgent", "task": definition}, {}, (), {})
+    request = registry.ImportRequest(Path("log.eval"), None, "imported", tau.__getitem__)
+    with pytest.raises(ValueError, match="store has no 'StoredAgentState:AirlineAgent:messages'"):
+        read_sample("airline")(sample, request)
+    with pytest.raises(ValueError, match="no task and instance"):
+        read_sample("airline")(FrameworkSample("log.eval", "tau2_airline", "m", "0", 1, 1, {}, {}, (), {}), request)
+
+
+# --- real logs of inspect_evals' tasks -------------------------------------------------------------
+
+TAU2_SCENARIOS = {"11": "gold", "16": "malformed", "15": "rejected", "14": "epoch_split", "5": "agent_error"}
+BFCL_EPOCHS = 2
+
+
+@pytest.fixture(scope="session")
+def inspect_logs(tmp_path_factory):
+    """One tau2_airline log (.eval, two epochs), one of a single gold sample (.json), and bfcl logs
+    (.eval and .json, two epochs, every scenario)."""
+    pytest.importorskip("inspect_evals")
+    import inspect_bfcl_logs
+    import inspect_tau2_logs
+
+    root = tmp_path_factory.mktemp("inspect")
+    cache = root / "cache"
+    return {
+        "tau2_eval": inspect_tau2_logs.write_tau2_log(root / "tau2_eval", scenarios=TAU2_SCENARIOS, epochs=2),
+        "tau2_json": inspect_tau2_logs.write_tau2_log(root / "tau2_json", scenarios={"11": "gold"}, epochs=1,
+                                                      log_format="json"),
+        "bfcl_eval": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_eval", cache, RESOURCES, epochs=BFCL_EPOCHS),
+        "bfcl_json": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_json", cache, RESOURCES, epochs=BFCL_EPOCHS,
+                                                      log_format="json"),
+    }
+
+
+def _audit(logs, out):
+    assert main(["audit", *map(str, logs), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES)]) == 0
+    return pl.read_parquet(out / "fed" / "episodes.parquet")
+
+
+def _samples(log: Path) -> list[tuple[str, int, object]]:
+    from inspect_ai.log import read_eval_log_sample_summaries
+
+    return [(str(s.id), s.epoch, next(iter((s.scores or {}).values())).value if s.scores else None)
+            for s in read_eval_log_sample_summaries(str(log))]
+
+
+@pytest.mark.slow
+def test_tau2_samples_audit_with_no_flags(inspect_logs, tmp_path):
+    log = inspect_logs["tau2_eval"]
+    episodes = _audit([log], tmp_path / "audit")
+    recorded = _samples(log)
+    assert episodes.height == len(recorded) == 2 * len(TAU2_SCENARIOS)  # every sample × epoch an episode
+    assert sorted(zip(episodes["task_id"], episodes["trial"] + 1)) == sorted((i, e) for i, e, _ in recorded)
+    assert not (tmp_path / "audit" / "rollouts" / "imported" / "quarantine.jsonl").read_text()
+    scored = episodes.filter(pl.col("infra_error").is_null())
+    by_key = {(i, e): v for i, e, v in recorded}
+    # Y is the Inspect score on every episode that has one.
+    assert [by_key[(t, n + 1)] for t, n in zip(scored["task_id"], scored["trial"])] == \
+        ["C" if y == 1 else "I" for y in scored["Y"]]
+    assert (scored["Y"] == scored["recorded_y"]).all()
+    assert scored.filter(pl.col("task_id") == "14")["Y"].sort().to_list() == [0, 1]  # epoch 1 gold, 2 stops early
+    infra = episodes.filter(pl.col("infra_error").is_not_null())
+    assert infra["task_id"].unique().to_list() == ["5"] and infra["T"].is_null().all()
+    # Malformed arguments are the agent's schema failure, and Inspect never ran them: nor does replay.
+    malformed = episodes.filter(pl.col("task_id") == "16").row(0, named=True)
+    assert malformed["FED"] == 1 and malformed["category"] == "schema" and "not_executed" in malformed["log_issue"]
+    # The ToolError a tool raised is recorded as an error result, and replay words it alike.
+    rejected = episodes.filter(pl.col("task_id") == "15").row(0, named=True)
+    assert rejected["replay_agreement"] == 1.0 and rejected["FED"] == 1
+    assert (scored["replay_agreement"].drop_nulls() == 1.0).all()
+    meta = json.loads(malformed["meta_json"])
+    assert meta["reward_rule"] == "inspect_evals" and meta["embedded_task"]["definition"]["id"] == "16"
+    # pass^k over the epochs, in the statistics.
+    stats = pl.read_parquet(tmp_path / "audit" / "stats" / "stats.parquet")
+    assert stats.filter((pl.col("metric") == "pass_k") & (pl.col("k") == 2)).height >= 1
+
+
+@pytest.mark.slow
+def test_bfcl_samples_audit_with_no_flags(inspect_logs, tmp_path):
+    import inspect_bfcl_logs
+
+    for fmt in ("bfcl_eval", "bfcl_json"):
+        log = inspect_logs[fmt]
+        episodes = _audit([log], tmp_path / fmt)
+        recorded = _samples(log)
+        assert episodes.height == len(recorded) == BFCL_EPOCHS * len(inspect_bfcl_logs.DEFAULT_SCENARIOS)
+        by_key = {(i, e): v for i, e, v in recorded}
+        assert [by_key[(t, n + 1)] for t, n in zip(episodes["task_id"], episodes["trial"])] == episodes["Y"].to_list()
+        assert (episodes["Y"] == episodes["recorded_y"]).all()
+        assert (episodes["replay_agreement"].drop_nulls() == 1.0).all()
+        scenario = {i: inspect_bfcl_logs.DEFAULT_SCENARIOS[i] for i in episodes["task_id"]}
+        unknown = episodes.filter(pl.col("task_id") == next(i for i, s in scenario.items() if s == "unknown_tool"))
+        assert (unknown["FED"] == 1).all() and unknown["log_issue"].str.contains("not_executed").all()
+
+
+@pytest.mark.slow
+def test_tau2_json_log_streams_sample_by_sample(inspect_logs, tmp_path):
+    episodes = _audit([inspect_logs["tau2_json"]], tmp_path / "audit")
+    assert episodes.height == 1 and episodes["Y"].to_list() == episodes["recorded_y"].to_list() == [1]
+
+
+@pytest.mark.slow
+def test_bad_logs_cost_their_samples_only(inspect_logs, tmp_path):
+    """A sample without metadata and one without its store are quarantined with their reasons; a truncated
+    .eval is one line; a .json cut short keeps the samples before the cut; a log of another task is one line."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log, write_eval_log
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    log = read_eval_log(str(inspect_logs["bfcl_eval"]))
+    log.samples[0].metadata = {}
+    damaged = tmp_path / "damaged.eval"
+    write_eval_log(log, str(damaged))
+    truncated = tmp_path / "truncated.eval"
+    truncated.write_bytes(inspect_logs["bfcl_eval"].read_bytes()[:5000])
+    cut = tmp_path / "cut.json"
+    whole = inspect_logs["bfcl_json"].read_bytes()
+    cut.write_bytes(whole[: len(whole) * 6 // 10])
+    out = ModelOutput.from_content("mockllm/model", "hi")
+    out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    [other] = eval(Task(dataset=[Sample(input="hi")], name="other_task"), model=get_model("mockllm/model",
+                   custom_outputs=[out]), log_dir=str(tmp_path / "other"), display="none")
+
+    rollouts = tmp_path / "r.jsonl"
+    assert main(["import", "inspect", str(damaged), str(truncated), str(cut), other.location, "-o", str(rollouts),
+                 "--resources", str(RESOURCES)]) == 0
+    bad = [json.loads(line) for line in Path(f"{rollouts}.quarantine.jsonl").read_text().splitlines()]
+    reasons = {(Path(b["path"]).name, b["line"]): b["reason"] for b in bad}
+    assert "metadata has no scorer and no turns" in reasons[("damaged.eval", 1)]
+    assert "not a readable Inspect log" in reasons[("truncated.eval", 0)]
+    assert "of task 'other_task'" in reasons[(Path(other.location).name, 0)]
+    cut_missing = [r for (name, _), r in reasons.items() if name == "cut.json"]
+    assert cut_missing and all("stop reading" in r for r in cut_missing)
+    good = [json.loads(line) for line in rollouts.read_text().splitlines()]
+    total = len(log.samples)
+    assert sum(Path(g["meta"]["inspect_log"]).name == "damaged.eval" for g in good) == total - 1
+    assert sum(Path(g["meta"]["inspect_log"]).name == "cut.json" for g in good) == total - len(cut_missing)
