@@ -8,8 +8,16 @@ inspect_evals fetches BFCL's data and environment code from GitHub into its cach
 ``resources`` instead, in the layout the task reads: ``<cache>/BFCL/`` holds the wheel's
 ``bfcl_eval/data/`` and ``<cache>/BFCL/func_source_code/`` its environment sources, their
 ``bfcl_eval…func_source_code.`` imports made local as inspect_evals' downloader makes them.
-inspect_evals reads ``INSPECT_EVALS_CACHE_DIR`` once, at import, and loads the environment classes
-once per process, so every log is written by a child process of the same interpreter.
+That wheel's ``bfcl_eval/data/`` and environment sources are byte for byte gorilla's at the commit
+inspect_evals 0.26.0 pins (dac44e7), so the cache is the one its download makes. inspect_evals reads
+``INSPECT_EVALS_CACHE_DIR`` once, at import, and loads the environment classes once per process, so
+every log is written by a child process of the same interpreter (Inspect's own run state in a scratch
+``XDG_DATA_HOME``), and the log read back there: every (entry, epoch) ran, without error, with the
+replies the script made for it.
+
+The samples run one at a time, so the mock model knows a run by its opening (first user message and
+the tools offered) and its epoch by the runs of that entry before it. A few entries' ground truth
+fails under inspect_evals even played exactly (``GOLD_SCORED_0``); ``expected_value`` knows them.
 
     python tests/inspect_bfcl_logs.py OUT_DIR --cache CACHE --resources resources \\
         [--format eval|json] [--epochs 2] [--scenario ID=SCENARIO ...]
@@ -87,14 +95,16 @@ class Call(NamedTuple):
 UNKNOWN_FUNCTION = "no_such_function"
 # Per environment class, calls it answers with an error and no change of state (the first one offered is made).
 REJECTED_CALLS: dict[str, list[Call]] = {
-    "GorillaFileSystem": [Call("cd", {"folder": "no_such_folder"})],
-    "TwitterAPI": [Call("get_tweet", {"tweet_id": 999999})],
+    "GorillaFileSystem": [Call("cd", {"folder": "no_such_folder"}), Call("cat", {"file_name": "no_such_file"})],
+    "TwitterAPI": [Call("get_tweet", {"tweet_id": 999999}), Call("get_tweet_comments", {"tweet_id": 999999})],
     "MessageAPI": [Call("get_user_id", {"user": "no_such_user"})],
     "TicketAPI": [Call("get_ticket", {"ticket_id": 999999})],
     "TradingBot": [Call("get_stock_info", {"symbol": "NO_SUCH_SYMBOL"}),
                    Call("get_order_details", {"order_id": 999999})],
-    "TravelAPI": [Call("retrieve_invoice", {"access_token": "no_such_token"})],
-    "VehicleControlAPI": [Call("displayCarStatus", {"option": "no_such_option"})],
+    "TravelAPI": [Call("retrieve_invoice", {"access_token": "no_such_token"}),
+                  Call("cancel_booking", {"access_token": "no_such_token", "booking_id": "no_such_booking"})],
+    "VehicleControlAPI": [Call("displayCarStatus", {"option": "no_such_option"}),
+                          Call("setHeadlights", {"mode": "no_such_mode"})],
 }
 MODEL = "mockllm/model"
 CHILD_FLAG = "--run-child"

@@ -106,7 +106,8 @@ def test_a_tau2_sample_without_its_store_is_refused_with_the_key(tau):
 
 # --- real logs of inspect_evals' tasks -------------------------------------------------------------
 
-TAU2_SCENARIOS = {"11": "gold", "16": "malformed", "15": "rejected", "14": "epoch_split", "5": "agent_error"}
+# epoch_split is gold in epoch 1; agent_error costs no conversation.
+TAU2_SCENARIOS = {"16": "malformed", "15": "rejected", "14": "epoch_split", "5": "agent_error"}
 BFCL_EPOCHS = 2
 
 
@@ -206,10 +207,10 @@ def test_bad_logs_cost_their_samples_only(inspect_logs, tmp_path):
     from inspect_ai.log import read_eval_log, write_eval_log
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-    log = read_eval_log(str(inspect_logs["bfcl_eval"]))
-    log.samples[0].metadata = {}
+    damaged_log = read_eval_log(str(inspect_logs["bfcl_eval"]))
+    damaged_log.samples[0].metadata = {}
     damaged = tmp_path / "damaged.eval"
-    write_eval_log(log, str(damaged))
+    write_eval_log(damaged_log, str(damaged))
     truncated = tmp_path / "truncated.eval"
     truncated.write_bytes(inspect_logs["bfcl_eval"].read_bytes()[:5000])
     cut = tmp_path / "cut.json"
@@ -220,17 +221,19 @@ def test_bad_logs_cost_their_samples_only(inspect_logs, tmp_path):
     [other] = eval(Task(dataset=[Sample(input="hi")], name="other_task"), model=get_model("mockllm/model",
                    custom_outputs=[out]), log_dir=str(tmp_path / "other"), display="none")
 
-    rollouts = tmp_path / "r.jsonl"
-    assert main(["import", "inspect", str(damaged), str(truncated), str(cut), other.location, "-o", str(rollouts),
-                 "--resources", str(RESOURCES)]) == 0
-    bad = [json.loads(line) for line in Path(f"{rollouts}.quarantine.jsonl").read_text().splitlines()]
-    reasons = {(Path(b["path"]).name, b["line"]): b["reason"] for b in bad}
+    reasons, good = {}, []
+    for log in (damaged, truncated, cut, Path(other.location)):
+        rollouts = tmp_path / f"{log.name}.jsonl"
+        main(["import", "inspect", str(log), "-o", str(rollouts), "--resources", str(RESOURCES)])  # 1: nothing usable
+        for line in Path(f"{rollouts}.quarantine.jsonl").read_text().splitlines():
+            bad = json.loads(line)
+            reasons[(Path(bad["path"]).name, bad["line"])] = bad["reason"]
+        good += [json.loads(line) for line in rollouts.read_text().splitlines()] if rollouts.exists() else []
     assert "metadata has no scorer and no turns" in reasons[("damaged.eval", 1)]
     assert "not a readable Inspect log" in reasons[("truncated.eval", 0)]
     assert "of task 'other_task'" in reasons[(Path(other.location).name, 0)]
     cut_missing = [r for (name, _), r in reasons.items() if name == "cut.json"]
     assert cut_missing and all("stop reading" in r for r in cut_missing)
-    good = [json.loads(line) for line in rollouts.read_text().splitlines()]
-    total = len(log.samples)
+    total = len(damaged_log.samples)
     assert sum(Path(g["meta"]["inspect_log"]).name == "damaged.eval" for g in good) == total - 1
     assert sum(Path(g["meta"]["inspect_log"]).name == "cut.json" for g in good) == total - len(cut_missing)

@@ -17,7 +17,9 @@ hands back the results, until the model answers in text. The sample carries the 
 * data: the sample's entry is compared with each pinned bfcl-eval release's; it is scored on the
   first (newest) it equals, else on the closest, the differences said (``data_version``);
 * Y: as inspect_evals' multi-turn scorer computes it (``meta["reward_rule"]`` = ``inspect_evals``,
-  :mod:`.replay`) — unlike BFCL's own checker, the state only after the last turn, the results as
+  :mod:`.replay`) — unlike BFCL's own checker, the state only after the last turn, reached by
+  replaying the calls as the solver recorded them (``meta["inspect_scored_calls"]``: where later
+  calls changed a recorded argument object, ``recorded_calls_changed`` says so), the results as
   values, no empty-turn rule;
 * recorded: ``bfcl_scorer``'s value (1/0) as the verdict on Y, the tool messages as the results;
 * a sample with an error, or without the executed calls the solver records when it finishes, is an
@@ -26,6 +28,7 @@ hands back the results, until the model answers in text. The sample carries the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,7 +39,7 @@ from ...records import LogIssue, Recorded, RecordedResult, Rollout, Step, rollou
 from ...registry import ImportRequest
 from .data import DATASET, Entry
 from .loader import is_error_value
-from .replay import INSPECT_EVALS_RULE, REWARD_RULE_KEY, BfclBenchmark
+from .replay import INSPECT_EVALS_RULE, REWARD_RULE_KEY, SCORED_CALLS_KEY, BfclBenchmark
 
 SCORER = "bfcl_scorer"
 MULTI_TURN_SCORER = "multi_turn"  # metadata["scorer"] of inspect_evals' multi-turn categories
@@ -112,14 +115,26 @@ def _executed(value: Any, where: str) -> list[list[Mapping[str, Any]]]:
     return value
 
 
-def _same_calls(executed: Sequence[ToolCall], ran: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether the calls that ran (the messages) are those the solver recorded, in order; Inspect
-    hands a tool its omitted optional arguments with their defaults, so the recorded arguments may
-    hold more."""
-    return len(executed) == len(ran) and all(
-        isinstance(r, Mapping) and r.get("function") == c.name and isinstance(r.get("arguments"), Mapping)
-        and all(k in r["arguments"] and r["arguments"][k] == v for k, v in c.kwargs.items())
-        for c, r in zip(executed, ran))
+def _same_calls(executed: Sequence[ToolCall], ran: Sequence[Any]) -> bool:
+    """Whether the calls that ran (the messages) are those the solver recorded, in order, by name (the
+    recorded arguments are the live objects the tool got: converted by Inspect, and possibly changed by
+    later calls — see :func:`_changed_arguments`)."""
+    return len(executed) == len(ran) and all(isinstance(r, Mapping) and r.get("function") == c.name
+                                             for c, r in zip(executed, ran))
+
+
+def _changed_arguments(executed: Sequence[ToolCall], ran: Sequence[Mapping[str, Any]]) -> str | None:
+    """The first recorded call whose arguments are not those the model sent (beyond the optional
+    arguments Inspect fills in with their defaults): the solver records the argument objects the tool
+    got, and a later call that changes one of them (BFCL's ``post_tweet`` keeps its ``mentions`` list,
+    ``mention`` appends to it) changes the record — which inspect_evals' scorer then replays."""
+    for c, r in zip(executed, ran):
+        arguments = r.get("arguments")
+        if not isinstance(arguments, Mapping) or any(k not in arguments or arguments[k] != v
+                                                     for k, v in c.kwargs.items()):
+            return f"{c.name}: sent {json.dumps(c.kwargs, default=str)[:160]}, recorded " \
+                   f"{json.dumps(arguments, default=str)[:160]}"
+    return None
 
 
 def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
@@ -163,6 +178,7 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
                         f"{len(calls_ran)} and model_execution_results {len(results_ran)}: the turns cannot be "
                         f"told apart")
     turns = []
+    changed = None
     for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran)):
         results = {m.call_id: m for m in messages if m.role == "tool"}
         steps, executed = [], []
@@ -182,6 +198,7 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
         if not _same_calls(executed, ran):
             raise BadSample(f"turn {t}: the calls the messages show running are not those of "
                             f"model_execution_calls[{t}]")
+        changed = changed or _changed_arguments(executed, ran)
         ran_values = iter(values)
         turn_steps = []
         for m, recorded_results in steps:
@@ -195,6 +212,13 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
                     out.append(answer)
             turn_steps.append(Step(m.calls, m.text or None, tuple(out)) if m.calls else Step((), m.text))
         turns.append(tuple(turn_steps))
+    # inspect_evals' scorer replays the recorded calls for its state check, as recorded.
+    meta[SCORED_CALLS_KEY] = [[{"function": r["function"], "arguments": r.get("arguments") or {}} for r in turn]
+                              for turn in calls_ran]
+    if changed is not None:
+        issues.append(LogIssue("recorded_calls_changed", f"the recorded arguments of a call are not those the model "
+                                                         f"sent, and inspect_evals' scorer replays the recorded "
+                                                         f"ones (first: {changed})"))
     return Rollout(DATASET, entry_id, sample.model, request.method, rid, tuple(turns), "import:inspect", meta,
                    trial=sample.epoch - 1, recorded=Recorded.of(recorded.y, recorded.verdict, issues=issues))
 

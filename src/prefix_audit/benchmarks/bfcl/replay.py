@@ -35,6 +35,10 @@ from .semantics import json_schema_of
 # No turn-count, empty-turn or per-turn state rule.
 REWARD_RULE_KEY = "reward_rule"
 INSPECT_EVALS_RULE = "inspect_evals"
+# The calls inspect_evals' scorer replays for its state check, as the solver recorded them
+# (``[[{"function", "arguments"}, ...] per turn]``): with Inspect's argument conversions, and with
+# argument objects later calls changed.
+SCORED_CALLS_KEY = "inspect_scored_calls"
 _RAISED = "Error during execution: "  # loader.invoke's words for a method that raised
 
 
@@ -218,6 +222,18 @@ def _step_positions(rollout: Rollout, key: str) -> set[tuple[int, int]]:
     return {(item[0], item[1]) for item in listed}
 
 
+def _scored_calls(rollout: Rollout) -> list[ToolCall] | None:
+    """The calls of ``meta["inspect_scored_calls"]`` in order (None where the rollout has none)."""
+    listed = rollout.meta.get(SCORED_CALLS_KEY)
+    if listed is None:
+        return None
+    if not isinstance(listed, list) or not all(
+            isinstance(turn, list) and all(isinstance(c, dict) and isinstance(c.get("function"), str)
+                                           and isinstance(c.get("arguments"), dict) for c in turn) for turn in listed):
+        raise UnscorableRollout(f"meta.{SCORED_CALLS_KEY} must list, per turn, {{function, arguments}} objects")
+    return [ToolCall(c["function"], kwargs=dict(c["arguments"]), structured=True) for turn in listed for c in turn]
+
+
 def _calls_at(rollout: Rollout, positions: set[tuple[int, int]]) -> set[int]:
     # By identity: the checker hands the session the rollout's own call objects.
     return {id(call) for t, turn in enumerate(rollout.turns) for s, step in enumerate(turn)
@@ -242,6 +258,8 @@ class BfclSession:
                                     f"absent: BFCL's checker)")
         self._values: list[list[Any]] = []  # per turn, the model's results as values (inspect_evals' rule)
         self._gt_values: list[list[Any]] = []  # per turn checked, the ground truth's
+        self._scored_calls = _scored_calls(rollout)
+        self._loader = bench.loader_of(entry)
         self._decoded_steps = [sum(bool(step.calls) and (t, s) not in skipped for s, step in enumerate(turn))
                                for t, turn in enumerate(rollout.turns)]
         self._rollout_turns = len(rollout.turns)
@@ -366,8 +384,14 @@ class BfclSession:
         gt_values = list(self._gt_values)
         for calls in self._gt_calls[len(gt_values):]:  # turns the rollout did not reach: the whole ground truth
             gt_values.append([inspect_evals_value(c.name, *invoke(self._gt_methods, c)[1:]) for c in calls])
+        model = self._model
+        if self._scored_calls is not None:  # the state the scorer reached from the recorded calls
+            model = self._loader.instantiate(self.entry)
+            methods = method_table(model)
+            for call in self._scored_calls:
+                invoke(methods, call)
         for cls_name, gt_instance in self._gt.items():
-            if public_state(self._model[cls_name]) != public_state(gt_instance):
+            if public_state(model[cls_name]) != public_state(gt_instance):
                 self.y_detail = f"inspect_evals: state mismatch {cls_name} (after the last turn)"
                 return 0
         so_far: list[Any] = []
