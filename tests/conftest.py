@@ -62,6 +62,31 @@ def tau3(tau_data):
     return load_benchmarks(load_data(RESOURCES, TauSource(data_dir=str(TAU3))))
 
 
+# epoch_split is gold in epoch 1; agent_error costs no conversation.
+TAU2_SCENARIOS = {"16": "malformed", "15": "rejected", "14": "epoch_split", "5": "agent_error"}
+
+
+@pytest.fixture(scope="session")
+def inspect_logs(tmp_path_factory):
+    """Real Inspect AI logs of inspect_evals' own tasks (tests/inspect_tau2_logs.py,
+    tests/inspect_bfcl_logs.py): one tau2_airline log (.eval, two epochs, :data:`TAU2_SCENARIOS`), one of
+    a single gold sample (.json), and bfcl logs (.eval and .json, two epochs, every default scenario)."""
+    pytest.importorskip("inspect_evals")
+    import inspect_bfcl_logs
+    import inspect_tau2_logs
+
+    root = tmp_path_factory.mktemp("inspect")
+    cache = root / "cache"
+    return {
+        "tau2_eval": inspect_tau2_logs.write_tau2_log(root / "tau2_eval", scenarios=TAU2_SCENARIOS, epochs=2),
+        "tau2_json": inspect_tau2_logs.write_tau2_log(root / "tau2_json", scenarios={"11": "gold"}, epochs=1,
+                                                      log_format="json"),
+        "bfcl_eval": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_eval", cache, RESOURCES, epochs=2),
+        "bfcl_json": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_json", cache, RESOURCES, epochs=2,
+                                                      log_format="json"),
+    }
+
+
 def pytest_collection_modifyitems(config, items):
     """The long fuzz runs only when asked for with ``-m fuzz`` (the default run has shorter ones)."""
     if "fuzz" in (config.option.markexpr or ""):

@@ -32,8 +32,8 @@ def cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def default_log(tmp_path_factory, cache) -> Path:
-    return write_bfcl_log(tmp_path_factory.mktemp("logs"), cache, RESOURCES)
+def default_log(inspect_logs) -> Path:
+    return inspect_logs["bfcl_eval"]  # written with the default scenarios and two epochs
 
 
 @pytest.fixture(scope="module")

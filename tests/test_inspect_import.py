@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import RESOURCES
+from conftest import RESOURCES, TAU2_SCENARIOS
 
 from prefix_audit import registry
 from prefix_audit.cli import main
@@ -106,29 +106,7 @@ def test_a_tau2_sample_without_its_store_is_refused_with_the_key(tau):
 
 # --- real logs of inspect_evals' tasks -------------------------------------------------------------
 
-# epoch_split is gold in epoch 1; agent_error costs no conversation.
-TAU2_SCENARIOS = {"16": "malformed", "15": "rejected", "14": "epoch_split", "5": "agent_error"}
 BFCL_EPOCHS = 2
-
-
-@pytest.fixture(scope="session")
-def inspect_logs(tmp_path_factory):
-    """One tau2_airline log (.eval, two epochs), one of a single gold sample (.json), and bfcl logs
-    (.eval and .json, two epochs, every scenario)."""
-    pytest.importorskip("inspect_evals")
-    import inspect_bfcl_logs
-    import inspect_tau2_logs
-
-    root = tmp_path_factory.mktemp("inspect")
-    cache = root / "cache"
-    return {
-        "tau2_eval": inspect_tau2_logs.write_tau2_log(root / "tau2_eval", scenarios=TAU2_SCENARIOS, epochs=2),
-        "tau2_json": inspect_tau2_logs.write_tau2_log(root / "tau2_json", scenarios={"11": "gold"}, epochs=1,
-                                                      log_format="json"),
-        "bfcl_eval": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_eval", cache, RESOURCES, epochs=BFCL_EPOCHS),
-        "bfcl_json": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_json", cache, RESOURCES, epochs=BFCL_EPOCHS,
-                                                      log_format="json"),
-    }
 
 
 def _audit(logs, out):
