@@ -3,7 +3,7 @@
 Writes real logs of inspect_evals' ``tau2_airline`` and ``bfcl`` tasks with the test suite's
 generators (Inspect's ``mockllm`` model, scripted; tests/inspect_tau2_logs.py,
 tests/inspect_bfcl_logs.py) in both formats, then imports each in a child process and reports its
-wall time and peak resident memory (the child's ``ru_maxrss``) and the log's size:
+wall time, its peak resident memory (the child's own ``ru_maxrss``) and the log's size:
 
     .venv/bin/python bench/inspect_import.py [--work DIR] [--tau2-tasks N] [--epochs 2]
 
@@ -14,7 +14,6 @@ Needs the ``inspect`` extra (``pip install -e '.[inspect]'``; the dev extra incl
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
@@ -47,18 +46,23 @@ def _logs(work: Path, tau2_tasks: int, epochs: int) -> dict[str, Path]:
     return out
 
 
-def _import(log: Path, work: Path) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, the import's summary line) of one import in a child process."""
-    cli = [sys.executable, "-m", "prefix_audit.cli", "import", "inspect", str(log), "-o",
-           str(work / f"{log.stem}.jsonl"), "--resources", str(RESOURCES)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+# The child imports, then reports its own peak resident memory (ru_maxrss, KB on Linux).
+_CHILD = ("import resource, sys; from prefix_audit.cli import main; code = main(sys.argv[1:]); "
+          "print(f'peak_rss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr); "
+          "sys.exit(code)")
+
+
+def _import(log: Path, work: Path) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, rollouts imported) of one import in a child process."""
+    cli = [sys.executable, "-c", _CHILD, "import", "inspect", str(log), "-o", str(work / f"{log.stem}.jsonl"),
+           "--resources", str(RESOURCES)]
     start = time.perf_counter()
     done = subprocess.run(cli, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child so far, in KB
-    summary = next((line for line in done.stderr.splitlines() + done.stdout.splitlines()
-                    if line.startswith("imported")), "")
-    return wall, max(peak, before) / 1024, summary
+    lines = done.stderr.splitlines() + done.stdout.splitlines()
+    peak = next(int(line.split("=", 1)[1]) for line in lines if line.startswith("peak_rss_kb="))
+    imported = next((int(line.split()[1]) for line in lines if line.startswith("imported ")), 0)
+    return wall, peak / 1024, imported
 
 
 def main() -> None:
@@ -73,12 +77,10 @@ def main() -> None:
         logs = _logs(work, args.tau2_tasks, args.epochs)
         print("| log | samples × epochs | size | import | per sample-epoch | peak RSS |")
         print("|---|---|---|---|---|---|")
-        # Children run one after another, largest last: ru_maxrss of children is a running maximum.
         for name, log in sorted(logs.items(), key=lambda item: item[1].stat().st_size):
-            wall, peak, summary = _import(log, work)
-            n = int(summary.split()[1]) if summary.startswith("imported") else 0
+            wall, peak, n = _import(log, work)
             per = f"{wall / n:.2f} s" if n else "–"
-            print(f"| {name} | {n} | {log.stat().st_size / 2**20:.1f} MiB | {wall:.1f} s | {per} | ≤ {peak:.0f} MB |")
+            print(f"| {name} | {n} | {log.stat().st_size / 2**20:.1f} MiB | {wall:.1f} s | {per} | {peak:.0f} MB |")
 
 
 if __name__ == "__main__":

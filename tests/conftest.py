@@ -62,14 +62,10 @@ def tau3(tau_data):
     return load_benchmarks(load_data(RESOURCES, TauSource(data_dir=str(TAU3))))
 
 
-# epoch_split is gold in epoch 1; agent_error costs no conversation.
-TAU2_SCENARIOS = {"16": "malformed", "15": "rejected", "14": "epoch_split", "5": "agent_error"}
-
-
 @pytest.fixture(scope="session")
 def inspect_logs(tmp_path_factory):
     """Real Inspect AI logs of inspect_evals' own tasks (tests/inspect_tau2_logs.py,
-    tests/inspect_bfcl_logs.py): one tau2_airline log (.eval, two epochs, :data:`TAU2_SCENARIOS`), one of
+    tests/inspect_bfcl_logs.py): one tau2_airline log (.eval, two epochs, the generator's default scenarios), one of
     a single gold sample (.json), and bfcl logs (.eval and .json, two epochs, every default scenario)."""
     pytest.importorskip("inspect_evals")
     import inspect_bfcl_logs
@@ -78,13 +74,19 @@ def inspect_logs(tmp_path_factory):
     root = tmp_path_factory.mktemp("inspect")
     cache = root / "cache"
     return {
-        "tau2_eval": inspect_tau2_logs.write_tau2_log(root / "tau2_eval", scenarios=TAU2_SCENARIOS, epochs=2),
+        "tau2_eval": inspect_tau2_logs.write_tau2_log(root / "tau2_eval", epochs=2),
         "tau2_json": inspect_tau2_logs.write_tau2_log(root / "tau2_json", scenarios={"11": "gold"}, epochs=1,
                                                       log_format="json"),
         "bfcl_eval": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_eval", cache, RESOURCES, epochs=2),
         "bfcl_json": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_json", cache, RESOURCES, epochs=2,
                                                       log_format="json"),
     }
+
+
+@pytest.fixture(scope="session")
+def inspect_tau2_airline_log(inspect_logs):
+    """The tau2_airline log of :func:`inspect_logs` (default scenarios, two epochs, .eval)."""
+    return inspect_logs["tau2_eval"]
 
 
 def pytest_collection_modifyitems(config, items):

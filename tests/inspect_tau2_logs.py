@@ -170,6 +170,7 @@ class _Script:
         self.starts: Counter[str] = Counter()
         self.task_id: str | None = None
         self.epoch = 0
+        self.problems: list[str] = []  # raised after the run: the tau2 loop catches what the callables raise
 
     def scenario(self) -> str:
         """The scenario of the current task and epoch: epoch_split is gold, then early_stop."""
@@ -181,7 +182,8 @@ class _Script:
     def user(self, input, tools, tool_choice, config):
         task_id = self.prompts.get(input[0].text)
         if task_id is None:
-            raise RuntimeError("the user's system prompt is that of no task of the script")
+            self.problems.append(f"a user system prompt of no task of the script: {input[0].text[:200]!r}")
+            raise RuntimeError(self.problems[-1])
         turn = sum(1 for m in input if m.role == "assistant")
         if turn == 0:  # a conversation starts: the next epoch of this task
             gc.collect()  # the previous sample's garbage (no automatic collection during the run)
@@ -211,12 +213,12 @@ class _Script:
         return _text(step) if isinstance(step, str) else _calls(step, tools)
 
 
-def _message_limit(tasks: dict[str, Any]) -> int:
-    """Inspect's message limit for a run with a message_limit scenario, above any other scenario's
-    conversation: the gold calls, four failing calls and a padding call, two messages each, and the
-    system, user and text messages."""
-    most = max((len(t.evaluation_criteria.actions or []) for t in tasks.values()), default=0)
-    return 2 * (most + 5) + 10
+def _message_limit(tasks: dict[str, Any], scenarios: dict[str, str]) -> int:
+    """Inspect's message limit for a run with a message_limit scenario: above the longest agent
+    conversation of the other scenarios (system, two user messages, the steps and their tool results)."""
+    longest = max((3 + sum(1 + len(step) if isinstance(step, list) else 1 for step in agent_steps(tasks[i], s))
+                   for i, s in scenarios.items() if s not in ("message_limit", "agent_error")), default=0)
+    return longest + 10
 
 
 @contextlib.contextmanager
@@ -273,7 +275,7 @@ def write_tau2_log(log_dir: Path, *, domain: str = "airline", scenarios: dict[st
             epochs=epochs,
             max_samples=1,
             max_tasks=1,
-            message_limit=_message_limit(tasks) if "message_limit" in scenarios.values() else None,
+            message_limit=_message_limit(tasks, scenarios) if "message_limit" in scenarios.values() else None,
             fail_on_error=False,
             display="none",
             log_dir=str(log_dir),
@@ -285,6 +287,10 @@ def write_tau2_log(log_dir: Path, *, domain: str = "airline", scenarios: dict[st
     written = [p for p in log_dir.iterdir() if p.suffix == f".{log_format}"]
     if len(logs) != 1 or len(written) != 1:
         raise RuntimeError(f"expected one log, got {len(logs)} results and the files {written}")
+    started = {i: script.starts[i] for i in scenarios}
+    if script.problems or any(n != epochs for n in started.values()):
+        raise RuntimeError(f"the script lost track of the run (conversations started per task: {started}, "
+                           f"{epochs} expected): {script.problems}")
     return written[0]
 
 

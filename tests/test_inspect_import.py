@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import RESOURCES, TAU2_SCENARIOS
+from conftest import RESOURCES
 
 from prefix_audit import registry
 from prefix_audit.cli import main
@@ -123,10 +123,14 @@ def _samples(log: Path) -> list[tuple[str, int, object]]:
 
 @pytest.mark.slow
 def test_tau2_samples_audit_with_no_flags(inspect_logs, tmp_path):
+    import inspect_tau2_logs
+
+    scenarios = inspect_tau2_logs.DEFAULT_SCENARIOS["airline"]
+    task_of = {scenario: task for task, scenario in scenarios.items()}
     log = inspect_logs["tau2_eval"]
     episodes = _audit([log], tmp_path / "audit")
     recorded = _samples(log)
-    assert episodes.height == len(recorded) == 2 * len(TAU2_SCENARIOS)  # every sample × epoch an episode
+    assert episodes.height == len(recorded) == 2 * len(scenarios)  # every sample × epoch an episode
     assert sorted(zip(episodes["task_id"], episodes["trial"] + 1)) == sorted((i, e) for i, e, _ in recorded)
     assert not (tmp_path / "audit" / "rollouts" / "imported" / "quarantine.jsonl").read_text()
     scored = episodes.filter(pl.col("infra_error").is_null())
@@ -135,18 +139,17 @@ def test_tau2_samples_audit_with_no_flags(inspect_logs, tmp_path):
     assert [by_key[(t, n + 1)] for t, n in zip(scored["task_id"], scored["trial"])] == \
         ["C" if y == 1 else "I" for y in scored["Y"]]
     assert (scored["Y"] == scored["recorded_y"]).all()
-    assert scored.filter(pl.col("task_id") == "14")["Y"].sort().to_list() == [0, 1]  # epoch 1 gold, 2 stops early
+    assert scored.filter(pl.col("task_id") == task_of["epoch_split"]).sort("trial")["Y"].to_list() == [1, 0]
     infra = episodes.filter(pl.col("infra_error").is_not_null())
-    assert infra["task_id"].unique().to_list() == ["5"] and infra["T"].is_null().all()
-    # Malformed arguments are the agent's schema failure, and Inspect never ran them: nor does replay.
-    malformed = episodes.filter(pl.col("task_id") == "16").row(0, named=True)
-    assert malformed["FED"] == 1 and malformed["category"] == "schema" and "not_executed" in malformed["log_issue"]
-    # The ToolError a tool raised is recorded as an error result, and replay words it alike.
-    rejected = episodes.filter(pl.col("task_id") == "15").row(0, named=True)
-    assert rejected["replay_agreement"] == 1.0 and rejected["FED"] == 1
+    assert infra["task_id"].unique().to_list() == [task_of["agent_error"]] and infra["T"].is_null().all()
+    # An unknown tool and malformed arguments are the agent's schema failures, and Inspect never ran
+    # them: nor does replay. The ToolError a tool raised is an error result, worded alike by replay.
+    mixed = episodes.filter(pl.col("task_id") == task_of["unknown_tool+rejected+malformed"]).row(0, named=True)
+    assert mixed["FED"] == 1 and mixed["category"] == "schema" and "not_executed" in mixed["log_issue"]
+    assert mixed["replay_agreement"] == 1.0 and mixed["Y"] == 1
     assert (scored["replay_agreement"].drop_nulls() == 1.0).all()
-    meta = json.loads(malformed["meta_json"])
-    assert meta["reward_rule"] == "inspect_evals" and meta["embedded_task"]["definition"]["id"] == "16"
+    meta = json.loads(mixed["meta_json"])
+    assert meta["reward_rule"] == "inspect_evals" and meta["embedded_task"]["definition"]["id"] == mixed["task_id"]
     # pass^k over the epochs, in the statistics.
     stats = pl.read_parquet(tmp_path / "audit" / "stats" / "stats.parquet")
     assert stats.filter((pl.col("metric") == "pass_k") & (pl.col("k") == 2)).height >= 1
