@@ -87,17 +87,18 @@ def _plain(sample: Any, log: str, task: str, model: str, position: int) -> Frame
         limit=f"{limit.type} limit {limit.limit:g}" if limit is not None else None)
 
 
-def _eval_samples(api: Any, path: Path, ids: list[Any], epochs: int) -> Iterator[tuple[tuple[str, int], Any]]:
-    for sample_id, epoch in ((i, e) for i in ids for e in range(1, epochs + 1)):
+def _eval_samples(api: Any, path: Path, wanted: list[tuple[str, int]]) -> Iterator[tuple[tuple[str, int], Any]]:
+    """(sample id, epoch) and the sample (or why it does not read) for each wanted one the log holds."""
+    for sample_id, epoch in wanted:
         try:
             sample = api.read_eval_log_sample(str(path), id=sample_id, epoch=epoch, exclude_fields=set(SKIPPED_FIELDS),
                                               resolve_attachments=True)
         except IndexError:
             continue  # not in the log: said with the others the log lacks
         except Exception as exc:  # a member that does not read costs that sample only
-            yield (str(sample_id), epoch), exc
+            yield (sample_id, epoch), exc
             continue
-        yield (str(sample_id), epoch), sample
+        yield (sample_id, epoch), sample
 
 
 def _json_sample_objects(path: Path) -> Iterator[dict[str, Any]]:
@@ -124,7 +125,9 @@ def _json_sample_objects(path: Path) -> Iterator[dict[str, Any]]:
                 builder = None
 
 
-def _json_samples(api: Any, path: Path) -> Iterator[tuple[tuple[str, int], Any]]:
+def _json_samples(api: Any, path: Path) -> Iterator[tuple[tuple[str, int] | None, Any]]:
+    """(sample id, epoch) and the sample (or why it does not read); (None, why) where the file stops
+    reading."""
     objects = _json_sample_objects(path)
     while True:
         try:
@@ -132,7 +135,7 @@ def _json_samples(api: Any, path: Path) -> Iterator[tuple[tuple[str, int], Any]]
         except StopIteration:
             return
         except Exception as exc:  # a truncated or broken file: what it gave counts, the rest is missing
-            yield ("", 0), InspectLogError(f"the samples stop reading: {_message_of(exc)}")
+            yield None, InspectLogError(f"the samples stop reading: {_message_of(exc)}")
             return
         key = (str(obj.get("id")), obj.get("epoch") if isinstance(obj.get("epoch"), int) else 0)
         try:
@@ -160,16 +163,18 @@ def read_inspect_log(request: ImportRequest) -> Iterator[Located | BadLine]:
     epochs = header.eval.config.epochs or 1
     ids = list(header.eval.dataset.sample_ids or ())
     wanted = [(str(i), e) for i in ids for e in range(1, epochs + 1)]
+    if not ids and path.suffix != ".json":  # a log written before headers listed their sample ids
+        wanted = [(str(s.id), s.epoch) for s in api.read_eval_log_sample_summaries(str(path))]
     position = {key: n + 1 for n, key in enumerate(wanted)}
     where = str(path)
-    samples = _json_samples(api, path) if path.suffix == ".json" else _eval_samples(api, path, ids, epochs)
+    samples = _json_samples(api, path) if path.suffix == ".json" else _eval_samples(api, path, wanted)
     seen: set[tuple[str, int]] = set()
     stopped = None
     for key, sample in samples:
-        line = position.get(key, len(wanted) + len(seen) + 1)
-        if key == ("", 0):
+        if key is None:
             stopped = str(sample)
             break
+        line = position.get(key, len(wanted) + len(seen) + 1)
         seen.add(key)
         label = f"Inspect sample {key[0]!r} epoch {key[1]}"
         if isinstance(sample, Exception):
