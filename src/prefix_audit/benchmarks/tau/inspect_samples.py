@@ -123,13 +123,12 @@ def read_sample(domain: str) -> SampleReader:
         infra = f"Inspect recorded an error: {sample.error}" if sample.error else None
         if infra is None and not acted and stop is None:
             infra = "the agent never answered and the user never stopped (no agent output)"
-        user_texts = [m.text for m in sample.messages if m.role == "user"]
         meta = {
             "user_turns": list(convo.user_turns), "termination_reason": termination,
             "recorded_error_call_ids": list(convo.error_call_ids), REWARD_RULE_KEY: INSPECT_EVALS_RULE,
             # What inspect_evals' communicate check reads besides the agent's answers: the user
-            # simulator's view holds the task's opening message as a user message too.
-            "communicate_also_reads": [t for t in user_texts if t][:1],
+            # simulator's view holds the dataset's opening message as a user message too.
+            "communicate_also_reads": [m.text for m in sample.messages if m.role == "user" and m.source == "input"],
             "inspect_log": sample.log, "inspect_sample": [sample.sample_id, sample.epoch],
             "inspect_limit": sample.limit, **bench.provenance,
             "reading": f"inspect_evals tau2_{domain}, scored as its {scorer} scores (database and communicated "
