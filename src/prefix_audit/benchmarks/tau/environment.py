@@ -76,7 +76,8 @@ def calculate(expression: Any) -> str:
         raise TypeError(f"'{type(expression).__name__}' object is not iterable")
     if not all(char in _CALC_CHARS for char in expression):
         raise ValueError("Invalid characters in expression")
-    tree = compile(expression, "<string>", "eval", ast.PyCF_ONLY_AST)
+    # Python's eval, which tau2's calculate calls, skips leading spaces and tabs; compile does not.
+    tree = compile(expression.lstrip(" \t"), "<string>", "eval", ast.PyCF_ONLY_AST)
     return str(round(float(_arithmetic(tree.body)), 2))
 
 
@@ -245,6 +246,13 @@ class DomainBackend:
 
         self._environment_cls = Environment
         self._call_cls = Tau2ToolCall
+
+    def hash_of(self, db: Mapping[str, Any]) -> str:
+        """tau2's hash of a database given as JSON (another harness's record of one): validated as
+        this domain's database, hashed as its DB check hashes (ValueError where it does not validate)."""
+        validated = self._db_cls.model_validate(db)
+        with _quiet_serializer():
+            return self._toolkit_cls(validated).get_db_hash()
 
     def validated_db(self) -> Any:
         """A database validated from the parsed ``db.json`` (pydantic builds new objects throughout)."""

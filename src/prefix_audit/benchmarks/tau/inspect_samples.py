@@ -27,24 +27,69 @@ flipped) and is not read for actions.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ...calls import ToolCall
+from ...contract import ToolSpec
 from ...framework_samples import ChatMessage, FrameworkSample, chat_messages, message_text, recorded_verdict
-from ...records import Recorded, Rollout, call_like_text_steps, rollout_id_for
+from ...records import LogIssue, Recorded, Rollout, call_like_text_steps, rollout_id_for
 from ...registry import ImportRequest, SampleReader
 from . import semantics as sem
 from .data import CRITERIA_FIELDS, TauDataError, criteria_differences, parse_criteria, parse_task
 from .embedded import KEY as EMBEDDED_KEY
 from .embedded import TAU2_FORMAT, EmbeddedTask
-from .importer import BadSimulation, read_conversation
-from .replay import INSPECT_EVALS_RULE, REWARD_RULE_KEY, TauBenchmark, dataset_of
+from .environment import LiveEnvironment
+from .importer import BadSimulation, Conversation, read_conversation
+from .replay import INSPECT_EVALS_RULE, RECORDED_DB_KEY, REWARD_RULE_KEY, TauBenchmark, dataset_of
 
 STORE_STATE = "StoredAgentState"
 
 
-def _as_read(call: ToolCall, where: str) -> ToolCall:
-    return call  # read already (framework_samples.chat_messages)
+def _as_run(call: ToolCall, specs: Mapping[str, ToolSpec]) -> ToolCall:
+    """The call with the arguments the tool got: Inspect converts a whole-number float to an int for an
+    integer parameter before it calls the tool (tau2 would store the float: another database)."""
+    spec = specs.get(call.name or "")
+    if spec is None or not call.well_formed:
+        return call
+    properties = spec.parameters.get("properties", {})
+    changed = {k: int(v) for k, v in call.kwargs.items()
+               if isinstance(v, float) and v.is_integer() and properties.get(k, {}).get("type") == "integer"}
+    return replace(call, kwargs={**call.kwargs, **changed}) if changed else call
+
+
+def _recorded_db(store: Mapping[str, Any]) -> Any:
+    """The agent's database as the store holds it at the end (``<Tools>:<instance>:db``; the scorer's
+    ``expected_db_…`` instances are the gold's), None where there is not exactly one."""
+    found = [value for key, value in store.items()
+             if key.endswith(":db") and key.count(":") == 2 and not key.split(":")[1].startswith("expected_db_")]
+    return found[0] if len(found) == 1 else None
+
+
+DB_DIVERGED = ("the database the recorded calls replay to differs from the one the log's store holds: calls ran "
+               "that the messages do not show (inspect_evals' loop drops a turn whose tool raised an error other "
+               "than a ToolError), or a tool of inspect_evals' copy differs from tau2's")
+
+
+def _database_check(bench: TauBenchmark, store: Mapping[str, Any], convo: Conversation) -> tuple[list[LogIssue],
+                                                                                                 dict[str, str]]:
+    """The log's final database checked against replay: (issues, ``{recorded_db_sha256: …}`` for Y)."""
+    recorded = _recorded_db(store)
+    if recorded is None:
+        return [], {}
+    try:
+        recorded_hash = bench.backend.hash_of(recorded)
+    except ValueError as exc:
+        return [LogIssue("replay_diverged", f"the database in the log's store is not a {bench.domain.name} database: "
+                                            f"{' '.join(str(exc).split())[:200]}")], {}
+    live = LiveEnvironment(bench.backend)
+    for turn in convo.turns:
+        for step in turn:
+            for call, result in zip(step.calls, step.results or ()):
+                if call.well_formed and (result is None or result.executed):
+                    live.run(call)
+    return [] if live.db_hash() == recorded_hash else [LogIssue("replay_diverged", DB_DIVERGED)], \
+        {RECORDED_DB_KEY: recorded_hash}
 
 
 def _tau2_messages(messages: Sequence[ChatMessage]) -> Iterator[dict[str, Any]]:
@@ -118,7 +163,9 @@ def read_sample(domain: str) -> SampleReader:
         if stop is not None:
             messages.append({"role": "user", "content": stop})
         termination = "user_stop" if stop is not None else "max_steps"
-        convo = read_conversation(messages, bench, termination, _as_read)
+        specs = bench.tools
+        convo = read_conversation(messages, bench, termination, lambda call, where: _as_run(call, specs))
+        issues, db_meta = _database_check(bench, sample.store, convo)
         acted = any(convo.turns)
         infra = f"Inspect recorded an error: {sample.error}" if sample.error else None
         if infra is None and not acted and stop is None:
@@ -137,8 +184,9 @@ def read_sample(domain: str) -> SampleReader:
         }
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = EmbeddedTask.of(task, TAU2_FORMAT, sample.log).to_json()
+        meta.update(db_meta)
         recorded = recorded_verdict(sample.scores, scorer)
-        recorded = Recorded.of(recorded.y, recorded.verdict, call_like_text_steps(convo.turns))
+        recorded = Recorded.of(recorded.y, recorded.verdict, call_like_text_steps(convo.turns), issues)
         rid = rollout_id_for(bench.dataset, sample.model, request.method, sample.sample_id,
                              "inspect", sample.epoch)
         return Rollout(bench.dataset, sample.sample_id, sample.model, request.method, rid,

@@ -66,10 +66,14 @@ Y_BASIS_NO_NL = "db_and_communicate_only"
 # ``meta["reward_rule"]``: how a rollout's log scored it, where that is not tau2's reward. inspect_evals'
 # tau2 scorers (airline, retail) pass a sample whose database matches the gold one (when the task lists
 # actions) and that communicated every ``communicate_info`` string — whatever the reward basis, however
-# the conversation ended; the strings are looked for in what the user was shown: the agent's answer
+# the conversation ended; the database is the one the log recorded (``recorded_db_sha256``) where it has
+# one, else the replayed one; the strings are looked for in what the user was shown: the agent's answer
 # closing each of its turns (a message with tool calls never reaches the user) and the opening message.
 REWARD_RULE_KEY = "reward_rule"
 INSPECT_EVALS_RULE = "inspect_evals"
+# tau2's hash of the final database the log recorded (inspect_evals keeps it in the sample's store, and
+# its scorer compares that one): the DB check of inspect_evals' rule reads it where present.
+RECORDED_DB_KEY = "recorded_db_sha256"
 
 
 def dataset_of(domain: str) -> str:
@@ -363,7 +367,11 @@ class TauSession:
             return 1
         parts = ["DB=1(no actions to compare)"]
         db = True
-        if self.task.db_compared:
+        recorded = self._rollout.meta.get(RECORDED_DB_KEY)
+        if self.task.db_compared and isinstance(recorded, str):
+            db = recorded == self.bench.gold_db_hash(self.task)
+            parts = [f"DB={int(db)}(the database the log recorded)"]
+        elif self.task.db_compared:
             db = self.bench.db_matches_gold(self._live, self.task)
             parts = [f"DB={int(db)}"]
         also = self._rollout.meta.get("communicate_also_reads")
