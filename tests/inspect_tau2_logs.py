@@ -50,14 +50,14 @@ SCENARIOS: dict[str, str] = {
 # of them with "+", e.g. "unknown_tool+rejected+malformed" makes all their failing calls, then gold.
 COMBINABLE = ("unknown_tool", "rejected", "malformed", "parallel")
 
-# Per domain: task id -> scenario. Every scenario is covered (early_stop by epoch_split's epoch 2),
-# on tasks with few gold calls. Each sample-epoch costs seconds whatever it does: the scorer puts the
+# Per domain: task id -> scenario. Every scenario is covered (gold and early_stop by epoch_split's
+# epochs 1 and 2), on tasks with few gold calls. Each sample-epoch costs seconds whatever it does: the scorer puts the
 # whole database in the sample store twice, and Inspect diffs, condenses and writes that store.
 DEFAULT_SCENARIOS: dict[str, dict[str, str]] = {
-    "airline": {"5": "agent_error", "11": "gold", "14": "epoch_split",
-                "15": "unknown_tool+rejected+malformed", "20": "message_limit", "27": "parallel"},
-    "retail": {"36": "gold", "57": "agent_error", "71": "parallel", "73": "unknown_tool+rejected+malformed",
-               "89": "epoch_split", "90": "message_limit"},
+    "airline": {"5": "agent_error", "14": "epoch_split", "15": "unknown_tool+rejected+malformed+parallel",
+                "20": "message_limit"},
+    "retail": {"57": "agent_error", "73": "unknown_tool+rejected+malformed+parallel", "89": "epoch_split",
+               "90": "message_limit"},
 }
 
 MODEL = "mockllm/model"

@@ -144,7 +144,7 @@ def test_tau2_samples_audit_with_no_flags(inspect_logs, tmp_path):
     assert infra["task_id"].unique().to_list() == [task_of["agent_error"]] and infra["T"].is_null().all()
     # An unknown tool and malformed arguments are the agent's schema failures, and Inspect never ran
     # them: nor does replay. The ToolError a tool raised is an error result, worded alike by replay.
-    mixed = episodes.filter(pl.col("task_id") == task_of["unknown_tool+rejected+malformed"]).row(0, named=True)
+    mixed = episodes.filter(pl.col("task_id") == task_of["unknown_tool+rejected+malformed+parallel"]).row(0, named=True)
     assert mixed["FED"] == 1 and mixed["category"] == "schema" and "not_executed" in mixed["log_issue"]
     assert mixed["replay_agreement"] == 1.0 and mixed["Y"] == 1
     assert (scored["replay_agreement"].drop_nulls() == 1.0).all()

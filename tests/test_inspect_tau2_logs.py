@@ -30,7 +30,7 @@ MESSAGES = "StoredAgentState:AirlineAgent:messages"
 
 def test_the_default_choices_cover_every_scenario():
     for domain, scenarios in DEFAULT_SCENARIOS.items():
-        covered = {p for s in scenarios.values() for p in scenario_parts(s)} | {"early_stop"}  # epoch_split's
+        covered = {p for s in scenarios.values() for p in scenario_parts(s)} | {"gold", "early_stop"}  # epoch_split
         assert covered == set(SCENARIOS), domain
     assert set(COMBINABLE) <= set(SCENARIOS)
     for bad in ("nope", "gold+parallel", "early_stop+rejected"):
@@ -84,8 +84,8 @@ def test_the_calls_and_tool_errors_are_those_scripted(airline_log):
     assert errors == [("lookup_everything", "parsing"), ("get_user_details", "unknown"),
                       ("get_user_details", "parsing"), ("get_user_details", "parsing")]
     assert [c.get("parse_error") is not None for m in mixed for c in m.get("tool_calls") or []] == \
-           [False, False, False, True, False]
-    assert [len(m["tool_calls"]) for m in messages("27") if m.get("tool_calls")] == [2]
+           [False, False, False, True, False, False]
+    assert [len(m["tool_calls"]) for m in mixed if m.get("tool_calls")] == [1, 1, 1, 1, 2]  # then gold in parallel
     assert not [m for m in messages("14", epoch=2) if m.get("tool_calls")]
     limited = read_eval_log_sample(str(airline_log), id="20", epoch=1)
     kinds = Counter(e.event for e in limited.events)
