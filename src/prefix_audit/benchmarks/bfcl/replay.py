@@ -5,7 +5,9 @@ different number of turns than the entry is force-terminated (Y = 0); a step BFC
 decode executes nothing (``meta["bfcl_undecoded_steps"]``, see :mod:`.importer`); per turn with a
 non-empty ground truth, the model must have a decoded step with calls; the public attributes of
 its instances must equal those of instances driven by the ground truth; and the ground truth's
-execution results must be contained (as a multiset) in the model's results so far.
+execution results must be contained (as a multiset) in the model's results so far. A rollout whose
+log was scored by inspect_evals' multi-turn scorer (``meta["reward_rule"]``, Inspect AI logs) gets
+that scorer's Y instead (:data:`REWARD_RULE_KEY`).
 """
 
 from __future__ import annotations

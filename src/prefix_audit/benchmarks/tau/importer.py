@@ -97,6 +97,8 @@ class BadSimulation(ValueError):
 
 @dataclass(frozen=True)
 class Conversation:
+    """A tau2-shaped conversation read as turns of steps, with what it recorded (:func:`read_conversation`)."""
+
     turns: tuple[tuple[Step, ...], ...]
     user_turns: tuple[str, ...]
     error_call_ids: tuple[str, ...]
