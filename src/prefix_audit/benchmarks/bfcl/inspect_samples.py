@@ -181,37 +181,28 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
     changed = None
     for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran)):
         results = {m.call_id: m for m in messages if m.role == "tool"}
+        ran_values = iter(values)  # the values of the calls that ran, in their order
         steps, executed = [], []
         for m in messages:
             if m.role != "assistant":
                 continue
-            recorded_results: list[RecordedResult | ChatMessage] = []
+            out = []
             for call in m.calls:
                 answer = results.get(call.call_id)
                 if answer is None or not answer.ran:  # no answer: the loop stopped before running it
                     text = (answer.text or answer.error or "") if answer is not None else "no result recorded"
-                    recorded_results.append(RecordedResult.of(text, True, executed=False))
-                else:
-                    recorded_results.append(answer)
-                    executed.append(call)
-            steps.append((m, recorded_results))
+                    out.append(RecordedResult.of(text, True, executed=False))
+                    continue
+                executed.append(call)
+                value = next(ran_values, None)  # it ran: its value tells an error as BFCL's classes report one
+                out.append(RecordedResult.of(answer.text or answer.error or "",
+                                             answer.error is not None or is_error_value(value)))
+            steps.append(Step(m.calls, m.text or None, tuple(out)) if m.calls else Step((), m.text))
         if not _same_calls(executed, ran):
             raise BadSample(f"turn {t}: the calls the messages show running are not those of "
                             f"model_execution_calls[{t}]")
         changed = changed or _changed_arguments(executed, ran)
-        ran_values = iter(values)
-        turn_steps = []
-        for m, recorded_results in steps:
-            out = []
-            for answer in recorded_results:
-                if isinstance(answer, ChatMessage):  # it ran: its value tells an error as BFCL's classes report one
-                    value = next(ran_values, None)
-                    out.append(RecordedResult.of(answer.text or answer.error or "",
-                                                 answer.error is not None or is_error_value(value)))
-                else:
-                    out.append(answer)
-            turn_steps.append(Step(m.calls, m.text or None, tuple(out)) if m.calls else Step((), m.text))
-        turns.append(tuple(turn_steps))
+        turns.append(tuple(steps))
     # inspect_evals' scorer replays the recorded calls for its state check, as recorded.
     meta[SCORED_CALLS_KEY] = [[{"function": r["function"], "arguments": r.get("arguments") or {}} for r in turn]
                               for turn in calls_ran]

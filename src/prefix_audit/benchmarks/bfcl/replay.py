@@ -324,7 +324,7 @@ class BfclSession:
         before = set(self._live_values()) if deleting else None
         accepted, value, text = invoke(self._model_methods, call)
         self._results.append(text)
-        if self._values:
+        if self.rule == INSPECT_EVALS_RULE and self._values:
             self._values[-1].append(inspect_evals_value(call.name, value, text))
         self._live_cache = None
         if deleting and accepted and before is not None:
@@ -364,8 +364,10 @@ class BfclSession:
             _, value, text = invoke(self._gt_methods, call)
             gt_results.append(text)
             gt_values.append(inspect_evals_value(call.name, value, text))
-        self._gt_values.append(gt_values)
-        if self.rule == INSPECT_EVALS_RULE or not self._gt_calls[t]:
+        if self.rule == INSPECT_EVALS_RULE:  # judged once, after the last turn (final_success)
+            self._gt_values.append(gt_values)
+            return
+        if not self._gt_calls[t]:
             return
         if t >= len(self._decoded_steps) or self._decoded_steps[t] == 0:
             self.y_detail = f"multi_turn:empty_turn_model_response (turn {t})"
