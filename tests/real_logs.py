@@ -1,0 +1,78 @@
+"""The second corpus of real logs (``../shared/fixtures/real-logs-3``) laid out as its repositories
+published it.
+
+The corpus keeps each file gzipped under a flat name (``saved_as`` in its ``MANIFEST.json``); the
+importers read logs where their runners wrote them (BFCL finds a model's handler from its result
+folder and the score file beside it, ToolSandbox run folders sit three levels deep). So the tests
+unpack every file to ``<repo owner>+<repo name>/<path>`` under a folder of their own, exactly as the
+repository holds it, and audit it there. Nothing inside a file is changed.
+
+Usage (to look at the files by hand): ``python tests/real_logs.py OUT`` unpacks them under OUT and
+prints one line per file: its path and the MANIFEST's benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real-logs-3"
+TOOLSANDBOX_DATA = "ToolSandbox/data"  # the archives' member paths are relative to ToolSandbox/data/
+
+
+@dataclass(frozen=True)
+class RealLog:
+    """One file of the corpus, unpacked: where it is now and what its MANIFEST entry says."""
+
+    path: Path
+    repo: str
+    repo_path: str
+    benchmark: str
+    records: int
+    notes: str
+
+    @property
+    def name(self) -> str:
+        """A short stable name for test ids: the repository and the file's own name."""
+        return f"{self.repo.split('/')[0]}:{Path(self.repo_path).name}"
+
+
+def manifest(corpus: Path = CORPUS) -> list[dict]:
+    return json.loads((corpus / "MANIFEST.json").read_text(encoding="utf-8"))
+
+
+def unpack(out: Path, corpus: Path = CORPUS) -> list[RealLog]:
+    """Every file of the corpus under ``out``, as published; a ToolSandbox archive becomes its run
+    folder."""
+    logs = []
+    for entry in manifest(corpus):
+        base = out / entry["repo"].replace("/", "+")
+        packed = corpus / entry["saved_as"]
+        target = base / entry["path"]
+        if entry["saved_as"].endswith(".tar.gz"):
+            data = base / TOOLSANDBOX_DATA
+            data.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(packed) as archive:
+                archive.extractall(data, filter="data")
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(gzip.decompress(packed.read_bytes()))
+        logs.append(RealLog(target, entry["repo"], entry["path"], entry["benchmark"], entry.get("n_records", 0),
+                            entry.get("notes", "")))
+    return logs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args()
+    for log in unpack(args.out):
+        print(f"{log.path}\t{log.benchmark}")
+
+
+if __name__ == "__main__":
+    main()
