@@ -69,3 +69,11 @@ def test_structured_calls(arguments, ok):
     call = structured_call("cd", arguments)
     assert call.well_formed is ok
     assert call.structured
+
+
+def test_an_empty_tool_name_is_a_call_of_an_unknown_tool_not_an_unreadable_one():
+    """The benchmarks dispatch an empty name like any unknown one and answer with an error, which a
+    log records: so replay runs it too (a schema failure), where a missing name cannot be run."""
+    empty = structured_call("", '{"a": 1}', "c1")
+    assert empty.well_formed and empty.name == "" and empty.kwargs == {"a": 1}
+    assert not structured_call(None, "{}").well_formed

@@ -97,7 +97,7 @@ def test_format_detection_and_located_errors(benches, tmp_path, retail_case):
     for doc, said in [({"info": {}}, "an object with keys ['info']"), ([{"task_id": 1}], "a list of 1 entries"),
                       ([], "a list of 0 entries"), (3, "a JSON int")]:
         path = _write(tmp_path, doc, "other.json")
-        with pytest.raises(TauResultsError, match="neither a tau2 results.json") as exc:
+        with pytest.raises(TauResultsError, match="neither tau2 simulations") as exc:
             list(import_results(path, benches.__getitem__))
         assert str(path) in str(exc.value) and said in str(exc.value)
 

@@ -120,14 +120,16 @@ def looks_like_calls(text: str) -> bool:
 
 
 def structured_call(name: Any, arguments: Any, call_id: str | None = None) -> ToolCall:
-    """A structured (JSON) tool call: ``arguments`` is an object or a JSON text of one."""
+    """A structured (JSON) tool call: ``arguments`` is an object or a JSON text of one. An empty
+    name is a call of a tool named ``""``: the benchmarks dispatch it like any unknown name and
+    answer with an error (a schema failure); a name that is no string makes an unparseable call."""
     raw = arguments if isinstance(arguments, str) else None
 
     def bad(reason: str) -> ToolCall:
         return ToolCall(name if isinstance(name, str) else None, raw=raw, parse_error=reason,
                         call_id=call_id, structured=True)
 
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
         return bad("tool call has no name")
     if isinstance(arguments, str):
         if len(arguments) > MAX_CALL_CHARS:

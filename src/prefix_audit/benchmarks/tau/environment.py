@@ -229,6 +229,31 @@ class CopyOnWriteTable(dict):  # type: ignore[type-arg]
         return dict, (dict(self.items()),)
 
 
+def tau2_agent_tools() -> dict[str, frozenset[str]]:
+    """The agent's tool names of every domain the imported tau2 ships, read off its own toolkits
+    (``tau2.domains.<domain>.tools``: the methods its ``is_tool`` decorator marks), airline and retail
+    as well as domains we do not replay (telecom): what a log of calls but no domain name is matched
+    against (:func:`.containers.domain_of_tools`). A domain whose tools module does not import is left out."""
+    import pkgutil
+
+    import tau2.domains
+    from tau2.environment.toolkit import TOOL_ATTR, ToolKitBase
+
+    found: dict[str, frozenset[str]] = {}
+    for module in pkgutil.iter_modules(tau2.domains.__path__):
+        try:
+            tools = importlib.import_module(f"tau2.domains.{module.name}.tools")
+        except Exception:  # noqa: BLE001 -- a domain that needs what is not installed names no tools here
+            continue
+        names = {name for obj in vars(tools).values()
+                 if isinstance(obj, type) and issubclass(obj, ToolKitBase) and obj is not ToolKitBase
+                 and obj.__module__ == tools.__name__
+                 for name in dir(obj) if hasattr(getattr(obj, name, None), TOOL_ATTR)}
+        if names:
+            found[module.name] = frozenset(names)
+    return found
+
+
 class DomainBackend:
     """tau2's classes for one domain and the declared tools; builds fresh live environments.
 

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +83,30 @@ from ...registry import ImportRequest
 from . import semantics as sem
 from .data import CRITERIA_FIELDS, DOMAINS, GoldAction, TauDataError, criteria_differences, parse_criteria, parse_task
 from .embedded import KEY as EMBEDDED_KEY
+from .containers import (
+    DOMAIN_FIELDS,
+    Simulations,
+    UnreadableSimulation,
+    called_tools,
+    dir_layout,
+    domain_of_tools,
+    layout_metadata,
+    read_container,
+)
 from .embedded import TAU2_FORMAT, EmbeddedTask
+from .environment import tau2_agent_tools
 from .errors import TauResultsError
 from .importer_v1 import import_v1_results, is_v1_results
 from .replay import TauBenchmark, dataset_of
 from .replay_v1 import TauV1Benchmark, v1_dataset_of
 
 __all__ = ["TauResultsError", "import_results", "import_tau"]
+
+# The first key of a JSON document of another format that may be hundreds of megabytes: an Inspect AI
+# log (``{"version": 2, "status": …}``). Such a file is not parsed whole to look for simulations.
+OTHER_FORMATS_FIRST_KEYS = frozenset({"version"})
+# tau2's communication mode whose conversation is stored as ticks of speech chunks (voice runs).
+FULL_DUPLEX = "full_duplex"
 
 class BadSimulation(ValueError):
     pass
@@ -119,7 +136,7 @@ def _call(obj: Any, where: str) -> ToolCall:
             raise BadSimulation(f"{where}: arguments are not JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise BadSimulation(f"{where}: arguments must be a JSON object, got {type(arguments).__name__}")
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):  # an empty name is the agent's (a schema failure), a missing one the log's
         raise BadSimulation(f"{where}: tool call without a name")
     return structured_call(name, arguments, call_id)
 
@@ -156,9 +173,12 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
         raise BadSimulation("no messages")
     turns: list[list[Step]] = []
     user_turns: list[str] = []
-    pending: dict[str, str] = {}  # call id → tool name, awaiting its result
+    # call id → the calls with that id awaiting a result (tool name, position among the calls), in
+    # call order: ids may repeat within a conversation (some harnesses number calls per tool name)
+    pending: dict[str, list[tuple[str, int]]] = {}
     errors: list[str] = []
-    recorded: dict[str, RecordedResult] = {}  # call id → the result the log recorded
+    recorded: dict[int, RecordedResult] = {}  # position among the calls → the result the log recorded
+    n_calls = 0
     accounting: list[tuple[Mapping[str, Any], str, str]] = []  # messages with their usage, read at the end
     stopped = False
     for where, m in _flat_messages(messages):
@@ -189,17 +209,24 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
                 turns.append([])
                 user_turns.append("")
             turns[-1].append(Step(calls, (content or None) if calls else (content or "")))
-            pending.update({c.call_id or "": c.name or "" for c in calls})
+            for c in calls:
+                pending.setdefault(c.call_id or "", []).append((c.name or "", n_calls))
+                n_calls += 1
             accounting.append((m, "executor", where))
         elif role == "tool":
             call_id = m.get("id")
-            if not isinstance(call_id, str) or call_id not in pending:
+            if not isinstance(call_id, str) or not pending.get(call_id):
                 raise BadSimulation(f"{where}: result for unknown or already answered call id {call_id!r}")
-            name = pending.pop(call_id)
+            # The nearest earlier unanswered call with this id: calls await results only from the
+            # latest agent message (a message after unanswered calls is a truncation), and a message's
+            # results come in call order, so the first one still waiting.
+            name, position = pending[call_id].pop(0)
+            if not pending[call_id]:
+                del pending[call_id]
             flag = m.get("error")
             # ``executed`` false: a framework refused the call before it ran (Inspect logs).
-            recorded[call_id] = RecordedResult.of(content or "", flag if isinstance(flag, bool) else None,
-                                                  m.get("executed") is not False)
+            recorded[position] = RecordedResult.of(content or "", flag if isinstance(flag, bool) else None,
+                                                   m.get("executed") is not False)
             if m.get("error"):
                 errors.append(call_id)
             elif name not in bench.tools:
@@ -220,9 +247,21 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
         accounting_error = None
     except DecodeError as exc:  # bad accounting costs the accounting, not the simulation
         usage, accounting_error = (), str(exc)
-    with_results = tuple(tuple(Step(step.calls, step.text, tuple(recorded.get(c.call_id or "") for c in step.calls))
-                               if step.calls else step for step in turn) for turn in turns)
-    return Conversation(with_results, tuple(user_turns), tuple(errors), usage, accounting_error)
+    return Conversation(_with_results(turns, recorded), tuple(user_turns), tuple(errors), usage, accounting_error)
+
+
+def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult]) -> tuple[tuple[Step, ...], ...]:
+    """The turns with each call's recorded result (``recorded``: by the call's position among all calls)."""
+    out, position = [], 0
+    for turn in turns:
+        steps = []
+        for step in turn:
+            if step.calls:
+                step = Step(step.calls, step.text, tuple(recorded.get(position + i) for i in range(len(step.calls))))
+                position += len(step.calls)
+            steps.append(step)
+        out.append(tuple(steps))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -236,6 +275,7 @@ class TaskPlan:
     refused: Mapping[str, str]
     evaluations: Mapping[str, Mapping[str, tuple]]
     reading: str
+    users: Mapping[str, frozenset[str]] = field(default_factory=dict)  # task → the user ids its gold acts for
 
 
 def _listed(items: Mapping[str, list[str]], limit: int = 6) -> str:
@@ -243,7 +283,8 @@ def _listed(items: Mapping[str, list[str]], limit: int = 6) -> str:
     return ", ".join(shown) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: TauBenchmark, source: str) -> TaskPlan:
+def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: TauBenchmark, source: str,
+              shape: str = "tau2 results.json", domain_how: str = "", carries_tasks: bool = True) -> TaskPlan:
     """Score each task as tau2's ``evaluate-trajs`` does, against the definition the file carries —
     embedded in the rollout where it differs from ours in a criterion its reward reads (or we lack
     the task) — unless ``--installed-tasks`` (refuse such simulations) or ``--tasks-from-results``
@@ -284,8 +325,11 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
                 continue
             embedded[task_id] = EmbeddedTask.of(recorded_tasks[task_id], TAU2_FORMAT, source)
     installed = f"the {bench.domain.name} tasks in use (sha256 {bench.domain.provenance['tasks_sha256'][:12]})"
-    parts = [f"tau2 results of {len(set(task_ids))} tasks"]
-    if differ:
+    shown = shape if shape != "tau2 results.json" else "tau2 results"  # the usual container is not remarked on
+    parts = [f"{shown} of {len(set(task_ids))} tasks" + (f", {domain_how}" if domain_how else "")]
+    if not carries_tasks:
+        parts.append(f"it carries no task definitions: scored against {installed}")
+    elif differ:
         how = "refused (--installed-tasks)" if bench.installed_tasks else "scored against the file's definitions"
         parts.append(f"{len(differ)} differ from {installed} in what their reward reads, {how}: {_listed(differ)}")
     else:
@@ -295,11 +339,13 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
     if bench.tasks_from_results:
         parts.append("every simulation scored against the file's definition (--tasks-from-results)")
     evaluations = {t: _signature(c["gold"], c["nl_assertions"], c["communicate_info"]) for t, c in criteria.items()}
+    users = {t: _gold_users(c["gold"]) for t, c in criteria.items()}
     for task_id in bench.tasks:
         if task_id not in evaluations:
             task = bench.task(task_id)
             evaluations[task_id] = _signature(task.gold, task.nl_assertions, task.communicate_info)
-    return TaskPlan(embedded, refused, evaluations, "; ".join(parts))
+            users[task_id] = _gold_users(task.gold)
+    return TaskPlan(embedded, refused, evaluations, "; ".join(parts), users)
 
 
 def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
@@ -314,7 +360,17 @@ def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
 def _signature(gold: Any, nl: Any, communicate: Any) -> dict[str, tuple]:
     actions = sorted((a.name, json.dumps(a.arguments, sort_keys=True, default=str)) for a in gold)
     return {"action checks": tuple(actions),
-            "NL assertions": tuple(sorted(nl)), "communicate checks": tuple(sorted(communicate))}
+            "NL assertions": tuple(sorted(" ".join(t.split()) for t in nl)),
+            "communicate checks": tuple(sorted(communicate))}
+
+
+USER_ID = "user_id"  # the argument naming the customer in airline's and retail's tools
+# Retail's look-ups whose result is the customer's user id (tau2's find_user_id_by_email/_name_zip).
+USER_LOOKUPS = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"})
+
+
+def _gold_users(gold: Any) -> frozenset[str]:
+    return frozenset(a.arguments[USER_ID] for a in gold if isinstance(a.arguments.get(USER_ID), str))
 
 
 def _recorded_signature(info: Mapping[str, Any]) -> dict[str, tuple]:
@@ -346,8 +402,37 @@ def task_mismatch(reward_info: Any, task_id: str, plan: TaskPlan) -> LogIssue | 
         return None
     owners = sorted((t for t, d in definitions.items() if t != task_id and all(d[k] == v for k, v in recorded.items())),
                     key=lambda t: (len(t), t))
+    if differing == ["NL assertions"] and not owners:
+        # tau2 records an NL assertion as its judge model echoed it back (``expectedOutcome``), not as
+        # the task has it: the judge fixes typos and spacing. Unlike action and communicate checks, which
+        # tau2 copies from the task, such echoes show another task only where they are that task's.
+        return None
     whose = f"they are task {owners[0]}'s" if owners else "they are no known task's"
     return LogIssue("task_mismatch", f"the recorded {' and '.join(differing)} are not task {task_id}'s: {whose}")
+
+
+def conversation_user_mismatch(turns: tuple[tuple[Step, ...], ...], task_id: str, plan: TaskPlan) -> LogIssue | None:
+    """``task_mismatch`` as a cause of a Y that differs from the recorded reward: the customers the
+    conversation's accepted calls act for (their ``user_id``) are none of those the task's gold acts
+    for — the simulation is another task's conversation, scored (as recorded) as that task. Said only
+    where Y differs: an agent may look up the wrong customer in a conversation of its own task."""
+    gold = plan.users.get(task_id)
+    seen = set()
+    for turn in turns:
+        for step in turn:
+            for c, r in zip(step.calls, step.results or ()):
+                if r is None or r.error or r.content.startswith("Error"):  # some logs mark no errors
+                    continue
+                if isinstance(c.kwargs.get(USER_ID), str):
+                    seen.add(c.kwargs[USER_ID])
+                elif c.name in USER_LOOKUPS and r.content.strip():
+                    seen.add(r.content.strip())
+    if not gold or not seen or gold & seen:
+        return None
+    owners = sorted((t for t, users in plan.users.items() if t != task_id and users & seen), key=lambda t: (len(t), t))
+    whose = f"the tasks whose gold acts for them: {', '.join(owners[:5])}" if owners else "no task's gold acts for them"
+    return LogIssue("task_mismatch", f"the conversation acts for {', '.join(sorted(seen))}, task {task_id}'s gold for "
+                                     f"{', '.join(sorted(gold))} ({whose}): the recorded reward is another task's")
 
 
 def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model: str,
@@ -356,15 +441,18 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
         raise BadSimulation(sim.reason)
     if not isinstance(sim, dict):
         raise BadSimulation("a simulation must be an object")
-    task_id = sim.get("task_id")
-    if not isinstance(task_id, str):
-        raise BadSimulation("missing or non-string task_id")
+    task_id = _task_id(sim.get("task_id"))
+    if task_id is None:
+        raise BadSimulation("missing task_id (a string, or a whole number)")
     if task_id in plan.refused:
         raise BadSimulation(plan.refused[task_id])
     embedded = plan.embedded.get(task_id)
     termination = sim.get("termination_reason")
     if not isinstance(termination, str) or termination not in sem.TERMINATION_REASONS:
         raise BadSimulation(f"unknown termination_reason {termination!r}")
+    if sim.get("mode") == FULL_DUPLEX and not isinstance(sim.get("messages"), list):
+        raise BadSimulation(f"a {FULL_DUPLEX} (voice) simulation: its conversation is stored as ticks of speech "
+                            f"chunks, without the message list a turn-based reading needs; not read")
     convo = read_conversation(sim.get("messages"), bench, termination)
     reward, basis = _reward(sim)
     info = sim.get("info") if isinstance(sim.get("info"), dict) else {}
@@ -383,13 +471,25 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
     rid = rollout_id_for(bench.dataset, model, method, task_id, sim.get("id"), sim.get("trial"))
     mismatch = task_mismatch(sim.get("reward_info"), task_id, plan)
     issues = [mismatch] if mismatch is not None else []
+    other_user = conversation_user_mismatch(convo.turns, task_id, plan) if mismatch is None else None
     acted = any(convo.turns)
     infra = None if acted or termination in sem.NORMAL_TERMINATIONS else \
         f"the simulation ended ({termination}) before the agent acted"
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
                    usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra,
                    accounting_error=convo.accounting_error,
-                   recorded=sem.recorded_reward(reward, call_like_text_steps(convo.turns), issues))
+                   recorded=sem.recorded_reward(reward, call_like_text_steps(convo.turns), issues,
+                                                [other_user] if other_user is not None else []))
+
+
+def _task_id(value: Any) -> str | None:
+    """A simulation's task id as tau2 keys tasks: a string (a whole number, as some containers write
+    it, is its decimal string)."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    return None
 
 
 def _trial(value: Any) -> int:
@@ -401,16 +501,11 @@ def _trial(value: Any) -> int:
     return value
 
 
-def _agent_model(info: Mapping[str, Any]) -> str:
-    agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
-    return str(agent.get("llm") or agent.get("implementation") or "unknown")
-
-
 def _describe(doc: Any) -> str:
     if isinstance(doc, dict):
         return f"an object with keys {sorted(doc)[:8]}"
     if isinstance(doc, list):
-        return f"a list of {len(doc)} entries, none an object with 'traj'"
+        return f"a list of {len(doc)} entries, none a tau2 simulation or an entry with 'traj'"
     return f"a JSON {type(doc).__name__}"
 
 
@@ -423,74 +518,89 @@ def import_results(path: str | Path, benchmark_for: Callable[[str], Any], model:
     v1 file's detected domain. Raises :class:`TauResultsError` when the file as a whole cannot be used.
     """
     path = Path(path)
-    layout = _dir_layout(path)
+    layout = dir_layout(path)
     try:
         doc = read_json_document(layout[0] if layout else path)
     except DecodeError as exc:
         raise TauResultsError(f"{path}: not a readable results.json or τ-bench v1 result file: {exc}") from None
-    if layout is not None and isinstance(doc, dict):
-        doc = {**doc, "simulations": list(_dir_simulations(layout[1]))}
     if is_v1_results(doc):
         return import_v1_results(path, doc, benchmark_for, model, method, v1_domain)
-    if not isinstance(doc, dict) or not isinstance(doc.get("simulations"), list):
-        raise TauResultsError(f"{path}: neither a tau2 results.json (an object with a 'simulations' list) nor a "
-                              f"τ-bench v1 result file (a list of entries with 'traj'): it is {_describe(doc)}")
-    return _import_tau2(path, doc, benchmark_for, model, method)
-
-
-SIMULATIONS_DIR = "simulations"
-# The keys of tau2's results object, in the order tau2's Results model writes them.
-RESULTS_KEYS = frozenset({"timestamp", "info", "tasks", "simulations"})
+    run_meta = layout_metadata(path) if layout is None else None
+    try:
+        run = read_json_document(run_meta) if run_meta is not None else None
+    except DecodeError:  # the simulation reads without its run's metadata
+        run = None
+    container = read_container(doc, layout, run)
+    if container is None:
+        raise TauResultsError(f"{path}: neither tau2 simulations (results.json, a list of simulations, one "
+                              f"simulation, an object with a 'simulations' list) nor a τ-bench v1 result file "
+                              f"(a list of entries with 'traj'): it is {_describe(doc)}")
+    return _import_tau2(path, container, benchmark_for, model, method)
 
 
 @dataclass(frozen=True)
-class UnreadableSimulation:
-    """A simulation file of a ``dir`` layout that could not be read, and why."""
+class DomainChoice:
+    """The domain a container's simulations are read in, and how it was found (empty where tau2's
+    ``info`` names it, as usual); ``refused`` says why none of them can be read (a domain we do not
+    replay, or none found)."""
 
-    reason: str
-
-
-def _dir_layout(path: Path) -> tuple[Path, Path] | None:
-    """tau2's ``dir`` results layout (1.0): ``results.json`` holds the metadata and a
-    ``simulations/`` folder beside it one JSON file per simulation; (metadata, folder) of a
-    folder or of a results.json given, None for a single-file results.json."""
-    meta, sims = (path / "results.json", path / SIMULATIONS_DIR) if path.is_dir() else \
-        (path, path.parent / SIMULATIONS_DIR)
-    return (meta, sims) if meta.is_file() and sims.is_dir() else None
+    domain: str | None
+    how: str
+    refused: str | None = None
 
 
-def _dir_simulations(folder: Path) -> Iterator[Any]:
-    """The simulations of a ``dir`` layout in file-name order (as tau2 loads them); a file that is
-    no JSON comes through as a value the importer quarantines with its name."""
-    for sim_file in sorted(folder.glob("*.json")):
-        try:
-            yield read_json_document(sim_file)
-        except DecodeError as exc:
-            yield UnreadableSimulation(f"{SIMULATIONS_DIR}/{sim_file.name} is no JSON: {exc}")
-
-
-def _import_tau2(path: Path, doc: dict[str, Any], benchmark_for: Callable[[str], TauBenchmark], model: str | None,
-                 method: str) -> Iterator[Located | BadLine]:
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    env_info = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
-    domain = env_info.get("domain_name")
+def choose_domain(container: Simulations, benchmark_for: Callable[[str], TauBenchmark]) -> DomainChoice:
+    """The container's domain (:meth:`~.containers.Simulations.named_domain`), else the one whose
+    tools alone the agent's calls use, as tau2 ships them (:func:`.environment.tau2_agent_tools`)."""
+    named = container.named_domain()
+    if named is not None:
+        domain, where = named
+        how = "" if where.startswith("info.") else f"domain {domain} (its field {where!r})"  # tau2's own: unremarked
+    else:
+        benchmark_for(dataset_of(DOMAINS[0]))  # tau2 imported, to read its domains' tools
+        found = domain_of_tools(called_tools(container.simulations), tau2_agent_tools())
+        if len(found) != 1:
+            said = f"tools of {' and '.join(sorted(found))}" if found else "no tool of one domain only"
+            return DomainChoice(None, "", f"the file names no domain (info.environment_info.domain_name, "
+                                          f"{', '.join(DOMAIN_FIELDS)}) and its calls use {said}")
+        domain = found.pop()
+        how = f"domain {domain} (from the tools its calls use; the file names none)"
     if domain not in DOMAINS:
-        raise TauResultsError(f"{path}: info.environment_info.domain_name is {domain!r}; "
-                              f"only airline and retail are supported")
-    bench = benchmark_for(dataset_of(domain))
-    tasks = doc.get("tasks") if isinstance(doc.get("tasks"), list) else []
+        return DomainChoice(domain, how, f"tau2 domain {domain!r} is not one this release replays "
+                                         f"({', '.join(DOMAINS)})")
+    return DomainChoice(domain, how)
+
+
+def _import_tau2(path: Path, container: Simulations, benchmark_for: Callable[[str], TauBenchmark],
+                 model: str | None, method: str) -> Iterator[Located | BadLine]:
+    sims = container.simulations
+    if not sims:
+        tasks = f"; its tasks list {len(container.tasks)} tasks" if container.tasks else ""
+        yield BadLine(str(path), 0, f"no simulations: {container.shape} holding none (an aborted run?){tasks}")
+        return
+    choice = choose_domain(container, benchmark_for)
+    if choice.refused is not None:
+        for i, sim in enumerate(sims):
+            yield _bad_simulation(path, i, sim, choice.refused)
+        return
+    bench = benchmark_for(dataset_of(choice.domain))
+    tasks = container.tasks or []
     recorded_tasks = {t["id"]: t for t in tasks if isinstance(t, dict) and isinstance(t.get("id"), str)}
-    task_ids = [s["task_id"] for s in doc["simulations"] if isinstance(s, dict) and isinstance(s.get("task_id"), str)]
-    plan = task_plan(recorded_tasks, task_ids, bench, str(path))
-    model = model or _agent_model(info)
-    for i, sim in enumerate(doc["simulations"]):
+    task_ids = [t for s in sims if isinstance(s, dict) and (t := _task_id(s.get("task_id"))) is not None]
+    plan = task_plan(recorded_tasks, task_ids, bench, str(path), container.shape, choice.how,
+                     carries_tasks=container.tasks is not None)
+    model = model or container.agent_model() or "unknown"
+    for i, sim in enumerate(sims):
         try:
-            yield Located(str(path), i + 1, rollout_from_simulation(sim, bench, plan, model, method, info))
+            yield Located(str(path), i + 1, rollout_from_simulation(sim, bench, plan, model, method, container.info))
         except RECORD_SHAPE_ERRORS as exc:  # BadSimulation, or a field of the wrong shape
-            sid = sim.get("id") if isinstance(sim, dict) and isinstance(sim.get("id"), str) else None
-            task = sim.get("task_id") if isinstance(sim, dict) and isinstance(sim.get("task_id"), str) else None
-            yield BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {shape_reason(exc)}", sid,
-                          excerpt_of(sim))
+            yield _bad_simulation(path, i, sim, shape_reason(exc))
+
+
+def _bad_simulation(path: Path, i: int, sim: Any, reason: str) -> BadLine:
+    sid = sim.get("id") if isinstance(sim, dict) and isinstance(sim.get("id"), str) else None
+    task = _task_id(sim.get("task_id")) if isinstance(sim, dict) else None
+    return BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {reason}", sid, excerpt_of(sim))
 
 
 def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:
@@ -505,19 +615,16 @@ def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:
 
 
 def is_results_file(path: Path) -> bool:
-    """A τ results file: tau2's object with a ``simulations`` list, or τ-bench v1's list of
-    records with a ``traj``."""
-    if _dir_layout(path) is not None:
+    """A τ results file: tau2 simulations in any of their containers (:mod:`.containers`), or τ-bench
+    v1's list of records with a ``traj``."""
+    if dir_layout(path) is not None:
         return True
     if not path.is_file():
         return False
-    key = first_json_key(path)
-    if key is not None and key not in RESULTS_KEYS:  # another JSON object (an Inspect log): not parsed whole
+    if first_json_key(path) in OTHER_FORMATS_FIRST_KEYS:  # not parsed whole: it may be hundreds of MB
         return False
     try:
         doc = read_json_document(path)
     except DecodeError:
         return False
-    if isinstance(doc, dict):
-        return isinstance(doc.get("simulations"), list)
-    return isinstance(doc, list) and bool(doc) and isinstance(doc[0], dict) and "traj" in doc[0]
+    return is_v1_results(doc) or read_container(doc) is not None

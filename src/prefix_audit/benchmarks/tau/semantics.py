@@ -85,10 +85,10 @@ OWN_IMPLEMENTATION = frozenset({"calculate"})
 
 
 def recorded_reward(reward: float | None, undecoded: Sequence[tuple[int, int, str]] = (),
-                    issues: Sequence[LogIssue] = ()) -> Recorded:
+                    issues: Sequence[LogIssue] = (), if_y_differs: Sequence[LogIssue] = ()) -> Recorded:
     """What a τ log recorded of an entry: its reward as the verdict on Y (success: reward 1), tau2's
-    and v1's alike, the steps whose text looks like a call its reading did not find, and the faults
-    of the log its importer found."""
+    and v1's alike, the steps whose text looks like a call its reading did not find, the faults of
+    the log its importer found, and the causes it found for a Y that differs (said only then)."""
     if reward is None:
-        return Recorded.of(None, "no reward recorded", undecoded, issues)
-    return Recorded.of(int(reward >= 1.0), f"reward {reward:g}", undecoded, issues)
+        return Recorded.of(None, "no reward recorded", undecoded, issues, if_y_differs)
+    return Recorded.of(int(reward >= 1.0), f"reward {reward:g}", undecoded, issues, if_y_differs)
