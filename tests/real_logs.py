@@ -66,6 +66,42 @@ def unpack(out: Path, corpus: Path = CORPUS) -> list[RealLog]:
     return logs
 
 
+# What the MANIFEST's diagnosis (and this project's audits, where they found more) says about the
+# files that are not faithful runs of the benchmark's own harness: repository path → why. Every
+# other log of the corpus is a faithful run ("clean"): a flag on it is a false alarm.
+NOT_CLEAN = {
+    "results/tool-calling-gpt-4o-0.0_range_0--1_user-gpt-4o-llm_1102235139.json":
+        "a supervisor layer rejected calls (its replies 'Execution of … was rejected'): not_executed is the log's "
+        "own record; its recorded gold DB hashes are the untouched database's (vacuous_db_check)",
+    "web/leaderboard/public/submissions/toolorchestra_nvidia_2025-12-02/trajectories/"
+    "toolorchestra_airline_gpt-5_1trial.json":
+        "a custom orchestrator's submission whose recorded evaluations are other tasks' (permuted task ids)",
+    "web/leaderboard/public/submissions/toolorchestra_nvidia_2025-12-02/trajectories/"
+    "toolorchestra_retail_gpt-5_1trial.json":
+        "a custom orchestrator's submission whose recorded evaluations are other tasks' (permuted task ids)",
+}
+BFCL_SCORE = "BFCL v3 multi-turn (bfcl evaluate score)"  # a score file of a result file in the corpus
+VERDICT_LOG = "per-entry verdict log"  # a runner's verdicts beside its result file
+
+
+def is_companion(log: RealLog) -> bool:
+    """A file that is read beside a log of the corpus, not audited as a log of its own: BFCL's score
+    file of a result file the corpus holds, a runner's verdict log beside its result file."""
+    return log.benchmark == BFCL_SCORE or VERDICT_LOG in log.benchmark
+
+
+def score_file_of(log: RealLog, logs: list[RealLog]) -> Path | None:
+    """BFCL's score file of the result file ``log`` where it is not where ``bfcl evaluate`` puts it
+    (a folder ``eng_score/`` beside ``eng_result/``): same repository, model folder and category."""
+    if "result" not in log.path.name:
+        return None
+    want = (log.repo, log.path.parent.name, log.path.name.replace("_result.json", "_score.json"))
+    for other in logs:
+        if other.benchmark == BFCL_SCORE and (other.repo, other.path.parent.name, other.path.name) == want:
+            return other.path
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
