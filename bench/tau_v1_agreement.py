@@ -61,8 +61,7 @@ def main() -> None:
         dataset = rollouts[0].dataset if rollouts else "-"
         print(f"{path.name} ({dataset}): {len(rollouts)} imported ({infra} infra_error), {len(bad)} quarantined; "
               f"Y = recorded reward on {agree}/{len(rollouts)}; accept/reject as recorded on "
-              f"{calls_agree}/{calls} calls; v1_db_differs on "
-              f"{sum(bool(r.meta.get('v1_db_differs')) for r in rollouts)}")
+              f"{calls_agree}/{calls} calls")
         print("\n".join(lines + [f"  quarantined: {b.line}: {b.reason}" for b in bad]))
 
 

@@ -254,12 +254,21 @@ def test_v1_modifies_an_item_into_itself(benches, tmp_path, tau_data):
     assert not session.execute(structured_call("modify_pending_order_items", with_self)).accepted
 
 
-def test_domain_detection_override_and_db_difference_flag(benches, tmp_path, retail_case):
+def test_domain_detection_override_and_v1_records(benches, tmp_path, retail_case):
     airline = [_u("Reservation Z7GOZK please."),
                *_call("a1", "get_reservation_details", {"reservation_id": "Z7GOZK"}, "{}"), _a("ok"),
                _u("###STOP###")]
     good, _ = _import(_write(tmp_path, [_entry(0, airline, [])]), benches)
-    assert good[0].dataset == "tau_v1_airline" and good[0].meta["v1_db_differs"] == ["Z7GOZK"]
+    assert good[0].dataset == "tau_v1_airline"
+    # v1's reservation Z7GOZK (one way to EWR) is not tau2's (a round trip to IAH): replay reads v1's
+    [verdict] = [v for v in replay(good[0], benches["tau_v1_airline"]).verdicts if v.action.call]
+    reply = json.loads(verdict.logged)
+    assert (reply["destination"], reply["flight_type"]) == ("EWR", "one_way")
+    tau2 = json.loads(benches["tau_airline"].backend.call(
+        benches["tau_airline"].backend.new_environment(__import__("prefix_audit.benchmarks.tau.environment",
+                                                                 fromlist=["AccessMode"]).AccessMode()),
+        "get_reservation_details", {"reservation_id": "Z7GOZK"})[1])
+    assert (tau2["destination"], tau2["flight_type"]) == ("IAH", "round_trip")
     both = [_entry(0, airline, []), _entry(1, _good_traj(retail_case), _gold(retail_case))]
     with pytest.raises(TauResultsError, match="both airline and retail; pass --tau-v1-domain"):
         list(import_results(_write(tmp_path, both), benches.__getitem__))
@@ -267,7 +276,7 @@ def test_domain_detection_override_and_db_difference_flag(benches, tmp_path, ret
     with pytest.raises(TauResultsError, match="neither airline nor retail"):
         list(import_results(_write(tmp_path, neither), benches.__getitem__))
     good, _ = _import(_write(tmp_path, neither), benches, v1_domain="airline")
-    assert good[0].dataset == "tau_v1_airline" and good[0].meta["v1_db_differs"] == []
+    assert good[0].dataset == "tau_v1_airline"
 
 
 def test_cli_import_v1_then_score(tmp_path, retail_case):
@@ -374,8 +383,7 @@ def _judged_as_recorded(rollout, episode):
 
 def test_shared_v1_file_recomputed_y_agrees_with_recorded_reward(benches):
     """Y = the recorded reward on ≥ 99 % of the real v1 retail file; where Y disagrees, the replay must
-    have judged some call otherwise than v1 did (a tool difference), or the entry names a database
-    record that differs."""
+    have judged some call otherwise than v1 did (a tool difference)."""
     if not V1_FILE.is_file():
         pytest.skip(f"no τ-bench v1 log at {V1_FILE}")
     good, bad = _import(V1_FILE, benches)
@@ -387,7 +395,7 @@ def test_shared_v1_file_recomputed_y_agrees_with_recorded_reward(benches):
             disagree.append((rollout, episode))
     assert (len(good) - len(disagree)) / len(good) >= 0.99
     for rollout, episode in disagree:
-        assert rollout.meta["v1_db_differs"] or not _judged_as_recorded(rollout, episode), rollout.task_id
+        assert not _judged_as_recorded(rollout, episode), rollout.task_id
 
 
 @pytest.mark.parametrize("name", ["gemini-2.5-flash_airline_10tasks_2trials", "gpt-4.1_retail_40tasks_1trial"])
@@ -524,16 +532,24 @@ def test_react_bad_entries_are_located_the_rest_imported(benches, tmp_path, reta
     assert "has no API output" in bad[1].reason and "after the user's stop" in bad[2].reason
 
 
-def test_a_file_mixing_strategies_or_unreadable_as_react_is_refused(benches, tmp_path, retail_case):
+def test_each_entry_is_read_by_the_strategy_its_own_messages_show(benches, tmp_path, retail_case):
+    """One entry that looks like ReAct never costs a tool-calling file (two real files were refused
+    whole for it): each entry is read as its own messages show, and the file's reading says how many
+    of each; tool output that answers no action is that entry's quarantine, with its reason."""
     react = _entry(0, _react_good(benches, retail_case), _gold(retail_case))
     tools = _entry(1, _good_traj(retail_case), _gold(retail_case))
-    with pytest.raises(TauResultsError, match=r"entries \[2\] hold tool calls, entries \[1\] ReAct") as exc:
-        list(import_results(_write(tmp_path, [react, tools]), benches.__getitem__))
-    assert "\n" not in str(exc.value)
+    prose = _entry(2, [_u("Hi"), _a("Action: I will look into it."), _u("ok ###STOP###")], _gold(retail_case))
+    rollouts, bad = _import(_write(tmp_path, [react, tools, tools | {"task_id": 3}, prose]), benches)
+    assert not bad
+    assert [r.meta["v1_agent_strategy"] for r in rollouts] == ["react", "tool-calling", "tool-calling", "tool-calling"]
+    reading = rollouts[0].meta["reading"]
+    assert ("per entry: 3 as the tool-calling agent wrote them (entries 2, 3, 4), 1 as the react agent wrote them "
+            "(entries 1); 1 of them show neither strategy's messages, read as tool-calling") in reading, reading
+    assert all(_checked(r, benches)[0].Y == 1 for r in rollouts[:3])
     outputs_only = _entry(0, [_u("Hi"), _a("Let me look."), _u("API output: {}"), _a("Done."), _u("###STOP###")],
                           _gold(retail_case))
-    with pytest.raises(TauResultsError, match="no agent message holds an 'Action:'"):
-        list(import_results(_write(tmp_path, [outputs_only]), benches.__getitem__))
+    rollouts, [bad] = _import(_write(tmp_path, [outputs_only, tools]), benches)
+    assert len(rollouts) == 1 and bad.line == 1 and "answers no action" in bad.reason
 
 
 def test_unnamed_and_unknown_tools_are_schema_failures_not_quarantines(benches, tmp_path, retail_case):
@@ -614,11 +630,14 @@ def test_legacy_reward_rule_from_the_file(benches, tmp_path, retail_case):
     assert "legacy_reward_rule" not in (_checked(rollouts[0], benches)[1].log_issue or "")
 
 
-def test_vacuous_db_check_from_the_file(benches, tmp_path, retail_case):
+@pytest.mark.parametrize("era", ["province", "state"])
+def test_vacuous_db_check_from_the_file(benches, tmp_path, retail_case, era):
+    """v1's untouched database hashes otherwise in each version of its data (its users' addresses
+    named the state `province` before 2025-01-16): either version's hash is a vacuous check."""
     from prefix_audit.benchmarks.tau import v1
 
     case = retail_case
-    untouched = v1.V1_UNTOUCHED_DB_SHA256["retail"]
+    untouched = v1.V1_DATA_ERAS[era].untouched_sha256["retail"]
     traj = _writing_case(benches, case)
     vacuous = _entry(0, traj, _gold(case), reward=1.0)  # the writing gold "hashed" to the untouched DB
     vacuous["info"]["reward_info"]["info"] = {"r_actions": 1.0, "gt_data_hash": untouched}
@@ -630,7 +649,7 @@ def test_vacuous_db_check_from_the_file(benches, tmp_path, retail_case):
     assert not bad
     results = [_checked(r, benches) for r in rollouts]
     assert [e.Y for e, _ in results] == [0, 1, 0]
-    assert results[0][1].log_issue.startswith("vacuous_db_check: the recorded gold DB hash (5a4b2cb59f4d…)")
+    assert results[0][1].log_issue.startswith(f"vacuous_db_check: the recorded gold DB hash ({untouched[:12]}…)")
     assert results[1][1].log_issue is None and results[2][1].log_issue is None
 
 
@@ -653,3 +672,81 @@ def test_shared_react_file_every_entry_an_episode_agreeing(benches):
         episode, check = _checked(rollout, benches)
         assert rollout.meta["v1_agent_strategy"] == "react" and episode.T and rollout.recorded.undecoded_count == 0
         assert episode.Y == rollout.recorded.y and check.log_issue is None, (rollout.task_id, check.log_issue)
+
+
+def _user_reply(benches, case, key):
+    """v1's get_user_details reply for the case's user, its address naming the state with ``key``."""
+    [reply] = _replies(benches, case, [("get_user_details", {"user_id": case["user_id"]})])
+    value = json.loads(reply)
+    value["address"] = {(key if k == "state" else k): v for k, v in value["address"].items()}
+    return json.dumps(value)
+
+
+def test_a_run_on_v1s_older_data_is_replayed_and_scored_as_it_ran(benches, tmp_path, retail_case):
+    """Before 2025-01-16 v1's users' addresses named the state `province`: a log of that data is
+    replayed with its replies (no false divergence), and a run that data and run.py's timestamp date
+    before 2024-11-10 is scored under the reward rule of then (a task with outputs on its outputs)."""
+    case = retail_case
+    lookup = [_u(f"I am {case['user_id']}."),
+              *_call("p1", "get_user_details", {"user_id": case["user_id"]}, _user_reply(benches, case, "province"))]
+    legacy = _entry(0, [*lookup, *_writing_case(benches, case)[1:]], _gold(case), outputs=["refund"], reward=1.0)
+    legacy["info"]["reward_info"]["info"] = {"r_outputs": 1.0, "outputs": {"refund": True}}
+    for stamp, rule in (("1102182420", "before 2024-11-10"), ("1201182420", "current")):
+        path = _write(tmp_path, [legacy], f"tool-calling-gpt-4o-0.0_range_0--1_user-gpt-4o-llm_{stamp}.json")
+        [rollout], bad = _import(path, benches)
+        assert not bad and rollout.meta["v1_data_era"] == "province" and rollout.meta["v1_reward_rule"] == rule
+        episode, check = _checked(rollout, benches)
+        assert check.statuses[1] == "same" and check.replay_agreement == 1.0
+        if rule == "current":
+            assert (episode.Y, check.log_issue.split(":")[0]) == (0, "legacy_reward_rule")
+        else:
+            assert (episode.Y, check.log_issue) == (1, None) and "the current rule gives 0" in episode.y_detail
+    state = _entry(0, [_u(f"I am {case['user_id']}."),
+                       *_call("p1", "get_user_details", {"user_id": case["user_id"]},
+                              _user_reply(benches, case, "state")), _a("ok"), _u("###STOP###")], _gold(case))
+    [rollout], _ = _import(_write(tmp_path, [state], "x_1102182420.json"), benches)
+    assert rollout.meta["v1_data_era"] == "state" and rollout.meta["v1_reward_rule"] == "current"
+    assert _checked(rollout, benches)[1].statuses[1] == "same"
+
+
+def test_v1_gives_each_modified_item_its_own_new_variant(benches, tmp_path, tau_data):
+    """tau2 26.3's modify_pending_order_items gives every modified item the price and options of the
+    last new item listed; v1 gives each its own. A v1 log is replayed on v1's behaviour."""
+    db = tau_data.domains["retail"].raw_db
+
+    def other(item, not_price=None):
+        return next((v for v, x in db["products"][item["product_id"]]["variants"].items()
+                     if v != item["item_id"] and x["available"] and x["price"] != not_price), None)
+
+    order_id, order = next((k, o) for k, o in db["orders"].items() if o["status"] == "pending"
+                           and len(o["items"]) >= 2 and o["items"][0]["product_id"] != o["items"][1]["product_id"]
+                           and other(o["items"][0]) and other(o["items"][1]))
+    first, second = order["items"][:2]
+    new = [other(first), other(second)]
+    payment = order["payment_history"][0]["payment_method_id"]
+    change = {"order_id": order_id, "item_ids": [first["item_id"], second["item_id"]], "new_item_ids": new,
+              "payment_method_id": payment}
+    traj = [_u(f"Change the items of order {order_id}."),
+            *_call("m1", "modify_pending_order_items", change, "{}"), _a("Done."), _u("###STOP###")]
+    [rollout], _ = _import(_write(tmp_path, [_entry(0, traj, [{"name": "modify_pending_order_items",
+                                                               "kwargs": change}])]), benches)
+    episode = replay(rollout, benches[rollout.dataset])
+    assert episode.Y == 1
+    items = {i["item_id"]: i for i in json.loads(episode.verdicts[0].logged)["items"]}
+    variants = [db["products"][x["product_id"]]["variants"][n] for x, n in zip((first, second), new)]
+    assert [items[n]["price"] for n in new] == [v["price"] for v in variants]
+    assert [items[n]["options"] for n in new] == [v["options"] for v in variants]
+
+
+def test_v1_replies_answer_the_nearest_earlier_call_with_their_id(benches, tmp_path, retail_case):
+    case = retail_case
+    again = [_u(f"My email is {case['email']}."),
+             *_call("same", "find_user_id_by_email", {"email": "nobody@example.com"}, "Error: user not found"),
+             *_call("same", "find_user_id_by_email", {"email": case["email"]}, case["user_id"]),
+             _a("Found you."), _u("###STOP###")]
+    [rollout], bad = _import(_write(tmp_path, [_entry(0, again, [])]), benches)
+    assert not bad
+    got = [(c.kwargs["email"], r.content) for turn in rollout.turns for step in turn
+           for c, r in zip(step.calls, step.results or ())]
+    assert got == [("nobody@example.com", "Error: user not found"), (case["email"], case["user_id"])]
+    assert _checked(rollout, benches)[1].replay_agreement == 1.0

@@ -6,15 +6,16 @@ The file is a JSON list of entries ``{task_id, reward, info, traj, trial}`` (:mo
 * turns: each user message opens a turn, except the user's stop message; the agent's messages until
   the next user message are its steps — a tool call (``function.arguments``, a JSON text, parsed as
   JSON; text that is not JSON makes an unparseable call, a schema failure) or a message to the user;
-  ``role: tool`` replies are matched to their call by ``tool_call_id``; the system prompt is no action;
+  a ``role: tool`` reply answers the nearest earlier unanswered call with its ``tool_call_id`` (some
+  harnesses reuse ids); the system prompt is no action;
 * ``meta``: the user's messages (``user_turns``), ``termination_reason`` (v1's: ``user_stop``,
   ``transfer_to_human_agents``, ``max_steps`` — neither happened within the recorded steps — or
   ``agent_error`` when ``info.error`` is set), the recorded reward and reward info, the ids of calls
   whose reply was an error (``Error…``) or ``Unknown action…`` (as 1-based positions among its calls,
   which are their action depths: v1 logs may reuse a call id), ``user_cost``, the task as an
-  embedded definition (:mod:`.embedded`), the tau2 provenance, and ``v1_db_differs``: the ids of v1
-  database records that differ from tau2's which the entry's calls, replies or gold name
-  (:data:`.v1.V1_DB_DIFFERS`);
+  embedded definition (:mod:`.embedded`), the tau2 provenance, the agent strategy the entry was read
+  by (``v1_agent_strategy``), the version of v1's data the run used (``v1_data_era``,
+  :func:`detect_era`) and the reward rule Y follows (``v1_reward_rule``, :func:`.v1.dated_rule`);
 * ``recorded``: the reward as the log's verdict on Y (reward 1), and per call the reply the log
   recorded (:func:`recorded_reply`), for the audit to check itself against;
 * ``trial`` from the entry; ``task_id`` as a string. The rollout id is made from the dataset, model,
@@ -27,10 +28,13 @@ episode that ended with ``agent_error`` (v1 scores it 0). A call with an empty n
 v1's stock set is a schema failure, never a quarantine: answered ``Unknown action …`` it is the model's
 invention; answered with a normal result, the run had extra tools and the entry is flagged
 ``tool_set_differs``. A stock tool answered ``Unknown action`` (a run without it) is quarantined.
-ReAct-strategy files (actions as text, ``API output:`` replies) are read as v1's ReAct agent reads
+Each entry is read by the agent strategy its own messages show (:func:`entry_strategy`; one that shows
+none by the file's majority, said in ``meta["reading"]`` with the counts): ReAct-strategy entries
+(actions as text, ``API output:`` replies) are read as v1's ReAct agent reads
 them (:func:`react_action`); arguments that are a Python literal are read with :func:`ast.literal_eval`
 where the reply shows the call ran (``meta.literal_argument_calls``). ``legacy_reward_rule`` (a
-conditional cause, ``meta.v1_legacy_rule_y``) and ``vacuous_db_check`` are found from the file.
+conditional cause, ``meta.v1_legacy_rule_y``, said where nothing dates the run; a run dated before the
+rule change is scored under it) and ``vacuous_db_check`` are found from the file.
 Other quarantines: an entry that is not an object or lacks ``task_id``/``traj``/``info.task``, a
 malformed message or task, a reply to an unknown call, a call without a reply, a message after the
 user's stop. In a ``BadLine`` from this importer, ``line``
@@ -47,6 +51,7 @@ import ast
 import dataclasses
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,11 +77,12 @@ from .data import TauDataError
 from .embedded import KEY as EMBEDDED_KEY
 from .embedded import EmbeddedTask
 from .errors import TauResultsError
-from .replay_v1 import TauV1Benchmark, v1_dataset_of
+from .replay_v1 import ERA_KEY, TauV1Benchmark, v1_dataset_of
 
 
-# A harness that refused a call before it ran says so in place of the tool's reply.
-_REJECTED = re.compile(r"^\s*Execution of .{0,400}? was rejected\b", re.DOTALL)
+# A harness that refused a call before it ran says so in place of the tool's reply (the supervisors
+# of asteroidai's fork answer "Execution of <Tool>.invoke was rejected|terminated. Explanation: …").
+_REJECTED = re.compile(r"^\s*Execution of .{0,400}? was (?:rejected|terminated)\b", re.DOTALL)
 # log_issue codes this importer finds (SPEC §3)
 TOOL_SET_DIFFERS, VACUOUS_DB_CHECK, LEGACY_REWARD_RULE = "tool_set_differs", "vacuous_db_check", "legacy_reward_rule"
 
@@ -97,7 +103,6 @@ class _Conversation:
     error_calls: tuple[int, ...]
     unknown_calls: tuple[int, ...]
     termination: str
-    texts: tuple[str, ...]  # call arguments and replies, for the database-difference flag
     issues: tuple[LogIssue, ...] = ()
     literal_calls: tuple[int, ...] = ()  # calls whose arguments were read as a Python literal
     respond_fallbacks: tuple[int, ...] = ()  # ReAct: 0-based message indices read as respond (not JSON)
@@ -170,7 +175,6 @@ class _Reading:
         self.user_turns: list[str] = []
         self.errors: list[int] = []
         self.unknown: list[int] = []
-        self.texts: list[str] = []
         self.recorded: dict[int, RecordedResult] = {}  # call position → the reply the log recorded
         self.literal: dict[int, ToolCall] = {}  # call position → its Python-literal reading
         self.extra_tools: list[str] = []
@@ -196,15 +200,12 @@ class _Reading:
             raise BadEntry(f"{where}: the agent spoke before the user's first message")
         self.last_reply = None
         self.turns[-1].append(Step(calls, text))
-        self.texts += [c.raw if c.raw is not None else json.dumps(c.kwargs, sort_keys=True, default=str)
-                       for c in calls]
         positions = list(range(self.n_calls + 1, self.n_calls + 1 + len(calls)))
         self.n_calls += len(calls)
         return positions
 
     def reply(self, name: str, position: int, reply: str, where: str) -> None:
         self.recorded[position] = recorded_reply(reply)
-        self.texts.append(reply)
         self.last_reply = name
         if reply.startswith(v1.UNKNOWN_ACTION_PREFIX):
             if name in self.stock:
@@ -233,14 +234,16 @@ class _Reading:
                                                      f"tools) with a normal result: the run exposed tools v1 does "
                                                      f"not have, so replay calls them unknown"))
         return _Conversation(_with_results(self.turns, self.recorded, self.literal), tuple(self.user_turns),
-                             tuple(self.errors), tuple(self.unknown), termination, tuple(self.texts),
+                             tuple(self.errors), tuple(self.unknown), termination,
                              tuple(issues), tuple(sorted(self.literal)), tuple(respond_fallbacks))
 
 
 def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
     """A tool-calling agent's trajectory: OpenAI tool calls, ``role: tool`` replies."""
     reading = _Reading(domain)
-    pending: dict[str, tuple[str, int]] = {}  # call id → tool name and position, awaiting its reply
+    # call id → the calls with that id awaiting a reply (tool name, position), in call order: some
+    # harnesses reuse ids within a conversation
+    pending: dict[str, list[tuple[str, int]]] = {}
     for k, m in enumerate(traj):
         where = f"traj[{k}]"
         if not isinstance(m, dict):
@@ -257,18 +260,20 @@ def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
             calls, literal = _calls(m, where)
             positions = reading.step(calls, (content or None) if calls else content, where)
             for i, c in enumerate(calls):
-                if c.call_id in pending:
-                    raise BadEntry(f"{where}: call id {c.call_id!r} is used by two calls awaiting a reply")
-                pending[c.call_id or ""] = (c.name or "", positions[i])
+                pending.setdefault(c.call_id or "", []).append((c.name or "", positions[i]))
                 if i in literal:
                     reading.literal[positions[i]] = literal[i]
         elif role == "tool":
             if reading.stopped:
                 raise BadEntry(f"{where}: message after the user's stop message")
             call_id = m.get("tool_call_id")
-            if not isinstance(call_id, str) or call_id not in pending:
+            if not isinstance(call_id, str) or not pending.get(call_id):
                 raise BadEntry(f"{where}: reply to an unknown or already answered call id {call_id!r}")
-            name, position = pending.pop(call_id)
+            # the nearest earlier unanswered call with this id: calls await replies only from the
+            # latest agent message, whose replies come in call order
+            name, position = pending[call_id].pop(0)
+            if not pending[call_id]:
+                del pending[call_id]
             reading.reply(name, position, _text(m.get("content"), where), where)
         else:
             raise BadEntry(f"{where}: unknown role {role!r}")
@@ -334,6 +339,9 @@ def _react_conversation(traj: list[Any], domain: str, errored: bool) -> _Convers
                                    f"agent writes tool output")
                 reading.reply(*awaiting, text[len(v1.REACT_OUTPUT_PREFIX):], where)
                 awaiting = None
+            elif text.startswith(v1.REACT_OUTPUT_PREFIX):
+                raise BadEntry(f"{where}: tool output ({v1.REACT_OUTPUT_PREFIX.strip()!r}) that answers no action: "
+                               f"the message before it reads as none, so this cannot be read as v1 reads it")
             else:
                 reading.user(text, where)
         elif role == "assistant":
@@ -393,11 +401,6 @@ def _whole(value: Any, what: str, default: int | None = None) -> int:
     return value
 
 
-def _db_differs(domain: str, texts: tuple[str, ...], gold: list[Any]) -> list[str]:
-    haystack = "\n".join([*texts, json.dumps(gold, sort_keys=True, default=str)])
-    return sorted(i for i in v1.V1_DB_DIFFERS[domain] if re.search(rf"\b{re.escape(i)}\b", haystack))
-
-
 def _recorded_reward(entry: Mapping[str, Any], info: Mapping[str, Any]) -> tuple[float | None, Any]:
     reward = entry.get("reward")
     reward = float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None
@@ -419,20 +422,36 @@ def _legacy_y(task: Any, convo: _Conversation) -> int | None:
 
 
 def _vacuous(bench: TauV1Benchmark, task: Any, reward_info: Any) -> LogIssue | None:
-    """``vacuous_db_check`` where the recorded gold DB hash is that of v1's untouched database
-    although the gold writes: the run's tools did not write to the database v1 hashed."""
+    """``vacuous_db_check`` where the recorded gold DB hash is that of v1's untouched database (of
+    either version of v1's data) although the gold writes: the run's tools did not write to the
+    database v1 hashed."""
     gold_hash = reward_info.get("gt_data_hash") if isinstance(reward_info, dict) else None
-    if gold_hash != v1.V1_UNTOUCHED_DB_SHA256[bench.domain.name] or not bench.gold_writes(task):
+    era = v1.untouched_era(bench.domain.name, gold_hash)
+    if era is None or not bench.gold_writes(task):
         return None
     return LogIssue(VACUOUS_DB_CHECK, f"the recorded gold DB hash ({gold_hash[:12]}…) is that of v1's untouched "
-                                      f"{bench.domain.name} database, yet the gold actions write: the run's tools "
-                                      f"did not write to the database v1 hashed, so its DB verdict is vacuous")
+                                      f"{bench.domain.name} database (its data of {era.commits}), yet the gold "
+                                      f"actions write: the run's tools did not write to the database v1 hashed, "
+                                      f"so its DB verdict is vacuous")
+
+
+@dataclass(frozen=True)
+class FileReading:
+    """What holds for every entry of a file: the strategy an entry that shows none is read as, the
+    data version of the run, the reward rule it was scored under, and the reading in words
+    (``meta["reading"]``, said once per file)."""
+
+    default_strategy: str
+    era: v1.DataEra
+    current_rule: bool  # an entry shows v1's current reward rule
+    rule: str  # the reward rule Y follows (:func:`.v1.dated_rule`)
+    summary: str
 
 
 def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: str, source: str,
-                       strategy: str = "tool-calling", current_rule: bool = False) -> Rollout:
-    """One entry as a rollout; ``strategy`` is the file's (:func:`detect_strategy`), ``current_rule``
-    whether the file shows v1's current reward rule (:func:`shows_current_rule`)."""
+                       file: FileReading) -> Rollout:
+    """One entry as a rollout, read by the agent strategy its own messages show (:func:`entry_strategy`,
+    else the file's)."""
     if not isinstance(entry, dict):
         raise BadEntry("an entry must be an object")
     task_id = _whole(entry.get("task_id"), "task_id")
@@ -447,10 +466,12 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     if error is not None and not isinstance(error, str):
         raise BadEntry("info.error must be a string")
     domain = bench.domain.name
+    strategy = entry_strategy(entry) or file.default_strategy
     reward, reward_info = _recorded_reward(entry, info)
     meta: dict[str, Any] = {"results_format": v1.RESULTS_FORMAT, "recorded_reward": reward,
                             "recorded_reward_info": reward_info, "user_cost": info.get("user_cost"),
-                            "v1_agent_strategy": strategy,
+                            "v1_agent_strategy": strategy, ERA_KEY: file.era.name, v1.RULE_KEY: file.rule,
+                            "reading": file.summary,
                             **({"recorded_error": error} if error else {}), **bench.provenance}
     task_obj = info.get("task")
     if task_obj is None and not traj:  # the run raised before it started: v1 records neither
@@ -467,8 +488,7 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     convo = read(traj, domain, errored=error is not None)
     meta |= {"user_turns": list(convo.user_turns), "termination_reason": convo.termination,
              "recorded_error_calls": list(convo.error_calls),
-             "recorded_unknown_action_calls": list(convo.unknown_calls),
-             "v1_db_differs": _db_differs(domain, convo.texts, task_obj.get("actions") or [])}
+             "recorded_unknown_action_calls": list(convo.unknown_calls)}
     if convo.literal_calls:
         meta["literal_argument_calls"] = list(convo.literal_calls)
     if strategy == "react":
@@ -481,7 +501,10 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     legacy = _legacy_y(task, convo)
     if legacy is not None:
         meta["v1_legacy_rule_y"] = legacy
-        if reward is not None and not current_rule and legacy == int(reward >= 1.0):
+        # Y follows the legacy rule where the file dates its run before the change; where nothing
+        # dates it, a recorded reward that only the legacy rule gives is the cause of a differing Y.
+        if reward is not None and file.rule != v1.LEGACY_RULE and not file.current_rule \
+                and legacy == int(reward >= 1.0):
             conditional.append(LogIssue(LEGACY_REWARD_RULE, (
                 f"the recorded reward {reward:g} is v1's rule before {v1.REWARD_RULE_CHANGE} (a task with outputs "
                 f"scored on them alone, Y = {legacy} here, meta.v1_legacy_rule_y); replay scores the current rule, "
@@ -489,7 +512,7 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     rid = rollout_id_for(bench.dataset, model, method, task.id, trial, embedded.sha256)
     if not any(convo.turns):  # no agent action: the model call failed (or never came)
         return _infra(bench, task.id, trial, model, method, meta, error or "no agent action in the trajectory", rid)
-    # a ReAct file is read exactly as v1 reads it: text v1 took as a message is no undecoded call
+    # a ReAct entry is read exactly as v1 reads it: text v1 took as a message is no undecoded call
     undecoded = call_like_text_steps(convo.turns) if strategy != "react" else []
     recorded = Recorded.of(*_verdict(reward), undecoded, issues, conditional)
     return Rollout(bench.dataset, task.id, model, method, rid, convo.turns, "import:tau-v1", meta, trial=trial,
@@ -510,38 +533,41 @@ def _infra(bench: TauV1Benchmark, task_id: str, trial: int, model: str, method: 
                    infra_error=error.strip().splitlines()[-1][:500] if error.strip() else "model call failed")
 
 
-def _message_shapes(entry: Any) -> tuple[bool, bool]:
-    """(tool-calling evidence, ReAct evidence) of one entry's trajectory."""
+def _messages(entry: Any) -> list[dict[str, Any]]:
     traj = entry.get("traj") if isinstance(entry, dict) and isinstance(entry.get("traj"), list) else []
-    tools = react = False
-    for m in traj:
-        if not isinstance(m, dict):
-            continue
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
-        tools |= bool(m.get("tool_calls")) or m.get("role") == "tool"
-        react |= (m.get("role") == "user" and content.startswith(v1.REACT_OUTPUT_PREFIX)) \
-            or (m.get("role") == "assistant" and v1.REACT_ACTION_MARKER in content)
-    return tools, react
+    return [m for m in traj if isinstance(m, dict)]
 
 
-def detect_strategy(entries: list[Any], where: str) -> str:
-    """The agent strategy that wrote the file: ``react`` where its messages carry actions as text
-    (``Action:``, ``API output:``) and none is a tool call, ``tool-calling`` otherwise; a file with
-    both is refused (raises :class:`V1ResultsError`)."""
-    shapes = [_message_shapes(e) for e in entries]
-    tools = [i for i, (t, _) in enumerate(shapes, start=1) if t]
-    react = [i for i, (_, r) in enumerate(shapes, start=1) if r]
-    if tools and react:
-        raise V1ResultsError(f"{where}: entries {tools[:3]} hold tool calls, entries {react[:3]} ReAct text actions "
-                             f"(Action: / API output:); a v1 file is written by one agent strategy")
-    if react and not any(isinstance(m, dict) and m.get("role") == "assistant"
-                         and v1.REACT_ACTION_MARKER in (m.get("content") if isinstance(m.get("content"), str) else "")
-                         for e in entries if isinstance(e, dict) and isinstance(e.get("traj"), list)
-                         for m in e["traj"]):
-        raise V1ResultsError(f"{where}: its user messages carry tool output as v1's ReAct agent writes it "
-                             f"({v1.REACT_OUTPUT_PREFIX.strip()!r}), yet no agent message holds an 'Action:': "
-                             f"it cannot be read as v1 reads it")
-    return "react" if react else "tool-calling"
+def _content(message: Mapping[str, Any]) -> str:
+    return message["content"] if isinstance(message.get("content"), str) else ""
+
+
+def entry_strategy(entry: Any) -> str | None:
+    """The agent strategy an entry's own messages show: ``tool-calling`` where it holds tool calls
+    or tool replies; ``react`` where a user message carries tool output as v1's ReAct agent writes it
+    (``API output: …``) or an agent message an ``Action:`` that v1's ReAct agent reads as a JSON
+    action; None where it shows neither (its messages then read alike either way, but for prose that
+    happens to hold ``Action:``)."""
+    messages = _messages(entry)
+    if any(m.get("tool_calls") or m.get("role") == "tool" for m in messages):
+        return "tool-calling"
+    for m in messages:
+        content = _content(m)
+        if m.get("role") == "user" and content.startswith(v1.REACT_OUTPUT_PREFIX):
+            return "react"
+        if m.get("role") == "assistant" and v1.REACT_ACTION_MARKER in content \
+                and not isinstance(react_action(content, ""), RespondText):
+            return "react"
+    return None
+
+
+def _strategies(entries: list[Any]) -> tuple[list[str | None], str]:
+    """Each entry's own strategy (:func:`entry_strategy`) and the one an entry that shows none is
+    read as: that of most entries that show one (tool-calling, v1's default, on a tie or when none does)."""
+    shown = [entry_strategy(e) for e in entries]
+    counts = Counter(s for s in shown if s)
+    default = "react" if counts["react"] > counts["tool-calling"] else "tool-calling"
+    return shown, default
 
 
 def shows_current_rule(entries: list[Any]) -> bool:
@@ -555,6 +581,65 @@ def shows_current_rule(entries: list[Any]) -> bool:
         if checks.get("r_outputs") == 1 and entry.get("reward") == 0:
             return True
     return False
+
+
+def _replies(entry: Any, strategy: str) -> Iterator[str]:
+    """The tool replies an entry recorded (tool messages; a ReAct entry's ``API output:`` messages)."""
+    for m in _messages(entry):
+        content = _content(m)
+        if strategy == "react" and m.get("role") == "user" and content.startswith(v1.REACT_OUTPUT_PREFIX):
+            yield content[len(v1.REACT_OUTPUT_PREFIX):]
+        elif strategy != "react" and m.get("role") == "tool":
+            yield content
+
+
+def _names_province(reply: str) -> bool:
+    """A reply holding a user's address that names its state ``province`` (v1's data before 2025-01-16)."""
+    key = v1.PROVINCE_ERA.region_key
+    if key not in reply:
+        return False
+    try:
+        value = json.loads(reply)
+    except (ValueError, RecursionError):
+        return False
+    address = value.get("address") if isinstance(value, dict) else None
+    return isinstance(address, dict) and key in address
+
+
+def detect_era(entries: list[Any], strategies: list[str], domain: str) -> tuple[v1.DataEra, str]:
+    """The version of v1's data the run used (:data:`.v1.V1_DATA_ERAS`) and the evidence in words:
+    replies holding a user's address with ``province`` (only the older data has it) and recorded gold
+    hashes equal to an untouched database's. Without either, the current version (its addresses then
+    show no difference)."""
+    province = sum(_names_province(r) for e, s in zip(entries, strategies) for r in _replies(e, s))
+    hashes: Counter = Counter()
+    for entry in entries:
+        info = entry.get("info") if isinstance(entry, dict) and isinstance(entry.get("info"), dict) else {}
+        reward_info = info.get("reward_info") if isinstance(info.get("reward_info"), dict) else {}
+        checks = reward_info.get("info") if isinstance(reward_info.get("info"), dict) else {}
+        era = v1.untouched_era(domain, checks.get("gt_data_hash"))
+        if era is not None:
+            hashes[era.name] += 1
+    era = v1.PROVINCE_ERA if province or hashes[v1.PROVINCE_ERA.name] else v1.DEFAULT_ERA
+    shown = [f"{province} replies with a user address naming its 'province'"] if province else []
+    shown += [f"{n} recorded gold hashes of the untouched {name!r}-version database" for name, n in sorted(hashes.items())]
+    evidence = "; ".join(shown) if shown else "nothing in the file tells the versions apart: the current one"
+    return era, f"v1's data of {era.commits} ({evidence})"
+
+
+def _summary(shown: list[str | None], default: str, era_text: str) -> str:
+    """The file's reading in words: how many entries each strategy read, and the data version."""
+    read = [shown_strategy or default for shown_strategy in shown]
+    parts = []
+    for strategy in v1.STRATEGIES:
+        lines = [i for i, s in enumerate(read, start=1) if s == strategy]
+        if lines:
+            where = f" (entries {', '.join(map(str, lines[:5]))}{', …' if len(lines) > 5 else ''})" \
+                if len(lines) < len(read) else ""
+            parts.append(f"{len(lines)} as the {strategy} agent wrote them{where}")
+    unshown = sum(s is None for s in shown)
+    said = f"; {unshown} of them show neither strategy's messages, read as {default}" if unshown else ""
+    return f"τ-bench v1 results, per entry: {', '.join(parts)}{said}; {era_text}"
 
 
 def _react_tools(traj: list[Any]) -> set[str]:
@@ -574,31 +659,37 @@ def _react_tools(traj: list[Any]) -> set[str]:
     return names
 
 
-def detect_domain(entries: list[Any], where: str, strategy: str = "tool-calling") -> str:
-    """The file's domain from the tools of its gold actions and of calls answered with a normal
-    result (raises :class:`V1ResultsError` when they name both domains or neither)."""
+def _called_tools(traj: list[Any]) -> set[str]:
+    """The tools of a tool-calling trajectory's calls answered with a normal result."""
     names: set[str] = set()
-    for entry in entries:
+    calls: dict[Any, Any] = {}
+    for m in traj:
+        if not isinstance(m, dict):
+            continue
+        for c in m.get("tool_calls") or []:
+            if isinstance(c, dict) and isinstance(c.get("function"), dict):
+                calls[c.get("id")] = c["function"].get("name")
+        content = m.get("content")
+        if m.get("role") == "tool" and isinstance(content, str) and not content.startswith(v1.UNKNOWN_ACTION_PREFIX):
+            name = calls.get(m.get("tool_call_id"))
+            if isinstance(name, str):
+                names.add(name)
+    return names
+
+
+def detect_domain(entries: list[Any], where: str, strategies: list[str]) -> str:
+    """The file's domain from the tools of its gold actions and of calls answered with a normal
+    result, each entry read by its strategy (raises :class:`V1ResultsError` when they name both
+    domains or neither)."""
+    names: set[str] = set()
+    for entry, strategy in zip(entries, strategies):
         if not isinstance(entry, dict):
             continue
         info = entry.get("info") if isinstance(entry.get("info"), dict) else {}
         task = info.get("task") if isinstance(info.get("task"), dict) else {}
         names |= {a.get("name") for a in task.get("actions") or [] if isinstance(a, dict)}
         traj = entry.get("traj") if isinstance(entry.get("traj"), list) else []
-        if strategy == "react":
-            names |= _react_tools(traj)
-            continue
-        calls: dict[Any, Any] = {}
-        for m in traj:
-            if not isinstance(m, dict):
-                continue
-            for c in m.get("tool_calls") or []:
-                if isinstance(c, dict) and isinstance(c.get("function"), dict):
-                    calls[c.get("id")] = c["function"].get("name")
-            content = m.get("content")
-            if m.get("role") == "tool" and isinstance(content, str) \
-                    and not content.startswith(v1.UNKNOWN_ACTION_PREFIX):
-                names.add(calls.get(m.get("tool_call_id")))
+        names |= _react_tools(traj) if strategy == "react" else _called_tools(traj)
     found = v1.domain_evidence(n for n in names if isinstance(n, str))
     if len(found) != 1:
         said = "both airline and retail" if found else "neither airline nor retail"
@@ -619,20 +710,25 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
 
     ``domain`` overrides the detected one; ``benchmark_for`` maps ``tau_v1_<domain>`` to its adapter."""
     path = Path(path)
-    strategy = detect_strategy(doc, str(path))
-    current_rule = shows_current_rule(doc)
+    shown, default = _strategies(doc)
+    strategies = [s or default for s in shown]
     if domain is None:
-        domain = detect_domain(doc, str(path), strategy)
+        domain = detect_domain(doc, str(path), strategies)
     elif domain not in v1.V1_TOOLS:
         raise V1ResultsError(f"--tau-v1-domain is {domain!r}; expected airline or retail")
     bench = benchmark_for(v1_dataset_of(domain))
     assert isinstance(bench, TauV1Benchmark)
+    era, era_text = detect_era(doc, strategies, domain)
+    current = shows_current_rule(doc)
+    rule, rule_text = v1.dated_rule(path.name, era, current)
+    summary = f"{_summary(shown, default, era_text)}; Y by v1's reward rule {rule} ({rule_text})"
+    file = FileReading(default, era, current, rule, summary)
     model = model or path.stem
     seen: dict[str, int] = {}
     for i, entry in enumerate(doc, start=1):
         task = excerpt_of(entry.get("task_id"))[:40] if isinstance(entry, dict) else "?"
         try:
-            rollout = rollout_from_entry(entry, bench, model, method, str(path), strategy, current_rule)
+            rollout = rollout_from_entry(entry, bench, model, method, str(path), file)
             if rollout.rollout_id in seen:
                 raise BadEntry(f"duplicate of entry {seen[rollout.rollout_id]} (same task, trial and task definition)")
             seen[rollout.rollout_id] = i

@@ -186,9 +186,14 @@ class TauBenchmark(Benchmark):
     def gold_calls(self, task: TauTask) -> tuple[ToolCall, ...]:
         return tuple(structured_call(a.name, dict(a.arguments), f"gold_{task.id}_{i}") for i, a in enumerate(task.gold))
 
+    def live_environment(self, rollout: Rollout | None = None) -> LiveEnvironment:
+        """A fresh live environment: for replaying ``rollout``, or the gold when None (a dataset whose
+        tools behave otherwise than tau2's gives its own)."""
+        return LiveEnvironment(self.backend)
+
     def _gold_environment(self, task: TauTask) -> LiveEnvironment:
         """A fresh database after the gold actions (failing ones change nothing more, as in tau2)."""
-        live = LiveEnvironment(self.backend)
+        live = self.live_environment()
         for action in task.gold:
             live.call(action.name, action.arguments)
         return live
@@ -287,7 +292,7 @@ class TauSession:
         self.user_turns = _user_turns(bench, task, rollout)
         self.facts = task_facts(task, self.user_turns)
         self._rollout = rollout
-        self._live = LiveEnvironment(bench.backend)
+        self._live = bench.live_environment(rollout)
         self._ran: list[ToolCall] = []  # the calls that reached the live environment, as they reached it
         self._tools = bench.tools
         termination = rollout.meta.get("termination_reason", "user_stop")
@@ -333,7 +338,7 @@ class TauSession:
         """τ's verdict on ``call`` in a scratch environment brought to the live one's state by
         running the same calls again (τ is deterministic); the live environment is untouched."""
         live, ran = self._live, list(self._ran)
-        self._live = LiveEnvironment(self.bench.backend)
+        self._live = self.bench.live_environment(self._rollout)
         try:
             for done in ran:
                 self._live.run(done)

@@ -3,21 +3,22 @@
 v1's task sets are not tau2's, so these are datasets of their own, of imported logs only: every
 rollout carries its task — v1's ``info.task`` — as an embedded definition (:mod:`.embedded`), and the
 dataset has no task list of its own. The environment is tau2's of the same domain (whose tools are
-v1's, ported; the databases differ in two airline records, see :data:`.v1.V1_DB_DIFFERS`); the
-exposed tools are v1's stock set (:mod:`.v1`): tau2's tools of those names with v1's declared
-interfaces, and ``think``, which is accepted, returns an empty result and changes nothing. A call of
-any other name is unknown (a schema failure) and, as in v1, is not executed.
+v1's, ported) with v1's behaviour where a ported tool behaves otherwise and v1's values of the
+database records that differ (:mod:`.tools_v1`); the exposed tools are v1's stock set (:mod:`.v1`):
+tau2's tools of those names with v1's declared interfaces, and ``think``, which is accepted, returns
+an empty result and changes nothing. A call of any other name is unknown (a schema failure) and, as
+in v1, is not executed. A rollout's replies follow the data version its log was made on
+(``meta["v1_data_era"]``, :data:`.v1.V1_DATA_ERAS`; absent: the current one).
 
 Y is v1's reward (:mod:`.v1`), recomputed from the rollout's own gold: 0 unless the episode ended with
 the user's stop or a transfer to a human agent; else DB hash after the agent's calls == hash after the
-gold (tau2's hash of tau2's database on both sides) × every output found in a message the agent sent
-the user (not the text beside a tool call; there is no greeting in v1). An entry whose model call
-failed before any action (``infra_error``) scores 0, as v1 records it.
+gold (tau2's hash of the database on both sides, both replayed on v1's tool behaviour) × every output
+found in a message the agent sent the user (not the text beside a tool call; there is no greeting in
+v1). An entry whose model call failed before any action (``infra_error``) scores 0, as v1 records it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -28,6 +29,11 @@ from . import v1
 from .data import TauData, TauTask
 from .environment import LiveEnvironment
 from .replay import TauBenchmark, TauSession, task_facts
+from .tools_v1 import V1DomainBackend, V1Environment
+
+
+# meta key: the name of the v1 data version (:data:`.v1.V1_DATA_ERAS`) a rollout's log was made on
+ERA_KEY = "v1_data_era"
 
 
 def v1_dataset_of(domain: str) -> str:
@@ -44,6 +50,7 @@ class TauV1Benchmark(TauBenchmark):
 
     def __init__(self, data: TauData, domain: str, domain_override: str | None = None) -> None:
         super().__init__(data, domain, task_ids=())
+        self.backend = V1DomainBackend(self.domain)
         self.dataset = v1_dataset_of(domain)
         self.tasks = TaskIndex(())
         # ``import tau --tau-v1-domain``: the domain of a v1 file whose tools do not tell it.
@@ -64,6 +71,10 @@ class TauV1Benchmark(TauBenchmark):
                                  info.spec.positional_order, info.spec.reference_params)
         out[v1.THINK] = _think_spec()
         return out
+
+    def live_environment(self, rollout: Rollout | None = None) -> LiveEnvironment:
+        """An environment with v1's tool behaviour, its replies in the data version of ``rollout``'s log."""
+        return V1Environment(self.backend, data_era(rollout.meta) if rollout is not None else v1.DEFAULT_ERA)
 
     @cached_property
     def _untouched_fingerprint(self) -> str:
@@ -106,54 +117,9 @@ class TauV1Session(TauSession):
         return self._tools
 
     def execute(self, call: ToolCall) -> Outcome:
-        if not call.well_formed:
-            return Outcome(False, None, call.parse_error)
-        if call.name not in self._tools:  # v1 answers "Unknown action" and runs nothing
+        if call.well_formed and call.name not in self._tools:  # v1 answers "Unknown action" and runs nothing
             return Outcome(False, None, f"{v1.UNKNOWN_ACTION_PREFIX} {call.name}")
-        if call.name == v1.THINK:
-            return Outcome(True, "")
-        rule = v1.V1_STATUS_RULES[self.task.domain].get(call.name)
-        if rule is not None:
-            param, required, reply = rule
-            status = self._live.order_status(call.kwargs.get(param))
-            if status is not None and status != required:
-                return Outcome(False, None, reply)
-        if call.name in v1.SELF_MODIFY_TOOLS[self.task.domain]:
-            call = self._without_unchanged_pairs(call)
-        outcome = super().execute(call)
-        if outcome.accepted and isinstance(outcome.result, str):
-            return dataclasses.replace(outcome, logged=v1.v1_reply(call.name or "", outcome.result))
-        if not outcome.accepted and outcome.error:
-            worded = v1.v1_error(call.name or "", outcome.error)
-            return dataclasses.replace(outcome, logged=worded) if worded != outcome.error else outcome
-        return outcome
-
-    def _without_unchanged_pairs(self, call: ToolCall) -> ToolCall:
-        """``call`` without its pairs that modify an item into itself and change nothing in v1 (see
-        :data:`.v1.SELF_MODIFY_TOOLS`); unchanged when there are none, when one would change something,
-        or when no other pair is left (tau2 then rejects the call, where v1 accepts it)."""
-        old, new = call.kwargs.get("item_ids"), call.kwargs.get("new_item_ids")
-        if not isinstance(old, list) or not isinstance(new, list) or len(old) != len(new) \
-                or not any(a == b for a, b in zip(old, new)) or all(a == b for a, b in zip(old, new)):
-            return call
-        with self._live.reading_db() as db:
-            order = db.orders.get(call.kwargs.get("order_id")) if isinstance(call.kwargs.get("order_id"), str) \
-                else None
-            if order is None or order.status != "pending":
-                return call
-            items = {item.item_id: item for item in order.items}
-            for a, b in zip(old, new):
-                if a != b:
-                    continue
-                item = items.get(a) if isinstance(a, str) else None
-                product = db.products.get(item.product_id) if item is not None else None
-                variant = product.variants.get(a) if product is not None else None
-                if variant is None or not variant.available or variant.price != item.price \
-                        or variant.options != item.options:
-                    return call
-        kept = [(a, b) for a, b in zip(old, new) if a != b]
-        kwargs = {**call.kwargs, "item_ids": [a for a, _ in kept], "new_item_ids": [b for _, b in kept]}
-        return dataclasses.replace(call, kwargs=kwargs, raw=None)
+        return super().execute(call)  # on v1's tools (:class:`.tools_v1.V1Environment`)
 
     def _agent_texts(self) -> list[str]:
         """The messages the agent sent the user (v1's ``respond`` actions): text steps without a call."""
@@ -164,12 +130,26 @@ class TauV1Session(TauSession):
             self.y_detail = f"rule={v1.RESULTS_FORMAT}; infra_error: the model call failed, scored 0 as in v1"
             return 0
         y = super().final_success()
+        legacy = self._rollout.meta.get("v1_legacy_rule_y")
+        if self._rollout.meta.get(v1.RULE_KEY) == v1.LEGACY_RULE and legacy in (0, 1):
+            # the log's run was scored so (a task with outputs on its outputs alone): Y as its benchmark gave it
+            self.y_detail = (f"rule={v1.RESULTS_FORMAT} {v1.LEGACY_RULE} (the run's, from the file): outputs "
+                             f"{'found' if legacy else 'not all found'}; the current rule gives {y} ({self.y_detail})")
+            return int(legacy)
         self.y_detail = f"rule={v1.RESULTS_FORMAT}; {self.y_detail}"
         return y
+
+
+def data_era(meta: Mapping[str, object]) -> v1.DataEra:
+    """The data version a v1 rollout's log was made on (``meta["v1_data_era"]``; absent: the current one)."""
+    name = meta.get(ERA_KEY, v1.DEFAULT_ERA.name)
+    if not isinstance(name, str) or name not in v1.V1_DATA_ERAS:
+        raise UnscorableRollout(f"unknown {ERA_KEY} {name!r} (known: {', '.join(v1.V1_DATA_ERAS)})")
+    return v1.V1_DATA_ERAS[name]
 
 
 def load_v1_benchmarks(data: TauData) -> dict[str, TauV1Benchmark]:
     return {v1_dataset_of(d): TauV1Benchmark(data, d) for d in v1.V1_TOOLS if d in data.domains}
 
 
-__all__ = ["TauV1Benchmark", "TauV1Session", "load_v1_benchmarks", "v1_dataset_of"]
+__all__ = ["ERA_KEY", "TauV1Benchmark", "TauV1Session", "data_era", "load_v1_benchmarks", "v1_dataset_of"]

@@ -25,8 +25,19 @@ text or data is part of this package.
   incorrect"): a task with ``outputs`` was scored on the outputs alone (the DB was not compared), one
   without outputs on the DB alone. Its ``reward_info`` has the same two shapes, so a file says which
   rule scored it only where an entry with outputs all found still scored 0 (the current rule).
-* The DB hash is sha256 of ``str`` of the data as nested tuples (dict items sorted by key); the
-  untouched databases' hashes are :data:`V1_UNTOUCHED_DB_SHA256` (computed from v1's data files).
+* The DB hash (``Env.get_data_hash``) is sha256 of ``str`` of the data as nested tuples (dict items
+  sorted by key). v1's data files had two versions (:data:`V1_DATA_ERAS`): until commit 404f33e
+  (2025-01-16, "Remove all references to province") a user's address in ``users.json`` of both
+  domains names its state ``province``, since then ``state`` (orders and the tools always wrote
+  ``state``); nothing else in the data changed from the initial commit 6f4b718 to 59a200c. The
+  untouched database's hash of each version and domain was computed here by loading v1's three data
+  files of a commit of that version (``git show REV:tau_bench/envs/<domain>/data/<table>.json``) as
+  v1's ``load_data`` does and hashing them as ``Env.get_data_hash`` does: 6f4b718, 2a6d51f and
+  404f33e^ give the first version's hashes, 404f33e and 59a200c the second's.
+* Where v1's tools behave otherwise than tau2's port, the replay follows v1 (:mod:`.tools_v1`);
+  the data v1's tools read differs from tau2's database in the fields :data:`V1_RECORD_VALUES` sets,
+  in tau2's added ``user_id`` of a user record and in amounts written as floats (``100.0`` for v1's
+  ``100``).
 * The ReAct strategy (``--agent-strategy react``/``act``) writes actions as assistant text: the action
   is the text after the last ``Action:`` (all of it when there is none), stripped, read as JSON; a
   text that is not JSON is a ``respond`` action with that text as its ``content``. A JSON value that is
@@ -41,6 +52,7 @@ import copy
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .data import GoldAction, TauDataError, TauTask
@@ -78,14 +90,62 @@ REACT_ACTION_MARKER = "Action:"
 REACT_OUTPUT_PREFIX = "API output: "
 # tool-calling: OpenAI tool calls and tool messages; react: actions as text (both ReAct and Act)
 STRATEGIES = ("tool-calling", "react")
-# sha256 of v1's untouched databases as v1 hashes them (``Env.get_data_hash`` on a fresh load;
-# computed from the data files of sierra-research/tau-bench at 59a200c).
-V1_UNTOUCHED_DB_SHA256: Mapping[str, str] = {
+
+
+@dataclass(frozen=True)
+class DataEra:
+    """One version of v1's data files: the commits that hold it, the key a user's address names its
+    state with, and the hash v1 gives each domain's untouched database (see the module docstring for
+    how each was computed)."""
+
+    name: str
+    commits: str
+    region_key: str
+    untouched_sha256: Mapping[str, str]
+
+
+PROVINCE_ERA = DataEra("province", "6f4b718 (2024-06-06) to 404f33e^ (2025-01-16)", "province", {
+    "airline": "4a02dcbc0e3ace4d398988d60a33e73afad4d201deb426303159f086cadad20f",
+    "retail": "835f402e86a2f9f1b7d82d8cc497c4f3310c7099db8148fa43709e0eaaf816ed"})
+STATE_ERA = DataEra("state", "404f33e (2025-01-16) to 59a200c", "state", {
     "airline": "4587e6b48ad2b2c4f3e1fecb40aabec7bb2286513273b8f8cec3f5865222f290",
-    "retail": "5a4b2cb59f4d12dea7e4adff24a7f8fada510ead49372ea4a729a82bbb5f49b5",
-}
+    "retail": "5a4b2cb59f4d12dea7e4adff24a7f8fada510ead49372ea4a729a82bbb5f49b5"})
+V1_DATA_ERAS: Mapping[str, DataEra] = {era.name: era for era in (PROVINCE_ERA, STATE_ERA)}
+# A log that shows neither version is read as the current one (its replies then hold no address
+# that tells them apart).
+DEFAULT_ERA = STATE_ERA
+
+
+def untouched_era(domain: str, sha256: Any) -> DataEra | None:
+    """The data version whose untouched ``domain`` database v1 hashes to ``sha256``, if any."""
+    return next((era for era in V1_DATA_ERAS.values() if era.untouched_sha256[domain] == sha256), None)
+
 # The date of the reward-rule change (a task with outputs is since also scored on the DB).
 REWARD_RULE_CHANGE = "2024-11-10"
+# meta["v1_reward_rule"]: the rule a rollout's Y follows — the one its log was scored under where the
+# file dates its run (:func:`dated_rule`), else the current one.
+LEGACY_RULE, CURRENT_RULE = "before 2024-11-10", "current"
+RULE_KEY = "v1_reward_rule"
+# run.py names its results file with the run's start as ``%m%d%H%M%S`` (no year) before ``.json``.
+_RUN_STAMP = re.compile(r"_(\d{2})(\d{2})\d{6}(?:__[^/]*)?\.json$")
+# The month-days of the older data version that fall before the rule change: that version spans
+# 2024-06-06 (the first commit) to 2025-01-16, so a run of it stamped 06-06 to 11-09 ran in 2024.
+_LEGACY_SPAN = ((6, 6), (11, 10))
+
+
+def dated_rule(file_name: str, era: DataEra, shows_current: bool) -> tuple[str, str]:
+    """The reward rule a v1 results file was scored under, with the evidence: the current one where
+    an entry shows it; the one before 2024-11-10 where the run used v1's older data (which dates it
+    between 2024-06-06 and 2025-01-16) and run.py's timestamp in the file's name (month and day, no
+    year) falls before the change; else the current one."""
+    if shows_current:
+        return CURRENT_RULE, "an entry with every output found scored 0 (the database check of the current rule)"
+    stamp = _RUN_STAMP.search(file_name)
+    if era is PROVINCE_ERA and stamp is not None \
+            and _LEGACY_SPAN[0] <= (int(stamp.group(1)), int(stamp.group(2))) < _LEGACY_SPAN[1]:
+        return LEGACY_RULE, (f"the run is stamped {stamp.group(1)}-{stamp.group(2)} in the file's name and used v1's "
+                             f"older data, so it ran in 2024 before {REWARD_RULE_CHANGE}")
+    return CURRENT_RULE, "nothing dates the run before the rule changed"
 
 # v1's termination names (meta["termination_reason"] of a v1 rollout). A rollout is scored only
 # after the first two; the others score 0, as in v1.
@@ -116,21 +176,34 @@ V1_STATUS_RULES: Mapping[str, Mapping[str, tuple[str, str, str]]] = {
     },
 }
 
-# A transition v1 accepts and tau2 rejects: v1's modify_pending_order_items takes a pair whose new
-# item is the old item (it sets the item to its own variant's price and options), tau2 refuses the
-# whole call. Where such a pair changes nothing — the variant is available, with the order item's
-# price and options — and the call has other pairs, the call runs on tau2 without those pairs.
-SELF_MODIFY_TOOLS: Mapping[str, frozenset[str]] = {"airline": frozenset(),
-                                                   "retail": frozenset({"modify_pending_order_items"})}
-
-# Records of v1's databases that differ from tau2's (measured by bench/tau_v1_db.py; every other
-# flight, reservation, order and product is equal, and users differ only by tau2's added user_id
-# field and floats for int amounts). A rollout whose calls, recorded replies or gold name one of
-# these is flagged: meta["v1_db_differs"].
-V1_DB_DIFFERS: Mapping[str, frozenset[str]] = {
-    "airline": frozenset({"HAT018", "Z7GOZK"}),  # flight HAT018 on 2024-05-11; reservation Z7GOZK
-    "retail": frozenset(),
+# v1's data where it differs from tau2's database in a record (measured by bench/tau_v1_db.py on
+# every record of both; the same in both versions of v1's data): path into tau2's db.json → v1's value.
+# The replay of a v1 log reads v1's values (:mod:`.tools_v1`).
+V1_RECORD_VALUES: Mapping[str, Mapping[tuple[str, ...], Any]] = {
+    "airline": {
+        # flight HAT018 on 2024-05-11: landed in v1, delayed (with estimated times) in tau2
+        ("flights", "HAT018", "dates", "2024-05-11"): {"status": "landed",
+                                                       "actual_departure_time_est": "2024-05-11T16:00:00",
+                                                       "actual_arrival_time_est": "2024-05-11T18:35:00"},
+        # reservation Z7GOZK: a one-way trip to EWR in v1, a round trip to IAH in tau2
+        ("reservations", "Z7GOZK", "destination"): "EWR",
+        ("reservations", "Z7GOZK", "flight_type"): "one_way",
+    },
+    "retail": {},
 }
+
+
+def with_v1_records(domain: str, db: Mapping[str, Any]) -> dict[str, Any]:
+    """tau2's parsed database ``db`` with v1's values of :data:`V1_RECORD_VALUES` (``db`` itself is
+    not changed: the dicts along each path are copied)."""
+    out = dict(db)
+    for path, value in V1_RECORD_VALUES[domain].items():
+        node = out
+        for key in path[:-1]:
+            node[key] = dict(node[key])
+            node = node[key]
+        node[path[-1]] = copy.deepcopy(value)
+    return out
 
 
 # Fields tau2's tools return that v1's do not (tool → top-level keys): v1's user records carry no
@@ -139,22 +212,30 @@ V1_DB_DIFFERS: Mapping[str, frozenset[str]] = {
 # (prefix_audit.record_check).
 TAU2_ADDED_FIELDS: Mapping[str, tuple[str, ...]] = {"get_user_details": ("user_id",),
                                                      "modify_user_address": ("user_id",)}
+# The tools that return a user record as it is in the data (its address as the data's version names it).
+USER_RECORD_TOOLS = frozenset({"get_user_details"})
+
+
+def _wording(pattern: str, v1_text: str) -> tuple[re.Pattern[str], str]:
+    return re.compile(rf"^(?:Error: )?{pattern}$"), v1_text
 
 
 # Where v1's tools word an error otherwise than tau2's for the same check (tool → (tau2's wording as
-# a pattern, v1's wording)): v1's retail exchange and item modification answer an item id the order
-# does not hold (as often as listed) with "Error: <item_id> not found", tau2 with "Number of
-# <item_id> not found."; v1's return refuses a refund method other than the original one or a gift
-# card with its own sentence. Other error texts differ at most in case and the "Error: " prefix, which the
-# comparison with a recorded reply ignores.
+# a pattern, v1's wording)), read from both tools' code. Other error texts differ at most in case and
+# the "Error: " prefix, which the comparison with a recorded reply ignores. (Retail's item exchange
+# and modification are v1's own here, with v1's wording: :mod:`.tools_v1`.)
+_USER_NOT_FOUND = _wording(r"User \S+ not found", "Error: user not found")  # tau2 airline names the id
+_RESERVATION_NOT_FOUND = _wording(r"Reservation \S+ not found", "Error: reservation not found")
 V1_ERROR_WORDING: Mapping[str, tuple[tuple[re.Pattern[str], str], ...]] = {
-    **{name: ((re.compile(r"^(?:Error: )?Number of (.+) not found\.$"), r"Error: \1 not found"),)
-       for name in ("exchange_delivered_order_items", "modify_pending_order_items")},
     # the same check (a gift card or the original payment method), worded otherwise
-    "return_delivered_order_items": ((re.compile(r"^(?:Error: )?Payment method should be the original payment "
-                                                 r"method$"),
-                                      "Error: payment method should be either the original payment method or a "
-                                      "gift card"),),
+    "return_delivered_order_items": (_wording("Payment method should be the original payment method",
+                                              "Error: payment method should be either the original payment "
+                                              "method or a gift card"),),
+    **{name: (_USER_NOT_FOUND,) for name in ("get_user_details", "book_reservation", "send_certificate")},
+    **{name: (_RESERVATION_NOT_FOUND,) for name in ("cancel_reservation", "update_reservation_baggages",
+                                                     "update_reservation_flights", "update_reservation_passengers")},
+    # v1's get_reservation_details answers a missing reservation so (sic)
+    "get_reservation_details": (_wording(r"Reservation \S+ not found", "Error: user not found"),),
 }
 
 
@@ -166,11 +247,12 @@ def v1_error(name: str, tau2_error: str) -> str:
     return tau2_error
 
 
-def v1_reply(name: str, tau2_text: str) -> str:
-    """v1's reply to a call, from tau2's reply to it: tau2's added fields left out (for comparing
-    replay with a v1 log's recorded replies; scoring itself reads tau2's reply)."""
-    added = TAU2_ADDED_FIELDS.get(name)
-    if not added or not tau2_text.startswith("{"):
+def v1_reply(name: str, tau2_text: str, region_key: str | None = None) -> str:
+    """v1's reply to a call, from tau2's reply to it: tau2's added fields left out, and — where
+    ``region_key`` is given — a user record's address naming its state with that key, as the data
+    version of the log does (:data:`V1_DATA_ERAS`)."""
+    added = TAU2_ADDED_FIELDS.get(name, ())
+    if not (added or region_key) or not tau2_text.startswith("{"):
         return tau2_text
     try:
         value = json.loads(tau2_text)
@@ -178,7 +260,11 @@ def v1_reply(name: str, tau2_text: str) -> str:
         return tau2_text
     if not isinstance(value, dict):
         return tau2_text
-    return json.dumps({k: v for k, v in value.items() if k not in added})
+    value = {k: v for k, v in value.items() if k not in added}
+    address = value.get("address")
+    if region_key and region_key != "state" and isinstance(address, dict) and "state" in address:
+        value["address"] = {(region_key if k == "state" else k): v for k, v in address.items()}
+    return json.dumps(value)
 
 
 def v1_schema(domain: str, name: str, tau2_schema: Mapping[str, Any]) -> dict[str, Any]:
