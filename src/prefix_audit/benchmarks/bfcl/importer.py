@@ -91,9 +91,13 @@ class StepError(ValueError):
 
 
 def _as_written(raw: Any, where: str) -> Step:
-    """A step read without BFCL's decoder: call objects and call strings as calls, text as text."""
+    """A step read without BFCL's decoder: call objects and call strings as calls, text as text. An
+    empty list or object is the end of a turn without a call, as a handler that keeps text writes it
+    ``""``: the same empty message in every handler's format (SPEC §2's terminal no-tool action)."""
     if isinstance(raw, str):
         return Step((), raw)
+    if not raw:
+        return Step((), "")
     calls: list[ToolCall] = []
     for i, item in enumerate([raw] if isinstance(raw, dict) else raw):
         if isinstance(item, str):
