@@ -37,8 +37,10 @@ class RealLog:
 
     @property
     def name(self) -> str:
-        """A short stable name for test ids: the repository and the file's own name."""
-        return f"{self.repo.split('/')[0]}:{Path(self.repo_path).name}"
+        """A short stable name for test ids: the repository's owner, the file's folder and its name
+        (files of one name sit in the folders of different models)."""
+        path = Path(self.repo_path)
+        return f"{self.repo.split('/')[0]}:{path.parent.name + '/' if path.parent.name else ''}{path.name}"
 
 
 def manifest(corpus: Path = CORPUS) -> list[dict]:

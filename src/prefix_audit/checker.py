@@ -44,6 +44,7 @@ class ActionVerdict:
     result: str | None = None
     logged: str | None = None  # the benchmark's own log text of the outcome (what a recorded result is compared with)
     executed: bool = False  # the call changed the live state (False: not run, or judged on a scratch copy)
+    volatile: tuple[tuple[str, Any, str], ...] = ()  # fields of ``logged`` not compared (Outcome.volatile)
 
 
 @dataclass(frozen=True)
@@ -329,7 +330,7 @@ def _verdict(action: Action, valid: bool | None, failures: tuple[Failure, ...],
     text = _text(outcome)
     return ActionVerdict(action, valid, failures, outcome.accepted, text,
                          outcome.logged if outcome.logged is not None else text,
-                         outcome.executed and not action.terminal)
+                         outcome.executed and not action.terminal, outcome.volatile)
 
 
 def _text(outcome: Outcome | None) -> str | None:

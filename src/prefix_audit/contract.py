@@ -58,6 +58,10 @@ class Outcome:
     message), where that differs from ``str(result)`` or ``error`` — what a recorded result is
     compared with. ``executed``: False when the call was judged on a scratch copy of the state and
     the live state did not change (the benchmark's runner, or the log, shows it never ran).
+    ``volatile``: fields of the logged result that the benchmark's own run does not fix, left out
+    when a recorded result is compared with it: ``(key, value, field)`` — in every object of the
+    result whose ``key`` is ``value``, ``field`` (BFCL: the mentions of a tweet posted without any,
+    which BFCL's run shares between entries).
     """
 
     accepted: bool
@@ -65,6 +69,7 @@ class Outcome:
     error: str | None = None
     logged: str | None = None
     executed: bool = True
+    volatile: tuple[tuple[str, Any, str], ...] = ()
 
 
 @dataclass(frozen=True)

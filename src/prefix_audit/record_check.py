@@ -8,6 +8,8 @@ recorded result is compared with the benchmark's own rendering of the replayed o
 * JSON and Python literal notation (``{"a": 1}`` and ``{'a': 1}``), key order, whitespace, tuples
   and lists, a key whose value is null and a key left out, a null result and none, and number
   printing (``100``, ``100.0``, ``1e2``; floats to 12 significant digits);
+* fields the benchmark's own run does not fix (:attr:`~prefix_audit.contract.Outcome.volatile`:
+  BFCL's shared default mentions list), left out on both sides;
 * error wording: an ``Error:``/``Error during execution:`` prefix, a module-qualified exception
   class, object addresses, the library version in a pydantic error's URL, and letter case.
 
@@ -69,19 +71,24 @@ def _number(value: float) -> int | float:
     return int(rounded) if rounded.is_integer() and abs(rounded) < 2**63 else rounded
 
 
-def _plain(value: Any) -> Any:
+Volatile = tuple[tuple[str, Any, str], ...]
+
+
+def _plain(value: Any, volatile: Volatile = ()) -> Any:
     """A parsed value in one notation: lists for tuples, sorted lists for sets, string keys,
-    numbers as :func:`_number` prints them."""
+    numbers as :func:`_number` prints them; without the ``volatile`` fields
+    (:attr:`~prefix_audit.contract.Outcome.volatile`)."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, (int, float)):
         return _number(float(value)) if isinstance(value, float) else value
     if isinstance(value, dict):  # a key whose value is null is a key left out
-        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+        dropped = {f for key, v, f in volatile if value.get(key, _MISSING) == v}
+        return {str(k): _plain(v, volatile) for k, v in value.items() if v is not None and k not in dropped}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, volatile) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted((_plain(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
+        return sorted((_plain(v, volatile) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
     return str(value)
 
 
@@ -113,8 +120,9 @@ def _text_form(text: str) -> str:
     return " ".join(_NUMBER.sub(lambda m: repr(_number(float(m.group()))), text).split())
 
 
-def canonical(text: str) -> str:
-    """A result text in one notation (module docstring): equal for the same result however printed."""
+def canonical(text: str, volatile: Volatile = ()) -> str:
+    """A result text in one notation (module docstring): equal for the same result however printed;
+    ``volatile``: fields left out (:attr:`~prefix_audit.contract.Outcome.volatile`)."""
     text = text.strip()
     value = _parsed(text)
     if value is None:  # a null result and no result are the same
@@ -122,7 +130,7 @@ def canonical(text: str) -> str:
     if value is _MISSING or isinstance(value, str):
         return _text_form(value if isinstance(value, str) else text)
     try:
-        return json.dumps(_plain(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(_plain(value, volatile), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     except (ValueError, TypeError, RecursionError):
         return _text_form(text)
 
@@ -152,7 +160,7 @@ def compare(recorded: RecordedResult, verdict: ActionVerdict) -> str:
     elif (recorded_error if recorded_error is not None else replayed_error) and replayed_error:
         same_content = canonical_error(recorded.content) == canonical_error(replayed)
     else:
-        same_content = canonical(recorded.content) == canonical(replayed)
+        same_content = canonical(recorded.content, verdict.volatile) == canonical(replayed, verdict.volatile)
     same_verdict = same_content if recorded_error is None else recorded_error == replayed_error
     if same_content and same_verdict:
         return SAME

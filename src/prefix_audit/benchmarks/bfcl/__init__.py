@@ -18,7 +18,7 @@ from typing import Any
 from ...fetch import PackagePin
 from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, register
 from .data import CATEGORIES, DATA_PINS, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
-from .importer import import_bfcl, import_result_file, is_result_file
+from .importer import import_bfcl, import_result_file, is_bfcl_log
 from .inspect_samples import INSPECT_TASKS
 from .replay import BfclBenchmark, BfclSession
 from .scores import score_file_candidates
@@ -51,7 +51,7 @@ def _packages(settings: Mapping[str, Any]) -> list[dict[str, str]]:
 
 register(Registration(
     __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA),),
-    importers={"bfcl": import_bfcl}, detectors={"bfcl": is_result_file},
+    importers={"bfcl": import_bfcl}, detectors={"bfcl": is_bfcl_log},
     companions={"bfcl": score_file_candidates},
     inspect_tasks=INSPECT_TASKS,
     packages=_packages,

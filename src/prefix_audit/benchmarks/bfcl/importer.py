@@ -23,9 +23,12 @@ What the log recorded is handed over with each rollout (:class:`~prefix_audit.re
 for the audit to check itself against: BFCL's own verdict on the entry from its score file
 (:mod:`.scores`), and — where the file has an ``inference_log`` — the tool result BFCL's run
 recorded for each call of each step (its ``tool`` messages, in call order; an error is what
-BFCL's executor reports as one). A text step is listed as undecodable when the log shows BFCL's
-own decoder read calls in it (its ``model_response_decoded``), or — in a file without an
-``inference_log`` — when it looks like a call (:func:`~prefix_audit.calls.looks_like_calls`).
+BFCL's executor reports as one). A step the handler would evaluate as Python (``str(round(…))``,
+which we never do) has the calls the log shows BFCL's decoder read there (its
+``model_response_decoded``), parsed with :mod:`ast` (``meta["bfcl_steps_from_log"]`` counts them).
+A text step is listed as undecodable when the log shows BFCL's own decoder read calls in it, or —
+in a file without an ``inference_log`` — when it looks like a call
+(:func:`~prefix_audit.calls.looks_like_calls`).
 
 Nothing is evaluated; call text is parsed with :mod:`ast`. Only a line that is no record at all
 (not JSON, no string ``id``, turns that are not lists of steps) is quarantined, with its location
@@ -36,8 +39,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +70,7 @@ from ...records import (
     rollout_id_for,
 )
 from ...registry import ImportRequest, RefusedOption
-from .data import DATASET, V3_ERA_PIN, BfclData
+from .data import DATASET, V3_ERA_PIN, BfclData, Entry
 from .decoders import (
     CALL_OBJECT_DECODERS,
     Decoder,
@@ -79,7 +82,8 @@ from .decoders import (
 )
 from .handlers import HandlerChoice, ModelEntry, check_model_key, choose_handler, model_config
 from .loader import is_error_value
-from .scores import find_score_file
+from .scores import find_score_file, is_score_file, result_file_of
+from .semantics import SHARED_DEFAULTS, leaves_shared_default
 from .versions import DataChoice, RecordedRun, choose_release
 
 INFRA_ERROR_CHARS = 500
@@ -214,6 +218,17 @@ def recorded_error(content: str) -> bool:
     return content[:1] in ("[", "{") and is_error_value(literal_value(content))
 
 
+def _logged_calls(seen: LoggedStep | None) -> tuple[ToolCall, ...]:
+    """The calls BFCL's own decoder read in a step, as its ``inference_log`` recorded them (call
+    text, parsed with :mod:`ast`); none unless every one of them parses. A step BFCL's handler
+    evaluates as Python (``str(round(…))``), which we never do, has the calls its log shows BFCL's
+    run executed."""
+    if seen is None or not seen.decoded:
+        return ()
+    calls = tuple(parse_call_string(text) for text in seen.decoded)
+    return calls if all(c.well_formed for c in calls) else ()
+
+
 def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], LoggedStep],
               unread: list[tuple[int, int, str]]) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]]]:
     """The steps with the tool results the log recorded, and every step the decoder could not read:
@@ -273,11 +288,15 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
     if not all(isinstance(t, list) for t in result):
         raise StepError("'result' must be a list of turns, each a list of steps")
     decoder = decoder_for(choice.handler, choice.is_fc)
-    turns, unread = [], []
+    logged = logged_steps(obj.get("inference_log"))
+    turns, unread, from_log = [], [], 0
     for t, turn in enumerate(result):
         steps = []
         for s, raw in enumerate(turn):
             read = read_step(raw, f"result[{t}][{s}]", decoder)
+            calls = _logged_calls(logged.get((t, s))) if read.not_evaluated else ()
+            if calls:  # BFCL's decoder evaluated the text as Python, which we never do: its log says what it read
+                read, from_log = ReadStep(Step(calls, raw if isinstance(raw, str) else None)), from_log + 1
             steps.append(read.step)
             if read.skipped is not None and read.step.calls:
                 meta["bfcl_undecoded_steps"].append([t, s, read.skipped])
@@ -288,9 +307,35 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
         usage, accounting_error = _usage(obj), None
     except (StepError, DecodeError) as exc:  # bad accounting costs the accounting, not the entry
         usage, accounting_error = (), str(exc)
-    logged_turns, unread = _with_log(turns, logged_steps(obj.get("inference_log")), unread)
+    logged_turns, unread = _with_log(turns, logged, unread)
+    if from_log:  # said in the reading, so the import summary counts the entries read this way
+        meta["bfcl_steps_from_log"] = from_log
+        meta["reading"] += "; steps BFCL's handler evaluated as Python read from its own decoding (inference_log)"
     return Rollout(DATASET, task_id, model, method, rid, logged_turns, "import:bfcl", meta, usage=usage,
                    accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread, issues))
+
+
+SHARED_DEFAULT = "shared_default"
+
+
+def shared_default_cause(rollout: Rollout, entry: Entry | None) -> LogIssue | None:
+    """Why BFCL's own verdict on an entry may differ from replay's: the model's calls or the ground
+    truth's post a tweet without mentions, so the state ``bfcl evaluate`` compared held its shared
+    default list as the entries run before this one left it (:data:`~.semantics.SHARED_DEFAULTS`)."""
+    def leaves(calls: Sequence[ToolCall]) -> ToolCall | None:
+        return next((c for c in calls if leaves_shared_default(c.name, c.args, c.kwargs)), None)
+
+    model = leaves([c for turn in rollout.turns for step in turn for c in step.calls])
+    truth = leaves([parse_call_string(text) for turn in entry.ground_truth for text in turn]) if entry else None
+    call = model or truth
+    if call is None:
+        return None
+    param = SHARED_DEFAULTS[call.name or ""][0]
+    side = "the model's" if model is not None else "the ground truth's"
+    return LogIssue(SHARED_DEFAULT, f"{side} {call.name} leaves {param} to its default list, which BFCL's run shares "
+                                    f"between all entries of its process (a Python default, kept by reference and "
+                                    f"extended by mention()): the recorded verdict compared that list as earlier "
+                                    f"entries left it; replay gives each call a list of its own")
 
 
 MAX_ACCOUNTING_DEPTH = 8  # BFCL nests its accounting per turn and step: two levels
@@ -356,7 +401,23 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
     values = [item.value for item in lines if isinstance(item, JsonLine)]
     ids = [v["id"] for v in values if isinstance(v, dict) and isinstance(v.get("id"), str)]
     scores, why = find_score_file(path, ids, Path(score) if score is not None else None)
-    choice = choose_handler(config or {}, path, model, scores.models if scores is not None else ())
+
+    def verdict(entry_id: str) -> tuple[int | None, str]:
+        return scores.verdict(entry_id) if scores is not None else (None, why)
+
+    yield from _entries(path, lines, verdict, scores.models if scores is not None else (), model, method, config,
+                        releases, data_release, unavailable)
+
+
+def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[[str], tuple[int | None, str]],
+             score_models: Iterable[str], model: str | None, method: str, config: Mapping[str, ModelEntry] | None,
+             releases: Mapping[str, BfclData] | None, data_release: str | None, unavailable: Sequence[str],
+             note: str | None = None) -> Iterator[Located | BadLine]:
+    """The rollouts of result lines (``lines``; BadLines pass through), each with its ``verdict`` by
+    id, read by the handler chosen for the file and on its data release; ``note`` said in each
+    rollout's reading."""
+    values = [item.value for item in lines if isinstance(item, JsonLine)]
+    choice = choose_handler(config or {}, path, model, score_models)
     if choice is None:
         choice = choose_by_content(values)
     label = model or (choice.key.replace("/", "_") if choice.key else _model_folder(path))
@@ -369,13 +430,77 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
             yield item
             continue
         entry_id = item.value.get("id") if isinstance(item.value, dict) else None
-        verdict = scores.verdict(entry_id) if scores is not None and isinstance(entry_id, str) else (None, why)
         try:
-            yield Located(item.path, item.line, rollout_from_result(item.value, label, method, choice, verdict, data))
+            rollout = rollout_from_result(item.value, label, method, choice,
+                                          verdict(entry_id) if isinstance(entry_id, str) else (None, "no id"), data)
         except RECORD_SHAPE_ERRORS as exc:  # StepError, or a field of the wrong shape
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
             yield BadLine(item.path, item.line, f"unusable BFCL result: {shape_reason(exc)}", rid, item.excerpt)
+            continue
+        cause = shared_default_cause(rollout, releases[data.release].entries.get(rollout.task_id)
+                                     if releases and data is not None else None)
+        if cause is not None and rollout.recorded is not None:
+            rollout = replace(rollout, recorded=replace(rollout.recorded,
+                                                        if_y_differs=(*rollout.recorded.if_y_differs, cause)))
+        if note is not None:
+            rollout = replace(rollout, meta={**rollout.meta, "reading": f"{rollout.meta['reading']}; {note}"})
+        yield Located(item.path, item.line, rollout)
+
+
+def import_score_file(path: str | Path, model: str | None = None, method: str = "imported",
+                      config: Mapping[str, ModelEntry] | None = None, releases: Mapping[str, BfclData] | None = None,
+                      data_release: str | None = None, unavailable: Sequence[str] = ()) -> Iterator[Located | BadLine]:
+    """A BFCL score file read as the log of the entries it lists — those that failed, each with the
+    model's output ``bfcl evaluate`` copied into it (``model_result_raw`` and ``inference_log``;
+    ``model_result`` for an inference error), recorded Y = 0 with BFCL's error type. The entries
+    that passed are not in it, and every rollout's reading says so: statistics over such a log are
+    over failed entries only. An id listed again (BFCL lists an inference error twice) is
+    quarantined, its first line read. Where the score file's own result file is found (``result/``
+    for ``score/``, or beside it), that file holds every entry: the score file is refused whole
+    with where to look, so it is never a second log of the same run."""
+    path = Path(path)
+    if model:
+        check_model_key(model)
+    sibling = result_file_of(path)
+    if sibling is not None:
+        raise ValueError(f"{path.name} is BFCL's score file of {sibling}, which holds every entry: audit that file "
+                         f"(its verdicts are read from here)")
+    lines: list[JsonLine | BadLine] = []
+    failing: dict[str, str] = {}
+    summary: dict[str, Any] | None = None
+    seen: set[str] = set()
+    models: set[str] = set()
+    for item in iter_json_lines(path):
+        if isinstance(item, BadLine):
+            lines.append(item)
+            continue
+        obj = item.value
+        if summary is None:
+            summary = obj  # is_score_file checked it
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or obj.get("valid") is not False:
+            lines.append(BadLine(item.path, item.line, "not a failing entry of BFCL's score file (an object with an "
+                                                       "id and valid: false)", None, item.excerpt))
+            continue
+        if obj["id"] in seen:
+            lines.append(BadLine(item.path, item.line, f"listed again in BFCL's score file: entry {obj['id']!r} "
+                                                       f"(its first line is read)", obj["id"], item.excerpt))
+            continue
+        seen.add(obj["id"])
+        if isinstance(obj.get("model_name"), str):
+            models.add(obj["model_name"])
+        result = obj.get("model_result_raw", obj.get("model_result"))
+        lines.append(JsonLine(item.path, item.line, {"id": obj["id"], "result": result,
+                                                     "inference_log": obj.get("inference_log")}, item.excerpt))
+        error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+        failing[obj["id"]] = str(error.get("error_type") or "invalid")[:200]
+    if summary is None:
+        raise ValueError(f"{path.name} is empty")
+    note = (f"BFCL score file read as a log: only the {len(seen)} entries that failed, of {summary['total_count']} "
+            f"(the {summary['correct_count']} that passed are not in it)")
+    yield from _entries(path, lines, lambda entry_id: (0, f"BFCL score file: {failing.get(entry_id, 'invalid')}"),
+                        models, model, method, config, releases, data_release, unavailable, note)
 
 
 def is_result_file(path: Path) -> bool:
@@ -389,6 +514,11 @@ def is_result_file(path: Path) -> bool:
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and "id" in obj and "result" in obj
+
+
+def is_bfcl_log(path: Path) -> bool:
+    """A BFCL result file, or a score file (read as the log of its failed entries)."""
+    return is_result_file(path) or is_score_file(path)
 
 
 def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
@@ -406,9 +536,14 @@ def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
             if release == bench.data.release or release == given:
                 raise
             unavailable.append(f"bfcl-eval {release} unavailable ({' '.join(str(exc).split())[:200]})")
-    items = import_result_file(request.source, model=request.model, method=request.method,
-                               score=getattr(bench, "score_file", None), config=model_config(bench.data.root),
-                               releases=releases, data_release=given, unavailable=unavailable)
+    if is_score_file(Path(request.source)):
+        items = import_score_file(request.source, model=request.model, method=request.method,
+                                  config=model_config(bench.data.root), releases=releases, data_release=given,
+                                  unavailable=unavailable)
+    else:
+        items = import_result_file(request.source, model=request.model, method=request.method,
+                                   score=getattr(bench, "score_file", None), config=model_config(bench.data.root),
+                                   releases=releases, data_release=given, unavailable=unavailable)
     for item in items:
         if not isinstance(item, BadLine) and not bench.has_task(item.rollout.task_id):
             item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",

@@ -19,6 +19,7 @@ import json
 import keyword
 import os
 import pickle
+import re
 import signal
 import sys
 import threading
@@ -233,8 +234,37 @@ def _syntax_error(call: ToolCall) -> str | None:
     return None
 
 
-def invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall) -> tuple[bool, Any, str]:
-    """Run one parsed call; (accepted, raw return value, BFCL result text)."""
+_CALLED_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
+
+
+def instance_names(table: Mapping[str, tuple[str, Any]], model: str, entry_id: str) -> dict[str, str]:
+    """Method name → the name BFCL's executor gives the instance it runs on in ``bfcl generate``
+    (``<model>_<entry id>_<class>_instance``, ``-``, ``.`` and ``/`` written ``_``)."""
+    return {m: re.sub(r"[-./]", "_", f"{model}_{entry_id}_{cls}_instance") for m, (cls, _) in table.items()}
+
+
+def _as_executed(value: Any, names: Mapping[str, str]) -> Any:
+    """An argument as BFCL's executor passes it. It runs the call's text after prefixing every
+    ``name(`` of a method with that method's instance name and dropping the blanks between any
+    other word and ``(`` — inside string literals too — so a string argument that holds call text
+    (``order_id="get_order_history()[-1]"``) reaches the method with the instance name in it, and
+    ``"full (50 gallons)"`` as ``"full(50 gallons)"``."""
+    if isinstance(value, str):
+        return _CALLED_NAME.sub(lambda m: f"{names[m.group(1)]}.{m.group(1)}" if m.group(1) in names else m.group(1),
+                                value) if "(" in value else value
+    if isinstance(value, list):
+        return [_as_executed(v, names) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_as_executed(v, names) for v in value)
+    if isinstance(value, dict):
+        return {_as_executed(k, names): _as_executed(v, names) for k, v in value.items()}
+    return value
+
+
+def invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall,
+           names: Mapping[str, str] | None = None) -> tuple[bool, Any, str]:
+    """Run one parsed call; (accepted, raw return value, BFCL result text). ``names``: the instance
+    names BFCL's executor writes into call text (:func:`instance_names`), for string arguments."""
     if call.name in sem.BLOCKED_NAMES:  # BFCL refuses these by name before it evaluates anything
         text = f"Error during execution: Function call {call.name} is not allowed."
         return False, None, text
@@ -247,6 +277,8 @@ def invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall) -> tuple[bool, 
     method = target[1]
     # Copies: environments keep and mutate argument objects (a tweet stores its mentions list).
     args, kwargs = copy.deepcopy(call.args), copy.deepcopy(call.kwargs)
+    if names:
+        args, kwargs = _as_executed(args, names), _as_executed(kwargs, names)
     try:
         with _time_limit(CALL_TIME_LIMIT_S):
             value = method(*args, **kwargs, **_fresh_defaults(method, call))

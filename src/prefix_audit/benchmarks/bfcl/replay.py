@@ -25,7 +25,7 @@ from ...records import Rollout, Step, rollout_id_for
 from . import semantics as sem
 from .data import DATASET, BfclData, Entry, id_order, sample_task_ids
 from .environment import BfclAgentEnvironment
-from .loader import ClassLoader, invoke, method_table, public_state
+from .loader import ClassLoader, instance_names, invoke, method_table, public_state
 from .semantics import json_schema_of
 
 
@@ -242,13 +242,26 @@ def _calls_at(rollout: Rollout, positions: set[tuple[int, int]]) -> set[int]:
             if (t, s) in positions for call in step.calls}
 
 
+def _volatile_after(volatile: tuple[tuple[str, Any, str], ...], call: ToolCall, accepted: bool,
+                    value: Any) -> tuple[tuple[str, Any, str], ...]:
+    """The result fields a recorded run does not fix, after ``call``: with the object it made when it
+    leaves a list to BFCL's shared default (:data:`~.semantics.SHARED_DEFAULTS`)."""
+    param = sem.leaves_shared_default(call.name, call.args, call.kwargs)
+    if param is None or not accepted or not isinstance(value, dict) or "id" not in value:
+        return volatile
+    return (*volatile, ("id", value["id"], param))
+
+
 class BfclSession:
     """One rollout's fresh model-side and ground-truth-side instances.
 
     Y follows BFCL's evaluation: a rollout with another number of turns than the entry is
     force-terminated (0); a step BFCL's runner cannot decode executes nothing (its calls are still
     judged, on a scratch copy of the state); a turn with a non-empty ground truth needs a decoded
-    step with calls."""
+    step with calls. String arguments reach the methods as BFCL's executor passes them (its
+    instance names written into call text, :func:`~.loader.invoke`); a tweet posted without
+    mentions has a list of its own, and its mentions are not compared with a recorded result
+    (:data:`~.semantics.SHARED_DEFAULTS`)."""
 
     def __init__(self, bench: BfclBenchmark, entry: Entry, rollout: Rollout) -> None:
         self.entry = entry
@@ -270,8 +283,15 @@ class BfclSession:
         loader = bench.loader_of(entry)
         self._model = loader.instantiate(entry)
         self._model_methods = method_table(self._model)
+        # BFCL's own runner writes its instance names into call text (inspect_evals' solver does not):
+        # the model's as `bfcl generate` names them (its recorded results), the ground truth's as
+        # `bfcl evaluate` does
+        own = self.rule is None
+        self._instance_names = instance_names(self._model_methods, rollout.model, entry.id) if own else {}
         self._gt = loader.instantiate(entry)
         self._gt_methods = method_table(self._gt)
+        self._gt_instance_names = (instance_names(self._gt_methods, f"{rollout.model}_ground_truth_eval", entry.id)
+                                   if own else {})
         self._gt_calls = bench.ground_truth_calls(entry)
         self.turn = -1
         self._exposed: dict[str, ToolSpec] = {}
@@ -280,6 +300,7 @@ class BfclSession:
         self._deleted: set[Any] = set()
         self._live_cache: set[Any] | None = None
         self._turns_checked = 0
+        self._volatile: tuple[tuple[str, Any, str], ...] = ()  # tweets on BFCL's shared default list
         self.y_detail: str | None = None
 
     # exposure ---------------------------------------------------------------------------------
@@ -322,14 +343,15 @@ class BfclSession:
             return self._on_copy(call)
         deleting = call.name in sem.DELETING_METHODS
         before = set(self._live_values()) if deleting else None
-        accepted, value, text = invoke(self._model_methods, call)
+        accepted, value, text = invoke(self._model_methods, call, self._instance_names)
         self._results.append(text)
         if self.rule == INSPECT_EVALS_RULE and self._values:
             self._values[-1].append(inspect_evals_value(call.name, value, text))
         self._live_cache = None
         if deleting and accepted and before is not None:
             self._deleted |= before - self._live_values()
-        return Outcome(accepted, value, None if accepted else text, logged=text)
+        self._volatile = _volatile_after(self._volatile, call, accepted, value)
+        return Outcome(accepted, value, None if accepted else text, logged=text, volatile=self._volatile)
 
     def dry_execute(self, call: ToolCall) -> Outcome:
         """The verdict on ``call`` from a scratch copy of the state (the live state is untouched)."""
@@ -340,8 +362,9 @@ class BfclSession:
 
     def _on_copy(self, call: ToolCall) -> Outcome:
         scratch = pickle.loads(pickle.dumps(self._model, protocol=pickle.HIGHEST_PROTOCOL))
-        accepted, value, text = invoke(method_table(scratch), call)
-        return Outcome(accepted, value, None if accepted else text, logged=text, executed=False)
+        accepted, value, text = invoke(method_table(scratch), call, self._instance_names)
+        return Outcome(accepted, value, None if accepted else text, logged=text, executed=False,
+                       volatile=_volatile_after(self._volatile, call, accepted, value))
 
     def complete(self) -> Outcome:
         last_turn = len(self.entry.ground_truth) - 1
@@ -361,7 +384,7 @@ class BfclSession:
             return
         gt_results, gt_values = [], []
         for call in self._gt_calls[t]:
-            _, value, text = invoke(self._gt_methods, call)
+            _, value, text = invoke(self._gt_methods, call, self._gt_instance_names)
             gt_results.append(text)
             gt_values.append(inspect_evals_value(call.name, value, text))
         if self.rule == INSPECT_EVALS_RULE:  # judged once, after the last turn (final_success)

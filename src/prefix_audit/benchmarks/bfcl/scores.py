@@ -14,6 +14,7 @@ gets a recorded verdict, and the reason says why.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,40 @@ def read_score_file(path: Path) -> ScoreFile:
         categories.add(named)
     return ScoreFile(path, summary["total_count"], summary["correct_count"], failing, frozenset(categories),
                      frozenset(models))
+
+
+def is_score_file(path: Path) -> bool:
+    """A BFCL multi-turn score file: JSON Lines whose first line is the summary (``correct_count``,
+    ``total_count``) and that scores a multi-turn category (its name, else its first failing line)."""
+    if not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            lines = [json.loads(raw) for raw, _ in zip((raw for raw in fh if raw.strip()), range(2))]
+    except (OSError, ValueError, RecursionError):
+        return False
+    if not lines or not isinstance(lines[0], dict) or not {"correct_count", "total_count"} <= set(lines[0]):
+        return False
+    named = _name_category(path)
+    if named is not None:
+        return named.startswith("multi_turn")
+    first = lines[1] if len(lines) > 1 and isinstance(lines[1], dict) else {}
+    return str(first.get("test_category") or first.get("id") or "").startswith("multi_turn")
+
+
+def result_file_of(score: Path) -> Path | None:
+    """The result file a score file scores, where ``bfcl evaluate`` reads it (``result/`` for
+    ``score/``) or beside it; None when neither exists."""
+    if not score.name.endswith(SCORE_SUFFIX):
+        return None
+    name = score.name[: -len(SCORE_SUFFIX)] + RESULT_SUFFIX
+    parts = score.resolve().parts
+    places = []
+    if "score" in parts[:-1]:
+        at = len(parts) - 1 - parts[::-1].index("score")
+        places.append(Path(*parts[:at], "result", *parts[at + 1:-1], name))
+    places.append(score.with_name(name))
+    return next((p for p in places if p.is_file()), None)
 
 
 def _candidates(result: Path, given: Path | None) -> list[Path]:

@@ -48,6 +48,24 @@ MUTABLE_MODULE_STATE: Mapping[str, tuple[str, ...]] = {
     "long_context": ("CREDIT_CARD_EXTENSION", "BOOKING_RECORD_EXTENSION", "LONG_WEATHER_EXTENSION"),
 }
 
+# Defaults BFCL's own runs share between entries: ``TwitterAPI.post_tweet(content, tags=[], mentions=[])``
+# stores its default list in the new tweet by reference, ``mention`` extends a tweet's list in place,
+# and a Python default is one object for the whole process. So a tweet posted without mentions shows
+# the names of every ``mention`` made on such a tweet earlier in the same process — in the results
+# ``bfcl generate`` records and in the states ``bfcl evaluate`` compares (its model and ground-truth
+# instances share the list too). Replay gives each call its own copy (loader's fresh defaults); the
+# field is what a recorded run does not fix. Method → (parameter, its position after ``self``).
+SHARED_DEFAULTS: Mapping[str, tuple[str, int]] = {"post_tweet": ("mentions", 2)}
+
+
+def leaves_shared_default(name: str | None, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
+    """The parameter of :data:`SHARED_DEFAULTS` that a call of ``name`` leaves to its shared default."""
+    param, position = SHARED_DEFAULTS.get(name or "", (None, 0))
+    if param is None or param in kwargs or len(args) > position:
+        return None
+    return param
+
+
 # BFCL's executor refuses these names outright; we report the same result text.
 BLOCKED_NAMES = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
 
