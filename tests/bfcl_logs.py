@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from prefix_audit.benchmarks.bfcl.loader import invoke, method_table
+from prefix_audit.benchmarks.bfcl.loader import invoke, method_table, public_state
 from prefix_audit.calls import parse_call_string
 
 
@@ -17,9 +17,14 @@ def gold_entry(bfcl, task_id: str, style: str = "calls") -> dict:
     ``json_text`` — each step the model's JSON text ``[{"name", "arguments"}]`` (as xLAM writes it),
     which BFCL's own decoder read as calls."""
     entry = bfcl.entry(task_id)
-    methods = method_table(bfcl.loader.instantiate(entry))
+    instances = bfcl.loader.instantiate(entry)
+    methods = method_table(instances)
     result, log = [], []
     for t, turn in enumerate(entry.ground_truth):
+        # the state each turn begins in, as BFCL's log writes it (objects it cannot serialise as text)
+        log.append([{"role": "state_info", "class_name": name,
+                     "content": json.loads(json.dumps(public_state(instance), default=str))}
+                    for name, instance in instances.items()])
         steps, logged = [], {"begin_of_turn_query": [{"role": "user", "content": q} for q in entry.user_texts(t)]}
         for s, raw in enumerate(turn):
             call = parse_call_string(raw)
@@ -36,7 +41,7 @@ def gold_entry(bfcl, task_id: str, style: str = "calls") -> dict:
                                        {"role": "handler_log", "content": "Successfully decoded model response.",
                                         "model_response_decoded": []}]
         result.append([*steps, closing])
-        log += [[{"role": "state_info", "class_name": "…", "content": {}}], logged]
+        log.append(logged)
     return {"id": task_id, "result": result, "inference_log": log}
 
 

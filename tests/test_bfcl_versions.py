@@ -21,9 +21,10 @@ from prefix_audit.benchmarks.bfcl.versions import RecordedRun, choose_release, m
 from prefix_audit.checker import replay
 
 
-def _entry(entry_id: str, questions: list[str], release: str) -> Entry:
+def _entry(entry_id: str, questions: list[str], release: str, config: dict | None = None) -> Entry:
+    config = config if config is not None else {"TradingBot": {"balance": 10.0}}
     return Entry(entry_id, "base", tuple(((({"role": "user", "content": q},) if q else ())) for q in questions),
-                 {}, (), {}, tuple(() for _ in questions), release)
+                 config, tuple(config), {}, tuple(() for _ in questions), release)
 
 
 def _release(version: str, **entries: list[str]) -> SimpleNamespace:
@@ -34,19 +35,40 @@ OLD = _release("old", a=["start the market", "buy"], b=["hi", "there"])
 NEW = _release("new", a=["buy"], b=["hi", "there"])  # entry a lost its first turn
 
 
-def _run(entry_id: str, questions: list[str] | None = None, turns: int | None = None) -> RecordedRun:
+def _run(entry_id: str, questions: list[str] | None = None, turns: int | None = None, **more) -> RecordedRun:
     asked = {t: (q,) for t, q in enumerate(questions or [])}
-    return RecordedRun(entry_id, turns if turns is not None else len(questions or []), asked)
+    return RecordedRun(entry_id, turns if turns is not None else len(questions or []), asked, **more)
 
 
-def test_a_run_fits_the_data_it_was_made_on():
+def test_a_run_fits_the_data_it_was_made_on_by_what_decides_its_verdict():
     assert misfit(OLD.entries["a"], _run("a", ["start the market", "buy"])) is None
     assert "2 turns, the entry 1" in misfit(NEW.entries["a"], _run("a", ["start the market", "buy"]))
-    assert "question differs" in misfit(NEW.entries["b"], _run("b", ["hello", "there"]))
     assert misfit(NEW.entries["a"], _run("a", turns=1)) is None  # no log: the turn count alone
     assert misfit(None, _run("a", turns=1)) == "no such entry"
     held = _entry("c", ["go", ""], "new")  # a turn without a question: withheld functions arrive
     assert misfit(held, _run("c", ["go", "I have updated some more functions"])) is None
+    # questions asked otherwise (translated) are the same entry; its initial state, classes and
+    # ground truth are what decide the verdict
+    assert misfit(NEW.entries["b"], _run("b", ["你好", "那里"])) is None
+    assert misfit(NEW.entries["b"], _run("b", turns=2, initial_state={"TradingBot": {"balance": 10}})) is None
+    assert "initial TradingBot.balance differs" in misfit(
+        NEW.entries["b"], _run("b", turns=2, initial_state={"TradingBot": {"balance": 20.0}}))
+    assert "loaded TravelAPI" in misfit(NEW.entries["b"], _run("b", turns=2, initial_state={"TravelAPI": {}}))
+    assert "involves TravelAPI" in misfit(NEW.entries["b"], _run("b", turns=2, classes=("TravelAPI",)))
+    assert misfit(NEW.entries["b"], _run("b", turns=2, ground_truth=((), ()))) is None
+    assert "ground truth differs" in misfit(NEW.entries["b"], _run("b", turns=2, ground_truth=(("ls()",), ())))
+
+
+def test_questions_only_break_ties_and_are_counted():
+    newer = SimpleNamespace(entries={"b": _entry("b", ["hi", "there"], "new", {"TradingBot": {"balance": 20.0}})})
+    runs = [_run("b", ["hola", "allí"], initial_state={"TradingBot": {"balance": 10.0}})]
+    choice = choose_release({"new": newer, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old")
+    assert (choice.release, choice.misfits) == ("old", {})
+    assert "1 entries asked other questions than this release's" in choice.how
+    asked = [_run("b", ["hi", "there"])]  # both releases fit alike: the questions asked decide
+    other = SimpleNamespace(entries={"b": _entry("b", ["hey", "there"], "new")})
+    assert choose_release({"new": other, "old": OLD}, asked, "BFCL_v4_multi_turn_base_result.json", "old").release \
+        == "old"
 
 
 def test_the_release_the_fewest_entries_contradict_is_chosen_and_the_rest_said():
@@ -72,6 +94,14 @@ def test_the_recorded_run_is_read_from_the_inference_log():
         [{"role": "state_info"}], {"begin_of_turn_query": [{"role": "system", "content": "x"},
                                                           {"role": "user", "content": "buy"}]}]}
     assert RecordedRun.of(line) == RecordedRun("a", 2, {0: ("start the market",), 1: ("buy",)})
+    line["inference_log"][0] = [{"role": "state_info", "class_name": "TradingBot", "content": {"balance": 1}}]
+    assert RecordedRun.of(line).initial_state == {"TradingBot": {"balance": 1}}
+    scored = {"id": "a", "result": [[]], "prompt": {"involved_classes": ["TradingBot"],
+                                                    "initial_config": {"TradingBot": {"balance": 2}, "TravelAPI": {}}},
+              "possible_answer": [["ls()"]]}
+    run = RecordedRun.of(scored)  # a score file's line: the entry's config (of the classes it involves), its answer
+    assert (run.initial_state, run.classes, run.ground_truth) == ({"TradingBot": {"balance": 2}}, ("TradingBot",),
+                                                                  (("ls()",),))
     assert RecordedRun.of({"id": "a", "result": "Error during inference"}).turns is None
     assert RecordedRun.of(["not", "an", "entry"]) is None
 

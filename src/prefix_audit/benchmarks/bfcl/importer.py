@@ -492,7 +492,9 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
             models.add(obj["model_name"])
         result = obj.get("model_result_raw", obj.get("model_result"))
         lines.append(JsonLine(item.path, item.line, {"id": obj["id"], "result": result,
-                                                     "inference_log": obj.get("inference_log")}, item.excerpt))
+                                                     "inference_log": obj.get("inference_log"),
+                                                     "prompt": obj.get("prompt"),
+                                                     "possible_answer": obj.get("possible_answer")}, item.excerpt))
         error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
         failing[obj["id"]] = str(error.get("error_type") or "invalid")[:200]
     if summary is None:
