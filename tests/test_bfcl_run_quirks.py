@@ -144,3 +144,17 @@ def test_a_step_bfcls_handler_evaluates_has_the_calls_its_log_shows(bfcl, tmp_pa
     assert _audit([result], tmp_path / "out") == 0
     row = pl.read_parquet(tmp_path / "out" / "fed" / "episodes.parquet").row(0, named=True)
     assert row["replay_agreement"] == 1.0 and row["log_issue"] is None and row["undecoded_steps"] == 0
+
+
+def test_steps_of_already_decoded_call_strings_are_read_as_calls_where_no_handler_is_known(bfcl, tmp_path):
+    """A custom runner writes each step as the calls it decoded (``["cd(folder='x')"]``): with no
+    handler of BFCL's config for the file, they are its calls, said in the reading."""
+    entry = bfcl.entry("multi_turn_base_1")
+    line = {"id": entry.id, "result": [[[call] for call in turn] + [[]] for turn in entry.ground_truth]}
+    result = write_result_file(tmp_path / "result" / "my-runner" / "BFCL_v4_multi_turn_base_result.json", [line])
+    assert _audit([result], tmp_path / "out", "--model", "m") == 0
+    row = pl.read_parquet(tmp_path / "out" / "fed" / "episodes.parquet").row(0, named=True)
+    assert (row["Y"], row["undecoded_steps"]) == (1, 0) and row["tool_calls"] == sum(map(len, entry.ground_truth))
+    rollout = json.loads((tmp_path / "out" / "rollouts" / "imported" / "bfcl_v3" / "m" / "imported.jsonl")
+                         .read_text().splitlines()[0])
+    assert "steps that are lists of call strings (already decoded) read as those calls" in rollout["meta"]["reading"]

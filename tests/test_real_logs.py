@@ -66,7 +66,9 @@ def test_every_entry_is_an_episode_or_a_quarantined_record_with_its_reason(audit
         if a.episodes or a.log.records:
             # A file is refused whole only when it holds no entry at all.
             assert not whole or not a.log.records, (a.log.name, whole[0].reason)
-        assert len(a.episodes) + len(a.bad) >= a.log.records, a.log.name
+        # a BFCL score file's count includes its summary line, which is no entry
+        entries = a.log.records - ("evaluate score" in a.log.benchmark)
+        assert len(a.episodes) + len(a.bad) >= entries, a.log.name
 
 
 def test_faithful_logs_carry_no_false_alarms_and_their_verdicts(audited):
@@ -94,6 +96,16 @@ def test_a_domain_we_do_not_replay_costs_its_entries_each_with_its_reason(audite
         else:  # the aborted run: no simulation at all
             [bad] = a.bad
             assert bad.line == 0 and bad.reason.startswith("no simulations")
+
+
+def test_a_score_file_alone_is_read_as_its_failed_entries(audited):
+    alone = [a for a in audited.values() if "SCORE ONLY" in a.log.benchmark]
+    assert len(alone) == 3
+    for a in alone:
+        assert a.episodes and all(e.rollout.recorded.y == 0 == e.Y for e in a.episodes), a.log.name
+        assert all("only the" in e.rollout.meta["reading"] and "entries that failed" in e.rollout.meta["reading"]
+                   for e in a.episodes)
+        assert all(b.reason.startswith("listed again in BFCL's score file") for b in a.bad)
 
 
 def test_logs_that_are_not_faithful_are_flagged_with_their_cause(audited):

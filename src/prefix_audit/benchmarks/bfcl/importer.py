@@ -218,6 +218,16 @@ def recorded_error(content: str) -> bool:
     return content[:1] in ("[", "{") and is_error_value(literal_value(content))
 
 
+def decoded_call_strings(raw: Any) -> tuple[ToolCall, ...]:
+    """A step written as already-decoded calls — a list of strings each of which parses as one call
+    (``["cd(folder='x')"]``, as custom runners write them) — as those calls; none otherwise. Read so
+    only where no handler of BFCL's config was found for the file (no handler of BFCL writes it)."""
+    if not isinstance(raw, list) or not raw or not all(isinstance(item, str) for item in raw):
+        return ()
+    calls = tuple(parse_call_string(item) for item in raw)
+    return calls if all(c.well_formed for c in calls) else ()
+
+
 def _logged_calls(seen: LoggedStep | None) -> tuple[ToolCall, ...]:
     """The calls BFCL's own decoder read in a step, as its ``inference_log`` recorded them (call
     text, parsed with :mod:`ast`); none unless every one of them parses. A step BFCL's handler
@@ -289,7 +299,7 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
         raise StepError("'result' must be a list of turns, each a list of steps")
     decoder = decoder_for(choice.handler, choice.is_fc)
     logged = logged_steps(obj.get("inference_log"))
-    turns, unread, from_log = [], [], 0
+    turns, unread, from_log, as_strings = [], [], 0, 0
     for t, turn in enumerate(result):
         steps = []
         for s, raw in enumerate(turn):
@@ -297,6 +307,8 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
             calls = _logged_calls(logged.get((t, s))) if read.not_evaluated else ()
             if calls:  # BFCL's decoder evaluated the text as Python, which we never do: its log says what it read
                 read, from_log = ReadStep(Step(calls, raw if isinstance(raw, str) else None)), from_log + 1
+            elif read.skipped is not None and choice.chosen_by == "content" and decoded_call_strings(raw):
+                read, as_strings = ReadStep(Step(decoded_call_strings(raw))), as_strings + 1
             steps.append(read.step)
             if read.skipped is not None and read.step.calls:
                 meta["bfcl_undecoded_steps"].append([t, s, read.skipped])
@@ -308,6 +320,9 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
     except (StepError, DecodeError) as exc:  # bad accounting costs the accounting, not the entry
         usage, accounting_error = (), str(exc)
     logged_turns, unread = _with_log(turns, logged, unread)
+    if as_strings:  # a custom runner's own format: said, so the summary counts the entries read so
+        meta["bfcl_steps_as_call_strings"] = as_strings
+        meta["reading"] += "; steps that are lists of call strings (already decoded) read as those calls"
     if from_log:  # said in the reading, so the import summary counts the entries read this way
         meta["bfcl_steps_from_log"] = from_log
         meta["reading"] += "; steps BFCL's handler evaluated as Python read from its own decoding (inference_log)"
