@@ -158,3 +158,9 @@ def test_steps_of_already_decoded_call_strings_are_read_as_calls_where_no_handle
     rollout = json.loads((tmp_path / "out" / "rollouts" / "imported" / "bfcl_v3" / "m" / "imported.jsonl")
                          .read_text().splitlines()[0])
     assert "steps that are lists of call strings (already decoded) read as those calls" in rollout["meta"]["reading"]
+
+
+def test_a_score_file_without_its_summary_is_refused_in_one_line(tmp_path):
+    path = write_result_file(tmp_path / "BFCL_v3_multi_turn_base_score.json", [{"id": "multi_turn_base_1"}])
+    with pytest.raises(ValueError, match="the first line is no summary with correct_count and total_count"):
+        list(import_score_file(path))

@@ -492,7 +492,10 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
             continue
         obj = item.value
         if summary is None:
-            summary = obj  # is_score_file checked it
+            counts = [obj.get(k) if isinstance(obj, dict) else None for k in ("correct_count", "total_count")]
+            if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+                raise ValueError(f"{path.name}: the first line is no summary with correct_count and total_count")
+            summary = obj
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or obj.get("valid") is not False:
             lines.append(BadLine(item.path, item.line, "not a failing entry of BFCL's score file (an object with an "
