@@ -164,3 +164,40 @@ def test_the_same_calls_in_every_handlers_format_give_the_same_episodes(bfcl, co
     assert len({category for _, _, category, _ in reference.values()}) >= 2
     for name, episodes in seen.items():
         assert episodes == reference, name
+
+
+REAL_FC_FILE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real-logs" / "bfcl" / \
+    "gpt-oss-20b_BFCL_v4_multi_turn_base_result.json"
+REAL_ENTRIES = 40  # of the file's 200: enough of every verdict, quick enough for 14 formats
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not REAL_FC_FILE.is_file(), reason="../shared/fixtures/real-logs/bfcl is absent")
+def test_a_real_function_calling_file_in_every_handlers_format_gives_the_same_episodes(bfcl, config, tmp_path):
+    """A real model's calls (gpt-oss-20b, call objects), re-encoded in each handler family's raw
+    format — every step's calls in that format, every step without a call the handler's own empty
+    step — give the same (T, FED, category, Y) on every entry as the file itself."""
+    runs = {}
+    for item in import_result_file(REAL_FC_FILE, config=config):
+        rollout = item.rollout
+        calls = [c for turn in rollout.turns for step in turn for c in step.calls]
+        # calls every format can write: keyword arguments with names (a text format cannot write
+        # gpt-oss's `get_message_stats('': '')`), and no step BFCL's runner does not run
+        if rollout.infra_error or rollout.recorded.undecoded_count or not all(
+                c.well_formed and not c.args and all(k.isidentifier() for k in c.kwargs) and c.name.isidentifier()
+                for c in calls):
+            continue
+        runs[rollout.task_id] = [[list(step.calls) for step in turn] for turn in rollout.turns]
+        if len(runs) == REAL_ENTRIES:
+            break
+    reference = _episodes(bfcl, config, REAL_FC_FILE, None)  # its handler chosen by content, as audited
+    reference = {task_id: reference[task_id] for task_id in runs}
+    assert {y for *_, y in reference.values()} == {0, 1}
+    for name, (key, write) in FORMATS.items():
+        end = [] if isinstance(write([ToolCall("x", (), {})]), list) else ""
+        lines = [{"id": task_id, "result": [[part for calls in turn for part in
+                                             ([write([c]) for c in calls] if calls else [end])] for turn in turns]}
+                 for task_id, turns in runs.items()]
+        path = write_result_file(tmp_path / name.replace(" ", "_").replace("/", "_") / "BFCL_v4_multi_turn_result.json",
+                                 lines)
+        assert _episodes(bfcl, config, path, key) == reference, name
