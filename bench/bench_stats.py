@@ -31,8 +31,8 @@ import polars as pl
 import scipy
 from scipy import stats as scipy_stats
 
-from prefix_audit.paired import PairSpec, paired_differences
-from prefix_audit.stats import TAU_POOL, _interval_specs, _pair_specs, _pairs_of, _prepare, compute_stats
+from prefix_audit.statistics.paired import PairSpec, paired_differences
+from prefix_audit.statistics.stats import TAU_POOL, _interval_specs, _pair_specs, _pairs_of, _prepare, compute_stats
 
 MODELS = ("strong", "medium", "weak")
 METHODS = ("react", "prompt_planning", "plan_conditioned", "dual_loop")

@@ -29,8 +29,8 @@ from bfcl_formats import FORMATS  # noqa: E402  (the test helpers' writers)
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, import_result_file, load_data  # noqa: E402
 from prefix_audit.benchmarks.bfcl.data import DATA_PINS  # noqa: E402
 from prefix_audit.benchmarks.bfcl.handlers import model_config  # noqa: E402
-from prefix_audit.calls import ToolCall, parse_call_string  # noqa: E402
-from prefix_audit.checker import replay  # noqa: E402
+from prefix_audit.core.calls import ToolCall, parse_call_string  # noqa: E402
+from prefix_audit.replay.checker import replay  # noqa: E402
 
 SHOWN = ("call objects (OpenAI FC)", "Python call text (prompting)", "xLAM JSON text", "Qwen FC <tool_call>",
          "Llama 3.1 {name, parameters}", "FunctionGemma")

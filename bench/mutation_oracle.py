@@ -12,9 +12,9 @@ import time
 from collections import Counter
 
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, load_data
-from prefix_audit.checker import replay
-from prefix_audit.taxonomy import CATEGORIES
-from prefix_audit.sources.mutation import mutated_rollout
+from prefix_audit.core.taxonomy import CATEGORIES
+from prefix_audit.generation.sources.mutation import mutated_rollout
+from prefix_audit.replay.checker import replay
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_openai_server import FakeOpenAIServer, agent_responder  # noqa: E402
 
-from prefix_audit.io import path_label  # noqa: E402
+from prefix_audit.core.io import path_label  # noqa: E402
 from prefix_audit.models import Message, ModelRequest, OpenAICompatibleBackend, ToolSchema  # noqa: E402
 
 KEY_ENV = "PREFIX_AUDIT_BENCH_KEY"

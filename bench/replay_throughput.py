@@ -14,7 +14,7 @@ import statistics
 import time
 
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, load_data
-from prefix_audit.checker import replay
+from prefix_audit.replay.checker import replay
 
 
 def main() -> None:

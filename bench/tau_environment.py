@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from prefix_audit.benchmarks.tau import load_data
-from prefix_audit.benchmarks.tau.environment import DomainBackend, LiveEnvironment, _fingerprint
+from prefix_audit.benchmarks.tau.domain.environment import DomainBackend, LiveEnvironment, _fingerprint
 
 
 def _median_seconds(run: Callable[[], Any], repeat: int) -> float:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prefix_audit import registry
-from prefix_audit.benchmarks.tau.importer import import_results
-from prefix_audit.checker import replay
-from prefix_audit.records import BadLine
+from prefix_audit.benchmarks.tau.ingest.importer import import_results
+from prefix_audit.core.records import BadLine
+from prefix_audit.replay import registry
+from prefix_audit.replay.checker import replay
 
 
 def main() -> None:

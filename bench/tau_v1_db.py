@@ -7,7 +7,7 @@ TAU_BENCH_CHECKOUT is a checkout of github.com/sierra-research/tau-bench (it rea
 table it prints how many records each side has, how many are equal as parsed JSON values
 (``==``: an int equals the float of the same value), how many are equal once the fields only tau2
 has are left out, and, for the rest, the record ids and the fields that differ. The fields printed are what
-``prefix_audit.benchmarks.tau.v1.V1_RECORD_VALUES`` sets to v1's values when a v1 log is replayed.
+``prefix_audit.benchmarks.tau.domain.v1.V1_RECORD_VALUES`` sets to v1's values when a v1 log is replayed.
 A JSON summary closes the output.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark
-from prefix_audit.sources.oracle import run_oracle
+from prefix_audit.generation.sources.oracle import run_oracle
 
 
 def main() -> None:

@@ -20,10 +20,10 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from prefix_audit import registry
-from prefix_audit.records import read_rollouts
-from prefix_audit.rollouts import generate_rollouts
-from prefix_audit.scoring import ScoreOutputs, score_file
+from prefix_audit.core.records import read_rollouts
+from prefix_audit.generation.rollouts import generate_rollouts
+from prefix_audit.replay import registry
+from prefix_audit.replay.scoring import ScoreOutputs, score_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

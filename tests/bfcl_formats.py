@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from prefix_audit.calls import ToolCall
+from prefix_audit.core.calls import ToolCall
 
 Writer = Callable[[list[ToolCall]], Any]
 

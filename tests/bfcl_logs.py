@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from prefix_audit.benchmarks.bfcl.loader import invoke, method_table, public_state
-from prefix_audit.calls import parse_call_string
+from prefix_audit.core.calls import parse_call_string
 
 
 def gold_entry(bfcl, task_id: str, style: str = "calls") -> dict:

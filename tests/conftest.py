@@ -31,8 +31,8 @@ TAU3 = SHARED / "benchmarks" / "tau3-v1.0.1"
 def score_dir(rollouts, out_dir, resources=RESOURCES):
     """Score a rollout file into out_dir/{actions,episodes}.parquet and quarantine.jsonl, as
     ``prefix-audit score ROLLOUTS -o DIR`` does."""
-    from prefix_audit import registry
-    from prefix_audit.scoring import ScoreOutputs, score_file
+    from prefix_audit.replay import registry
+    from prefix_audit.replay.scoring import ScoreOutputs, score_file
 
     return score_file(rollouts, ScoreOutputs.in_dir(out_dir), registry.resolver(resources, fetch=False))
 

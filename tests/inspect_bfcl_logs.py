@@ -115,7 +115,7 @@ CHILD_FLAG = "--run-child"
 def wheel_dir(resources: Path) -> Path:
     """The unpacked pinned bfcl-eval wheel, fetched into ``resources`` if it is not there yet."""
     from prefix_audit.benchmarks.bfcl.data import DEFAULT_PIN
-    from prefix_audit.fetch import fetch_wheel
+    from prefix_audit.core.fetch import fetch_wheel
 
     return fetch_wheel(DEFAULT_PIN, resources)
 
@@ -246,7 +246,7 @@ class Script:
     def _plan(self, metadata: dict[str, Any], scenario: str, tool_names: list[str]) -> list[list[Any]]:
         import inspect
 
-        from prefix_audit.calls import parse_call_string
+        from prefix_audit.core.calls import parse_call_string
 
         methods = _methods(metadata)
         truth: list[list[Call]] = []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prefix_audit.checker import replay
-from prefix_audit.sources.mutation import mutated_rollout
+from prefix_audit.generation.sources.mutation import mutated_rollout
+from prefix_audit.replay.checker import replay
 
 
 def chosen_depths_honoured(bench, task_ids: Iterable[str], category: str, *, enough: int | None = None) -> int:

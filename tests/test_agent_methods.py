@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from prefix_audit.agents.methods import MethodSpec, ReplayVerifier, run_method
-from prefix_audit.agents.plans import Plan, PlanStep, plan_of_calls
-from prefix_audit.agents.prompts import PLAN_BRIEFING_HEADER, PROMPT_PLANNING_INSTRUCTION, read_briefing
-from prefix_audit.calls import parse_call_string, structured_call
+from prefix_audit.core.calls import parse_call_string, structured_call
+from prefix_audit.core.records import Usage
+from prefix_audit.generation.agents.methods import MethodSpec, ReplayVerifier, run_method
+from prefix_audit.generation.agents.plans import Plan, PlanStep, plan_of_calls
+from prefix_audit.generation.agents.prompts import PLAN_BRIEFING_HEADER, PROMPT_PLANNING_INSTRUCTION, read_briefing
 from prefix_audit.models.base import ModelRequest, ModelResponse
-from prefix_audit.records import Usage
 
 TASK = "multi_turn_base_0"  # turn 0: cd(document), mkdir(temp), mv(final_report.pdf → temp)
 

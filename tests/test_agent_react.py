@@ -11,10 +11,10 @@ import pytest
 
 pytest.importorskip("openai")
 
+from conftest import score_dir  # noqa: E402
 from fake_openai_server import FakeOpenAIServer, completion, tool_call  # noqa: E402
 
-from conftest import score_dir  # noqa: E402
-from prefix_audit.rollouts import generate_rollouts  # noqa: E402
+from prefix_audit.generation.rollouts import generate_rollouts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "multi_turn_base_0"
@@ -97,8 +97,8 @@ def test_malformed_tool_call_is_an_emitted_invalid_action(bfcl, tmp_path, monkey
 
 
 def test_dual_loop_through_an_openai_compatible_server(bfcl, tmp_path, monkeypatch):
-    from prefix_audit.agents.plans import plan_of_calls
-    from prefix_audit.records import read_rollouts
+    from prefix_audit.core.records import read_rollouts
+    from prefix_audit.generation.agents.plans import plan_of_calls
 
     monkeypatch.setenv("FAKE_API_KEY", KEY)
     tasks = tmp_path / "tasks.json"

@@ -32,8 +32,8 @@ def test_an_upward_import_breaks_the_layers(tmp_path):
     shutil.copytree(ROOT / "src" / "prefix_audit", tmp_path / "prefix_audit",
                     ignore=shutil.ignore_patterns("__pycache__"))
     base = tmp_path / "prefix_audit" / "models" / "base.py"
-    base.write_text(base.read_text() + "\n\ndef _policy():\n    from ..sources import simulated  # up two layers\n")
+    base.write_text(base.read_text() + "\n\ndef _policy():\n    from ..generation.sources import simulated  # up four layers\n")
     proc = _lint(tmp_path)
     assert proc.returncode != 0
-    assert "Layers: no module imports a higher layer BROKEN" in proc.stdout
-    assert "prefix_audit.models.base -> prefix_audit.sources.simulated" in proc.stdout
+    assert "Layers: no sub-package imports a higher layer BROKEN" in proc.stdout
+    assert "prefix_audit.models.base -> prefix_audit.generation.sources.simulated" in proc.stdout

@@ -10,9 +10,9 @@ import pytest
 from conftest import RESOURCES
 from toolsandbox_runs import BRUNO, Call, ScenarioRun, write_run
 
-from prefix_audit import registry
-from prefix_audit.calls import parse_call_string
 from prefix_audit.cli import main
+from prefix_audit.core.calls import parse_call_string
+from prefix_audit.replay import registry
 
 
 def _bfcl_log(bfcl, path: Path) -> dict[str, int]:

@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefix_audit.benchmarks.bfcl.data import DEFAULT_PIN
-from prefix_audit.fetch import fetch_wheel
 from prefix_audit.benchmarks.bfcl.decoders import (
     HANDLER_DECODERS,
     NotEvaluated,
@@ -28,6 +27,7 @@ from prefix_audit.benchmarks.bfcl.decoders import (
     literal_arithmetic,
 )
 from prefix_audit.benchmarks.bfcl.handlers import model_config
+from prefix_audit.core.fetch import fetch_wheel
 
 ROOT = fetch_wheel(DEFAULT_PIN, RESOURCES)  # fetched when absent, as the bfcl fixture fetches it
 

@@ -19,9 +19,9 @@ from conftest import RESOURCES, SHARED
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, import_result_file, load_data
 from prefix_audit.benchmarks.bfcl.data import V3_ERA_PIN
 from prefix_audit.benchmarks.bfcl.handlers import model_config
-from prefix_audit.calls import parse_call_string
-from prefix_audit.checker import replay
-from prefix_audit.records import BadLine
+from prefix_audit.core.calls import parse_call_string
+from prefix_audit.core.records import BadLine
+from prefix_audit.replay.checker import replay
 
 REAL = SHARED / "fixtures" / "real-logs" / "bfcl"
 

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from prefix_audit.checker import replay
+from prefix_audit.replay.checker import replay
 
 # Gold data that is invalid by the benchmark's own declared rules (so FED <= T for these, honestly):
 # entry 173 of every category passes ticket_id='ticket_001' where the declared type is integer
@@ -41,8 +41,8 @@ def test_all_800_ground_truth_entries(bfcl):
 def test_replay_is_isolated_between_rollouts(bfcl):
     """Spending on a long-context credit card (which bfcl-eval's loader shares with the module)
     must not change the balance the next rollout sees."""
-    from prefix_audit.calls import parse_call_string
-    from prefix_audit.records import Rollout, Step
+    from prefix_audit.core.calls import parse_call_string
+    from prefix_audit.core.records import Rollout, Step
 
     balance = "get_credit_card_balance(access_token='abc123token', card_id='1234567812345678')"
     book = ("book_flight(access_token='abc123token', card_id='1234567812345678', travel_date='2026-12-15', "
@@ -94,8 +94,8 @@ def test_runaway_calls_are_cut_off_and_rejected(bfcl, monkeypatch):
     import time
 
     from prefix_audit.benchmarks.bfcl import loader
-    from prefix_audit.calls import parse_call_string
-    from prefix_audit.records import Rollout, Step
+    from prefix_audit.core.calls import parse_call_string
+    from prefix_audit.core.records import Rollout, Step
 
     monkeypatch.setattr(loader, "CALL_TIME_LIMIT_S", 0.5)
     task = next(t for t in bfcl.task_ids() if "MathAPI" in bfcl.entry(t).involved_classes)

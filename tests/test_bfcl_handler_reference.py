@@ -18,7 +18,7 @@ from bfcl_decode_corpus import UNSAFE_LLAMA, UNSAFE_PY_CALLS, corpus, python_wra
 from conftest import RESOURCES
 
 from prefix_audit.benchmarks.bfcl import DEFAULT_PIN
-from prefix_audit.fetch import fetch_wheel
+from prefix_audit.core.fetch import fetch_wheel
 
 ROOT = fetch_wheel(DEFAULT_PIN, RESOURCES)  # fetched when absent, as the bfcl fixture fetches it
 

@@ -15,11 +15,11 @@ from bfcl_logs import write_result_file, write_score_file
 from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.benchmarks.bfcl.decoders import HANDLER_DECODERS, content_candidates, decoder_for
 from prefix_audit.benchmarks.bfcl.handlers import check_model_key, model_config
-from prefix_audit.calls import ToolCall, parse_call_string
-from prefix_audit.checker import replay
 from prefix_audit.cli import main
-from prefix_audit.records import BadLine
-from prefix_audit.registry import RefusedOption
+from prefix_audit.core.calls import ToolCall, parse_call_string
+from prefix_audit.core.records import BadLine
+from prefix_audit.replay.checker import replay
+from prefix_audit.replay.registry import RefusedOption
 
 XLAM = "Salesforce/Llama-xLAM-2-8b-fc-r"
 

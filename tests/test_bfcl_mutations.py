@@ -9,12 +9,12 @@ import pytest
 from bfcl_reference import BfclReference
 from mutation_depths import chosen_depths_honoured
 
-from prefix_audit.checker import replay
-from prefix_audit.taxonomy import CATEGORIES
 from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.benchmarks.bfcl.handlers import model_config
-from prefix_audit.records import Rollout
-from prefix_audit.sources.mutation import mutated_rollout
+from prefix_audit.core.records import Rollout
+from prefix_audit.core.taxonomy import CATEGORIES
+from prefix_audit.generation.sources.mutation import mutated_rollout
+from prefix_audit.replay.checker import replay
 
 
 @pytest.fixture(scope="module")

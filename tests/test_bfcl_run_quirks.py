@@ -21,11 +21,11 @@ from conftest import RESOURCES
 
 from prefix_audit.benchmarks.bfcl.importer import import_score_file
 from prefix_audit.benchmarks.bfcl.loader import _as_executed, instance_names
-from prefix_audit.calls import ToolCall
-from prefix_audit.checker import ActionVerdict
 from prefix_audit.cli import main
-from prefix_audit.record_check import canonical, compare
-from prefix_audit.records import Action, BadLine, RecordedResult
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.records import Action, BadLine, RecordedResult
+from prefix_audit.replay.checker import ActionVerdict
+from prefix_audit.replay.record_check import canonical, compare
 
 POSTS_WITHOUT_MENTIONS = "multi_turn_base_109"  # its ground truth ends with post_tweet(content=…)
 TWEET = {"id": 1, "username": "u", "content": "c", "tags": [], "mentions": []}

@@ -18,7 +18,7 @@ from prefix_audit.benchmarks.bfcl import BfclBenchmark, import_result_file, load
 from prefix_audit.benchmarks.bfcl.data import V3_ERA_PIN, Entry
 from prefix_audit.benchmarks.bfcl.handlers import model_config
 from prefix_audit.benchmarks.bfcl.versions import RecordedRun, choose_release, misfit
-from prefix_audit.checker import replay
+from prefix_audit.replay.checker import replay
 
 
 def _entry(entry_id: str, questions: list[str], release: str, config: dict | None = None) -> Entry:

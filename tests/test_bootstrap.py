@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from prefix_audit import bootstrap
-from prefix_audit.aggregates import unbiased_all_k
-from prefix_audit.intervals import clustered_wilson_interval, wilson_interval
-from prefix_audit.stats import compute_stats, task_set_seed
+from prefix_audit.statistics import bootstrap
+from prefix_audit.statistics.aggregates import unbiased_all_k
+from prefix_audit.statistics.intervals import clustered_wilson_interval, wilson_interval
+from prefix_audit.statistics.stats import compute_stats, task_set_seed
 
 B = 10_000
 SCHEMA = {"dataset": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8, "task_id": pl.Utf8, "trial": pl.Int32,

@@ -4,7 +4,7 @@ import pytest
 
 from prefix_audit.benchmarks.bfcl.decoders import python_call_text
 from prefix_audit.benchmarks.bfcl.importer import read_step
-from prefix_audit.calls import MAX_CALL_CHARS, parse_call_string, structured_call
+from prefix_audit.core.calls import MAX_CALL_CHARS, parse_call_string, structured_call
 
 
 def test_plain_call_with_positional_and_keyword_literals():

@@ -192,17 +192,17 @@ def _stated_defaults() -> dict[str, str]:
 def test_config_readme_states_the_codes_defaults():
     from dataclasses import MISSING, fields
 
-    from prefix_audit.agents.executor import K_EXEC
-    from prefix_audit.agents.methods import K_VAL
-    from prefix_audit.models.base import GenerationParams
-    from prefix_audit.settings import (
+    from prefix_audit.generation.agents.executor import K_EXEC
+    from prefix_audit.generation.agents.methods import K_VAL
+    from prefix_audit.generation.settings import (
         DEFAULT_API_KEY_ENV,
         EPISODES_IN_FLIGHT,
         REAL_EPISODES_IN_FLIGHT,
         BackendSettings,
         BlockSettings,
     )
-    from prefix_audit.sources.simulated import SimulatedProfile
+    from prefix_audit.generation.sources.simulated import SimulatedProfile
+    from prefix_audit.models.base import GenerationParams
 
     stated = _stated_defaults()
     block = {f.name: f.default for f in fields(BlockSettings)}

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from prefix_audit.figures import (
+from prefix_audit.reports.figures import (
     CATEGORIES,
     _category_counts,
     failure_categories_by_depth,
@@ -18,8 +18,8 @@ from prefix_audit.figures import (
     safe_name,
     write_figures,
 )
-from prefix_audit.intervals import hoeffding_sample_size
-from prefix_audit.stats import STATS_SCHEMA, compute_stats
+from prefix_audit.statistics.intervals import hoeffding_sample_size
+from prefix_audit.statistics.stats import STATS_SCHEMA, compute_stats
 
 EPISODE_SCHEMA = {
     "dataset": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8, "task_id": pl.Utf8,

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from prefix_audit.fingerprint import closure, code_fingerprint, stage_modules
+from prefix_audit.pipeline.fingerprint import closure, code_fingerprint, stage_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -28,17 +28,17 @@ def test_imports_inside_functions_count_and_type_checking_imports_do_not(tmp_pat
 
 def test_a_stage_covers_what_it_runs_and_nothing_else():
     tables = stage_modules(SCRIPTS / "tables.py")
-    assert {"prefix_audit.tables", "prefix_audit.paired", "prefix_audit.stats", "prefix_audit.bootstrap",
-            "prefix_audit.io", "prefix_audit.logs"} <= set(tables)
-    assert not {m for m in tables if m.startswith(("prefix_audit.checker", "prefix_audit.benchmarks",
-                                                    "prefix_audit.registry", "prefix_audit.figures"))}
+    assert {"prefix_audit.reports.tables", "prefix_audit.statistics.paired", "prefix_audit.statistics.stats", "prefix_audit.statistics.bootstrap",
+            "prefix_audit.core.io", "prefix_audit.pipeline.logs"} <= set(tables)
+    assert not {m for m in tables if m.startswith(("prefix_audit.replay.checker", "prefix_audit.benchmarks",
+                                                    "prefix_audit.replay.registry", "prefix_audit.reports.figures"))}
     # A stage that opens a dataset covers that dataset's benchmark package, not the others.
     score = set(stage_modules(SCRIPTS / "score_rollouts.py", ["toolsandbox"]))
-    assert {"prefix_audit.checker", "prefix_audit.scoring", "prefix_audit.benchmarks.toolsandbox.tools"} <= score
+    assert {"prefix_audit.replay.checker", "prefix_audit.replay.scoring", "prefix_audit.benchmarks.toolsandbox.tools"} <= score
     assert not {m for m in score if m.startswith(("prefix_audit.benchmarks.bfcl", "prefix_audit.benchmarks.tau"))}
     # The rollout stage reaches the OpenAI backend only inside a function; it still counts.
     rollouts = set(stage_modules(SCRIPTS / "generate_rollouts.py", ["bfcl_v3"]))
-    assert {"prefix_audit.models.openai_compat", "prefix_audit.sources.simulated",
+    assert {"prefix_audit.models.openai_compat", "prefix_audit.generation.sources.simulated",
             "prefix_audit.benchmarks.bfcl.loader"} <= rollouts
     assert code_fingerprint(SCRIPTS / "score_rollouts.py", ["toolsandbox"]) != \
         code_fingerprint(SCRIPTS / "score_rollouts.py", ["bfcl_v3"])
@@ -57,4 +57,4 @@ def test_every_rule_fingerprints_its_own_script():
 def test_the_fingerprint_does_not_import_what_it_reads():
     before = set(sys.modules)
     stage_modules(SCRIPTS / "figures.py")
-    assert "prefix_audit.figures" in before or "prefix_audit.figures" not in sys.modules
+    assert "prefix_audit.reports.figures" in before or "prefix_audit.reports.figures" not in sys.modules

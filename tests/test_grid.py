@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 import yaml
 
-from prefix_audit import registry
-from prefix_audit.grid import blocks, condition_pairs
+from prefix_audit.generation.grid import blocks, condition_pairs
+from prefix_audit.replay import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,7 +77,7 @@ def test_conditions_need_the_plan_conditioned_baseline(config):
 
 
 def test_trials_apply_per_dataset_to_agent_blocks_only():
-    from prefix_audit.grid import dataset_settings, trials_for
+    from prefix_audit.generation.grid import dataset_settings, trials_for
 
     config = {"agents": {"trials": {"toolsandbox": 3}}}
     agent, reference = {"kind": "agent", "method": "react"}, {"kind": "reference"}

@@ -24,9 +24,9 @@ from toolsandbox_runs import write_run
 from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.benchmarks.bfcl.decoders import python_call_text
 from prefix_audit.benchmarks.bfcl.importer import read_step
-from prefix_audit.calls import MAX_CALL_CHARS, structured_call
 from prefix_audit.cli import main
-from prefix_audit.records import BadLine, dumps
+from prefix_audit.core.calls import MAX_CALL_CHARS, structured_call
+from prefix_audit.core.records import BadLine, dumps
 
 TASK = "multi_turn_base_1"
 HUGE = "9" * 5000  # an integer JSON allows and Python's int() refuses (over 4,300 digits)
@@ -84,7 +84,7 @@ def test_bad_accounting_in_imported_logs_costs_the_accounting_not_the_entry(tau,
     assert [bool(i.rollout.accounting_error) for i in items] == [True] * 3
     assert all(i.rollout.usage == () and i.rollout.turns for i in items)
 
-    from prefix_audit.benchmarks.tau.importer import import_results
+    from prefix_audit.benchmarks.tau.ingest.importer import import_results
 
     doc = json.loads(json.dumps(tau_seed))
     for sim, bad in zip(doc["simulations"], [{"prompt_tokens": math.inf}, {"completion_tokens": 10**30}]):
@@ -130,7 +130,7 @@ def test_huge_integers_lists_for_ids_and_deep_nesting_cost_one_record(bfcl, tmp_
 
 
 def test_over_long_lines_and_documents_are_refused_without_reading_them_whole(tmp_path, monkeypatch):
-    from prefix_audit import decode
+    from prefix_audit.core import decode
 
     monkeypatch.setattr(decode, "MAX_LINE_BYTES", 64)
     monkeypatch.setattr(decode, "MAX_DOCUMENT_BYTES", 64)
@@ -146,7 +146,7 @@ def test_over_long_lines_and_documents_are_refused_without_reading_them_whole(tm
 
 
 def test_tau_ids_of_the_wrong_type_cost_one_simulation(tau, tmp_path):
-    from prefix_audit.benchmarks.tau.importer import import_results
+    from prefix_audit.benchmarks.tau.ingest.importer import import_results
 
     reason = tau["tau_airline"].task("5").reason_for_call
     call = {"role": "assistant", "content": None,
@@ -435,7 +435,7 @@ def test_outputs_of_a_command_are_replaced_together(tmp_path, monkeypatch):
     crash before its commit point leaves the old set, and its staged files are cleaned."""
     import os
 
-    from prefix_audit import io
+    from prefix_audit.core import io
 
     a, b = tmp_path / "episodes.parquet", tmp_path / "quarantine.jsonl"
     io.commit_files({a: b"old a", b: b"old b"})
@@ -466,7 +466,7 @@ def test_outputs_of_a_command_are_replaced_together(tmp_path, monkeypatch):
 def test_a_commit_across_folders_is_finished_by_a_reader_of_any_of_them(tmp_path, monkeypatch):
     import os
 
-    from prefix_audit import io
+    from prefix_audit.core import io
 
     frame = pl.DataFrame({"x": [1, 2]})
     first, second = tmp_path / "fed" / "episodes.parquet", tmp_path / "stats" / "stats.parquet"
@@ -510,7 +510,8 @@ def test_stats_commits_its_set_and_drops_an_earlier_runs_paired_file(bfcl, tmp_p
 
 
 def test_a_failed_audit_leaves_the_previous_one_whole_and_a_new_one_replaces_it(bfcl, tmp_path, monkeypatch):
-    from prefix_audit import audit, io
+    from prefix_audit import audit
+    from prefix_audit.core import io
 
     out = tmp_path / "audit"
     out.mkdir()

@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 from conftest import RESOURCES
 
-from prefix_audit import registry
 from prefix_audit.cli import main
-from prefix_audit.framework_samples import REFUSED, chat_messages, recorded_verdict
-from prefix_audit.inspect_logs import is_inspect_log
+from prefix_audit.core.framework_samples import REFUSED, chat_messages, recorded_verdict
+from prefix_audit.ingest.inspect_logs import is_inspect_log
+from prefix_audit.replay import registry
 
 # --- the plain reading of Inspect's messages (no inspect-ai needed) ---------------------------------
 
@@ -91,8 +91,8 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
 
 
 def test_a_tau2_sample_without_its_store_is_refused_with_the_key(tau):
-    from prefix_audit.benchmarks.tau.inspect_samples import read_sample
-    from prefix_audit.framework_samples import FrameworkSample
+    from prefix_audit.benchmarks.tau.ingest.inspect_samples import read_sample
+    from prefix_audit.core.framework_samples import FrameworkSample
 
     definition = json.loads(tau["tau_airline"].domain.files.tasks.read_text())[0]
     sample = FrameworkSample("log.eval", "tau2_airline", "m", definition["id"], 1, 1,

@@ -28,7 +28,7 @@ pending any more, ...). The tools without parameters are called once per domain.
   wrappers and its ``AirlineAgentTools``/``RetailAgentTools`` on a store of their own). Its outcome is
   ``ok`` (the tool message's text), ``error`` (a ``ToolError``: the tool message's error, whose
   message is the ``ToolError``'s), ``refused`` (Inspect's ``parsing`` error: the call never reached the
-  tool; the importer does not replay such a call, :data:`prefix_audit.framework_samples.REFUSED`), or
+  tool; the importer does not replay such a call, :data:`prefix_audit.core.framework_samples.REFUSED`), or
   ``crash`` (any other exception leaves ``execute_tools``: Inspect does not turn it into a tool
   message; inspect_evals' agent loop catches it, so the sample goes on without the agent's messages
   of that turn — the call is not in the log);
@@ -68,10 +68,10 @@ from typing import Any
 
 import pytest
 
-from prefix_audit.benchmarks.tau.environment import AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint
-from prefix_audit.calls import structured_call
-from prefix_audit.framework_samples import REFUSED
-from prefix_audit.record_check import canonical, canonical_error
+from prefix_audit.benchmarks.tau.domain.environment import AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint
+from prefix_audit.core.calls import structured_call
+from prefix_audit.core.framework_samples import REFUSED
+from prefix_audit.replay.record_check import canonical, canonical_error
 
 pytest.importorskip("inspect_evals")
 

@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy.stats import norm
 
-from prefix_audit.intervals import hoeffding_bound, hoeffding_sample_size, wilson_interval
+from prefix_audit.statistics.intervals import hoeffding_bound, hoeffding_sample_size, wilson_interval
 
 COUNTS = [
     (2, 9), (1, 10), (3, 12), (3, 11), (14, 26), (13, 29),

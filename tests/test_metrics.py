@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prefix_audit.metrics import (
+from prefix_audit.statistics.metrics import (
     auc_pec,
     block_metrics,
     check_identities,

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from prefix_audit import scoring
-from prefix_audit.paired import (
+from prefix_audit.replay import scoring
+from prefix_audit.statistics.paired import (
     INTERVAL_METRICS,
     PAIRED_METRICS,
     PAIRED_SCHEMA,
@@ -22,7 +22,7 @@ from prefix_audit.paired import (
     paired_differences,
     write_paired,
 )
-from prefix_audit.stats import TAU_POOL
+from prefix_audit.statistics.stats import TAU_POOL
 
 # The product's own episode schema, restricted to the columns these tests build.
 EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()

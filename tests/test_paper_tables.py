@@ -6,22 +6,22 @@ import numpy as np
 import polars as pl
 import pytest
 
-from prefix_audit import scoring
-from prefix_audit.intervals import wilson_interval
-from prefix_audit.paired import (
+from prefix_audit.replay import scoring
+from prefix_audit.reports.tables import METHOD_ORDER, table_f1, table_f2, table_f3, table_files, write_tables
+from prefix_audit.statistics.intervals import wilson_interval
+from prefix_audit.statistics.paired import (
     PAIRED_SCHEMA,
     PairSpec,
     paired_differences,
     write_paired,
 )
-from prefix_audit.stats import (
+from prefix_audit.statistics.stats import (
     STATS_SCHEMA,
     TAU_POOL,
     compute_stats,
     task_set_seed,
     write_stats,
 )
-from prefix_audit.tables import METHOD_ORDER, table_f1, table_f2, table_f3, table_files, write_tables
 
 # The product's own episode schema, restricted to the columns these tests build.
 EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()

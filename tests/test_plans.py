@@ -6,9 +6,17 @@ import json
 
 import pytest
 
-from prefix_audit.agents.plans import (Plan, PlanFormatError, PlanStep, Rejection, UnresolvedReference,
-                                       parse_plan, parse_verdict, step_call)
-from prefix_audit.agents.prompts import plan_briefing, read_briefing
+from prefix_audit.generation.agents.plans import (
+    Plan,
+    PlanFormatError,
+    PlanStep,
+    Rejection,
+    UnresolvedReference,
+    parse_plan,
+    parse_verdict,
+    step_call,
+)
+from prefix_audit.generation.agents.prompts import plan_briefing, read_briefing
 
 PLAN = {"steps": [
     {"id": 1, "tool": "find", "arguments": {"name": "report.txt"}},

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 import pytest
 import real_logs
-
 from conftest import RESOURCES
-from prefix_audit import registry
-from prefix_audit.checker import EpisodeResult
-from prefix_audit.imports import read_logs
-from prefix_audit.record_check import check_record
-from prefix_audit.records import BadLine
-from prefix_audit.scoring import ScoreReport, score_rollouts
+
+from prefix_audit.core.records import BadLine
+from prefix_audit.ingest.imports import read_logs
+from prefix_audit.replay import registry
+from prefix_audit.replay.checker import EpisodeResult
+from prefix_audit.replay.record_check import check_record
+from prefix_audit.replay.scoring import ScoreReport, score_rollouts
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not (real_logs.CORPUS / "MANIFEST.json").is_file(),

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from fake_openai_server import FakeOpenAIServer, agent_responder, error
 
-from prefix_audit import registry
-from prefix_audit.grid import (
+from prefix_audit.core.io import name_of_label, path_label
+from prefix_audit.generation.grid import (
     blocks,
     endpoint_ceilings,
     endpoint_shares,
@@ -24,10 +24,10 @@ from prefix_audit.grid import (
     selected_datasets,
     unused_condition_models,
 )
-from prefix_audit.io import name_of_label, path_label
+from prefix_audit.generation.progress import block_progress
+from prefix_audit.generation.rollouts import generate_rollouts
 from prefix_audit.models.endpoints import Endpoint
-from prefix_audit.progress import block_progress
-from prefix_audit.rollouts import generate_rollouts
+from prefix_audit.replay import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")

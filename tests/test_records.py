@@ -2,8 +2,8 @@
 
 import json
 
-from prefix_audit.calls import ToolCall
-from prefix_audit.records import BadLine, Located, Rollout, Step, Usage, actions_of, dumps, read_rollouts
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.records import BadLine, Located, Rollout, Step, Usage, actions_of, dumps, read_rollouts
 
 
 def _rollout(**kw):
@@ -78,7 +78,7 @@ def test_trial_round_trips_defaults_to_zero_and_bad_trials_are_located(tmp_path)
 
 
 def test_an_unrecorded_latency_round_trips_as_null_and_a_missing_one_is_refused():
-    from prefix_audit.records import rollout_from_json
+    from prefix_audit.core.records import rollout_from_json
 
     record = {"dataset": "d", "task_id": "t", "model": "m", "method": "x", "rollout_id": "r", "turns": [],
               "usage": [{"role": "executor", "input_tokens": 3, "output_tokens": 1, "latency_s": None}]}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from prefix_audit.records import Rollout, Step
-from prefix_audit.rollout_store import RolloutStore, store_all
+from prefix_audit.core.records import Rollout, Step
+from prefix_audit.generation.rollout_store import RolloutStore, store_all
 
 ROOT = Path(__file__).resolve().parents[1]
 # A Dual-Loop block on a simulated model: planner, verifier and revision calls in every episode.
@@ -49,7 +49,7 @@ def test_torn_last_line_is_cut_and_the_rest_resumed(tmp_path):
 
 
 def _generate(tasks: Path, out: Path) -> subprocess.Popen:
-    code = ("import sys, json; from prefix_audit.rollouts import generate_rollouts; "
+    code = ("import sys, json; from prefix_audit.generation.rollouts import generate_rollouts; "
             "generate_rollouts('bfcl_v3', sys.argv[1], 'sim', 'dual_loop', json.loads(sys.argv[2]), sys.argv[3], "
             "sys.argv[4])")
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT / "src")}
@@ -59,7 +59,7 @@ def _generate(tasks: Path, out: Path) -> subprocess.Popen:
 
 @pytest.mark.slow
 def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(bfcl_data, tmp_path):
-    from prefix_audit.tasks import write_task_list
+    from prefix_audit.generation.tasks import write_task_list
 
     tasks = tmp_path / "tasks.json"
     write_task_list("bfcl_v3", ROOT / "resources", 200, 20260329, tasks)

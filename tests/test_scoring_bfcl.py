@@ -9,10 +9,10 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from prefix_audit.calls import ToolCall, parse_call_string
 from prefix_audit.cli import main
-from prefix_audit.records import dumps
-from prefix_audit.scoring import ACTION_SCHEMA, EPISODE_SCHEMA
+from prefix_audit.core.calls import ToolCall, parse_call_string
+from prefix_audit.core.records import dumps
+from prefix_audit.replay.scoring import ACTION_SCHEMA, EPISODE_SCHEMA
 
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 

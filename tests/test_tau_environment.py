@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from prefix_audit.benchmarks.tau.environment import AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint
+from prefix_audit.benchmarks.tau.domain.environment import AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint
 
 
 class Record:

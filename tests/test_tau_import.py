@@ -17,14 +17,14 @@ from tau_results import (
     user_says,
 )
 
-from prefix_audit.benchmarks.tau.importer import (
+from prefix_audit.benchmarks.tau.adapter.replay import TauBenchmark
+from prefix_audit.benchmarks.tau.ingest.importer import (
     TauResultsError,
     import_results,
 )
-from prefix_audit.benchmarks.tau.replay import TauBenchmark
-from prefix_audit.checker import replay
-from prefix_audit.records import BadLine
-from prefix_audit.scoring import ScoreReport, score_rollouts
+from prefix_audit.core.records import BadLine
+from prefix_audit.replay.checker import replay
+from prefix_audit.replay.scoring import ScoreReport, score_rollouts
 
 
 def _hand_made(tau) -> dict:
@@ -219,7 +219,7 @@ def test_real_two_trial_tau2_results_keep_trials_and_get_pass_k(tmp_path):
     from conftest import SHARED
 
     from prefix_audit.cli import main
-    from prefix_audit.stats import compute_stats
+    from prefix_audit.statistics.stats import compute_stats
 
     path = SHARED / "fixtures" / "real-logs" / "tau2" / "gemini-2.5-flash_airline_10tasks_2trials.json"
     if not path.is_file():
@@ -262,7 +262,7 @@ def test_simulations_that_ended_in_an_error_are_episodes(tau, tmp_path):
     episodes, _ = score_rollouts(iter(items), tau.__getitem__, report)
     got = {e.rollout.meta["simulation_id"]: (e.T, e.FED, e.Y) for e in episodes}
     assert got == {"mid_call": (1, 2, 0), "at_once": (None, None, 0)}
-    from prefix_audit.scoring import episode_row
+    from prefix_audit.replay.scoring import episode_row
 
     row = episode_row(next(e for e in episodes if e.T == 1))
     assert (row["agent_tokens"], row["agent_latency_s"]) == (107, None)
@@ -313,7 +313,7 @@ def test_a_multi_tool_message_is_its_tool_messages(tau, tmp_path):
 def test_the_dir_layout_is_read_simulation_by_simulation(tau, tmp_path):
     """tau2 1.0's `dir` results: results.json holds the metadata, simulations/ one file each; an
     unreadable file is a located quarantine record, the rest import."""
-    from prefix_audit.benchmarks.tau.importer import is_results_file
+    from prefix_audit.benchmarks.tau.ingest.importer import is_results_file
 
     talk = [GREETING, user_says("Hi."), agent_says("Done."), STOP]
     doc = results_document(tau, [])

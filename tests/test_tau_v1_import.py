@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import SHARED, TAU3
 from tau_results import disagreements
 
-from conftest import SHARED, TAU3
 from prefix_audit.benchmarks.tau import V1_DATASETS, load_v1_benchmarks
-from prefix_audit.benchmarks.tau.embedded import KEY
-from prefix_audit.benchmarks.tau.errors import TauResultsError
-from prefix_audit.benchmarks.tau.importer import import_results
-from prefix_audit.checker import replay
-from prefix_audit.contract import UnscorableRollout
-from prefix_audit.record_check import check_record
-from prefix_audit.records import BadLine, Rollout
+from prefix_audit.benchmarks.tau.domain.embedded import KEY
+from prefix_audit.benchmarks.tau.ingest.errors import TauResultsError
+from prefix_audit.benchmarks.tau.ingest.importer import import_results
+from prefix_audit.core.records import BadLine, Rollout
+from prefix_audit.replay.checker import replay
+from prefix_audit.replay.contract import UnscorableRollout
+from prefix_audit.replay.record_check import check_record
 
 V1_FILE = SHARED / "fixtures" / "real-logs" / "tau-bench-v1" / "gpt-4.1-mini_retail_user-gpt-4.1_1trial.json"
 TAU2_LOGS = SHARED / "fixtures" / "real-logs" / "tau2"
@@ -141,7 +141,7 @@ def test_v1_round_trip_y_think_and_terminations(benches, tmp_path, retail_case):
 
 
 def test_think_changes_no_state(benches, tmp_path, retail_case):
-    from prefix_audit.calls import structured_call
+    from prefix_audit.core.calls import structured_call
 
     bench = benches["tau_v1_retail"]
     [rollout], _ = _import(_write(tmp_path, [_entry(0, _good_traj(retail_case), _gold(retail_case))]), benches)
@@ -249,7 +249,7 @@ def test_v1_modifies_an_item_into_itself(benches, tmp_path, tau_data):
     tau2_only = Rollout("tau_retail", "0", "m", "x", "r", rollout.turns, "t",
                         {"user_turns": rollout.meta["user_turns"]})
     session = benches["tau_retail"].open_session(tau2_only)
-    from prefix_audit.calls import structured_call
+    from prefix_audit.core.calls import structured_call
 
     assert not session.execute(structured_call("modify_pending_order_items", with_self)).accepted
 
@@ -265,7 +265,7 @@ def test_domain_detection_override_and_v1_records(benches, tmp_path, retail_case
     reply = json.loads(verdict.logged)
     assert (reply["destination"], reply["flight_type"]) == ("EWR", "one_way")
     tau2 = json.loads(benches["tau_airline"].backend.call(
-        benches["tau_airline"].backend.new_environment(__import__("prefix_audit.benchmarks.tau.environment",
+        benches["tau_airline"].backend.new_environment(__import__("prefix_audit.benchmarks.tau.domain.environment",
                                                                  fromlist=["AccessMode"]).AccessMode()),
         "get_reservation_details", {"reservation_id": "Z7GOZK"})[1])
     assert (tau2["destination"], tau2["flight_type"]) == ("IAH", "round_trip")
@@ -295,7 +295,7 @@ def test_cli_import_v1_then_score(tmp_path, retail_case):
 
 
 def test_v1_datasets_are_import_only(benches):
-    from prefix_audit import registry
+    from prefix_audit.replay import registry
 
     assert set(V1_DATASETS) <= set(registry.dataset_names())
     assert not set(V1_DATASETS) & set(registry.workflow_datasets())
@@ -329,7 +329,7 @@ def _tau2_doc(tau):
 
 
 def test_installed_tasks_refuses_a_task_the_file_defines_otherwise(tau, tmp_path):
-    from prefix_audit.benchmarks.tau.replay import TauBenchmark
+    from prefix_audit.benchmarks.tau.adapter.replay import TauBenchmark
 
     installed = {"tau_airline": TauBenchmark(tau["tau_airline"].data, "airline", installed_tasks=True)}
     [bad] = list(import_results(_write(tmp_path, _tau2_doc(tau), "results.json"), installed.__getitem__))
@@ -446,7 +446,7 @@ def _checked(rollout, benches):
 
 def _replies(benches, case, calls):
     """v1's replies to ``calls`` in order on a fresh database (what a faithful log records)."""
-    from prefix_audit.calls import structured_call
+    from prefix_audit.core.calls import structured_call
 
     bench = benches["tau_v1_retail"]
     rollout = Rollout("tau_v1_retail", "0", "m", "x", "r", (), "t", {"user_turns": []})
@@ -634,7 +634,7 @@ def test_legacy_reward_rule_from_the_file(benches, tmp_path, retail_case):
 def test_vacuous_db_check_from_the_file(benches, tmp_path, retail_case, era):
     """v1's untouched database hashes otherwise in each version of its data (its users' addresses
     named the state `province` before 2025-01-16): either version's hash is a vacuous check."""
-    from prefix_audit.benchmarks.tau import v1
+    from prefix_audit.benchmarks.tau.domain import v1
 
     case = retail_case
     untouched = v1.V1_DATA_ERAS[era].untouched_sha256["retail"]
@@ -654,7 +654,7 @@ def test_vacuous_db_check_from_the_file(benches, tmp_path, retail_case, era):
 
 
 def test_records_round_trip_conditional_issues(benches, tmp_path, retail_case):
-    from prefix_audit.records import dumps, rollout_from_json
+    from prefix_audit.core.records import dumps, rollout_from_json
 
     legacy = _entry(0, _writing_case(benches, retail_case), _gold(retail_case), outputs=["refund"], reward=1.0)
     [rollout], _ = _import(_write(tmp_path, [legacy]), benches)

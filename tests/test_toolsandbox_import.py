@@ -11,11 +11,11 @@ from toolsandbox_runs import BRUNO, Call, ScenarioRun, disallowed_traceback, wri
 
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark, import_runs
 from prefix_audit.benchmarks.toolsandbox.recorded import error_category, normalize_exception
-from prefix_audit.checker import replay
 from prefix_audit.cli import main
-from prefix_audit.records import BadLine, dumps, read_rollouts
-from prefix_audit.registry import open_benchmark
-from prefix_audit.sources.mutation import mutated_rollout
+from prefix_audit.core.records import BadLine, dumps, read_rollouts
+from prefix_audit.generation.sources.mutation import mutated_rollout
+from prefix_audit.replay.checker import replay
+from prefix_audit.replay.registry import open_benchmark
 
 FIXTURES = SHARED / "fixtures" / "toolsandbox-runs"
 PHONE = BRUNO["phone_number"]
@@ -351,7 +351,7 @@ def _drop_response(folder: Path, call_id: str) -> None:
 
 def test_run_folders_are_found_at_any_depth_and_named_after_their_agent(tmp_path: Path):
     from prefix_audit.benchmarks.toolsandbox.importer import model_of, run_folders, run_name
-    from prefix_audit.registry import detect_format
+    from prefix_audit.replay.registry import detect_format
 
     top = tmp_path / "data"
     nested = write_run(top, [SCENARIOS[1], ScenarioRun("broken", [("user", "hi")])], name=NESTED)
@@ -425,7 +425,7 @@ def test_audit_reports_the_recorded_mean_similarity_next_to_final_success(run_fo
 
 
 def test_recorded_score_round_trips_and_a_bad_one_is_refused(run_folder, tmp_path: Path):
-    from prefix_audit.records import RecordError, Recorded, rollout_from_json
+    from prefix_audit.core.records import Recorded, RecordError, rollout_from_json
 
     rollout = next(import_runs(run_folder)).rollout
     assert (rollout.recorded.score, rollout.recorded.score_name) == (0.0, "similarity")

@@ -7,10 +7,10 @@ import pytest
 from mutation_depths import chosen_depths_honoured
 
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark
-from prefix_audit.checker import replay
-from prefix_audit.taxonomy import CATEGORIES
-from prefix_audit.sources.mutation import mutated_rollout
-from prefix_audit.sources.oracle import run_oracle
+from prefix_audit.core.taxonomy import CATEGORIES
+from prefix_audit.generation.sources.mutation import mutated_rollout
+from prefix_audit.generation.sources.oracle import run_oracle
+from prefix_audit.replay.checker import replay
 
 
 @pytest.fixture(scope="module")

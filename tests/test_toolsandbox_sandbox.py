@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from prefix_audit import registry
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark, list_task_ids, sample_task_ids
 from prefix_audit.benchmarks.toolsandbox.adapter import Sandbox, task_facts
 from prefix_audit.benchmarks.toolsandbox.evaluation import StateTarget
 from prefix_audit.benchmarks.toolsandbox.scenarios import all_scenarios, call
 from prefix_audit.benchmarks.toolsandbox.tools import TOOLS, execute
 from prefix_audit.benchmarks.toolsandbox.world import NOW, person_id, starting_world
-from prefix_audit.calls import ToolCall, structured_call
-from prefix_audit.checker import replay
-from prefix_audit.records import Rollout, Step
+from prefix_audit.core.calls import ToolCall, structured_call
+from prefix_audit.core.records import Rollout, Step
+from prefix_audit.replay import registry
+from prefix_audit.replay.checker import replay
 
 
 @pytest.fixture(scope="module")

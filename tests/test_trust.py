@@ -18,11 +18,9 @@ from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.benchmarks.bfcl.handlers import model_config
 from prefix_audit.benchmarks.bfcl.importer import logged_steps, recorded_error
 from prefix_audit.benchmarks.bfcl.scores import find_score_file
-from prefix_audit.calls import ToolCall, looks_like_calls
-from prefix_audit.checker import ActionVerdict, replay
 from prefix_audit.cli import STRICT_EXIT, main
-from prefix_audit.record_check import canonical, canonical_error, check_record, compare
-from prefix_audit.records import (
+from prefix_audit.core.calls import ToolCall, looks_like_calls
+from prefix_audit.core.records import (
     MAX_RECORDED_CHARS,
     Action,
     BadLine,
@@ -35,7 +33,9 @@ from prefix_audit.records import (
     read_rollouts,
     rollout_from_json,
 )
-from prefix_audit.trust import block_trust, issue_codes
+from prefix_audit.replay.checker import ActionVerdict, replay
+from prefix_audit.replay.record_check import canonical, canonical_error, check_record, compare
+from prefix_audit.replay.trust import block_trust, issue_codes
 
 REAL = SHARED / "fixtures" / "real-logs"
 ENTRIES = ("multi_turn_base_1", "multi_turn_base_4")  # ground truth with keyword arguments only
@@ -321,7 +321,7 @@ def test_a_call_the_log_shows_never_ran_is_not_executed_in_replay(tau_data, tmp_
     path = tmp_path / "v1.json"
     path.write_text(json.dumps([entry]))
     benches = load_v1_benchmarks(tau_data)
-    from prefix_audit.benchmarks.tau.importer import import_results
+    from prefix_audit.benchmarks.tau.ingest.importer import import_results
 
     [item] = list(import_results(path, benches.__getitem__))
     assert not isinstance(item, BadLine)

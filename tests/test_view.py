@@ -14,9 +14,9 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 from conftest import RESOURCES, ROOT
 
-from prefix_audit import view
 from prefix_audit.cli import main
-from prefix_audit.records import dumps
+from prefix_audit.core.records import dumps
+from prefix_audit.reports import view
 
 TASK = "multi_turn_base_1"
 SCRIPT = "<script>document.title = 'pwned'; window.pwned = true;</script>"
@@ -53,7 +53,7 @@ def results_root(bfcl, tmp_path_factory) -> Path:
         source.write_text("".join(json.dumps(r) + "\n" for r in records))
         assert main(["score", str(source), "-o", str(root / "scored" / "bfcl_v3" / "m" / method),
                      "--resources", str(RESOURCES)]) == 0
-    from prefix_audit.fed import merge_episodes
+    from prefix_audit.replay.fed import merge_episodes
 
     merge_episodes(sorted((root / "scored").rglob("episodes.parquet")), root / "fed" / "episodes.parquet")
     assert main(["stats", str(root / "fed" / "episodes.parquet"), "-o", str(root / "stats"), "--resamples", "50"]) == 0
@@ -276,8 +276,8 @@ def test_the_shipped_assets_are_the_packaged_ones(site):
 def test_a_pooled_f1_row_links_a_page_of_both_member_blocks(results_root, tmp_path):
     from toolsandbox_runs import BRUNO, Call, ScenarioRun, write_run
 
-    from prefix_audit.fed import merge_episodes
-    from prefix_audit.stats import write_stats
+    from prefix_audit.replay.fed import merge_episodes
+    from prefix_audit.statistics.stats import write_stats
 
     root = tmp_path / "root"
     shutil.copytree(results_root / "scored", root / "scored")

@@ -117,7 +117,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     assert redrawn == ["curves"], dry.stdout
 
     # Editing a model reruns the blocks that use it and nothing else: in the smoke grid sim-weak only
-    # serves as the swapped verifier of one condition (prefix_audit.grid is tested on the full grid).
+    # serves as the swapped verifier of one condition (prefix_audit.generation.grid is tested on the full grid).
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     models = copy.deepcopy(config["models"])
     models["sim-weak"]["profile"]["p_stop"] = 0.2

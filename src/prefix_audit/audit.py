@@ -10,7 +10,7 @@ statistics and write the tables — into ``DIR`` laid out as the workflow's ``re
 * ``.prefix-audit-files.json``: every file of the audit with its sha256.
 
 So ``stats``, ``tables`` and ``progress`` read it as they read a workflow run. The audit is written
-into a staging folder inside ``DIR`` and committed as one set (:func:`prefix_audit.io.staged_tree`):
+into a staging folder inside ``DIR`` and committed as one set (:func:`prefix_audit.core.io.staged_tree`):
 a crash leaves the previous audit whole, and files of a previous audit into ``DIR`` that this one
 does not write are removed in the same step — other files in ``DIR`` are never touched.
 """
@@ -24,15 +24,15 @@ from pathlib import Path
 
 import polars as pl
 
-from .contract import Benchmark
-from .fed import merge_episodes
-from .imports import IMPORTED, ImportReport, imported_rollouts_path, read_logs, write_quarantine, write_records
-from .io import path_label, staged_tree
-from .records import BadLine, Located
-from .scoring import ScoreOutputs, ScoreReport, score_file
-from .stats import TAU_POOL, write_stats
-from .tables import table_files, write_tables
-from .trust import DEFAULT_MIN_AGREEMENT, worst
+from .core.io import path_label, staged_tree
+from .core.records import BadLine, Located
+from .ingest.imports import IMPORTED, ImportReport, imported_rollouts_path, read_logs, write_quarantine, write_records
+from .replay.contract import Benchmark
+from .replay.fed import merge_episodes
+from .replay.scoring import ScoreOutputs, ScoreReport, score_file
+from .replay.trust import DEFAULT_MIN_AGREEMENT, worst
+from .reports.tables import table_files, write_tables
+from .statistics.stats import TAU_POOL, write_stats
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ STRICT_EXIT = 3  # audit --strict: the audit disagrees with what the logs record
 
 def _dataset_settings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Each dataset's config entry, as the registered options on the command line set it."""
-    from . import registry
+    from .replay import registry
 
     settings: dict[str, dict[str, Any]] = {}
     for registration in registry.registrations():
@@ -34,14 +34,14 @@ def _dest(flag: str) -> str:
 
 
 def _resolver(args: argparse.Namespace):
-    from . import registry
+    from .replay import registry
 
     return registry.resolver(args.resources, _dataset_settings(args))
 
 
 def _import(args: argparse.Namespace) -> int:
-    from .imports import ImportReport, read_logs, write_records
-    from .records import BadLine
+    from .core.records import BadLine
+    from .ingest.imports import ImportReport, read_logs, write_records
 
     if not Path(args.source).exists():
         print(f"import: no such file or folder: {args.source}", file=sys.stderr)
@@ -63,7 +63,7 @@ def _import(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace) -> int:
     from .audit import audit_logs
-    from .trust import STRICT_SEVERITY
+    from .replay.trust import STRICT_SEVERITY
 
     if not 0 <= args.min_agreement <= 1:
         raise ValueError(f"--min-agreement must be in [0, 1], got {args.min_agreement}")
@@ -81,7 +81,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from .scoring import ScoreOutputs, score_file
+    from .replay.scoring import ScoreOutputs, score_file
 
     if not Path(args.rollouts).is_file():
         print(f"score: no such file: {args.rollouts}", file=sys.stderr)
@@ -95,9 +95,9 @@ def _score(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     import yaml
 
-    from .io import commit_files, frame_parquet_bytes, read_parquet
-    from .paired import pair_specs, paired_differences
-    from .stats import TAU_POOL, compute_stats
+    from .core.io import commit_files, frame_parquet_bytes, read_parquet
+    from .statistics.paired import pair_specs, paired_differences
+    from .statistics.stats import TAU_POOL, compute_stats
 
     out = Path(args.output)
     pairs = None
@@ -121,7 +121,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _tables(args: argparse.Namespace) -> int:
-    from .tables import table_files, write_tables
+    from .reports.tables import table_files, write_tables
 
     # STATS is stats.parquet or the directory holding it; F.3 reads the paired.parquet beside it, the
     # trust table the FED table of the same results layout (or --episodes).
@@ -138,7 +138,7 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .intervals import hoeffding_bound, hoeffding_sample_size
+    from .statistics.intervals import hoeffding_bound, hoeffding_sample_size
 
     if args.n is not None and args.n < 1:
         raise ValueError(f"--n must be at least 1, got {args.n}")
@@ -153,7 +153,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _dataset_options(parser: argparse.ArgumentParser) -> None:
     """Where datasets come from: fetched packages, plugin benchmarks, and each benchmark's options."""
-    from . import registry
+    from .replay import registry
 
     parser.add_argument("--resources", default=DEFAULT_RESOURCES, help="where pinned benchmark packages are "
                                                                       "(fetched when absent)")
@@ -175,7 +175,7 @@ def _plugins(argv: list[str] | None) -> list[str]:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from .view import view_results
+    from .reports.view import view_results
 
     report = view_results(args.results, args.output)
     print(report.summary(), file=sys.stderr)
@@ -184,7 +184,7 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _progress(args: argparse.Namespace) -> int:
-    from .progress import block_progress
+    from .generation.progress import block_progress
 
     blocks = block_progress(args.results)
     if not blocks:
@@ -202,7 +202,7 @@ def _progress(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import registry
+    from .replay import registry
 
     p = argparse.ArgumentParser(prog="prefix-audit", description=__doc__)
     p.add_argument("--version", action="version", version=__version__)
@@ -295,7 +295,7 @@ def entry() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import registry
+    from .replay import registry
 
     try:
         registry.load(_plugins(argv))
@@ -321,7 +321,7 @@ def _error_line(exc: BaseException) -> str:
     """An error as one line: the message of an expected kind (bad input, a file that cannot be
     read or written); for anything else, its type and the place in this package it came from."""
     message = " ".join(str(exc).split()) or type(exc).__name__
-    from .registry import RefusedOption
+    from .replay.registry import RefusedOption
 
     if isinstance(exc, RefusedOption) or (isinstance(exc, (ValueError, OSError, KeyError))
                                           and type(exc).__module__ == "builtins"):

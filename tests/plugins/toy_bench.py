@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.calls import ToolCall, structured_call
-from prefix_audit.checker import bind_arguments
-from prefix_audit.contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, unreadable_call_observation
+from prefix_audit.core.calls import ToolCall, structured_call
+from prefix_audit.core.decode import iter_json_lines
+from prefix_audit.core.records import BadLine, Located, Rollout, Step, rollout_id_for
 from prefix_audit.models.base import ToolSchema
-from prefix_audit.decode import iter_json_lines
-from prefix_audit.records import BadLine, Located, Rollout, Step, rollout_id_for
-from prefix_audit.registry import DatasetSpec, ImportRequest, Registration, register
+from prefix_audit.replay.checker import bind_arguments
+from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, unreadable_call_observation
+from prefix_audit.replay.registry import DatasetSpec, ImportRequest, Registration, register
 
 PIN = "4321"
 ROOMS = {"r-kitchen": "kitchen", "r-bedroom": "bedroom", "r-hall": "hall"}

@@ -9,9 +9,8 @@ import yaml
 from snakemake.common.configfile import load_configfile
 from snakemake.utils import validate
 
-from prefix_audit import registry
-from prefix_audit.fingerprint import code_fingerprint
-from prefix_audit.grid import (
+from prefix_audit.core.io import path_label
+from prefix_audit.generation.grid import (
     blocks,
     condition_pairs,
     dataset_settings,
@@ -23,9 +22,10 @@ from prefix_audit.grid import (
     selected_datasets,
     unused_condition_models,
 )
-from prefix_audit.imports import imported_rollouts_path
-from prefix_audit.io import path_label
-from prefix_audit.tables import table_files
+from prefix_audit.ingest.imports import imported_rollouts_path
+from prefix_audit.pipeline.fingerprint import code_fingerprint
+from prefix_audit.replay import registry
+from prefix_audit.reports.tables import table_files
 
 
 def config_layers():
@@ -36,7 +36,7 @@ def config_layers():
     return [load_configfile(f) for f in [*files, *workflow.overwrite_configfiles]] + [dict(settings.config)]
 
 
-# A user's verifier conditions replace the default's whole (prefix_audit.grid.REPLACED_WHOLE).
+# A user's verifier conditions replace the default's whole (prefix_audit.generation.grid.REPLACED_WHOLE).
 replace_whole_keys(config, config_layers())
 # Benchmarks register before validation: each contributes the schema of its `benchmarks:` entry.
 registry.load(config.get("plugins", []))
@@ -81,7 +81,7 @@ for endpoint, ceiling in ENDPOINTS.items():
           f"(resource {endpoint.resource})", file=sys.stderr)
 PAIRS = config["stats"]["pairs"] + condition_pairs(config)
 TABLES = table_files(f"{RESULTS}/tables")
-# The table each figure family (prefix_audit.figures.FAMILIES) is drawn from.
+# The table each figure family (prefix_audit.reports.figures.FAMILIES) is drawn from.
 FIGURE_TABLES = {"curves": f"{RESULTS}/stats/stats.parquet", "categories": f"{RESULTS}/fed/episodes.parquet"}
 SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
 

@@ -1,5 +1,5 @@
-from prefix_audit.fed import merge_episodes
-from prefix_audit.logs import logging_to
+from prefix_audit.pipeline.logs import logging_to
+from prefix_audit.replay.fed import merge_episodes
 
 with logging_to(snakemake.log[0]):
     merge_episodes(list(snakemake.input), snakemake.output[0])

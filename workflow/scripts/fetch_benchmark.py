@@ -1,5 +1,5 @@
-from prefix_audit.fetch import fetch_pinned
-from prefix_audit.logs import logging_to
+from prefix_audit.core.fetch import fetch_pinned
+from prefix_audit.pipeline.logs import logging_to
 
 with logging_to(snakemake.log[0]):
     fetch_pinned(snakemake.params.pin, snakemake.params.resources)

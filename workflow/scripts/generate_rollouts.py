@@ -1,6 +1,6 @@
-from prefix_audit.logs import logging_to
+from prefix_audit.generation.rollouts import generate_rollouts
 from prefix_audit.models.endpoints import endpoint_slots
-from prefix_audit.rollouts import generate_rollouts
+from prefix_audit.pipeline.logs import logging_to
 
 with logging_to(snakemake.log[0]):
     generate_rollouts(snakemake.wildcards.dataset, snakemake.input.tasks, snakemake.params.model,

@@ -1,5 +1,5 @@
-from prefix_audit.imports import import_block
-from prefix_audit.logs import logging_to
+from prefix_audit.ingest.imports import import_block
+from prefix_audit.pipeline.logs import logging_to
 
 with logging_to(snakemake.log[0]):
     import_block(snakemake.params.files, snakemake.output.rollouts, snakemake.output.quarantine,

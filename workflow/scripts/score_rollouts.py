@@ -1,5 +1,5 @@
-from prefix_audit.logs import logging_to
-from prefix_audit.scoring import score_block
+from prefix_audit.pipeline.logs import logging_to
+from prefix_audit.replay.scoring import score_block
 
 with logging_to(snakemake.log[0]):
     score_block(snakemake.input.rollouts, snakemake.output.actions, snakemake.output.episodes,

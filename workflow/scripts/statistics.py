@@ -1,5 +1,5 @@
-from prefix_audit.logs import logging_to
-from prefix_audit.stats import write_stats
+from prefix_audit.pipeline.logs import logging_to
+from prefix_audit.statistics.stats import write_stats
 
 with logging_to(snakemake.log[0]):
     write_stats(snakemake.input[0], snakemake.output[0], resamples=snakemake.params.resamples,

@@ -1,5 +1,5 @@
-from prefix_audit.logs import logging_to
-from prefix_audit.tables import write_tables
+from prefix_audit.pipeline.logs import logging_to
+from prefix_audit.reports.tables import write_tables
 
 with logging_to(snakemake.log[0]):
     write_tables(snakemake.input.stats, dict(snakemake.output.items()), snakemake.input.paired,

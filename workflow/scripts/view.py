@@ -1,5 +1,5 @@
-from prefix_audit.logs import logging_to
-from prefix_audit.view import write_site
+from prefix_audit.pipeline.logs import logging_to
+from prefix_audit.reports.view import write_site
 
 with logging_to(snakemake.log[0]):
     write_site(snakemake.input.episodes, snakemake.output[0], scored_root=snakemake.params.scored,

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..calls import ToolCall, structured_call
-from ..records import AGENT_ROLES, Usage
+from prefix_audit.core.calls import ToolCall, structured_call
+from prefix_audit.core.records import AGENT_ROLES, Usage
 
 MODEL_ROLES = AGENT_ROLES + ("user_simulator",)
 MESSAGE_ROLES = ("system", "user", "assistant", "tool")

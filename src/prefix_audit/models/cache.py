@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_text
-from ..records import Retry, Usage
+from prefix_audit.core.io import atomic_write_text
+from prefix_audit.core.records import Retry, Usage
+
 from .base import ModelResponse, ModelToolCall
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ total output instead, with no sampling controls. Every setting is the model's to
 Retries are ours alone (the client's are switched off): on 429, 5xx, timeouts and connection
 failures, judged by exception type and status code, after the server's ``Retry-After`` where it
 sends one (capped at ``backoff_cap_s``), else after exponential backoff with jitter. Each call's
-record (:class:`~prefix_audit.records.Usage`) carries its failed attempts and waits, the successful
+record (:class:`~prefix_audit.core.records.Usage`) carries its failed attempts and waits, the successful
 attempt's latency (the HTTP exchange; parsing the answer is not the server's time) and the whole
 wall time. The first request to an endpoint that is not served from the cache gets no second
 chance: an endpoint that cannot be reached or does not answer within ``timeout_s`` stops the job
@@ -34,7 +34,8 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from ..records import Retry, Usage
+from prefix_audit.core.records import Retry, Usage
+
 from .base import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,

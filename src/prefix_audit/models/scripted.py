@@ -1,6 +1,6 @@
 """A backend whose answers come from an injected policy: the offline default's model and the test
 double. It knows nothing about agents or benchmarks — the policy does (the simulated agent of
-:mod:`prefix_audit.sources.simulated`) — and accounts every call as a provider would: tokens counted
+:mod:`prefix_audit.generation.sources.simulated`) — and accounts every call as a provider would: tokens counted
 on the actual request and response text (:mod:`prefix_audit.models.tokens`), latency from a stated
 linear model ``base_s + input · per_input_token_s + output · per_output_token_s``.
 """
@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Usage
+from prefix_audit.core.records import Usage
+
 from .base import ModelRequest, ModelResponse, ModelToolCall
 from .tokens import count_tokens, request_text, response_text
 

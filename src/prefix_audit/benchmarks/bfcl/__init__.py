@@ -15,8 +15,9 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from ...fetch import PackagePin
-from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, register
+from prefix_audit.core.fetch import PackagePin
+from prefix_audit.replay.registry import CliOption, DatasetSpec, OpenRequest, Registration, register
+
 from .data import CATEGORIES, DATA_PINS, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
 from .importer import import_bfcl, import_result_file, is_bfcl_log
 from .inspect_samples import INSPECT_TASKS

@@ -10,7 +10,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ...fetch import PackagePin, fetch_wheel, package_dir
+from prefix_audit.core.fetch import PackagePin, fetch_wheel, package_dir
+
 from . import semantics as sem
 
 DATASET = "bfcl_v3"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...calls import ToolCall
-from ...contract import ToolSpec, unreadable_call_observation
-from ...models.base import ToolSchema
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.models.base import ToolSchema
+from prefix_audit.replay.contract import ToolSpec, unreadable_call_observation
+
 from .data import Entry
 from .loader import invoke, method_table
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ...registry import RefusedOption
+from prefix_audit.replay.registry import RefusedOption
+
 from .decoders import HANDLER_DECODERS, decoder_for
 
 MODEL_CONFIG = "bfcl_eval/constants/model_config.py"

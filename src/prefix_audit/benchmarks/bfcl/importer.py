@@ -19,7 +19,7 @@ Every entry becomes a rollout record:
   (``[turn, step, reason]``), which Y follows (:mod:`.replay`); its text is the model's text.
   A call that does not parse is a schema failure.
 
-What the log recorded is handed over with each rollout (:class:`~prefix_audit.records.Recorded`),
+What the log recorded is handed over with each rollout (:class:`~prefix_audit.core.records.Recorded`),
 for the audit to check itself against: BFCL's own verdict on the entry from its score file
 (:mod:`.scores`), and — where the file has an ``inference_log`` — the tool result BFCL's run
 recorded for each call of each step (its ``tool`` messages, in call order; an error is what
@@ -28,7 +28,7 @@ which we never do) has the calls the log shows BFCL's decoder read there (its
 ``model_response_decoded``), parsed with :mod:`ast` (``meta["bfcl_steps_from_log"]`` counts them).
 A text step is listed as undecodable when the log shows BFCL's own decoder read calls in it, or —
 in a file without an ``inference_log`` — when it looks like a call
-(:func:`~prefix_audit.calls.looks_like_calls`).
+(:func:`~prefix_audit.core.calls.looks_like_calls`).
 
 Nothing is evaluated; call text is parsed with :mod:`ast`. Only a line that is no record at all
 (not JSON, no string ``id``, turns that are not lists of steps) is quarantined, with its location
@@ -44,8 +44,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ...calls import ToolCall, parse_call_string, structured_call
-from ...decode import (
+from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
+from prefix_audit.core.decode import (
     RECORD_SHAPE_ERRORS,
     DecodeError,
     JsonLine,
@@ -55,9 +55,8 @@ from ...decode import (
     seconds,
     shape_reason,
 )
-from ...fetch import FetchError
-from ...record_check import literal_value
-from ...records import (
+from prefix_audit.core.fetch import FetchError
+from prefix_audit.core.records import (
     BadLine,
     Located,
     LogIssue,
@@ -69,7 +68,9 @@ from ...records import (
     call_like_text_steps,
     rollout_id_for,
 )
-from ...registry import ImportRequest, RefusedOption
+from prefix_audit.replay.record_check import literal_value
+from prefix_audit.replay.registry import ImportRequest, RefusedOption
+
 from .data import DATASET, V3_ERA_PIN, BfclData, Entry
 from .decoders import (
     CALL_OBJECT_DECODERS,

@@ -32,11 +32,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...calls import ToolCall
-from ...fetch import FetchError
-from ...framework_samples import ChatMessage, FrameworkSample, recorded_verdict
-from ...records import LogIssue, Recorded, RecordedResult, Rollout, Step, rollout_id_for
-from ...registry import ImportRequest
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.fetch import FetchError
+from prefix_audit.core.framework_samples import ChatMessage, FrameworkSample, recorded_verdict
+from prefix_audit.core.records import LogIssue, Recorded, RecordedResult, Rollout, Step, rollout_id_for
+from prefix_audit.replay.registry import ImportRequest
+
 from .data import DATASET, Entry
 from .loader import is_error_value
 from .replay import INSPECT_EVALS_RULE, REWARD_RULE_KEY, SCORED_CALLS_KEY, BfclBenchmark

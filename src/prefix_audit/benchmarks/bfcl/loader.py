@@ -3,7 +3,7 @@ calls dispatched by name to their public methods.
 
 The package's own executor builds call strings and ``eval``s them, and keeps instances in module
 globals across entries; we never call it on model output. Calls are parsed with :mod:`ast`
-(:mod:`prefix_audit.calls`) and dispatched by name to the public methods of fresh instances of the
+(:mod:`prefix_audit.core.calls`) and dispatched by name to the public methods of fresh instances of the
 entry's involved classes, loaded through their scenario loader on a deep copy of
 ``initial_config``, with every module-level value the classes mutate restored first.
 """
@@ -29,7 +29,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...calls import ToolCall
+from prefix_audit.core.calls import ToolCall
+
 from . import semantics as sem
 from .data import Entry
 

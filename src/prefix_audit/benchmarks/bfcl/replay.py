@@ -18,16 +18,24 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from ...calls import ToolCall, parse_call_string
-from ...checker import argument_values, mentions, scalars
-from ...contract import Benchmark, Outcome, TaskFacts, TaskIndex, TaskSample, ToolSpec, UnscorableRollout
-from ...records import Rollout, Step, rollout_id_for
+from prefix_audit.core.calls import ToolCall, parse_call_string
+from prefix_audit.core.records import Rollout, Step, rollout_id_for
+from prefix_audit.replay.checker import argument_values, mentions, scalars
+from prefix_audit.replay.contract import (
+    Benchmark,
+    Outcome,
+    TaskFacts,
+    TaskIndex,
+    TaskSample,
+    ToolSpec,
+    UnscorableRollout,
+)
+
 from . import semantics as sem
 from .data import DATASET, BfclData, Entry, id_order, sample_task_ids
 from .environment import BfclAgentEnvironment
 from .loader import ClassLoader, instance_names, invoke, method_table, public_state
 from .semantics import json_schema_of
-
 
 # ``meta["reward_rule"]``: how a rollout's log scored it, where that is not BFCL's own checker.
 # inspect_evals' multi-turn scorer: the public state of the instances after the model's executed calls

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...decode import BadLine, DecodeError, iter_json_lines
+from prefix_audit.core.decode import BadLine, DecodeError, iter_json_lines
 
 RESULT_SUFFIX = "_result.json"
 SCORE_SUFFIX = "_score.json"

@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...record_check import canonical
+from prefix_audit.replay.record_check import canonical
+
 from .data import BfclData, Entry
 
 

@@ -15,14 +15,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...fetch import PackagePin
-from ...registry import CliOption, DatasetSpec, OpenRequest, Registration, register
-from .conversation import ModelUser, ScriptedUser, TauAgentEnvironment
-from .data import DEFAULT_PIN, DOMAINS, TauData, TauSource, TauTask, load_data
-from .importer import import_results, import_tau, is_results_file
-from .inspect_samples import INSPECT_TASKS
-from .replay_v1 import TauV1Benchmark, load_v1_benchmarks, v1_dataset_of
-from .replay import (
+from prefix_audit.core.fetch import PackagePin
+from prefix_audit.replay.registry import CliOption, DatasetSpec, OpenRequest, Registration, register
+
+from .adapter.replay import (
     Y_BASIS_FULL,
     Y_BASIS_NO_NL,
     GoldReplay,
@@ -33,6 +29,11 @@ from .replay import (
     gold_audit,
     load_benchmarks,
 )
+from .adapter.replay_v1 import TauV1Benchmark, load_v1_benchmarks, v1_dataset_of
+from .domain.data import DEFAULT_PIN, DOMAINS, TauData, TauSource, TauTask, load_data
+from .generation.conversation import ModelUser, ScriptedUser, TauAgentEnvironment
+from .ingest.importer import import_results, import_tau, is_results_file
+from .ingest.inspect_samples import INSPECT_TASKS
 
 DATASETS = tuple(dataset_of(d) for d in DOMAINS)
 V1_DATASETS = tuple(v1_dataset_of(d) for d in DOMAINS)

@@ -9,7 +9,8 @@ Entry points: :class:`ToolSandboxBenchmark` (replay sessions, the mutation gener
 
 from __future__ import annotations
 
-from ...registry import DatasetSpec, OpenRequest, Registration, register
+from prefix_audit.replay.registry import DatasetSpec, OpenRequest, Registration, register
+
 from .adapter import DATASET, ToolSandboxAgentEnvironment, ToolSandboxBenchmark, list_task_ids, sample_task_ids
 from .importer import import_runs, import_toolsandbox, is_run
 from .recorded import DATASET as RECORDED_DATASET

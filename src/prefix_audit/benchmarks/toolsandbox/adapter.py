@@ -28,8 +28,10 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from ...calls import ToolCall
-from ...contract import (
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.records import Rollout, Step, rollout_id_for
+from prefix_audit.models.base import ToolSchema
+from prefix_audit.replay.contract import (
     Benchmark,
     Outcome,
     TaskFacts,
@@ -39,8 +41,7 @@ from ...contract import (
     UnscorableRollout,
     unreadable_call_observation,
 )
-from ...models.base import ToolSchema
-from ...records import Rollout, Step, rollout_id_for
+
 from .evaluation import Evaluation, Position, evaluate
 from .scenarios import Scenario, all_scenarios
 from .scenarios import sample_task_ids as _sample

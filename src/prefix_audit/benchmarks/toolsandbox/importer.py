@@ -46,9 +46,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...calls import ToolCall, structured_call
-from ...decode import RECORD_SHAPE_ERRORS, DecodeError, read_json_document, shape_reason
-from ...records import (
+from prefix_audit.core.calls import ToolCall, structured_call
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, DecodeError, read_json_document, shape_reason
+from prefix_audit.core.records import (
     BadLine,
     Located,
     Recorded,
@@ -58,7 +58,8 @@ from ...records import (
     call_like_text_steps,
     rollout_id_for,
 )
-from ...registry import ImportRequest
+from prefix_audit.replay.registry import ImportRequest
+
 from .recorded import DATASET, RECORD_KEY, SCORE_NAME, normalize_exception
 
 ABORTED_CALL_ID = "toolsandbox-aborted-call"

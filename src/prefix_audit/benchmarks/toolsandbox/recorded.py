@@ -31,10 +31,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...calls import ToolCall
-from ...checker import mentions, scalars
-from ...contract import Benchmark, Outcome, TaskFacts, ToolSpec, UnscorableRollout
-from ...records import Rollout, actions_of
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.records import Rollout, actions_of
+from prefix_audit.replay.checker import mentions, scalars
+from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, ToolSpec, UnscorableRollout
+
 from .validation import phone_number
 
 DATASET = "toolsandbox_recorded"

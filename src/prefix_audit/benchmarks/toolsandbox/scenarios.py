@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from ...calls import ToolCall
+from prefix_audit.core.calls import ToolCall
+
 from .evaluation import StateTarget, Target, TraceTarget, close, exact, text, unit
 from .tools import TOOLS
 from .utilities import HOLIDAYS, convert_units, utc

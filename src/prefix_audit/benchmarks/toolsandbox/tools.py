@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ...calls import ToolCall
-from ...checker import Failure, bind_arguments
-from ...contract import Outcome, ToolSpec
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.replay.checker import Failure, bind_arguments
+from prefix_audit.replay.contract import Outcome, ToolSpec
+
 from . import validation
 from .text import fuzzy_match
 from .utilities import UtilityError, convert_units, haversine_km, holiday_timestamp, utc

@@ -1,0 +1,439 @@
+"""Live τ environments on tau2's own classes: a fresh database per rollout, one call at a time.
+
+Every call goes through tau2's per-call API, ``Environment.get_response`` (the same path its
+orchestrator uses: the tool runs on the live database, an exception becomes an ``Error: ...`` result
+flagged as an error, a return value is rendered to JSON text). Its bulk replay, ``set_state``, is not
+used: it skips nothing it could report per call and stops at the first mismatch.
+
+Isolation: the database is validated once per backend (the template) and every rollout gets its own
+copy-on-write view of it (:class:`CopyOnWriteTable`): a call of a tool that may write (anything but
+tau2's READ and THINK tools) works on private deep copies of the records it reaches, while tools that
+only read see the template's records, which tau2's READ contract keeps unchanged (tests check the
+template against a freshly validated database after every gold replay, and that copy-on-write and
+validated environments answer every call alike). So no state passes between rollouts or to the gold
+replay. The clock is tau2's own constant (``2024-05-15T15:00:00`` in airline) and new ids are fixed
+sequences, so replays are deterministic.
+
+The one call not run by tau2 is ``calculate`` (see :data:`semantics.OWN_IMPLEMENTATION`).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import hashlib
+import importlib
+import json
+import operator
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.replay.contract import ToolSpec
+
+from . import semantics as sem
+from .data import TauDomain
+
+_CLASSES = {  # domain → (toolkit module, toolkit class, database module, database class)
+    "airline": ("tau2.domains.airline.tools", "AirlineTools", "tau2.domains.airline.data_model", "FlightDB"),
+    "retail": ("tau2.domains.retail.tools", "RetailTools", "tau2.domains.retail.data_model", "RetailDB"),
+}
+
+# --- calculate, without eval ----------------------------------------------------------------------
+
+_CALC_CHARS = frozenset("0123456789+-*/(). ")
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+# Integer results beyond this many bits are refused: `9**9**9` would keep tau2's eval busy for hours.
+MAX_INT_BITS = 10_000
+
+
+def _arithmetic(node: ast.expr) -> int | float:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        if isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) \
+                and right > 0 and max(left.bit_length(), 1) * right > MAX_INT_BITS:
+            raise ValueError("result too large")
+        value = _BINARY[type(node.op)](left, right)
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise ValueError("result too large")
+        return value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_arithmetic(node.operand))
+    raise TypeError(f"unsupported expression element: {type(node).__name__}")
+
+
+def calculate(expression: Any) -> str:
+    """τ's ``calculate`` semantics — the allowed characters, Python arithmetic, the result rounded to
+    two places as text — by walking the parsed expression instead of evaluating it."""
+    if not isinstance(expression, str):
+        raise TypeError(f"'{type(expression).__name__}' object is not iterable")
+    if not all(char in _CALC_CHARS for char in expression):
+        raise ValueError("Invalid characters in expression")
+    # Python's eval, which tau2's calculate calls, skips leading spaces and tabs; compile does not.
+    tree = compile(expression.lstrip(" \t"), "<string>", "eval", ast.PyCF_ONLY_AST)
+    return str(round(float(_arithmetic(tree.body)), 2))
+
+
+@contextlib.contextmanager
+def _quiet_serializer() -> Iterator[None]:
+    """pydantic warns when it serialises a value a call stored with the wrong type (tau2 validates no
+    arguments); the value is serialised as stored, which is what tau2 hashes and shows."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+# --- tools and their declared interfaces ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    spec: ToolSpec  # what the checker validates against (unknown argument names rejected)
+    schema: Mapping[str, Any]  # the JSON Schema tau2 offers to the model, unchanged
+    kind: str  # tau2's ToolType: read, write, think, generic
+
+    @property
+    def may_write(self) -> bool:
+        return self.kind not in ("read", "think") and self.spec.name not in sem.OWN_IMPLEMENTATION
+
+
+class AccessMode:
+    """Whether the running call may write. Shared by the tables of one rollout's database: a call of a
+    tool that only reads (tau2's READ/THINK tools, our own ``calculate``) reaches the template's records
+    as they are; any other call gets private copies of the records it reaches."""
+
+    def __init__(self) -> None:
+        self.copying = True
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        self.copying = False
+        try:
+            yield
+        finally:
+            self.copying = True
+
+
+class CopyOnWriteTable(dict):  # type: ignore[type-arg]
+    """One top-level table of a rollout's database (airline flights, users, reservations; retail
+    products, users, orders). It starts as a shallow copy of the process's validated template table,
+    so its records are the template's own objects; the first time a call that may write reaches a
+    record, the record is replaced by a deep copy (``copy.deepcopy`` of a pydantic model copies every
+    field and the set of fields given), and from then on only that copy is handed out. A record no
+    writing call has reached is still the template's object, shared with every other rollout, so a
+    writing call is never handed one.
+
+    In a writing call every way Python code can reach a value yields the private copy (item access, ``get``,
+    ``values``/``items``, ``pop``, ``setdefault``, ``copy``, unpacking — ``__iter__`` is overridden
+    so that ``dict(table)`` and ``{**table}`` take the per-key path). Serialisers (pydantic's
+    ``model_dump``/``model_dump_json``, which tau2's hash uses) read the entries directly, which
+    changes nothing: an unreached record serialises exactly as its private copy would.
+    """
+
+    __slots__ = ("_mode", "_own")
+
+    def __init__(self, template: Mapping[Any, Any], mode: AccessMode) -> None:
+        super().__init__(template)
+        self._mode = mode
+        self._own: set[Any] = set()  # keys whose value is this table's own object
+
+    def _reach(self, key: Any) -> Any:
+        if self._mode.copying and key not in self._own and dict.__contains__(self, key):
+            dict.__setitem__(self, key, copy.deepcopy(dict.__getitem__(self, key)))
+            self._own.add(key)
+        return dict.__getitem__(self, key)
+
+    def _reach_all(self) -> None:
+        if self._mode.copying:
+            for key in [k for k in dict.__iter__(self) if k not in self._own]:
+                self._reach(key)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._reach(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._reach(key) if dict.__contains__(self, key) else default
+
+    def values(self):  # type: ignore[override]
+        self._reach_all()
+        return dict.values(self)
+
+    def items(self):  # type: ignore[override]
+        self._reach_all()
+        return dict.items(self)
+
+    def __iter__(self) -> Iterator[Any]:
+        return dict.__iter__(self)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        self._own.add(key)
+
+    def __delitem__(self, key: Any) -> None:
+        dict.__delitem__(self, key)
+        self._own.discard(key)
+
+    _MISSING = object()
+
+    def pop(self, key: Any, default: Any = _MISSING) -> Any:
+        if not dict.__contains__(self, key):
+            if default is CopyOnWriteTable._MISSING:
+                raise KeyError(key)
+            return default
+        value = self._reach(key)
+        del self[key]
+        return value
+
+    def popitem(self) -> tuple[Any, Any]:
+        if not self:
+            raise KeyError("popitem(): dictionary is empty")
+        key = next(reversed(dict.keys(self)))
+        return key, self.pop(key)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if dict.__contains__(self, key):
+            return self._reach(key)
+        self[key] = default
+        return default
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other: Any) -> CopyOnWriteTable:
+        self.update(other)
+        return self
+
+    def __or__(self, other: Any) -> dict[Any, Any]:
+        return dict(self.items()) | other
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._own.clear()
+
+    def copy(self) -> dict[Any, Any]:
+        return dict(self.items())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        # Deep-copying reads the entries without handing them out, so template records may be read here.
+        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
+
+    def __reduce__(self) -> Any:  # copy.copy and pickle: a plain dict of what a call may be handed
+        return dict, (dict(self.items()),)
+
+
+def tau2_agent_tools() -> dict[str, frozenset[str]]:
+    """The agent's tool names of every domain the imported tau2 ships, read off its own toolkits
+    (``tau2.domains.<domain>.tools``: the methods its ``is_tool`` decorator marks), airline and retail
+    as well as domains we do not replay (telecom): what a log of calls but no domain name is matched
+    against (:func:`.containers.domain_of_tools`). A domain whose tools module does not import is left out."""
+    import pkgutil
+
+    import tau2.domains
+    from tau2.environment.toolkit import TOOL_ATTR, ToolKitBase
+
+    found: dict[str, frozenset[str]] = {}
+    for module in pkgutil.iter_modules(tau2.domains.__path__):
+        try:
+            tools = importlib.import_module(f"tau2.domains.{module.name}.tools")
+        except Exception:  # noqa: BLE001 -- a domain that needs what is not installed names no tools here
+            continue
+        names = {name for obj in vars(tools).values()
+                 if isinstance(obj, type) and issubclass(obj, ToolKitBase) and obj is not ToolKitBase
+                 and obj.__module__ == tools.__name__
+                 for name in dir(obj) if hasattr(getattr(obj, name, None), TOOL_ATTR)}
+        if names:
+            found[module.name] = frozenset(names)
+    return found
+
+
+class DomainBackend:
+    """tau2's classes for one domain and the declared tools; builds fresh live environments.
+
+    The database is validated from ``db.json`` once per backend (the template); every environment
+    gets a copy-on-write view of it (:class:`CopyOnWriteTable`), which costs microseconds where
+    validating costs 0.05–0.2 s, and holds exactly what a freshly validated database would."""
+
+    def __init__(self, domain: TauDomain) -> None:
+        self.domain = domain
+        tools_module, tools_class, db_module, db_class = _CLASSES[domain.name]
+        self._toolkit_cls = getattr(importlib.import_module(tools_module), tools_class)
+        self._db_cls = getattr(importlib.import_module(db_module), db_class)
+        from tau2.data_model.message import ToolCall as Tau2ToolCall
+        from tau2.environment.environment import Environment
+
+        self._environment_cls = Environment
+        self._call_cls = Tau2ToolCall
+
+    def hash_of(self, db: Mapping[str, Any]) -> str:
+        """tau2's hash of a database given as JSON (another harness's record of one): validated as
+        this domain's database, hashed as its DB check hashes (ValueError where it does not validate)."""
+        validated = self._db_cls.model_validate(db)
+        with _quiet_serializer():
+            return self._toolkit_cls(validated).get_db_hash()
+
+    def validated_db(self) -> Any:
+        """A database validated from the parsed ``db.json`` (pydantic builds new objects throughout)."""
+        return self._db_cls.model_validate(self.domain.raw_db)
+
+    @cached_property
+    def template_db(self) -> Any:
+        """The validated database that every environment's copy-on-write tables start from. Nothing
+        may change it: only tools that read reach its records (see :class:`AccessMode`)."""
+        return self.validated_db()
+
+    def copy_on_write_db(self, mode: AccessMode) -> Any:
+        """A database equal to a freshly validated one whose tables copy a record when a writing call
+        first reaches it. A top-level field that is not a table of models is deep-copied outright."""
+        template = self.template_db
+        fields = {name: CopyOnWriteTable(getattr(template, name), mode) if name in self._table_fields
+                  else copy.deepcopy(getattr(template, name)) for name in type(template).model_fields}
+        return template.model_copy(update=fields)
+
+    @cached_property
+    def _table_fields(self) -> frozenset[str]:
+        """The database's top-level fields that are tables (a dict of pydantic records)."""
+        from pydantic import BaseModel
+
+        template = self.template_db
+        return frozenset(name for name in type(template).model_fields
+                         if type(value := getattr(template, name)) is dict
+                         and all(isinstance(v, BaseModel) for v in value.values()))
+
+    def _environment(self, db: Any) -> Any:
+        return self._environment_cls(domain_name=self.domain.name, policy=self.domain.policy,
+                                     tools=self._toolkit_cls(db))
+
+    def new_environment(self, mode: AccessMode) -> Any:
+        """A fresh tau2 environment on a copy-on-write database governed by ``mode``."""
+        return self._environment(self.copy_on_write_db(mode))
+
+    def validated_environment(self) -> Any:
+        """A fresh tau2 environment on a fully validated database: what :meth:`new_environment` must
+        equal, call for call (the tests and ``bench/tau_environment.py`` compare the two)."""
+        return self._environment(self.validated_db())
+
+    @cached_property
+    def tools(self) -> dict[str, ToolInfo]:
+        toolkit = self._toolkit_cls(None)
+        refs = sem.REFERENCE_PARAMS[self.domain.name]
+        out = {}
+        for name, tool in sorted(toolkit.get_tools().items()):
+            function = tool.openai_schema["function"]
+            schema = function["parameters"]
+            checked = {**schema, "additionalProperties": False}  # the tool takes keyword arguments only
+            spec = ToolSpec(name, checked, function.get("description", ""), tuple(schema.get("properties", {})),
+                            frozenset(refs.get(name, ())))
+            out[name] = ToolInfo(spec, schema, str(toolkit.tool_type(name).value))
+        return out
+
+    def reads_only(self, name: str) -> bool:
+        """A declared tool that cannot change the database (an unknown name counts as writing: tau2
+        rejects it before it reaches anything, and copying is the safe side)."""
+        info = self.tools.get(name)
+        return info is not None and not info.may_write
+
+    @cached_property
+    def initial_db_hash(self) -> str:
+        with _quiet_serializer():
+            return self._toolkit_cls(self.template_db).get_db_hash()
+
+    @cached_property
+    def initial_fingerprint(self) -> str:
+        return _fingerprint(self.template_db)
+
+    def call(self, environment: Any, name: str, arguments: Mapping[str, Any], call_id: str = "") -> tuple[bool, str]:
+        """Run one call on ``environment``: (accepted, the result text the agent sees)."""
+        # Copies: tools keep argument objects inside the database.
+        arguments = copy.deepcopy(dict(arguments))
+        if name in sem.OWN_IMPLEMENTATION and name in self.tools:
+            try:
+                return True, calculate(**arguments)
+            except Exception as exc:  # noqa: BLE001 -- the tool raising is a rejected transition, as in tau2
+                return False, f"Error: {exc}"
+        with _quiet_serializer():
+            message = environment.get_response(self._call_cls(id=call_id, name=name, arguments=arguments))
+        return not message.error, message.content
+
+
+class LiveEnvironment:
+    """One rollout's environment: a tau2 environment on its own copy-on-write database
+    (:meth:`DomainBackend.new_environment`). Calls of tools that only read reach the shared template
+    records as they are; any other call gets private copies of what it reaches, so no state passes
+    between rollouts. Until a call that may write has run, the database equals the template and its
+    hashes are the template's (computed once per backend)."""
+
+    def __init__(self, backend: DomainBackend) -> None:
+        self.backend = backend
+        self._mode = AccessMode()
+        self._environment = backend.new_environment(self._mode)
+        self._wrote = False  # a call that may write has run
+        self.errors = 0
+
+    def run(self, call: ToolCall) -> tuple[bool, str]:
+        """Run one well-formed parsed call. tau2 takes keyword arguments only; positional ones (from
+        call text) bind in the declared parameter order, in replay and in live episodes alike."""
+        info = self.backend.tools.get(call.name or "")
+        arguments = dict(zip(info.spec.positional_order, call.args)) if info else {}
+        arguments.update(call.kwargs)
+        return self.call(call.name or "", arguments, call.call_id or "")
+
+    def call(self, name: str, arguments: Mapping[str, Any], call_id: str = "") -> tuple[bool, str]:
+        if self.backend.reads_only(name):
+            with self._mode.reading():
+                accepted, text = self.backend.call(self._environment, name, arguments, call_id)
+        else:
+            self._wrote = True
+            accepted, text = self.backend.call(self._environment, name, arguments, call_id)
+        self.errors += not accepted
+        return accepted, text
+
+    @contextlib.contextmanager
+    def reading_db(self) -> Iterator[Any]:
+        """The database, to read only (its records are handed out without copies)."""
+        with self._mode.reading():
+            yield self._environment.tools.db
+
+    def order_status(self, order_id: Any) -> str | None:
+        """The status of a retail order (None: no such order, or no orders in this domain)."""
+        with self.reading_db() as db:
+            orders = getattr(db, "orders", None)
+            if not isinstance(order_id, str) or orders is None or order_id not in orders:
+                return None
+            return str(orders[order_id].status)
+
+    def db_hash(self) -> str:
+        """tau2's hash of the database (its DB check compares these): sorted-key JSON of the dump."""
+        if not self._wrote:
+            return self.backend.initial_db_hash
+        with _quiet_serializer():
+            return self._environment.get_db_hash()
+
+    def db_fingerprint(self) -> str:
+        """A hash of the database's JSON in field and insertion order (pydantic's own serialiser,
+        about three times faster than :meth:`db_hash`). Equal fingerprints mean equal JSON, hence
+        equal tau2 hashes; different ones can still be the same content in another key order."""
+        if not self._wrote:
+            return self.backend.initial_fingerprint
+        return _fingerprint(self._environment.tools.db)
+
+
+def _fingerprint(db: Any) -> str:
+    with _quiet_serializer():
+        return hashlib.sha256(db.model_dump_json().encode()).hexdigest()
+
+
+def result_value(text: str) -> Any:
+    """The structured value of a result text (JSON where it parses), for finding the ids it holds."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or an integer too long for it
+        return text

@@ -1,0 +1,183 @@
+"""The import stage: logs that exist (BFCL result files, τ results, ToolSandbox runs) → rollout records.
+
+Every entry of a log ends up in one place: a rollout record, or a quarantine record with its
+location and reason. A log that cannot be read at all (no such file, a format no importer
+recognises, a file its importer refuses whole) is one quarantine record for the log, so one bad
+log never costs the others.
+
+``prefix-audit import`` writes one log's records; ``prefix-audit audit`` and the workflow's
+``import_logs`` rule write one rollout file per block (dataset × model × method) under
+``rollouts/imported/`` (:func:`imported_rollouts_path`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefix_audit.core.io import atomic_write_text, commit_files, path_label
+from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dumps
+from prefix_audit.replay import registry
+from prefix_audit.replay.contract import Benchmark
+from prefix_audit.replay.trust import UNDECODED_LOUD
+
+log = logging.getLogger(__name__)
+
+IMPORTED = "imported"  # the folder of imported blocks under rollouts/, and the default method label
+
+
+def imported_rollouts_path(results: str | Path, dataset: str, model: str, method: str) -> Path:
+    """Where a block of imported logs keeps its rollout records."""
+    return Path(results) / "rollouts" / IMPORTED / dataset / path_label(model) / f"{path_label(method)}.jsonl"
+
+
+@dataclass
+class RecordTally:
+    """What the imported entries' logs recorded, and how well their decoder read them."""
+
+    entries: int = 0  # rollouts that carry a record
+    verdicts: int = 0  # of those, with the log's own verdict
+    results: int = 0  # tool results the logs recorded
+    call_steps: int = 0
+    undecoded: int = 0
+    acted: int = 0  # entries that are not infrastructure failures
+    no_call: int = 0  # of those, entries without any call
+    readings: Counter = field(default_factory=Counter)  # how the importer read the entries (meta "reading")
+
+    def add(self, rollout: Rollout, sign: int = 1) -> None:
+        """Count a rollout in (``sign`` -1: out again, when it is quarantined after all)."""
+        if rollout.recorded is None:
+            return
+        steps, undecoded = call_steps(rollout)
+        acted = rollout.infra_error is None
+        self.entries += sign
+        self.verdicts += sign * (rollout.recorded.y is not None)
+        self.results += sign * sum(r is not None for turn in rollout.turns for step in turn for r in step.results or ())
+        self.call_steps += sign * steps
+        self.undecoded += sign * undecoded
+        self.acted += sign * acted
+        self.no_call += sign * (acted and not any(step.calls for turn in rollout.turns for step in turn))
+        reading = rollout.meta.get("reading")
+        if isinstance(reading, str):
+            self.readings[reading] += sign
+
+    def lines(self) -> list[str]:
+        if not self.entries:
+            return []
+        out = [f"read: {text} ({n} of {self.entries} entries)" for text, n in sorted(self.readings.items()) if n]
+        out += [f"recorded: a verdict for {self.verdicts} of {self.entries} entries, {self.results} tool results; "
+               f"decode: {self.undecoded} of {self.call_steps} call steps undecodable, {self.no_call} of {self.acted} "
+               f"entries without any call"]
+        if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:
+            out.append(f"WARNING: {self.undecoded} of {self.call_steps} call steps could not be decoded: the decoder "
+                       f"does not read this log's format")
+        return out
+
+
+@dataclass
+class ImportReport:
+    """What the import of some logs gave: records per log, quarantined entries and their reasons."""
+
+    logs: dict[str, str] = field(default_factory=dict)  # log path → format
+    rollouts: int = 0
+    quarantined: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    record: RecordTally = field(default_factory=RecordTally)
+
+    def summary(self) -> str:
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items())) or "none"
+        return (f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; "
+                f"quarantined: {self.quarantined} ({reasons})")
+
+    def lines(self) -> list[str]:
+        """The summary, then what the logs recorded and the decode health."""
+        return [self.summary(), *self.record.lines()]
+
+
+def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchmark], *, kind: str | None = None,
+              model: str | None = None, method: str = IMPORTED,
+              report: ImportReport | None = None) -> Iterator[Located | BadLine]:
+    """Every entry of every log in ``paths``, in order, as a located rollout or a quarantine record.
+
+    ``kind`` names the format of all of them (detected per log when None); ``model`` and
+    ``method`` label the rollouts (the importer's default model when None)."""
+    report = report if report is not None else ImportReport()
+    importers = registry.importers()
+    for path in map(Path, paths):
+        items: list[Located | BadLine] = []
+        try:
+            fmt = kind or registry.detect_format(path)
+            if fmt not in importers:
+                raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(sorted(importers))})")
+            report.logs[str(path)] = fmt
+            items.extend(importers[fmt](registry.ImportRequest(path, model, method, open_dataset)))
+        except (OSError, ValueError) as exc:  # the rest of the log is unusable; what it gave, and other logs, count
+            report.logs.setdefault(str(path), kind or "unrecognised")
+            rest = f" after its first {len(items)} entries" if items else ""
+            items.append(BadLine(str(path), 0, f"unusable log{rest}: {exc}"))
+        for item in items:
+            if isinstance(item, BadLine):
+                report.quarantined += 1
+                report.reasons[_reason_kind(item.reason)] += 1
+            else:
+                report.rollouts += 1
+                report.record.add(item.rollout)
+            yield item
+
+
+def _reason_kind(reason: str) -> str:
+    return reason.split(":", 1)[0][:60]
+
+
+def write_records(items: Iterable[Located | BadLine], rollouts: str | Path, quarantine: str | Path) -> tuple[int, int]:
+    """Write the rollouts of ``items`` (JSON Lines) and their quarantine records; (rollouts, bad)."""
+    good, bad = [], []
+    for item in items:
+        (bad if isinstance(item, BadLine) else good).append(item)
+    # Both files of one import are replaced together (or beside each other's new version only).
+    commit_files({rollouts: "".join(dumps(item.rollout) + "\n" for item in good).encode("utf-8"),
+                  quarantine: _quarantine_text(bad).encode("utf-8")})
+    return len(good), len(bad)
+
+
+def _quarantine_text(bad: Iterable[BadLine]) -> str:
+    return "".join(json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n" for b in bad)
+
+
+def write_quarantine(bad: Iterable[BadLine], path: str | Path) -> None:
+    atomic_write_text(path, _quarantine_text(bad))
+
+
+def of_dataset(items: Iterable[Located | BadLine], dataset: str, report: ImportReport) -> Iterator[Located | BadLine]:
+    """``items`` with each rollout of another dataset than ``dataset`` quarantined (a block's logs
+    must all be of its dataset)."""
+    for item in items:
+        if isinstance(item, Located) and item.rollout.dataset != dataset:
+            item_rollout = item.rollout
+            item = BadLine(item.path, item.line, f"entry of dataset {item.rollout.dataset}, not of this block's "
+                           f"{dataset}", item.rollout.rollout_id)
+            report.rollouts -= 1
+            report.record.add(item_rollout, -1)
+            report.quarantined += 1
+            report.reasons[_reason_kind(item.reason)] += 1
+        yield item
+
+
+def import_block(logs: Sequence[str | Path], rollouts: str | Path, quarantine: str | Path, *, kind: str | None,
+                 dataset: str, model: str, method: str, resources: str | Path,
+                 settings: Mapping[str, Mapping[str, Any]] | None = None, plugins: Sequence[str] = ()) -> ImportReport:
+    """The ``import_logs`` stage: one block's logs → its rollout file and quarantine file."""
+    registry.load(plugins)
+    report = ImportReport()
+    resolve = registry.resolver(resources, settings or {}, fetch=False)
+    items = of_dataset(read_logs(logs, resolve, kind=kind, model=model, method=method, report=report), dataset,
+                       report)
+    write_records(items, rollouts, quarantine)
+    for line in report.lines():
+        (log.warning if line.startswith("WARNING") else log.info)(line)
+    return report

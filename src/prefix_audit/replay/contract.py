@@ -1,0 +1,309 @@
+"""The contract between the generic machinery and every benchmark adapter (SPEC §2, §3).
+
+The replay checker, scoring, the agent loops and the rollout sources know benchmarks only through
+this module; a benchmark package implements it and registers itself
+(:mod:`prefix_audit.replay.registry`).
+
+An adapter (:class:`Benchmark`) supplies facts and executors, never judgements: the tools exposed in
+each turn and their declared interface (:class:`ToolSpec`), which parameters are references and
+which values are user facts (:class:`TaskFacts`), the explicit state preconditions, staleness of a
+referenced value, and a fresh state per rollout (:class:`ReplaySession`) whose executor reports
+whether the benchmark accepted each transition. Final success Y is the benchmark's own definition,
+computed by the session on the full observed rollout.
+
+Beyond replay an adapter may offer optional capabilities (:data:`CAPABILITIES`), each a group of
+methods of :class:`Benchmark` whose defaults raise :class:`MissingCapability`. A capability is
+declared by implementing its methods; a block that needs one the dataset lacks is skipped with
+that reason (:func:`capabilities_of`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.records import Rollout, Usage
+from prefix_audit.core.taxonomy import CATEGORIES, PRIORITY
+from prefix_audit.models.base import ModelBackend, ToolSchema
+
+__all__ = ["CAPABILITIES", "CATEGORIES", "PRIORITY", "AgentEnvironment", "Benchmark", "Conversation",
+           "MissingCapability", "Outcome", "ReplaySession", "ScriptedEnvironment", "TaskFacts", "TaskIndex",
+           "TaskSample", "ToolSpec", "UnknownDataset", "UnscorableRollout", "Validator", "capabilities_of",
+           "unreadable_call_observation"]
+
+# A registered argument validator: returns an error message, or None when the value is valid.
+Validator = Callable[[Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool's declared interface as the benchmark exposes it."""
+
+    name: str
+    parameters: Mapping[str, Any]  # JSON Schema of the argument object
+    description: str = ""
+    positional_order: tuple[str, ...] = ()  # how positional arguments bind, in order
+    reference_params: frozenset[str] = frozenset()  # values that must name an existing object
+    validators: Mapping[str, Validator] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the benchmark did with one transition.
+
+    ``logged``: the text the benchmark's own runner writes in its log for this transition (its tool
+    message), where that differs from ``str(result)`` or ``error`` — what a recorded result is
+    compared with. ``executed``: False when the call was judged on a scratch copy of the state and
+    the live state did not change (the benchmark's runner, or the log, shows it never ran).
+    ``volatile``: fields of the logged result that the benchmark's own run does not fix, left out
+    when a recorded result is compared with it: ``(key, value, field)`` — in every object of the
+    result whose ``key`` is ``value``, ``field`` (BFCL: the mentions of a tweet posted without any,
+    which BFCL's run shares between entries).
+    """
+
+    accepted: bool
+    result: Any = None
+    error: str | None = None
+    logged: str | None = None
+    executed: bool = True
+    volatile: tuple[tuple[str, Any, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """Per-task knowledge the information and dependency predicates need.
+
+    ``initial_values``: scalars visible in the initial state (available from the start).
+    ``user_texts``: the user's message text per turn (empty string when the turn has none).
+    ``user_facts``: task information value → the turn in which the user first gives it.
+    ``always_available``: constants any action may use (e.g. ``'..'`` for a parent directory).
+    """
+
+    initial_values: frozenset[Any]
+    user_texts: tuple[str, ...]
+    user_facts: Mapping[Any, int]
+    always_available: frozenset[Any] = frozenset()
+
+
+class UnknownDataset(KeyError):
+    """No benchmark is registered for a dataset id."""
+
+
+class UnscorableRollout(ValueError):
+    """A rollout that is well-formed JSON but cannot be scored against its task."""
+
+
+class MissingCapability(NotImplementedError):
+    """An optional capability the benchmark does not offer (see :data:`CAPABILITIES`)."""
+
+
+class ReplaySession(Protocol):
+    """Fresh, isolated state for one rollout of one task."""
+
+    facts: TaskFacts
+    y_detail: str | None  # how Y was decided; read after :meth:`final_success`
+
+    def start_turn(self, turn: int) -> None:
+        """Enter user turn ``turn`` (0-based); exposure and user facts follow it."""
+
+    def exposed_tools(self) -> Mapping[str, ToolSpec]:
+        """Tools the agent may call in the current turn."""
+
+    def known_tool(self, name: str) -> ToolSpec | None:
+        """The spec of any tool of this task, exposed now or not (None when unknown)."""
+
+    def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
+        """Explicit state preconditions that fail in the current state (before execution)."""
+
+    def is_stale(self, spec: ToolSpec, param: str, value: Any) -> bool:
+        """Whether ``value`` referred to an object that has since been deleted."""
+
+    def execute(self, call: ToolCall) -> Outcome:
+        """Execute one parsed call on the live state, as the benchmark would."""
+
+    # Optional: ``dry_execute(call) -> Outcome`` — the benchmark's verdict on ``call`` from a
+    # scratch copy of the state, leaving the live state as it was (``executed=False``). The checker
+    # uses it for a call the log shows never ran; a session without it leaves such a call's
+    # state-consistency unjudged.
+
+    def complete(self) -> Outcome:
+        """The terminal no-tool action: may the episode end here without a tool call?"""
+
+    def end_turn(self) -> None:
+        """Leave the current turn (benchmarks with per-turn checks evaluate them here)."""
+
+    def final_success(self) -> int | None:
+        """Y on the full observed rollout (None when the benchmark cannot decide it)."""
+
+
+# --- what an agent loop sees ------------------------------------------------------------------
+
+
+class AgentEnvironment(Protocol):
+    """A live environment for generating a rollout: scoring never uses it, it replays the record."""
+
+    task_id: str
+
+    def tools(self, turn: int) -> tuple[ToolSchema, ...]:
+        """The tools offered to the model in ``turn``."""
+
+    def execute(self, call: ToolCall) -> str:
+        """Run one call on the live state; the observation text the model sees. A call that could
+        not be read comes here too (the benchmark may count it, as τ counts tool errors); answer it
+        with :func:`unreadable_call_observation`."""
+
+
+class ScriptedEnvironment(AgentEnvironment, Protocol):
+    """An environment whose user turns are fixed (BFCL, ToolSandbox)."""
+
+    def turn_count(self) -> int: ...
+
+    def user_message(self, turn: int) -> str:
+        """What the user says at the start of ``turn`` (the benchmark's wording for empty turns)."""
+
+
+def unreadable_call_observation(call: ToolCall) -> str:
+    """What the model is told of a tool call that could not be read: nothing was executed."""
+    return f"Error: the tool call could not be read: {call.parse_error or 'no tool name'}"
+
+
+class Conversation(Protocol):
+    """The user's side of one episode: scripted turns, or a user simulator answering the agent's
+    closing reply of each turn (τ-bench's half-duplex protocol)."""
+
+    system_prompt: str | None  # the benchmark's instructions for the agent (a domain policy), if any
+    opening: str | None  # what the agent says before the user's first message, if anything
+
+    async def next_user_message(self, agent_reply: str | None) -> str | None:
+        """The user's message opening the next turn, given the agent's closing reply of the last
+        one (None before the first turn); None when the conversation is over."""
+
+    def limit_reached(self, steps: int) -> str | None:
+        """A termination reason when the episode must stop now, else None. Asked whenever the next
+        message would go to the agent or the user: after each batch of tool results and after each
+        turn (``steps``: messages and tool-result batches so far)."""
+
+    def meta(self, termination: str | None) -> dict[str, Any]:
+        """What the rollout record must carry about the conversation; ``termination`` is why the
+        episode stopped early (``max_steps`` when a turn used up its tool actions), None if it did not."""
+
+    def usage(self) -> tuple[Usage, ...]:
+        """Accounting of user-simulator calls (never agent cost)."""
+
+
+# --- the adapter --------------------------------------------------------------------------------
+
+
+class TaskIndex(Sequence[str]):
+    """A dataset's task ids in their order, with constant-time membership."""
+
+    def __init__(self, task_ids: Sequence[str]) -> None:
+        self._ids = tuple(task_ids)
+        self._members = frozenset(self._ids)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._ids[index]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._members
+
+
+@dataclass(frozen=True)
+class TaskSample:
+    """A seeded task sample and the provenance that tells samples apart (the data it came from)."""
+
+    task_ids: list[str]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+# Optional capability → the Benchmark methods that make it up, and what it serves.
+CAPABILITIES: dict[str, tuple[str, ...]] = {
+    # the task's ground truth as a rollout: the reference block, and the reference the simulated
+    # model and the mutation generator deviate from
+    "reference": ("reference_rollout",),
+    # facts for the mutation operators: the mutation block and the simulated model's wrong actions
+    "mutation": ("tool_universe", "precondition_guards", "deletion_call"),
+    # a live environment for agents to act in
+    "agent": ("agent_environment",),
+}
+
+
+class Benchmark:
+    """One dataset's adapter. Subclasses set ``dataset`` and ``tasks`` and implement
+    :meth:`open_session`; the rest are optional capabilities (:data:`CAPABILITIES`)."""
+
+    dataset: str
+    tasks: TaskIndex
+
+    # required --------------------------------------------------------------------------------
+    def task_ids(self) -> Sequence[str]:
+        return self.tasks
+
+    def has_task(self, task_id: str) -> bool:
+        return task_id in self.tasks
+
+    def open_session(self, rollout: Rollout) -> ReplaySession:
+        """A fresh session for the rollout's task; raises KeyError for an unknown task and
+        :class:`UnscorableRollout` for a rollout that does not fit it."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement open_session")
+
+    def infra_error_success(self, rollout: Rollout) -> int | None:
+        """Y of an entry whose model call failed before any action (SPEC §2 "Infrastructure
+        failures"): what the benchmark's own scoring gives it. Every benchmark here counts such an
+        entry as a failure (BFCL's ``multi_turn:inference_error``, τ's premature termination)."""
+        return 0
+
+    # task sampling (defaults: a seeded sample of task_ids(), no provenance) --------------------
+    def sample(self, n: int | None, seed: int) -> TaskSample:
+        """The seeded sample of ``n`` tasks (every task when ``n`` is None), in task order."""
+        ids = list(self.task_ids())
+        if n is not None and n < len(ids):
+            ids = sorted(random.Random(seed).sample(ids, n), key=ids.index)
+        return TaskSample(ids, self.task_provenance())
+
+    def task_provenance(self) -> dict[str, Any]:
+        """What the task list records about the data it was drawn from (versions, hashes)."""
+        return {}
+
+    # capability "reference" ------------------------------------------------------------------
+    def reference_rollout(self, task_id: str) -> Rollout:
+        """The task's ground truth as a rollout."""
+        raise MissingCapability(f"{self.dataset} has no reference rollouts")
+
+    # capability "mutation" -------------------------------------------------------------------
+    def tool_universe(self) -> Sequence[str]:
+        """Every tool name of the benchmark (a tool outside a task's set is unknown there)."""
+        raise MissingCapability(f"{self.dataset} offers no mutation facts")
+
+    def precondition_guards(self) -> dict[str, frozenset[str]]:
+        """Setter method (login/authenticate) → the methods that need it."""
+        raise MissingCapability(f"{self.dataset} offers no mutation facts")
+
+    def deletion_call(self, spec: ToolSpec, param: str, value: Any) -> ToolCall | None:
+        """A call that deletes the object ``value`` names, if the benchmark has one."""
+        raise MissingCapability(f"{self.dataset} offers no mutation facts")
+
+    # capability "agent" -----------------------------------------------------------------------
+    def agent_environment(self, task_id: str) -> AgentEnvironment:
+        """A live environment for generating a rollout of ``task_id`` with an agent."""
+        raise MissingCapability(f"{self.dataset} has no live environment for agents")
+
+    def conversation(self, env: AgentEnvironment, user: ModelBackend | None = None) -> Conversation | None:
+        """The user's side of an episode in ``env``; None (the default) means the environment's
+        scripted turns. ``user`` is a model configured as user simulator, if any."""
+        return None
+
+
+def capabilities_of(adapter: type[Benchmark]) -> frozenset[str]:
+    """The optional capabilities an adapter class implements (all methods of each overridden)."""
+    return frozenset(name for name, methods in CAPABILITIES.items()
+                     if all(getattr(adapter, m) is not getattr(Benchmark, m) for m in methods))

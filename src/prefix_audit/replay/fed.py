@@ -1,0 +1,96 @@
+"""The FED table: the typed schemas of scoring's per-rollout and per-action Parquet, and the one
+table of every scored block (the ``fed_table`` stage)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from prefix_audit.core.io import write_parquet
+
+log = logging.getLogger(__name__)
+
+EPISODE_SCHEMA = pa.schema([
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("method", pa.string(), nullable=False),
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("trial", pa.int32(), nullable=False),  # repetition of the task within the block, from 0
+    pa.field("rollout_id", pa.string(), nullable=False),
+    pa.field("source", pa.string(), nullable=False),
+    pa.field("infra_error", pa.string()),  # why the model call failed before any action; null otherwise
+    # T and FED are null together on an infrastructure failure (no observed action, SPEC §2).
+    pa.field("T", pa.int32()),
+    pa.field("FED", pa.int32()),
+    pa.field("Y", pa.int8()),  # null: the benchmark could not decide success
+    pa.field("category", pa.string()),  # primary first-failure category; null when fully executable
+    pa.field("failure_code", pa.string()),
+    pa.field("failure_detail", pa.string()),
+    pa.field("failed_predicates", pa.list_(pa.string()), nullable=False),  # every failing category at FED
+    pa.field("n_turns", pa.int32(), nullable=False),
+    pa.field("y_detail", pa.string()),
+    # Accounting (SPEC §4, Table F.2); null when the rollout carries none.
+    pa.field("agent_calls", pa.int32()),
+    pa.field("agent_tokens", pa.int64()),  # input + output over planner, verifier, revision, executor
+    pa.field("agent_latency_s", pa.float64()),  # summed client-side latency of those calls' successful attempts
+    pa.field("agent_wall_s", pa.float64()),  # summed wall time of those calls, failed attempts and waits included
+    pa.field("agent_estimated_calls", pa.int32()),  # those calls whose tokens were estimated locally (no usage)
+    pa.field("user_sim_tokens", pa.int64()),
+    pa.field("user_sim_latency_s", pa.float64()),
+    pa.field("accounting_error", pa.string()),  # why the log's accounting was unusable (then the above are null)
+    pa.field("meta_json", pa.string(), nullable=False),
+    # The log checked against itself (SPEC §3; null for generated rollouts, :mod:`prefix_audit.replay.record_check`).
+    pa.field("recorded_y", pa.int8()),  # the log's own verdict on Y; null where it records none
+    pa.field("recorded_verdict", pa.string()),  # that verdict in the log's words, or why there is none
+    pa.field("recorded_score", pa.float64()),  # the benchmark's own continuous score as recorded (its headline's mean)
+    pa.field("recorded_score_name", pa.string()),  # its name (ToolSandbox: similarity); null with it
+    pa.field("replay_agreement", pa.float64()),  # share of compared recorded tool results replay reproduced
+    pa.field("results_compared", pa.int32()),  # recorded tool results compared (its denominator)
+    pa.field("results_reproduced", pa.int32()),  # of those, reproduced
+    pa.field("results_same_verdict", pa.int32()),  # of those, with the same ok/error verdict
+    pa.field("log_issue", pa.string()),  # `; `-joined codes with details; null when all agrees
+    # Decode health of the imported log (null for generated rollouts).
+    pa.field("call_steps", pa.int32()),  # model responses with a call, or that the decoder could not read
+    pa.field("undecoded_steps", pa.int32()),  # of those, the ones the decoder could not read
+    pa.field("tool_calls", pa.int32()),  # calls read (T without the terminal action)
+    pa.field("unknown_tool_calls", pa.int32()),  # calls with an empty name or one the task does not know
+])
+
+ACTION_SCHEMA = pa.schema([
+    pa.field("dataset", pa.string(), nullable=False),
+    pa.field("model", pa.string(), nullable=False),
+    pa.field("method", pa.string(), nullable=False),
+    pa.field("task_id", pa.string(), nullable=False),
+    pa.field("rollout_id", pa.string(), nullable=False),
+    pa.field("j", pa.int32(), nullable=False),
+    pa.field("turn", pa.int32(), nullable=False),
+    pa.field("step", pa.int32(), nullable=False),
+    pa.field("terminal", pa.bool_(), nullable=False),
+    pa.field("tool", pa.string()),
+    pa.field("call", pa.string()),
+    pa.field("V", pa.bool_()),  # null after the first failure: the prefix replay has stopped
+    pa.field("failure_categories", pa.list_(pa.string()), nullable=False),
+    pa.field("failure_codes", pa.list_(pa.string()), nullable=False),
+    pa.field("failure_details", pa.list_(pa.string()), nullable=False),
+    pa.field("accepted", pa.bool_()),  # the benchmark's verdict on the executed transition
+    pa.field("result", pa.string()),
+    # What the log recorded for this call, and how replay compares (null where nothing was recorded).
+    pa.field("recorded_result", pa.string()),
+    pa.field("recorded_error", pa.bool_()),
+    pa.field("record_match", pa.string()),  # same | same_verdict | differs | not_replayed | not_executed
+    pa.field("replayed_result", pa.string()),  # the benchmark's own text of the replayed outcome, where it diverged
+])
+
+
+def merge_episodes(paths: Sequence[str | Path], out: str | Path) -> int:
+    """Concatenate per-block episode tables into the one FED table (typed, sorted, deterministic)."""
+    frames = [pl.read_parquet(p) for p in sorted(map(str, paths))]
+    table = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=pl.Schema(EPISODE_SCHEMA))
+    table = table.sort(["dataset", "model", "method", "task_id", "trial", "rollout_id"])
+    write_parquet(table.to_arrow().cast(EPISODE_SCHEMA), out)
+    log.info("FED table: %d episodes from %d blocks", table.height, len(frames))
+    return table.height

@@ -1,0 +1,314 @@
+"""The benchmark registry: every benchmark package registers itself here, once.
+
+A benchmark package calls :func:`register` when it is imported, with a :class:`Registration`: its
+dataset(s) (:class:`DatasetSpec` — the adapter class, how to open it from its config entry, the JSON
+Schema of that entry), its log importers under their CLI names, and the command-line options that
+set keys of its config entry. Task sampling and the optional capabilities are methods of the
+adapter (:class:`~prefix_audit.replay.contract.Benchmark`).
+
+Discovery is the same in every process — the CLI, the Snakefile and every job script call
+:func:`load`: installed distributions register through the ``prefix_audit.benchmarks`` entry-point
+group (this package's own benchmarks included, see ``pyproject.toml``), and a config's
+``plugins:`` list names modules that are not an installed distribution.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from prefix_audit.core.framework_samples import FrameworkSample
+from prefix_audit.core.records import BadLine, Located, Rollout
+
+from .contract import Benchmark, UnknownDataset, capabilities_of
+
+ENTRY_POINT_GROUP = "prefix_audit.benchmarks"
+_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+class RegistryError(ValueError):
+    """A plugin that cannot be loaded, or registrations that contradict each other."""
+
+
+class RefusedOption(Exception):
+    """An option an importer cannot take (``--model`` no model key could be): the command is
+    refused in one line, not one log quarantined, since the option applies to every log."""
+
+
+@dataclass(frozen=True)
+class OpenRequest:
+    """What opening a dataset needs: where fetched packages live, the dataset's config entry
+    (``benchmarks.<dataset>``; empty when there is none) and whether a missing pinned package may
+    be fetched now."""
+
+    resources: Path
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    fetch: bool = True
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """One log import: the file or folder, the labels of its rollouts, and a way to open the
+    datasets its entries are checked against (with the settings the command was given)."""
+
+    source: Path
+    model: str | None
+    method: str
+    open: Callable[[str], Benchmark]
+
+
+# An importer yields, per entry of the log, a located rollout or a located quarantine record.
+Importer = Callable[[ImportRequest], Iterable["Located | BadLine"]]
+# Whether a file or folder is a log its importer reads (cheap, and never raising on other input).
+Detector = Callable[[Path], bool]
+# The files besides a log that its importer reads (a BFCL result file's score file), given the log and
+# the dataset's config entry: what a workflow block of that log depends on too.
+Companions = Callable[[Path, Mapping[str, Any]], list[Path]]
+
+
+# How a benchmark reads one framework sample of a task it registered: the rollout (with what the log
+# recorded), given the import's labels and datasets; raising ValueError (or a shape error) for a
+# sample it cannot use, which is then quarantined with the reason.
+SampleReader = Callable[[FrameworkSample, ImportRequest], Rollout]
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """A command-line option of ``import`` and ``score`` that sets ``key`` in the config entry of
+    each dataset of its registration (``--tau-data DIR`` → ``data_dir: DIR``); a ``switch`` takes no
+    value and sets ``key: true`` (``--tasks-from-results``)."""
+
+    flag: str
+    key: str
+    help: str
+    switch: bool = False
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset id of a benchmark.
+
+    ``config_schema`` is the JSON Schema of its entry under ``benchmarks:`` in the workflow config;
+    it may refer to the base schema's ``$defs`` (``package_pin``, ``sample``, ``openai_backend``).
+    None makes it a dataset of imported logs only (no workflow blocks)."""
+
+    name: str
+    adapter: type[Benchmark]
+    open: Callable[[OpenRequest], Benchmark]
+    config_schema: Mapping[str, Any] | None = None
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return capabilities_of(self.adapter)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Everything one benchmark package contributes. ``package`` is its module name: every stage
+    that opens one of its datasets depends on that package's code."""
+
+    package: str
+    datasets: tuple[DatasetSpec, ...]
+    importers: Mapping[str, Importer] = field(default_factory=dict)
+    cli_options: tuple[CliOption, ...] = ()
+    detectors: Mapping[str, Detector] = field(default_factory=dict)  # importer name → its log detector
+    companions: Mapping[str, Companions] = field(default_factory=dict)  # importer name → files it reads besides a log
+    # Inspect AI task name (without its package: ``tau2_airline``) → how one of its samples reads as a
+    # rollout of this benchmark (``prefix-audit import inspect``, :mod:`prefix_audit.ingest.inspect_logs`).
+    inspect_tasks: Mapping[str, SampleReader] = field(default_factory=dict)
+    # The pinned packages ({name, version, sha256}) its datasets need fetched besides the configured
+    # `package`, given a dataset's config entry (BFCL: older data releases of imported files).
+    packages: Callable[[Mapping[str, Any]], Sequence[Mapping[str, str]]] | None = None
+
+
+_REGISTRATIONS: dict[str, Registration] = {}
+_entry_points_loaded = False
+
+
+def register(registration: Registration) -> Registration:
+    """Add a benchmark package's registration (again for the same package: no change)."""
+    known = _REGISTRATIONS.get(registration.package)
+    if known is not None:
+        return known
+    for other in _REGISTRATIONS.values():
+        taken = {d.name for d in other.datasets} & {d.name for d in registration.datasets}
+        if taken:
+            raise RegistryError(f"{registration.package} registers dataset(s) {sorted(taken)}, "
+                                f"already registered by {other.package}")
+        taken = set(other.importers) & set(registration.importers)
+        if taken:
+            raise RegistryError(f"{registration.package} registers importer(s) {sorted(taken)}, "
+                                f"already registered by {other.package}")
+        taken = set(other.inspect_tasks) & set(registration.inspect_tasks)
+        if taken:
+            raise RegistryError(f"{registration.package} registers Inspect task(s) {sorted(taken)}, "
+                                f"already registered by {other.package}")
+    stray = (set(registration.detectors) | set(registration.companions)) - set(registration.importers)
+    if stray:
+        raise RegistryError(f"{registration.package} registers detector(s) or companions {sorted(stray)} without "
+                            f"an importer")
+    _REGISTRATIONS[registration.package] = registration
+    return registration
+
+
+def load(plugins: Sequence[str] = ()) -> None:
+    """Register the installed benchmarks (entry points, once per process) and import ``plugins``."""
+    global _entry_points_loaded
+    if not _entry_points_loaded:
+        points = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name)
+        if not points:  # this package declares its own three: the installed metadata is missing or stale
+            raise RegistryError(f"no {ENTRY_POINT_GROUP} entry points are installed; install prefix-audit "
+                                f"(pip install -e .) so that its benchmarks register")
+        for point in points:
+            _import(point.value.split(":", 1)[0], f"entry point {point.name!r} of {ENTRY_POINT_GROUP}")
+        _entry_points_loaded = True
+    if isinstance(plugins, str) or not isinstance(plugins, Sequence):
+        raise RegistryError(f"plugins: expected a list of module names, got {plugins!r}")
+    for name in plugins:
+        if not isinstance(name, str) or not _MODULE_NAME.match(name):
+            raise RegistryError(f"plugins: {name!r} is not a module name")
+        _import(name, f"plugin {name!r}")
+
+
+def _import(module: str, what: str) -> None:
+    before = set(_REGISTRATIONS)
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # whatever a broken plugin raises, say which plugin it was
+        raise RegistryError(f"{what}: cannot import {module}: {type(exc).__name__}: {exc}") from exc
+    ours = any(p == module or p.startswith(module + ".") for p in _REGISTRATIONS)
+    if not ours and set(_REGISTRATIONS) == before:
+        raise RegistryError(f"{what}: {module} registers no benchmark (it must call "
+                            f"prefix_audit.replay.registry.register)")
+
+
+def registrations() -> list[Registration]:
+    """Every registration, the installed benchmarks' included (found on first use)."""
+    load()
+    return [_REGISTRATIONS[p] for p in sorted(_REGISTRATIONS)]
+
+
+def _datasets() -> dict[str, tuple[DatasetSpec, Registration]]:
+    return {d.name: (d, r) for r in registrations() for d in r.datasets}
+
+
+def dataset_names() -> list[str]:
+    return sorted(_datasets())
+
+
+def workflow_datasets() -> list[str]:
+    """Datasets a workflow config may list under ``benchmarks:``."""
+    return sorted(name for name, (spec, _) in _datasets().items() if spec.config_schema is not None)
+
+
+def dataset(name: str) -> DatasetSpec:
+    return _entry(name)[0]
+
+
+def registration_of(name: str) -> Registration:
+    return _entry(name)[1]
+
+
+def _entry(name: str) -> tuple[DatasetSpec, Registration]:
+    found = _datasets().get(name)
+    if found is None:
+        raise UnknownDataset(f"unknown dataset {name!r} (registered: {', '.join(dataset_names()) or 'none'})")
+    return found
+
+
+def plugins_for(name: str, plugins: Sequence[str]) -> list[str]:
+    """The modules of ``plugins`` that register dataset ``name``: what a job on that dataset must load
+    (none for an installed benchmark), so adding a plugin changes nothing for the other datasets."""
+    package = registration_of(name).package
+    return [p for p in plugins if package == p or package.startswith(p + ".")]
+
+
+def importers() -> dict[str, Importer]:
+    return {name: imp for r in registrations() for name, imp in sorted(r.importers.items())}
+
+
+def inspect_tasks() -> dict[str, SampleReader]:
+    """Every Inspect AI task a benchmark reads, by task name."""
+    return {name: read for r in registrations() for name, read in sorted(r.inspect_tasks.items())}
+
+
+def detect_format(path: str | Path) -> str:
+    """The importer whose detector recognises the log at ``path``; a clear error when none or
+    several do (name the format then)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file or folder: {path}")
+    found = sorted(name for r in registrations() for name, detect in r.detectors.items() if detect(path))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ValueError(f"{path}: not a log any importer recognises (formats: {', '.join(sorted(importers()))}); "
+                         "name the format if it is one of them")
+    raise ValueError(f"{path}: recognised as {' and '.join(found)}; name the format")
+
+
+def companion_files(fmt: str, log: str | Path, settings: Mapping[str, Any]) -> list[Path]:
+    """The files besides ``log`` that the importer of ``fmt`` reads (none when it registers no such
+    rule), with the dataset config entry ``settings``."""
+    for r in registrations():
+        if fmt in r.companions:
+            return r.companions[fmt](Path(log), settings)
+    return []
+
+
+def packages(dataset: str, settings: Mapping[str, Any]) -> list[Mapping[str, str]]:
+    """Every pinned package a dataset needs fetched: its configured ``package`` (if any), then
+    those its benchmark adds; each once."""
+    pins = [settings["package"]] if settings.get("package") else []
+    extra = registration_of(dataset).packages
+    for pin in extra(settings) if extra is not None else ():
+        if all((p["name"], p["version"]) != (pin["name"], pin["version"]) for p in pins):
+            pins.append(pin)
+    return pins
+
+
+def cli_options() -> list[CliOption]:
+    """Every registered option once (several datasets of one benchmark share theirs)."""
+    seen: dict[str, CliOption] = {}
+    for r in registrations():
+        for option in r.cli_options:
+            seen.setdefault(option.flag, option)
+    return [seen[f] for f in sorted(seen)]
+
+
+def open_benchmark(name: str, resources: str | Path, settings: Mapping[str, Any] | None = None, *,
+                   fetch: bool = True) -> Benchmark:
+    """The adapter of dataset ``name`` opened from its config entry ``settings``."""
+    return dataset(name).open(OpenRequest(Path(resources), dict(settings or {}), fetch))
+
+
+def resolver(resources: str | Path, settings: Mapping[str, Mapping[str, Any]] | None = None, *,
+             fetch: bool = True) -> Callable[[str], Benchmark]:
+    """A per-process cache of adapters keyed by dataset id; ``settings`` maps a dataset to its
+    config entry (a dataset without one opens with its defaults)."""
+    settings = settings or {}
+    cache: dict[str, Benchmark] = {}
+
+    def resolve(name: str) -> Benchmark:
+        if name not in cache:
+            cache[name] = open_benchmark(name, resources, settings.get(name), fetch=fetch)
+        return cache[name]
+
+    return resolve
+
+
+def config_schema(base: Mapping[str, Any]) -> dict[str, Any]:
+    """The workflow config schema: ``base`` with one property under ``benchmarks`` per registered
+    workflow dataset (its own schema fragment), so that validation stays strict."""
+    schema = copy.deepcopy(dict(base))
+    benchmarks = schema["properties"]["benchmarks"]
+    benchmarks["properties"] = {name: copy.deepcopy(dict(dataset(name).config_schema or {}))
+                                for name in workflow_datasets()}
+    benchmarks["additionalProperties"] = False
+    return schema

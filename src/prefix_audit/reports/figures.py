@@ -1,0 +1,443 @@
+"""Figures from the long stats table and the FED table (SPEC §5), as PNG and PDF.
+
+Three kinds, one file pair per dataset × model, methods overlaid or side by side, in two families
+(``FAMILIES``): ``curves`` (the first two, from the stats table) and ``categories`` (from the FED
+table):
+
+- ``pec_<dataset>_<model>``: PEC(k) with CI bands (fixed cohort: denominator = all N rollouts).
+- ``depth_<dataset>_<model>``: depth support P(T ≥ k), eligible-depth PEC P(FED > k | T ≥ k) and
+  their product PEC(k) (paper eq. 7), one panel each.
+- ``categories_<dataset>_<model>``: first-failure category counts by FED depth, one panel per method.
+
+Output is byte-deterministic: figures are drawn on plain ``Figure`` objects (no pyplot state), under
+fixed rc settings, with timestamps and software versions left out of the file metadata, and written
+atomically. ``write_figures`` writes one family into its directory with an ``index.json``; the
+curves family also gets ``planning.txt`` (Hoeffding planning aid, Proposition 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import math
+import multiprocessing
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+
+from prefix_audit.core.io import atomic_write, atomic_write_text, read_parquet
+from prefix_audit.core.taxonomy import CATEGORIES
+from prefix_audit.statistics.intervals import hoeffding_bound, hoeffding_sample_size
+from prefix_audit.statistics.stats import cohort_size
+
+log = logging.getLogger(__name__)
+
+UNCLASSIFIED = "unclassified"
+CATEGORY_COLOURS = {
+    "schema": "#4477AA",
+    "dependency": "#EE6677",
+    "precondition": "#228833",
+    "state_consistency": "#CCBB44",
+    "information": "#AA3377",
+    UNCLASSIFIED: "#BBBBBB",
+}
+# Colour-blind-safe qualitative palette (Paul Tol "bright" + "muted" extras), assigned to methods
+# in sorted order over the whole stats table so a method keeps its colour across figures.
+METHOD_COLOURS = (
+    "#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB",
+    "#332288", "#117733", "#882255",
+)
+DEPTH_CAP = 10
+FORMATS = ("png", "pdf")
+INDEX_NAME = "index.json"
+PLANNING_NAME = "planning.txt"
+
+_RC = {
+    "svg.hashsalt": "prefix-audit",
+    "pdf.compression": 6,
+    "pdf.fonttype": 42,
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "figure.titlesize": 10,
+    "legend.fontsize": 8,
+    "savefig.dpi": 150,
+}
+_METADATA = {
+    "png": {"Software": None},
+    "pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
+}
+_FIXED_COHORT = "fixed cohort: denominator = all N rollouts of the block"
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe form of a dataset or model name (``/``, spaces and the like become ``-``)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name)).strip("-.")
+    return cleaned or "unnamed"
+
+
+@contextlib.contextmanager
+def _quiet_font_subsetting() -> Iterator[None]:
+    """fontTools logs every glyph of every PDF font subset at INFO; keep stage logs readable."""
+    logger = logging.getLogger("fontTools")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _save(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
+    paths = []
+    with matplotlib.rc_context(_RC), _quiet_font_subsetting():
+        for fmt in FORMATS:
+            path = out_dir / f"{stem}.{fmt}"
+            atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, metadata=_METADATA[fmt]))
+            paths.append(path)
+    return paths
+
+
+def _new_figure(
+    ncols: int, width_per_panel: float, height: float, extra_width: float = 0.0
+) -> tuple[Figure, list]:
+    width = max(4.5, width_per_panel * ncols) + extra_width
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(width, height), layout="constrained")
+        axes = fig.subplots(1, ncols, squeeze=False, sharey=True)[0]
+    return fig, list(axes)
+
+
+def _method_colours(methods: Iterable[str]) -> dict[str, str]:
+    return {m: METHOD_COLOURS[i % len(METHOD_COLOURS)] for i, m in enumerate(sorted(set(methods)))}
+
+
+def _blocks(frame: pl.DataFrame) -> list[tuple[str, str]]:
+    if frame.is_empty():
+        return []
+    pairs = frame.select("dataset", "model").unique().rows()
+    return sorted((str(d), str(m)) for d, m in pairs)
+
+
+def _check_stem_collisions(blocks: Sequence[tuple[str, str]]) -> None:
+    seen: dict[str, tuple[str, str]] = {}
+    for block in blocks:
+        stem = f"{safe_name(block[0])}_{safe_name(block[1])}"
+        if stem in seen and seen[stem] != block:
+            raise ValueError(f"blocks {seen[stem]} and {block} map to the same figure name {stem!r}")
+        seen[stem] = block
+
+
+def _series(stats: pl.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """k, estimate, ci_low, ci_high of one per-depth metric (undefined values as NaN)."""
+    rows = stats.filter(pl.col("metric") == metric).sort("k")
+    est, lo, hi = (rows[c].cast(pl.Float64).fill_null(math.nan).to_numpy()
+                   for c in ("estimate", "ci_low", "ci_high"))
+    return rows["k"].to_numpy().astype(int), est, lo, hi
+
+
+def _block_n(stats: pl.DataFrame) -> str | None:
+    """The block's size as tasks × trials (from its PEC(1) row)."""
+    rows = stats.filter(pl.col("metric") == "pec").sort("k")
+    return cohort_size(rows.row(0, named=True)) if rows.height else None
+
+
+def _depth_axis(ax, k_max: int, ylabel: str | None) -> None:
+    ax.set_xlim(0.7, k_max + 0.3)
+    ax.set_xticks(range(1, k_max + 1))
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("depth k")
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.grid(True, color="#DDDDDD", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _draw_metric(ax, block: pl.DataFrame, metric: str, colours: dict[str, str], label_n: bool) -> int:
+    k_max = 0
+    for method in sorted(block["method"].unique().to_list()):
+        rows = block.filter(pl.col("method") == method)
+        k, est, lo, hi = _series(rows, metric)
+        if not len(k):
+            continue
+        k_max = max(k_max, int(k.max()))
+        colour = colours[method]
+        label = f"{method} (N = {_block_n(rows)})" if label_n else method
+        ax.fill_between(k, lo, hi, color=colour, alpha=0.18, linewidth=0)
+        ax.plot(k, est, color=colour, marker="o", markersize=3.5, linewidth=1.5, label=label)
+    return k_max
+
+
+def pec_curves(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
+               blocks: Sequence[tuple[str, str]] | None = None) -> list[Path]:
+    """One figure per dataset × model (all, or ``blocks``): PEC(k) per method with its CI band;
+    returns the files."""
+    out_dir = Path(out_dir)
+    colours = _method_colours(stats["method"].to_list()) if stats.height else {}
+    paths: list[Path] = []
+    for dataset, model in _blocks(stats) if blocks is None else blocks:
+        block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
+        fig, (ax,) = _new_figure(1, 5.5, 3.8)
+        with matplotlib.rc_context(_RC):
+            k_max = _draw_metric(ax, block, "pec", colours, label_n=True)
+            _depth_axis(ax, max(k_max, 1), "PEC(k) = P(FED > k)")
+            confidence = block["confidence"].drop_nulls()
+            level = f"{confidence[0]:.0%} CI" if confidence.len() else "CI"
+            ax.set_title(f"PEC(k), {dataset} / {model} (bands: {level})\n{_FIXED_COHORT}")
+            ax.legend(loc="lower left", frameon=False)
+        paths += _save(fig, out_dir, f"pec_{safe_name(dataset)}_{safe_name(model)}")
+    return paths
+
+
+_DEPTH_PANELS = (
+    ("depth_support", "depth support P(T ≥ k)"),
+    ("eligible_pec", "eligible-depth PEC P(FED > k | T ≥ k)"),
+    ("pec", "PEC(k) = support × eligible PEC"),
+)
+
+
+def depth_decomposition(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
+                        blocks: Sequence[tuple[str, str]] | None = None) -> list[Path]:
+    """Per dataset × model: depth support, eligible-depth PEC and their product PEC(k), per method."""
+    out_dir = Path(out_dir)
+    colours = _method_colours(stats["method"].to_list()) if stats.height else {}
+    paths: list[Path] = []
+    for dataset, model in _blocks(stats) if blocks is None else blocks:
+        block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
+        fig, axes = _new_figure(len(_DEPTH_PANELS), 3.6, 3.8)
+        with matplotlib.rc_context(_RC):
+            k_max = 1
+            for i, (ax, (metric, title)) in enumerate(zip(axes, _DEPTH_PANELS)):
+                k_max = max(k_max, _draw_metric(ax, block, metric, colours, label_n=i == 0))
+                ax.set_title(title)
+            for i, ax in enumerate(axes):
+                _depth_axis(ax, k_max, "probability" if i == 0 else None)
+            axes[0].legend(loc="lower left", frameon=False)
+            fig.suptitle(
+                f"Depth decomposition (paper eq. 7), {dataset} / {model}\n"
+                f"support and PEC: {_FIXED_COHORT}; eligible PEC: denominator = rollouts with T ≥ k"
+            )
+        paths += _save(fig, out_dir, f"depth_{safe_name(dataset)}_{safe_name(model)}")
+    return paths
+
+
+def _category_counts(block: pl.DataFrame, cap: int) -> tuple[dict[str, np.ndarray], int]:
+    """Counts of first failures per category in depth bins 1..cap (last bin: ≥ cap); fully executable."""
+    fed = block["FED"].to_numpy().astype(np.int64)
+    T = block["T"].to_numpy().astype(np.int64)
+    cats = block["category"].to_list() if "category" in block.columns else [None] * block.height
+    failed = fed <= T
+    counts = {c: np.zeros(cap, dtype=np.int64) for c in (*CATEGORIES, UNCLASSIFIED)}
+    for depth, cat in zip(fed[failed], (c for c, f in zip(cats, failed) if f)):
+        key = cat if cat in CATEGORIES else UNCLASSIFIED
+        counts[key][min(int(depth), cap) - 1] += 1
+    return counts, int((~failed).sum())
+
+
+def failure_categories_by_depth(
+    episodes: pl.DataFrame, out_dir: str | os.PathLike[str], *, cap: int = DEPTH_CAP,
+    blocks: Sequence[tuple[str, str]] | None = None,
+) -> list[Path]:
+    """Per dataset × model, one panel per method: stacked first-failure category counts by FED depth.
+
+    Depths above ``cap`` share the last bin (labelled ``cap+``); rollouts without a prefix failure
+    (FED = T + 1) are counted in the panel title, and so are infrastructure failures (no action).
+    """
+    if cap < 1:
+        raise ValueError(f"cap must be >= 1, got {cap}")
+    missing = [c for c in ("dataset", "model", "method", "T", "FED") if c not in episodes.columns]
+    if missing:
+        raise ValueError(f"episodes lack required column(s): {', '.join(missing)}")
+    out_dir = Path(out_dir)
+    paths: list[Path] = []
+    for dataset, model in _blocks(episodes) if blocks is None else blocks:
+        entries = episodes.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
+        # Infrastructure failures (no observed action, T/FED null) have no first failure to draw.
+        block = entries.filter(pl.col("T").is_not_null())
+        methods = sorted(entries["method"].unique().to_list())
+        per_method = {m: _category_counts(block.filter(pl.col("method") == m), cap) for m in methods}
+        # Bins shown: 1..deepest failure seen in any method of the block (at least 1, at most cap).
+        deepest = max((int(np.nonzero(sum(c.values()))[0].max()) + 1
+                       for c, _ in per_method.values() if sum(c.values()).any()), default=1)
+        depths = np.arange(1, deepest + 1)
+        labels = [str(d) for d in depths]
+        if deepest == cap:
+            labels[-1] = f"{cap}+"
+        shown = [c for c in (*CATEGORIES, UNCLASSIFIED)
+                 if c != UNCLASSIFIED or any(cnt[UNCLASSIFIED].any() for cnt, _ in per_method.values())]
+        fig, axes = _new_figure(len(methods), 3.4, 3.8, extra_width=1.6)
+        with matplotlib.rc_context(_RC):
+            for ax, method in zip(axes, methods):
+                counts, full = per_method[method]
+                n = block.filter(pl.col("method") == method).height
+                bottom = np.zeros(len(depths), dtype=np.int64)
+                for cat in shown:
+                    values = counts[cat][: len(depths)]
+                    ax.bar(depths, values, bottom=bottom, color=CATEGORY_COLOURS[cat], width=0.8,
+                           label=cat.replace("_", "-"), edgecolor="white", linewidth=0.4)
+                    bottom += values
+                if full == n:
+                    ax.text(0.5, 0.5, "no prefix failures", transform=ax.transAxes, ha="center",
+                            va="center", color="#777777")
+                ax.set_xticks(depths, labels)
+                ax.set_xlabel("first error depth (FED)")
+                infra = entries.filter(pl.col("method") == method).height - n
+                ax.set_title(f"{method}\nfully executable: {full} of N = {n}; failed: {n - full}"
+                             + (f"\n(and {infra} infrastructure failures)" if infra else ""))
+                ax.yaxis.get_major_locator().set_params(integer=True)
+                ax.grid(True, axis="y", color="#DDDDDD", linewidth=0.6)
+                ax.set_axisbelow(True)
+            axes[0].set_ylabel("rollouts (first failure at this depth)")
+            tallest = max(int(sum(c.values()).max()) for c, _ in per_method.values())
+            axes[0].set_ylim(0, max(1, tallest) * 1.08)
+            handles, names = axes[0].get_legend_handles_labels()
+            fig.legend(handles[::-1], names[::-1], loc="outside right center", title="first failure",
+                       frameon=False)  # reversed: legend order matches the stacking order
+            fig.suptitle(f"First-failure category by depth, {dataset} / {model}")
+        paths += _save(fig, out_dir, f"categories_{safe_name(dataset)}_{safe_name(model)}")
+    return paths
+
+
+_CONSISTENCY = (("disagree_full", "full executability"), ("disagree_y", "final success Y"))
+
+
+def has_repeated_trials(stats: pl.DataFrame, dataset: str, model: str) -> bool:
+    rows = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model) & (pl.col("metric") == "ter"))
+    return bool(rows.height and (rows["trials_max"].fill_null(1) >= 2).any())
+
+
+def consistency(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
+                blocks: Sequence[tuple[str, str]] | None = None) -> list[Path]:
+    """Within-task consistency per dataset × model with repeated trials: per method, the share of
+    tasks whose trials disagree on full executability and on Y, with CIs; returns the files."""
+    out_dir = Path(out_dir)
+    paths: list[Path] = []
+    for dataset, model in _blocks(stats) if blocks is None else blocks:
+        if not has_repeated_trials(stats, dataset, model):
+            continue
+        block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model)
+                             & pl.col("metric").is_in([m for m, _ in _CONSISTENCY]))
+        methods = sorted(block["method"].unique().to_list())
+        fig, axes = _new_figure(len(_CONSISTENCY), 3.6, 0.6 + 0.45 * max(len(methods), 2))
+        with matplotlib.rc_context(_RC):
+            for ax, (metric, title) in zip(axes, _CONSISTENCY):
+                rows = {r["method"]: r for r in block.filter(pl.col("metric") == metric).iter_rows(named=True)}
+                for i, method in enumerate(methods):
+                    r = rows.get(method)
+                    if r is None or r["estimate"] is None:
+                        ax.text(0.02, i, "no task with 2+ trials", va="center", fontsize=8, color="#666666")
+                        continue
+                    ax.barh(i, r["estimate"], color="#4477AA", height=0.6)
+                    if r["ci_low"] is not None:
+                        ax.errorbar(r["estimate"], i, xerr=[[r["estimate"] - r["ci_low"]],
+                                                            [r["ci_high"] - r["estimate"]]],
+                                    color="black", capsize=3, linewidth=1)
+                    ax.text(1.0, i, f" {r['n']} tasks", va="center", fontsize=8)
+                ax.set_yticks(range(len(methods)), methods)
+                ax.set_xlim(0, 1.0)
+                ax.set_title(f"trials disagree on {title}", fontsize=9)
+                ax.set_xlabel("share of tasks (with 2+ trials)")
+                ax.grid(True, axis="x", color="#DDDDDD", linewidth=0.6)
+                ax.set_axisbelow(True)
+            fig.suptitle(f"Within-task consistency across trials, {dataset} / {model}")
+        paths += _save(fig, out_dir, f"consistency_{safe_name(dataset)}_{safe_name(model)}")
+    return paths
+
+
+def planning_note(n_per_block: int, epsilon: float = 0.05, delta: float = 0.05) -> str:
+    """Hoeffding planning aid (Proposition 4) for the [0, 1] metrics at a block size of n tasks."""
+    bound = hoeffding_bound(n_per_block, epsilon)
+    needed = hoeffding_sample_size(epsilon, delta)
+    achieved = math.sqrt(math.log(2.0 / delta) / (2.0 * n_per_block)) if n_per_block > 0 else math.inf
+    lines = [
+        "Hoeffding planning aid (Proposition 4), for PEC@k, TER, AUC-PEC and final success:",
+        "  P(|estimate - truth| >= eps) <= 2 exp(-2 N eps^2).",
+        f"  With N = {n_per_block} tasks per block (a task's trials are not independent, so tasks count) "
+        f"and eps = {epsilon:g}: bound = "
+        + (f"{bound:.4g}" if bound <= 1 else f"{bound:.4g} (vacuous)") + ".",
+        f"  Guaranteeing eps = {epsilon:g} with probability >= {1 - delta:g} needs N >= {needed}.",
+        f"  At N = {n_per_block}, the guaranteed eps at probability {1 - delta:g} is "
+        + (f"{achieved:.4f}." if math.isfinite(achieved) else "undefined (N = 0)."),
+        "  Mean FED under a horizon bound T <= K: 2 exp(-2 N eps^2 / K^2), so N scales with K^2.",
+        "  These are distribution-free worst-case bounds; the bootstrap intervals are usually tighter.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _min_block_n(stats: pl.DataFrame) -> int:
+    pec = stats.filter((pl.col("metric") == "pec") & (pl.col("k") == 1))
+    return int(pec["n"].min()) if pec.height else 0
+
+
+# Figure family -> the kinds it draws. One output directory per family, grouped by the table the
+# kinds are drawn from (curves: stats; categories: FED table), so that a new bootstrap seed redraws
+# the curves and leaves the category figures alone.
+FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",)}
+
+_FRAME: list[pl.DataFrame] = []  # the one table a drawing process works from
+
+
+def _load_frame(path: str | os.PathLike[str]) -> None:
+    _FRAME[:] = [pl.read_parquet(path)]
+
+
+def _draw_figure(job: tuple[str, tuple[str, str]], out: Path) -> list[Path]:
+    kind, block = job
+    if kind == "pec":
+        return pec_curves(_FRAME[0], out, [block])
+    if kind == "depth":
+        return depth_decomposition(_FRAME[0], out, [block])
+    if kind == "consistency":
+        return consistency(_FRAME[0], out, [block])
+    return failure_categories_by_depth(_FRAME[0], out, blocks=[block])
+
+
+def write_figures(
+    family: str,
+    table_path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    epsilon: float = 0.05,
+    workers: int = 1,
+) -> list[Path]:
+    """Write one family of figures and its ``index.json`` into ``out_dir``; return the figures.
+
+    ``curves``: PEC curves, depth decompositions and (for blocks with repeated trials) within-task
+    consistency from the stats table, plus ``planning.txt``
+    (for the smallest block size N in it). ``categories``: first-failure categories by depth from
+    the FED table. ``index.json`` lists the files (relative to ``out_dir``, sorted). ``workers``
+    processes draw the figures (each figure is drawn alone, so the files do not depend on it).
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"unknown figure family {family!r}; expected one of {sorted(FAMILIES)}")
+    table = read_parquet(table_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    blocks = _blocks(table)
+    _check_stem_collisions(blocks)
+    jobs = [(kind, block) for kind in FAMILIES[family] for block in blocks]
+    if workers > 1 and len(jobs) > 1:
+        # spawn, not fork: forking after polars has started its thread pool can deadlock.
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_load_frame, initargs=(table_path,)) as pool:
+            drawn = list(pool.map(_draw_figure, jobs, itertools.repeat(out)))
+    else:
+        _FRAME[:] = [table]
+        drawn = [_draw_figure(job, out) for job in jobs]
+    paths = sorted(p for files in drawn for p in files)
+    index: dict[str, object] = {"figures": [p.relative_to(out).as_posix() for p in paths]}
+    if family == "curves":
+        atomic_write_text(out / PLANNING_NAME, planning_note(_min_block_n(table), epsilon))
+        index["planning"] = PLANNING_NAME
+    atomic_write_text(out / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
+    log.info("figures (%s): %d files for %d block(s) in %s", family, len(paths), len(blocks), out)
+    return paths

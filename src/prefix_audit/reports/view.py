@@ -1,0 +1,384 @@
+"""``prefix-audit view DIR -o SITE``: a static, offline HTML site of every scored block.
+
+``DIR`` is a results root — the workflow's ``results/`` or an ``audit -o`` directory. Every
+``scored/**/episodes.parquet`` with the ``actions.parquet`` beside it becomes a block; the
+statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when present. The site:
+
+* ``index.html`` — the blocks, with N, TER, PEC@1..4, final success, infrastructure failures and
+  first-failure categories (point estimates from the episodes), each linking to its block; and for
+  blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`.trust`);
+* ``tables.html`` — G.1 and F.1 with their intervals, each cell linking to its block(s);
+* ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
+  the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure;
+* ``blocks/<scored path>/r/<n>.html`` — one rollout: its actions by turn with V_j, the first
+  failure highlighted with every failing predicate, the observations, the planning trace, Y's detail;
+  for an imported one, the log's own verdict, its ``log_issue`` and, beside each call whose replay
+  diverged from the log, the recorded and the replayed result.
+
+Everything is rendered by Jinja2 with autoescaping (model output is hostile) and shipped beside the
+pages (``assets/``): no server, no network, works from ``file://``. The same input gives the same
+bytes — no timestamps, no absolute paths — and the site is committed as one set
+(:func:`prefix_audit.core.io.staged_tree`).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import jinja2
+import numpy as np
+import polars as pl
+from markupsafe import Markup
+
+from prefix_audit.core.io import path_label, read_parquet, staged_tree
+from prefix_audit.core.taxonomy import CATEGORIES
+from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA
+from prefix_audit.replay.record_check import DIVERGED
+from prefix_audit.replay.scoring import MAX_RESULT_CHARS
+from prefix_audit.replay.trust import block_trust, issue_codes, share_text
+from prefix_audit.statistics.metrics import block_metrics
+from prefix_audit.statistics.stats import TAU_POOL, cohort_size
+
+from .tables import STATS_SCHEMA, table_f1, table_g1
+
+log = logging.getLogger(__name__)
+
+ROLLOUTS_PER_PAGE = 1000  # rows of one rollout list page (about 0.3 MB)
+CLIP_CHARS = 2_000  # an observation or action text longer than this is cut, with a note
+META_CHARS = 10_000  # a rollout's metadata as shown
+K_MAX = 4
+BLOCK_KEYS = ("dataset", "model", "method")
+_ASSETS = ("site.css", "site.js")
+
+
+@dataclass
+class Block:
+    """One scored block and where its pages go (``folder``: site-relative, POSIX)."""
+
+    dataset: str
+    model: str
+    method: str
+    folder: str
+    episodes: pl.DataFrame
+    actions: pl.DataFrame
+    quarantined: int = 0  # records of its scoring run that are not episodes (quarantine.jsonl)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.dataset, self.model, self.method
+
+
+@dataclass
+class SiteReport:
+    blocks: int = 0
+    rollouts: int = 0
+    pages: int = 0
+    bytes: int = 0
+    largest_page: tuple[str, int] = ("", 0)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        name, size = self.largest_page
+        head = (f"site: {self.blocks} blocks, {self.rollouts} rollouts, {self.pages} pages, "
+                f"{self.bytes / 2**20:.1f} MiB (largest page {name}: {size / 2**20:.2f} MiB)")
+        return "\n".join([head, *(f"note: {note}" for note in self.notes)])
+
+
+def _typed(frame: pl.DataFrame, schema: Any) -> pl.DataFrame:
+    """``frame`` with every column of ``schema`` (null where an older run did not write it)."""
+    missing = [pl.lit(None, dtype=dtype).alias(name) for name, dtype in pl.Schema(schema).items()
+               if name not in frame.columns]
+    return frame.with_columns(missing) if missing else frame
+
+
+def scored_blocks(root: str | os.PathLike[str]) -> list[Path]:
+    """The episodes files of a results root (``root/scored/**/episodes.parquet``), sorted."""
+    scored = Path(root) / "scored"
+    if not scored.is_dir():
+        raise ValueError(f"{root}: no scored/ folder (give a results root: the workflow's results/ "
+                         "or an `audit -o` directory)")
+    return sorted(scored.rglob("episodes.parquet"))
+
+
+def read_blocks(episodes_paths: Sequence[str | os.PathLike[str]], scored_root: str | os.PathLike[str],
+                report_empty: list[str] | None = None) -> list[Block]:
+    """The blocks of these episodes files, each with the ``actions.parquet`` (and the quarantine
+    count) beside it; a block's pages go under ``blocks/`` at its file's path below ``scored_root``.
+    A file without episodes is named in ``report_empty``."""
+    report_empty = report_empty if report_empty is not None else []
+    blocks = []
+    for path in map(Path, episodes_paths):
+        episodes = read_parquet(path)
+        missing = [c for c in (*BLOCK_KEYS, "task_id", "rollout_id", "T", "FED", "Y") if c not in episodes.columns]
+        if missing:
+            raise ValueError(f"{path}: not an episodes table (as `prefix-audit score` writes it): no column(s) "
+                             f"{', '.join(missing)}")
+        episodes = _typed(episodes, EPISODE_SCHEMA)
+        quarantine = path.with_name("quarantine.jsonl")
+        quarantined = sum(1 for line in quarantine.open("rb") if line.strip()) if quarantine.is_file() else 0
+        actions_path = path.with_name("actions.parquet")
+        if actions_path.is_file():
+            actions = _typed(read_parquet(actions_path), ACTION_SCHEMA)
+        else:
+            log.warning("%s: no actions.parquet beside it; its rollouts show no actions", path)
+            actions = pl.DataFrame(schema=pl.Schema(ACTION_SCHEMA))
+        folder = PurePosixPath("blocks", *path.parent.relative_to(scored_root).parts).as_posix()
+        parts = episodes.partition_by(list(BLOCK_KEYS), as_dict=True, maintain_order=True)
+        for (dataset, model, method), part in sorted(parts.items()):
+            # a file holding several blocks (a `score` of mixed records) gives each a folder of its own
+            sub = folder if len(parts) == 1 else f"{folder}/{path_label(dataset)}.{path_label(model)}.{path_label(method)}"
+            blocks.append(Block(dataset, model, method, sub, part.sort(["task_id", "trial", "rollout_id"]),
+                                actions.filter(pl.col("dataset") == dataset, pl.col("model") == model,
+                                               pl.col("method") == method),
+                                quarantined if len(parts) == 1 else 0))
+        if not parts:
+            log.warning("%s: no episodes (%d quarantined records beside it)", path, quarantined)
+            report_empty.append(f"{path.parent.relative_to(scored_root).as_posix()}: no episodes "
+                                f"({quarantined} quarantined records)")
+    return sorted(blocks, key=lambda b: (b.key, b.folder))
+
+
+def _share(x: float | None) -> str:
+    return "—" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
+
+
+def block_summary(block: Block) -> dict[str, Any]:
+    """The index row of a block: sizes, point estimates and first-failure categories."""
+    ep = block.episodes
+    trials = ep.group_by("task_id").len()["len"]
+    size = cohort_size({"n": ep["task_id"].n_unique(), "trials_min": trials.min(), "trials_max": trials.max(),
+                        "n_rollouts": ep.height})
+    prefix = ep.filter(pl.col("T").is_not_null())
+    known = ep["Y"].drop_nulls()
+    row: dict[str, Any] = {
+        "N": size, "rollouts": ep.height, "infra": ep.height - prefix.height, "quarantined": block.quarantined,
+        "final_success": _share(float(known.mean()) if known.len() else None),
+        "final_success_n": known.len(),
+        "categories": {c: int((prefix["category"] == c).sum()) for c in CATEGORIES},
+    }
+    if prefix.height:
+        m = block_metrics(prefix["FED"].to_numpy(), prefix["T"].to_numpy(),
+                          prefix["Y"].cast(pl.Float64).fill_null(np.nan).to_numpy(), K_MAX)
+        row |= {"ter": _share(m.ter), "pec": [_share(p) for p in m.pec], "cohort": m.n}
+    else:
+        row |= {"ter": "—", "pec": ["—"] * K_MAX, "cohort": 0}
+    return row
+
+
+def _clip(text: str | None, limit: int = CLIP_CHARS, stored: int | None = None) -> dict[str, Any] | None:
+    """Text shown up to ``limit`` characters, with the note a cut needs; ``stored`` is how much of it
+    scoring kept (an observation: :data:`~prefix_audit.replay.scoring.MAX_RESULT_CHARS`), so text of that
+    length may have been longer."""
+    if text is None:
+        return None
+    if len(text) > limit:
+        return {"text": text[:limit], "note": f"cut at {limit:,} of {len(text):,} characters"}
+    if stored is not None and len(text) >= stored:
+        return {"text": text, "note": f"shown up to {stored:,} characters; the scored record keeps no more"}
+    return {"text": text, "note": None}
+
+
+def _verdict(row: Mapping[str, Any]) -> str:
+    if row["V"] is None:
+        return "not judged (after the first failure)"
+    return "executable" if row["V"] else "not executable"
+
+
+def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame) -> dict[str, Any]:
+    """What a rollout page shows, in plain values (the template escapes every one)."""
+    meta = json.loads(ep["meta_json"]) if ep["meta_json"] else {}
+    planning = meta.pop("planning", None) if isinstance(meta, dict) else None
+    first = ep["FED"] if ep["T"] is not None and ep["FED"] is not None and ep["FED"] <= ep["T"] else None
+    turns: dict[int, list[dict[str, Any]]] = {}
+    for a in actions.sort("j").iter_rows(named=True):
+        predicates = [{"category": c, "code": k, "detail": d} for c, k, d in
+                      zip(a["failure_categories"], a["failure_codes"], a["failure_details"])]
+        turns.setdefault(a["turn"], []).append({
+            "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"],
+            "call": _clip(a["call"]), "verdict": _verdict(a), "V": a["V"], "accepted": a["accepted"],
+            "result": _clip(a["result"], stored=MAX_RESULT_CHARS), "predicates": predicates,
+            "first": a["j"] == first, "diverged": a["record_match"] in DIVERGED,
+            "match": _MATCH_WORDS.get(a["record_match"]), "recorded_error": a["recorded_error"],
+            "recorded": _clip(a["recorded_result"], stored=MAX_RESULT_CHARS),
+            "replayed": _clip(a["replayed_result"], stored=MAX_RESULT_CHARS)})
+    shown_meta = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) if meta else None
+    return {"ep": ep, "turns": sorted(turns.items()), "first": first, "planning": _planning(planning),
+            "meta": _clip(shown_meta, META_CHARS), "record": ep["call_steps"] is not None,
+            "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else []}
+
+
+# How a diverged call's record_match reads on its rollout page.
+_MATCH_WORDS = {"same_verdict": "both ok or both errors, the content differs",
+                "differs": "one an error, the other not",
+                "not_replayed": "the log shows it ran; replay could not run it"}
+
+
+def _planning(trace: object) -> dict[str, Any] | None:
+    """A planned method's per-turn planning record (``meta.planning``) as a table of text cells."""
+    if not isinstance(trace, list) or not trace:
+        return None
+    entries = [e if isinstance(e, dict) else {"entry": e} for e in trace]
+    columns = sorted({k for e in entries for k in e}, key=lambda k: (k != "turn", k))
+    return {"columns": columns, "rows": [[_cell(e[c]) if c in e else "" for c in columns] for e in entries]}
+
+
+def _cell(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _failing_depths(episodes: pl.DataFrame) -> list[int]:
+    """The FED values of a block's rollouts that failed (the FED filter's choices)."""
+    failed = episodes.filter(pl.col("FED") <= pl.col("T"))
+    return sorted(failed["FED"].unique().to_list())
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("prefix_audit.reports", "templates/site"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["text"] = _text
+    return env
+
+
+def _text(value: str) -> Markup:
+    """Text for element content: ``&``, ``<`` and ``>`` escaped — quotes need no escape there, and
+    observations are full of them (``&#39;`` would make a page a quarter larger). Never for attributes."""
+    return Markup(html.escape(value, quote=False))
+
+
+def _up(folder: str) -> str:
+    """The relative path from a page in ``folder`` back to the site root."""
+    depth = len(PurePosixPath(folder).parts) if folder else 0
+    return "../" * depth
+
+
+def _table_links(frame: pl.DataFrame, blocks: Mapping[tuple[str, str, str], Block],
+                 pools: Mapping[str, Sequence[str]], pool: str | None) -> list[dict[str, Any]]:
+    """Rows of a rendered table with the pages they stand for: a G.1 row its block's page; a pooled
+    F.1 row its pool page (``href``), which links every member dataset's block (``links``)."""
+    rows = []
+    for r in frame.iter_rows(named=True):
+        datasets = [r["dataset"]] if pool is None else list(pools.get(pool, [pool]))
+        links = [{"label": d, "href": f"{blocks[(d, r['model'], r['method'])].folder}/index.html",
+                  "block": blocks[(d, r["model"], r["method"])]}
+                 for d in datasets if (d, r["model"], r["method"]) in blocks]
+        href = links[0]["href"] if pool is None and links else None
+        if pool is not None:
+            href = f"pools/{path_label(pool)}/{path_label(r['model'])}/{path_label(r['method'])}.html"
+        rows.append({"cells": r, "links": links, "href": href, "pool": pool})
+    return rows
+
+
+def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str, Sequence[str]],
+            report: SiteReport) -> dict[str, Any] | None:
+    """G.1 and F.1 of ``stats_path`` with their links; None (and a note) when there are none."""
+    if stats_path is None or not stats_path.is_file():
+        report.notes.append("no stats/stats.parquet in the results root: the site has no intervals")
+        return None
+    stats = read_parquet(stats_path)
+    missing = [c for c in STATS_SCHEMA if c not in stats.columns]
+    if missing:  # an older version's table: the blocks still render
+        report.notes.append(f"{stats_path} is not a stats table of this version (no column(s) "
+                            f"{', '.join(missing[:6])}): run `prefix-audit stats` again for Tables G.1 and F.1")
+        return None
+    by_key = {b.key: b for b in blocks}
+    g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))), K_MAX)
+    g1_columns = ["dataset", "model", "method", "N", *(f"PEC@{k}" for k in range(1, K_MAX + 1))]
+    out = {"g1": {"columns": g1_columns, "rows": _table_links(g1, by_key, pools, None)}, "f1": []}
+    for pool in sorted(pools):
+        f1 = table_f1(stats, pool)
+        columns = ["model", "method", "N", "TER", "mean FED", "AUC-PEC", "final success", "RR"]
+        out["f1"].append({"pool": pool, "members": list(pools[pool]), "columns": columns,
+                          "rows": _table_links(f1, by_key, pools, pool)})
+    return out
+
+
+def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | None,
+                pools: Mapping[str, Sequence[str]] = TAU_POOL, report: SiteReport | None = None) -> dict[str, bytes]:
+    """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given),
+    by site-relative POSIX path; notes go to ``report``."""
+    report = report if report is not None else SiteReport()
+    env = _environment()
+    files: dict[str, bytes] = {}
+
+    def page(path: str, template: str, **context: Any) -> None:
+        folder = str(PurePosixPath(path).parent) if "/" in path else ""
+        html = env.get_template(template).render(up=_up(folder), **context)
+        files[path] = html.encode("utf-8")
+
+    summaries = []
+    summary_of: dict[str, dict[str, Any]] = {}  # by block folder, for the index and the pool pages
+    trusts = []  # the blocks of imported logs against their records, for the index
+    for block in blocks:
+        summary = summary_of[block.folder] = block_summary(block)
+        depths = _failing_depths(block.episodes)
+        by_rollout = block.actions.partition_by("rollout_id", as_dict=True) if block.actions.height else {}
+        empty = block.actions.clear()
+        trust = next(iter(block_trust(block.episodes)), None)
+        if trust is not None:
+            trusts.append({"block": block, "trust": trust, "warnings": trust.warnings(),
+                           "replay": share_text(trust.reproduced, trust.compared),
+                           "verdicts": share_text(trust.same_verdict, trust.compared)})
+        rows = []
+        for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
+            href = f"r/{n}.html"
+            rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"])})
+            page(f"{block.folder}/{href}", "rollout.html.j2", block=block, n=n,
+                 rollout=_rollout_view(ep, by_rollout.get((ep["rollout_id"],), empty)))
+        codes = sorted({code for row in rows for code in row["issues"]})
+        chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
+        names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
+        for name, chunk in zip(names, chunks):
+            page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
+                 pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
+                 categories=CATEGORIES, fed_values=depths, trust=trust.lines() if trust else None,
+                 issue_codes=codes)
+        summaries.append({"block": block, "summary": summary})
+    tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
+    for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
+        for row in table["rows"]:
+            members = [{"block": link["block"], "summary": summary_of[link["block"].folder]} for link in row["links"]]
+            page(row["href"], "pool.html.j2", row=row, table=table, blocks=members, categories=CATEGORIES,
+                 k_max=K_MAX)
+    page("index.html", "index.html.j2", blocks=summaries, categories=CATEGORIES, k_max=K_MAX,
+         has_tables=tables is not None, notes=report.notes, trust=trusts)
+    page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
+    for name in _ASSETS:
+        source, _, _ = env.loader.get_source(env, f"assets/{name}")
+        files[f"assets/{name}"] = source.encode("utf-8")
+    return files
+
+
+def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.PathLike[str], *,
+               scored_root: str | os.PathLike[str], stats_path: str | os.PathLike[str] | None = None,
+               pools: Mapping[str, Sequence[str]] = TAU_POOL) -> SiteReport:
+    """Render the site of these episodes files (see :func:`read_blocks`) and the statistics into
+    ``site`` as one commit; return its counts and sizes."""
+    report = SiteReport()
+    files = render_site(read_blocks(episodes_paths, scored_root, report.notes), stats_path, pools, report)
+    report.blocks = sum(1 for p in files if p.endswith("/index.html") and p.startswith("blocks/"))
+    report.rollouts = sum(1 for p in files if "/r/" in p)
+    report.pages = sum(p.endswith(".html") for p in files)
+    report.bytes = sum(map(len, files.values()))
+    report.largest_page = max(((p, len(b)) for p, b in files.items()), key=lambda pb: (pb[1], pb[0]))
+    with staged_tree(site) as stage:
+        for path, data in sorted(files.items()):
+            target = stage / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return report
+
+
+def view_results(root: str | os.PathLike[str], site: str | os.PathLike[str],
+                 pools: Mapping[str, Sequence[str]] = TAU_POOL) -> SiteReport:
+    """``prefix-audit view ROOT -o SITE``: every scored block of a results root, with its statistics."""
+    root = Path(root)
+    return write_site(scored_blocks(root), site, scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
+                      pools=pools)
