@@ -9,6 +9,7 @@ Conventions the pages follow: a ```yaml block starts with `# NAME.yaml — COMMA
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import re
 import shlex
@@ -156,11 +157,21 @@ def test_synopses_name_real_subcommands_and_options():
                     assert set(words[2].split("|")) <= set(kinds), f"{_relative(page)}: {line}"
 
 
+def _names_imported_exist(tree: ast.Module, page: Path) -> None:
+    """Every ``from prefix_audit… import name`` of a snippet names something that exists (read with
+    importlib, nothing of the snippet is run)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("prefix_audit"):
+            module = importlib.import_module(node.module)
+            missing = [a.name for a in node.names if not hasattr(module, a.name)]
+            assert not missing, f"{_relative(page)}: {node.module} has no {missing}"
+
+
 def test_code_blocks_parse():
     for page in PAGES:
         for lang, body in _blocks(page):
             if lang == "python":
-                ast.parse(body)
+                _names_imported_exist(ast.parse(body), page)
             elif lang == "toml":
                 tomllib.loads(body)
             elif lang == "yaml":

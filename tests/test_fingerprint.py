@@ -28,14 +28,20 @@ def test_imports_inside_functions_count_and_type_checking_imports_do_not(tmp_pat
 
 def test_a_stage_covers_what_it_runs_and_nothing_else():
     tables = stage_modules(SCRIPTS / "tables.py")
-    assert {"prefix_audit.reports.tables", "prefix_audit.statistics.paired", "prefix_audit.statistics.stats", "prefix_audit.statistics.bootstrap",
-            "prefix_audit.core.io", "prefix_audit.pipeline.logs"} <= set(tables)
+    assert {"prefix_audit.reports.tables", "prefix_audit.statistics.paired", "prefix_audit.statistics.stats",
+            "prefix_audit.statistics.bootstrap", "prefix_audit.core.io", "prefix_audit.pipeline.logs",
+            "prefix_audit.reports", "prefix_audit.statistics"} <= set(tables)  # a sub-package's __init__ too
     assert not {m for m in tables if m.startswith(("prefix_audit.replay.checker", "prefix_audit.benchmarks",
                                                     "prefix_audit.replay.registry", "prefix_audit.reports.figures"))}
     # A stage that opens a dataset covers that dataset's benchmark package, not the others.
     score = set(stage_modules(SCRIPTS / "score_rollouts.py", ["toolsandbox"]))
-    assert {"prefix_audit.replay.checker", "prefix_audit.replay.scoring", "prefix_audit.benchmarks.toolsandbox.tools"} <= score
+    assert {"prefix_audit.replay.checker", "prefix_audit.replay.scoring",
+            "prefix_audit.benchmarks.toolsandbox.tools"} <= score
     assert not {m for m in score if m.startswith(("prefix_audit.benchmarks.bfcl", "prefix_audit.benchmarks.tau"))}
+    # A benchmark's package is followed into its own sub-packages.
+    tau = set(stage_modules(SCRIPTS / "score_rollouts.py", ["tau_airline"]))
+    assert {"prefix_audit.benchmarks.tau.domain.semantics", "prefix_audit.benchmarks.tau.adapter.replay",
+            "prefix_audit.benchmarks.tau.generation.conversation", "prefix_audit.benchmarks.tau.ingest.importer"} <= tau
     # The rollout stage reaches the OpenAI backend only inside a function; it still counts.
     rollouts = set(stage_modules(SCRIPTS / "generate_rollouts.py", ["bfcl_v3"]))
     assert {"prefix_audit.models.openai_compat", "prefix_audit.generation.sources.simulated",

@@ -146,20 +146,23 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
 
     # Editing a module reruns exactly the stages that run it (rerun tracking from the code itself).
     for module, planned in (
-        ("tables.py", {"tables": 1, "view": 1, "all": 1}),  # the site renders G.1 and F.1 itself
-        ("figures.py", {"figures": 2, "all": 1}),
-        ("fed.py", {"score_rollouts": 4 * 9, **downstream}),
+        ("reports/tables.py", {"tables": 1, "view": 1, "all": 1}),  # the site renders G.1 and F.1 itself
+        ("reports/figures.py", {"figures": 2, "all": 1}),
+        ("replay/fed.py", {"score_rollouts": 4 * 9, **downstream}),
         # one dataset's benchmark: that dataset's stages only (its 9 blocks)
         ("benchmarks/toolsandbox/tools.py", {"sample_tasks": 1, "generate_rollouts": 9, "score_rollouts": 9,
                                              **downstream}),
+        # a module of one of τ's sub-packages: both τ datasets' stages
+        ("benchmarks/tau/domain/semantics.py", {"sample_tasks": 2, "generate_rollouts": 2 * 9,
+                                                "score_rollouts": 2 * 9, **downstream}),
         # the checker: every stage that opens a benchmark (the adapters, the mutation generator and the
         # simulated model use it)
-        ("checker.py", {"sample_tasks": 4, "generate_rollouts": 4 * 9, "score_rollouts": 4 * 9, **downstream}),
+        ("replay/checker.py", {"sample_tasks": 4, "generate_rollouts": 4 * 9, "score_rollouts": 4 * 9, **downstream}),
     ):
         dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
         assert dry.returncode == 0, dry.stderr[-3000:]
         assert _planned_jobs(dry.stdout) == planned, (module, dry.stdout[-3000:])
-    for module in ("cli.py", "sources/oracle.py"):  # modules no stage of the run imports
+    for module in ("cli.py", "generation/sources/oracle.py"):  # modules no stage of the run imports
         dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
         assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (module, dry.stdout[-3000:])
 

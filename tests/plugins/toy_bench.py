@@ -21,13 +21,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.decode import iter_json_lines
-from prefix_audit.core.records import BadLine, Located, Rollout, Step, rollout_id_for
-from prefix_audit.models.base import ToolSchema
-from prefix_audit.replay.checker import bind_arguments
-from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, unreadable_call_observation
-from prefix_audit.replay.registry import DatasetSpec, ImportRequest, Registration, register
+from prefix_audit.plugin import (
+    BadLine,
+    Benchmark,
+    DatasetSpec,
+    ImportRequest,
+    Located,
+    Outcome,
+    Registration,
+    Rollout,
+    Step,
+    TaskFacts,
+    TaskIndex,
+    ToolCall,
+    ToolSchema,
+    ToolSpec,
+    bind_arguments,
+    iter_json_lines,
+    register,
+    rollout_id_for,
+    structured_call,
+    unreadable_call_observation,
+)
 
 PIN = "4321"
 ROOMS = {"r-kitchen": "kitchen", "r-bedroom": "bedroom", "r-hall": "hall"}

@@ -1,1 +1,11 @@
-"""TODO"""
+"""The rollout record and the boundary with the outside world: what every other layer shares.
+
+Holds :mod:`.records` (the rollout record, one JSON object per line, and the located ``BadLine`` of a
+record that cannot be read), :mod:`.calls` (model-emitted tool calls parsed with :mod:`ast`, never
+evaluated), :mod:`.decode` (external bytes → values, with located errors: the one boundary every
+importer uses), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
+:mod:`.taxonomy` (the five first-failure categories), :mod:`.framework_samples` (a sample of an
+evaluation framework's log in plain terms) and :mod:`.fetch` (a pinned wheel from PyPI, unpacked).
+
+May import: nothing of prefix_audit outside itself. Public: every module.
+"""

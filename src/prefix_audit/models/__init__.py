@@ -1,5 +1,12 @@
 """Model backends behind one small interface (SPEC §4).
 
+Holds :mod:`.base` (the interface every backend implements: requests, responses, tool schemas),
+:mod:`.openai_compat` (any OpenAI-compatible chat-completions server), :mod:`.scripted` (answers from
+an injected policy: the simulated model's backend), :mod:`.endpoints` (endpoints and their ceilings on
+requests in flight), :mod:`.cache` (the content-addressed response cache) and :mod:`.tokens` (local
+token counts).
+
+May import: :mod:`prefix_audit.core` only; backends know nothing about agents or benchmarks.
 ``OpenAICompatibleBackend`` is imported on first use, so offline runs never load the ``openai`` client.
 """
 

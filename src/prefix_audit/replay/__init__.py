@@ -1,1 +1,12 @@
-"""TODO"""
+"""Replay: each action's V_j, FED, Y and the log checked against itself (SPEC §2, §3).
+
+Holds :mod:`.contract` (what a benchmark adapter is), :mod:`.registry` (where benchmark packages
+register, and how they are found), :mod:`.checker` (the generic replay checker), :mod:`.record_check`
+(an episode's replay against what its log recorded), :mod:`.trust` (a block's episodes against their
+logs), :mod:`.fed` (the FED table's typed schemas) and :mod:`.scoring` (the ``score`` stage: a file
+of rollouts → per-action and per-rollout Parquet).
+
+May import: :mod:`prefix_audit.models` (the contract hands adapters a model backend for a user
+simulator) and :mod:`prefix_audit.core`. Never a benchmark by name: benchmarks reach it through the
+registry. Public: every module.
+"""

@@ -6,7 +6,7 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
 
 * ``index.html`` — the blocks, with N, TER, PEC@1..4, final success, infrastructure failures and
   first-failure categories (point estimates from the episodes), each linking to its block; and for
-  blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`.trust`);
+  blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`prefix_audit.replay.trust`);
 * ``tables.html`` — G.1 and F.1 with their intervals, each cell linking to its block(s);
 * ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
   the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure;

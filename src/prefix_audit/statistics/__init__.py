@@ -1,1 +1,11 @@
-"""TODO"""
+"""The statistics engine over FED tables (SPEC §5): metrics, intervals, the bootstrap, pairs.
+
+Holds :mod:`.metrics` (prefix-executability metrics of one block), :mod:`.intervals` (Wilson and
+Hoeffding), :mod:`.aggregates` (per-task sums every metric is a ratio of), :mod:`.bootstrap` (the
+vectorised percentile bootstrap), :mod:`.stats` (the long stats table of every block) and
+:mod:`.paired` (paired condition-minus-baseline differences).
+
+May import: :mod:`prefix_audit.core` only; it knows no benchmark and no replay. Public:
+:mod:`.stats`, :mod:`.paired`, :mod:`.metrics`, :mod:`.intervals`; :mod:`.aggregates` and
+:mod:`.bootstrap` are internal (an import-linter contract keeps them so).
+"""

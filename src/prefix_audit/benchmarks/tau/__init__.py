@@ -1,11 +1,11 @@
 """τ-bench Airline and Retail (datasets ``tau_airline``, ``tau_retail``) on tau2's own environments,
 and τ-bench v1 logs on the same environments (import-only datasets ``tau_v1_airline``, ``tau_v1_retail``).
 
-:mod:`.data` — where tau2 and the tasks come from; :mod:`.environment` — live environments;
-:mod:`.semantics` — the domain facts the checker needs; :mod:`.replay` — the replay adapter and Y;
-:mod:`.conversation` — the agent environment and the users for generating rollouts;
-:mod:`.importer` — τ result files (format detection, tau2 ``results.json``); :mod:`.embedded` — task
-definitions carried in rollout records; :mod:`.v1`, :mod:`.replay_v1`, :mod:`.importer_v1` — τ-bench v1.
+Four sub-packages, each importing only those after it: :mod:`.ingest` (τ logs → rollout records:
+tau2 results in every container, v1 runs, Inspect AI samples), :mod:`.adapter` (the replay adapters
+and Y), :mod:`.generation` (the agent's conversation and the users) and :mod:`.domain` (where tau2 and
+the tasks come from, the live environments, the domain facts, v1's facts and tools). This module is
+the registration and the package's public face.
 """
 
 from __future__ import annotations

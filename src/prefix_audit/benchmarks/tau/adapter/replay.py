@@ -7,14 +7,14 @@ them is taken to follow the reference conversation that the scripted user produc
 the reference rollout and its mutants are built). ``meta["termination_reason"]`` (tau2's names;
 absent = ``user_stop``) says how the conversation ended.
 
-A rollout may carry its task definition (``meta["embedded_task"]``, :mod:`.embedded`: ``import tau
+A rollout may carry its task definition (``meta["embedded_task"]``, :mod:`..domain.embedded`: ``import tau
 --tasks-from-results``, and every τ-bench v1 rollout); it is then scored against that definition, not
 against the task files in use (``has_task`` accepts every id; a rollout with neither is refused when
 its session opens).
 
 Per call: our own schema validation (tau2 validates nothing), reference parameters for dependency
 failures, the task's user facts for information failures, and the environment's verdict through
-tau2's per-call API for state consistency (:mod:`.environment`, :mod:`.semantics`).
+tau2's per-call API for state consistency (:mod:`..domain.environment`, :mod:`..domain.semantics`).
 
 Final success Y is τ's reward, recomputed without any model call:
 
@@ -110,7 +110,7 @@ class TauBenchmark(Benchmark):
         self.dataset = dataset_of(domain)
         self.nl_judge = nl_judge
         # How ``import tau`` treats the task definitions a tau2 results file carries: by default it
-        # embeds in the rollout (:mod:`.embedded`) those that differ from ours in what their reward
+        # embeds in the rollout (:mod:`..domain.embedded`) those that differ from ours in what their reward
         # reads; ``--tasks-from-results`` embeds every one, ``--installed-tasks`` none (a simulation
         # whose task differs is refused).
         if tasks_from_results and installed_tasks:
@@ -129,7 +129,7 @@ class TauBenchmark(Benchmark):
         return self.domain.tasks[task_id]
 
     def has_task(self, task_id: str) -> bool:
-        """Every id: a rollout may carry its own task definition (:mod:`.embedded`); one that does
+        """Every id: a rollout may carry its own task definition (:mod:`..domain.embedded`); one that does
         not and names no task of ours is refused when its session opens."""
         return True
 
@@ -226,7 +226,7 @@ class TauBenchmark(Benchmark):
 
     def reference_rollout(self, task_id: str) -> Rollout:
         """The gold actions as the reference conversation with the scripted user (see
-        :func:`~.conversation.reference_conversation`): one call per step, facts asked for when first
+        :func:`~..generation.conversation.reference_conversation`): one call per step, facts asked for when first
         needed, and a closing message that states every ``communicate_info`` fact."""
         convo = self.reference_conversation(task_id)
         meta = {"user_turns": list(convo.user_turns), "termination_reason": "user_stop", **self.provenance}
@@ -253,7 +253,7 @@ class TauBenchmark(Benchmark):
 
     @cached_property
     def user_guidelines_path(self) -> Path:
-        """tau2's user-simulator guidelines (for :class:`~.conversation.ModelUser`)."""
+        """tau2's user-simulator guidelines (for :class:`~..generation.conversation.ModelUser`)."""
         from tau2.utils.utils import DATA_DIR
 
         return Path(DATA_DIR) / "tau2" / "user_simulator" / "simulation_guidelines.md"

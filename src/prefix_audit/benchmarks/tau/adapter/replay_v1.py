@@ -1,16 +1,16 @@
 """τ-bench v1 rollouts replayed on tau2's environments (datasets ``tau_v1_airline``, ``tau_v1_retail``).
 
 v1's task sets are not tau2's, so these are datasets of their own, of imported logs only: every
-rollout carries its task — v1's ``info.task`` — as an embedded definition (:mod:`.embedded`), and the
+rollout carries its task — v1's ``info.task`` — as an embedded definition (:mod:`..domain.embedded`), and the
 dataset has no task list of its own. The environment is tau2's of the same domain (whose tools are
 v1's, ported) with v1's behaviour where a ported tool behaves otherwise and v1's values of the
-database records that differ (:mod:`.tools_v1`); the exposed tools are v1's stock set (:mod:`.v1`):
+database records that differ (:mod:`..domain.tools_v1`); the exposed tools are v1's stock set (:mod:`..domain.v1`):
 tau2's tools of those names with v1's declared interfaces, and ``think``, which is accepted, returns
 an empty result and changes nothing. A call of any other name is unknown (a schema failure) and, as
 in v1, is not executed. A rollout's replies follow the data version its log was made on
-(``meta["v1_data_era"]``, :data:`.v1.V1_DATA_ERAS`; absent: the current one).
+(``meta["v1_data_era"]``, :data:`..domain.v1.V1_DATA_ERAS`; absent: the current one).
 
-Y is v1's reward (:mod:`.v1`), recomputed from the rollout's own gold: 0 unless the episode ended with
+Y is v1's reward (:mod:`..domain.v1`), recomputed from the rollout's own gold: 0 unless the episode ended with
 the user's stop or a transfer to a human agent; else DB hash after the agent's calls == hash after the
 gold (tau2's hash of the database on both sides, both replayed on v1's tool behaviour) × every output
 found in a message the agent sent the user (not the text beside a tool call; there is no greeting in
@@ -32,7 +32,7 @@ from ..domain.environment import LiveEnvironment
 from ..domain.tools_v1 import V1DomainBackend, V1Environment
 from .replay import TauBenchmark, TauSession, task_facts
 
-# meta key: the name of the v1 data version (:data:`.v1.V1_DATA_ERAS`) a rollout's log was made on
+# meta key: the name of the v1 data version (:data:`..domain.v1.V1_DATA_ERAS`) a rollout's log was made on
 ERA_KEY = "v1_data_era"
 
 
@@ -119,7 +119,7 @@ class TauV1Session(TauSession):
     def execute(self, call: ToolCall) -> Outcome:
         if call.well_formed and call.name not in self._tools:  # v1 answers "Unknown action" and runs nothing
             return Outcome(False, None, f"{v1.UNKNOWN_ACTION_PREFIX} {call.name}")
-        return super().execute(call)  # on v1's tools (:class:`.tools_v1.V1Environment`)
+        return super().execute(call)  # on v1's tools (:class:`..domain.tools_v1.V1Environment`)
 
     def _agent_texts(self) -> list[str]:
         """The messages the agent sent the user (v1's ``respond`` actions): text steps without a call."""

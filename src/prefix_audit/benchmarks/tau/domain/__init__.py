@@ -1,1 +1,10 @@
-"""TODO"""
+"""τ-bench's domains: where tau2's code and the tasks come from, the live environments, the facts.
+
+Holds :mod:`.data` (the pinned tau2 wheel, task files read into our records), :mod:`.environment`
+(tau2's own environments, a fresh database per rollout), :mod:`.semantics` (domain facts the checker
+and the conversation need), :mod:`.embedded` (task definitions carried in rollout records),
+:mod:`.v1` (facts about τ-bench v1) and :mod:`.tools_v1` (v1's tools where they behave otherwise than
+tau2's port of them).
+
+May import: the layers below the benchmarks (:mod:`prefix_audit.replay.contract`, ``core``).
+"""

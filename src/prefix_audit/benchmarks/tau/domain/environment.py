@@ -234,7 +234,7 @@ def tau2_agent_tools() -> dict[str, frozenset[str]]:
     """The agent's tool names of every domain the imported tau2 ships, read off its own toolkits
     (``tau2.domains.<domain>.tools``: the methods its ``is_tool`` decorator marks), airline and retail
     as well as domains we do not replay (telecom): what a log of calls but no domain name is matched
-    against (:func:`.containers.domain_of_tools`). A domain whose tools module does not import is left out."""
+    against (:func:`..ingest.containers.domain_of_tools`). A domain whose tools module does not import is left out."""
     import pkgutil
 
     import tau2.domains

@@ -242,7 +242,8 @@ def agent_system_prompt(policy: str) -> str:
 
 class TauAgentEnvironment:
     """A live τ environment for generating one rollout with an agent (half-duplex; the orchestrator
-    decides turns). ``errors`` counts tool results flagged as errors, for τ's :data:`~.semantics.MAX_ERRORS`."""
+    decides turns). ``errors`` counts tool results flagged as errors, for τ's
+    :data:`~..domain.semantics.MAX_ERRORS`."""
 
     def __init__(self, backend: DomainBackend, task: TauTask) -> None:
         self.task_id = task.id
@@ -272,7 +273,7 @@ class TauConversation:
     """τ-bench's half-duplex protocol for one episode (a :class:`~prefix_audit.replay.contract.Conversation`):
     the agent greets, the user (scripted or a model) opens with the reason for the
     call and then answers the agent's closing reply of every turn, until it sends a stop token; the
-    agent's stop token, :data:`~.semantics.MAX_ERRORS` tool errors or :data:`~.semantics.MAX_STEPS`
+    agent's stop token, :data:`~..domain.semantics.MAX_ERRORS` tool errors or :data:`~..domain.semantics.MAX_STEPS`
     steps end it too. Each user message that the agent answers opens a turn (``meta["user_turns"]``)."""
 
     def __init__(self, env: TauAgentEnvironment, user: ScriptedUser | ModelUser, provenance: dict[str, str]) -> None:

@@ -1,1 +1,9 @@
-"""TODO"""
+"""τ-bench logs → rollout records: tau2 results in every container, v1 runs, Inspect AI samples.
+
+Holds :mod:`.containers` (every container tau2 simulations come in), :mod:`.importer` (tau2
+simulations; format detection), :mod:`.importer_v1` (v1's result lists, both strategies),
+:mod:`.inspect_samples` (inspect_evals' ``tau2_airline``/``tau2_retail`` samples) and :mod:`.errors`.
+
+May import: :mod:`..adapter`, :mod:`..generation`, :mod:`..domain` and the layers below the
+benchmarks.
+"""

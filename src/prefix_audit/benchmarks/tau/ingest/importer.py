@@ -29,7 +29,7 @@ kept: the checker scores it as a schema failure.
 **Tasks.** As tau2's own ``evaluate-trajs`` does, a simulation is scored against the task definition
 the file carries (:func:`task_plan`): where it differs from ours in a criterion its reward basis
 reads, or we lack the task, the file's definition is embedded in the rollout
-(``meta["embedded_task"]``, :mod:`.embedded`; the meta then has no ``tasks_sha256``); a difference
+(``meta["embedded_task"]``, :mod:`..domain.embedded`; the meta then has no ``tasks_sha256``); a difference
 outside the reward basis cannot change Y and is only said. How the file's tasks differ from ours is
 said once per file (``meta["reading"]``, printed by ``import``/``audit``). ``--installed-tasks``
 refuses such simulations instead; ``--tasks-from-results`` embeds every definition.
@@ -560,7 +560,7 @@ class DomainChoice:
 
 def choose_domain(container: Simulations, benchmark_for: Callable[[str], TauBenchmark]) -> DomainChoice:
     """The container's domain (:meth:`~.containers.Simulations.named_domain`), else the one whose
-    tools alone the agent's calls use, as tau2 ships them (:func:`.environment.tau2_agent_tools`)."""
+    tools alone the agent's calls use, as tau2 ships them (:func:`..domain.environment.tau2_agent_tools`)."""
     named = container.named_domain()
     if named is not None:
         domain, where = named

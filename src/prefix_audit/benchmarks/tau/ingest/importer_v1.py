@@ -1,7 +1,7 @@
 """Import τ-bench v1 result files (``run.py``'s output, ``historical_trajectories/``) into rollout
-records of the ``tau_v1_airline``/``tau_v1_retail`` datasets (:mod:`.replay_v1`).
+records of the ``tau_v1_airline``/``tau_v1_retail`` datasets (:mod:`..adapter.replay_v1`).
 
-The file is a JSON list of entries ``{task_id, reward, info, traj, trial}`` (:mod:`.v1`). Per entry:
+The file is a JSON list of entries ``{task_id, reward, info, traj, trial}`` (:mod:`..domain.v1`). Per entry:
 
 * turns: each user message opens a turn, except the user's stop message; the agent's messages until
   the next user message are its steps — a tool call (``function.arguments``, a JSON text, parsed as
@@ -13,9 +13,9 @@ The file is a JSON list of entries ``{task_id, reward, info, traj, trial}`` (:mo
   ``agent_error`` when ``info.error`` is set), the recorded reward and reward info, the ids of calls
   whose reply was an error (``Error…``) or ``Unknown action…`` (as 1-based positions among its calls,
   which are their action depths: v1 logs may reuse a call id), ``user_cost``, the task as an
-  embedded definition (:mod:`.embedded`), the tau2 provenance, the agent strategy the entry was read
+  embedded definition (:mod:`..domain.embedded`), the tau2 provenance, the agent strategy the entry was read
   by (``v1_agent_strategy``), the version of v1's data the run used (``v1_data_era``,
-  :func:`detect_era`) and the reward rule Y follows (``v1_reward_rule``, :func:`.v1.dated_rule`);
+  :func:`detect_era`) and the reward rule Y follows (``v1_reward_rule``, :func:`..domain.v1.dated_rule`);
 * ``recorded``: the reward as the log's verdict on Y (reward 1), and per call the reply the log
   recorded (:func:`recorded_reply`), for the audit to check itself against;
 * ``trial`` from the entry; ``task_id`` as a string. The rollout id is made from the dataset, model,
@@ -41,7 +41,7 @@ user's stop. In a ``BadLine`` from this importer, ``line``
 is the entry's 1-based position in the list.
 
 Domain: the tools of the file's gold actions and of its calls answered with a normal result, where
-they belong to one domain's stock set only (:func:`.v1.domain_evidence`); a file with evidence of
+they belong to one domain's stock set only (:func:`..domain.v1.domain_evidence`); a file with evidence of
 both domains or of none is refused unless ``--tau-v1-domain`` names it.
 """
 
@@ -287,7 +287,7 @@ class RespondText(str):
 
 
 def react_action(content: str, call_id: str) -> ToolCall | str:
-    """One ReAct message as v1's ReAct agent reads it (:mod:`.v1`): the JSON after the last
+    """One ReAct message as v1's ReAct agent reads it (:mod:`..domain.v1`): the JSON after the last
     ``Action:``; a ``respond`` action's ``content`` (a str) or a tool call. A text that is not JSON
     is a ``respond`` with that text (a :class:`RespondText`); a JSON value v1 cannot take as an
     action is a malformed call."""
@@ -444,7 +444,7 @@ class FileReading:
     default_strategy: str
     era: v1.DataEra
     current_rule: bool  # an entry shows v1's current reward rule
-    rule: str  # the reward rule Y follows (:func:`.v1.dated_rule`)
+    rule: str  # the reward rule Y follows (:func:`..domain.v1.dated_rule`)
     summary: str
 
 
@@ -607,7 +607,7 @@ def _names_province(reply: str) -> bool:
 
 
 def detect_era(entries: list[Any], strategies: list[str], domain: str) -> tuple[v1.DataEra, str]:
-    """The version of v1's data the run used (:data:`.v1.V1_DATA_ERAS`) and the evidence in words:
+    """The version of v1's data the run used (:data:`..domain.v1.V1_DATA_ERAS`) and the evidence in words:
     replies holding a user's address with ``province`` (only the older data has it) and recorded gold
     hashes equal to an untouched database's. Without either, the current version (its addresses then
     show no difference)."""

@@ -14,7 +14,7 @@ flipped) and is not read for actions.
   how it differs from ours is said once per kind (``meta["reading"]``);
 * task × trial: the sample id × epoch (trial = epoch − 1);
 * Y: as inspect_evals' scorer computes it (``meta["reward_rule"]`` = ``inspect_evals``,
-  :mod:`.replay`): the database after the agent's calls equals the one after the gold actions, and
+  :mod:`..adapter.replay`): the database after the agent's calls equals the one after the gold actions, and
   every ``communicate_info`` string occurs in what the user was shown — whatever the task's reward
   basis and however the conversation ended (no NL assertions, no premature-termination rule);
 * recorded: the scorer's value (``C``/``I``, or 1/0) as the verdict on Y, the tool messages as
