@@ -12,6 +12,11 @@ min_version("9.0")
 os.environ["PYTHONHASHSEED"] = "0"
 
 
+# Declared, so that Snakemake passes it on to jobs it runs elsewhere (Slurm) as well.
+envvars:
+    "PYTHONHASHSEED",
+
+
 configfile: "config/config.yaml"
 
 

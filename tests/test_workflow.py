@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -165,6 +166,15 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     for module in ("cli.py", "generation/sources/oracle.py"):  # modules no stage of the run imports
         dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
         assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (module, dry.stdout[-3000:])
+
+
+def test_snakemake_lint_lists_only_the_documented_environment_note():
+    # docs/limits.md: the rules carry no conda: or container: directive (only PyPI is reachable here).
+    proc = subprocess.run([SNAKEMAKE, "--lint"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    titles = set(re.findall(r"^    \* (.+?):?$", out, flags=re.MULTILINE))
+    assert titles == {"Specify a conda environment or container for each rule."}, out[-4000:]
+    assert "Lints for rule score_rollouts" in out  # the lint did read the rules
 
 
 def _planned_jobs(dry_run_output: str) -> dict[str, int]:

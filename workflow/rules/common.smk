@@ -165,15 +165,26 @@ def block_rollouts(wildcards):
     return f"{RESULTS}/rollouts/{wildcards.dataset}/{wildcards.model}/{wildcards.method}.jsonl"
 
 
-def block_episodes():
+def _block_files(name):
+    """The file ``name`` of every block's scoring, generated blocks first, then imported ones."""
     generated = [(dataset, model, method) for dataset in DATASETS for model, method in PLANNED[dataset]]
-    return [f"{RESULTS}/scored/{dataset}/{path_label(model)}/{method}/episodes.parquet"
+    return [f"{RESULTS}/scored/{dataset}/{path_label(model)}/{method}/{name}"
             for dataset, model, method in [*generated, *IMPORTS]]
+
+
+def block_episodes():
+    return _block_files("episodes.parquet")
 
 
 def block_actions():
     """The actions.parquet beside each of block_episodes()."""
-    return [path.replace("/episodes.parquet", "/actions.parquet") for path in block_episodes()]
+    return _block_files("actions.parquet")
+
+
+def scored_root(wildcards, input):
+    """The folder of every block's scoring, as the job sees its inputs (a storage plugin may place
+    them elsewhere than the workflow names them): four levels above a block's episodes.parquet."""
+    return str(Path(input.episodes[0]).parents[3]) if input.episodes else f"{RESULTS}/scored"
 
 
 def all_outputs():

@@ -8,7 +8,7 @@ rule view:
     output:
         directory(f"{RESULTS}/site"),
     params:
-        scored=f"{RESULTS}/scored",
+        scored=scored_root,
         pools=config["stats"]["pools"],
         code=code("view"),
     log:
