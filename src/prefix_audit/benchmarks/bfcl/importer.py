@@ -83,7 +83,7 @@ from .decoders import (
 )
 from .handlers import HandlerChoice, ModelEntry, check_model_key, choose_handler, model_config
 from .loader import is_error_value
-from .scores import find_score_file, is_score_file, result_file_of
+from .scores import error_type, find_score_file, is_failing_entry, is_score_file, result_file_of, summary_counts
 from .semantics import SHARED_DEFAULTS, leaves_shared_default
 from .versions import DataChoice, RecordedRun, choose_release
 
@@ -484,7 +484,7 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
                          f"(its verdicts are read from here)")
     lines: list[JsonLine | BadLine] = []
     failing: dict[str, str] = {}
-    summary: dict[str, Any] | None = None
+    summary: tuple[int, int] | None = None
     seen: set[str] = set()
     models: set[str] = set()
     for item in iter_json_lines(path):
@@ -493,12 +493,9 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
             continue
         obj = item.value
         if summary is None:
-            counts = [obj.get(k) if isinstance(obj, dict) else None for k in ("correct_count", "total_count")]
-            if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
-                raise ValueError(f"{path.name}: the first line is no summary with correct_count and total_count")
-            summary = obj
+            summary = summary_counts(obj, path)
             continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or obj.get("valid") is not False:
+        if not is_failing_entry(obj):
             lines.append(BadLine(item.path, item.line, "not a failing entry of BFCL's score file (an object with an "
                                                        "id and valid: false)", None, item.excerpt))
             continue
@@ -514,12 +511,12 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
                                                      "inference_log": obj.get("inference_log"),
                                                      "prompt": obj.get("prompt"),
                                                      "possible_answer": obj.get("possible_answer")}, item.excerpt))
-        error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
-        failing[obj["id"]] = str(error.get("error_type") or "invalid")[:200]
+        failing[obj["id"]] = error_type(obj)
     if summary is None:
         raise ValueError(f"{path.name} is empty")
-    note = (f"BFCL score file read as a log: only the {len(seen)} entries that failed, of {summary['total_count']} "
-            f"(the {summary['correct_count']} that passed are not in it)")
+    correct, total = summary
+    note = (f"BFCL score file read as a log: only the {len(seen)} entries that failed, of {total} "
+            f"(the {correct} that passed are not in it)")
     yield from _entries(path, lines, lambda entry_id: (0, f"BFCL score file: {failing.get(entry_id, 'invalid')}"),
                         models, model, method, config, releases, data_release, unavailable, note)
 

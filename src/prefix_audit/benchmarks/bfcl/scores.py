@@ -64,16 +64,12 @@ def read_score_file(path: Path) -> ScoreFile:
             raise DecodeError(f"{path.name} line {item.line}: {item.reason}")
         value = item.value
         if summary is None:
-            counts = [value.get(k) if isinstance(value, dict) else None for k in ("correct_count", "total_count")]
-            if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
-                raise DecodeError(f"{path.name}: the first line is no summary with correct_count and total_count")
-            summary = value
+            summary = summary_counts(value, path)
             continue
-        if not isinstance(value, dict) or not isinstance(value.get("id"), str) or value.get("valid") is not False:
+        if not is_failing_entry(value):
             raise DecodeError(f"{path.name} line {item.line}: not a failing entry (an object with an id and "
                               f"valid: false)")
-        error = value.get("error") if isinstance(value.get("error"), dict) else {}
-        failing[value["id"]] = str(error.get("error_type") or "invalid")[:200]
+        failing[value["id"]] = error_type(value)
         categories.add(str(value.get("test_category") or category_of(value["id"])))
         if isinstance(value.get("model_name"), str):
             models.add(value["model_name"])
@@ -82,8 +78,27 @@ def read_score_file(path: Path) -> ScoreFile:
     named = _name_category(path)
     if named is not None:
         categories.add(named)
-    return ScoreFile(path, summary["total_count"], summary["correct_count"], failing, frozenset(categories),
-                     frozenset(models))
+    correct, total = summary
+    return ScoreFile(path, total, correct, failing, frozenset(categories), frozenset(models))
+
+
+def summary_counts(value: Any, path: Path) -> tuple[int, int]:
+    """(correct_count, total_count) of a score file's first line; :class:`DecodeError` if it is no summary."""
+    counts = [value.get(k) if isinstance(value, dict) else None for k in ("correct_count", "total_count")]
+    if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        raise DecodeError(f"{path.name}: the first line is no summary with correct_count and total_count")
+    return counts[0], counts[1]
+
+
+def is_failing_entry(value: Any) -> bool:
+    """A line of a score file after its summary: an object with an id and ``valid: false``."""
+    return isinstance(value, dict) and isinstance(value.get("id"), str) and value.get("valid") is False
+
+
+def error_type(value: Mapping[str, Any]) -> str:
+    """BFCL's error type of a failing entry (``invalid`` where it names none)."""
+    error = value.get("error") if isinstance(value.get("error"), dict) else {}
+    return str(error.get("error_type") or "invalid")[:200]
 
 
 def is_score_file(path: Path) -> bool:
