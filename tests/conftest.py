@@ -46,10 +46,19 @@ def tau_data():
 
 
 @pytest.fixture(scope="session")
-def tau(tau_data):
+def telecom():
+    """τ² telecom (``tau_telecom``) on the pinned wheel's tasks (base split)."""
+    from prefix_audit.benchmarks.tau import TELECOM, TelecomBenchmark, load_data
+
+    return TelecomBenchmark(load_data(RESOURCES, domains=(TELECOM,)), TELECOM)
+
+
+@pytest.fixture(scope="session")
+def tau(tau_data, telecom):
+    """Every τ dataset on the pinned wheel, by dataset id."""
     from prefix_audit.benchmarks.tau import load_benchmarks
 
-    return load_benchmarks(tau_data)
+    return {**load_benchmarks(tau_data), telecom.dataset: telecom}
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from prefix_audit.generation.grid import blocks, condition_pairs
+from prefix_audit.generation.grid import blocks, condition_pairs, selected_datasets
 from prefix_audit.replay import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +25,7 @@ def test_the_default_config_is_valid_and_asks_for_the_paper_methods(config):
     schema = registry.config_schema(base)  # with each registered benchmark's own fragment
     jsonschema.Draft202012Validator(schema).validate(config)
     assert set(schema["properties"]["benchmarks"]["properties"]) == set(config["benchmarks"])
+    assert selected_datasets(config) == ["bfcl_v3", "tau_airline", "tau_retail", "toolsandbox"]  # telecom is opt-in
     with pytest.raises(jsonschema.ValidationError, match="unexpected"):  # still strict
         jsonschema.Draft202012Validator(schema).validate({**config, "benchmarks": {"bfcl_v4": {}}})
     unused = {**config["profiles"], "spare": {"p_stop": 1.5}}  # a named profile no model uses is checked too
@@ -56,7 +57,7 @@ def test_condition_pairs_compare_each_condition_with_plan_conditioned(config):
     assert {p["condition"]["method"] for p in pairs} == {"dual_loop", "dual_loop.accept", "dual_loop.replay",
                                                          "dual_loop.verifier-sim-weak"}
     assert {(p["baseline"]["model"], p["baseline"]["method"]) for p in pairs} == {("sim-medium", "plan_conditioned")}
-    assert {p["dataset"] for p in pairs} == set(config["benchmarks"])
+    assert {p["dataset"] for p in pairs} == set(config["datasets"])
 
 
 @pytest.mark.parametrize("edit, message", [

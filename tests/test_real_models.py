@@ -90,7 +90,8 @@ def test_conditions_on_a_model_outside_the_grid_do_not_run(default):
 
 
 def test_datasets_selects_the_benchmarks_that_run(default):
-    assert selected_datasets(default) == sorted(default["benchmarks"])
+    assert selected_datasets(default) == sorted(default["datasets"]) == sorted(set(default["benchmarks"]) - {"tau_telecom"})
+    assert selected_datasets({k: v for k, v in default.items() if k != "datasets"}) == sorted(default["benchmarks"])
     assert selected_datasets({**default, "datasets": ["tau_retail"]}) == ["tau_retail"]
     with pytest.raises(ValueError, match="bfcl_v4 not configured under benchmarks"):
         selected_datasets({**default, "datasets": ["bfcl_v4"]})

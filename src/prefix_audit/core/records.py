@@ -34,8 +34,8 @@ from .calls import ToolCall, looks_like_calls, parse_call_string, structured_cal
 from .decode import BadLine, DecodeError, count, iter_json_lines, seconds
 
 __all__ = ["BadLine", "Located", "LogIssue", "Recorded", "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
-           "actions_of", "call_like_text_steps", "call_steps", "dumps", "read_rollouts", "rollout_from_json",
-           "rollout_id_for", "unmatched_results"]
+           "PARTY_CALLS_KEY", "actions_of", "call_like_text_steps", "call_steps", "dumps", "read_rollouts", "rollout_from_json",
+           "party_results", "rollout_id_for", "unmatched_results"]
 
 SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("dataset", "task_id", "model", "method", "rollout_id", "turns")
@@ -327,6 +327,20 @@ def call_steps(rollout: Rollout) -> tuple[int, int]:
     readable = sum(bool(step.calls) and (t, s) not in listed for t, turn in enumerate(rollout.turns)
                    for s, step in enumerate(turn))
     return readable + rollout.recorded.undecoded_count, rollout.recorded.undecoded_count
+
+
+# The calls of another party than the agent a rollout carries (a benchmark whose user acts on the
+# environment: τ² telecom's user on their phone), in ``meta``: a list of objects with the turn they came
+# before, the call (name, arguments, id) and what the log recorded (``result``). They are replayed and
+# checked against the log, never scored as actions; the benchmark's adapter reads them.
+PARTY_CALLS_KEY = "user_calls"
+
+
+def party_results(rollout: Rollout) -> int:
+    """How many of another party's calls (:data:`PARTY_CALLS_KEY`) have a result the log recorded."""
+    entries = rollout.meta.get(PARTY_CALLS_KEY)
+    return sum(isinstance(e, dict) and e.get("result") is not None for e in entries) \
+        if isinstance(entries, list) else 0
 
 
 def unmatched_results(rollout: Rollout) -> list[tuple[int, int, RecordedResult]]:

@@ -162,9 +162,11 @@ def planned_blocks(config: Mapping[str, Any]) -> tuple[dict[str, list[tuple[str,
     its benchmark lacks a capability they need (:meth:`~prefix_audit.generation.settings.BlockSettings.needs`)."""
     trials = (config.get("agents") or {}).get("trials", 1)
     if isinstance(trials, Mapping):
-        unknown = sorted(set(trials) - set(selected_datasets(config)))
+        # A configured dataset the run does not select keeps its trials for a run that does (a config
+        # file narrowing `datasets` leaves the rest as it is); a name configured nowhere is a mistake.
+        unknown = sorted(set(trials) - set(config["benchmarks"]))
         if unknown:
-            raise ValueError(f"agents.trials names dataset(s) the run does not have: {', '.join(unknown)}")
+            raise ValueError(f"agents.trials names dataset(s) not configured under benchmarks: {', '.join(unknown)}")
     grid = blocks(config)
     needs = {key: BlockSettings.parse(settings).needs() for key, settings in grid.items()}
     planned: dict[str, list[tuple[str, str]]] = {}

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.io import atomic_write_text, commit_files, path_label
-from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dumps
+from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dumps, party_results
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark
 from prefix_audit.replay.trust import UNDECODED_LOUD
@@ -57,7 +57,8 @@ class RecordTally:
         acted = rollout.infra_error is None
         self.entries += sign
         self.verdicts += sign * (rollout.recorded.y is not None)
-        self.results += sign * sum(r is not None for turn in rollout.turns for step in turn for r in step.results or ())
+        self.results += sign * (sum(r is not None for turn in rollout.turns for step in turn for r in step.results or ())
+                                + party_results(rollout))
         self.call_steps += sign * steps
         self.undecoded += sign * undecoded
         self.acted += sign * acted

@@ -24,7 +24,7 @@ from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Action, Rollout, Step, actions_of
 from prefix_audit.core.taxonomy import PRIORITY
 
-from .contract import Benchmark, Outcome, ReplaySession, TaskFacts, ToolSpec, UnscorableRollout
+from .contract import Benchmark, Outcome, PartyCall, ReplaySession, TaskFacts, ToolSpec, UnscorableRollout
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class EpisodeResult:
     verdicts: tuple[ActionVerdict, ...]
     y_detail: str | None = None
     unknown_tool_calls: int = 0  # calls (anywhere in the rollout) with an empty name or one the task does not know
+    party_calls: tuple[PartyCall, ...] = ()  # another party's calls the session replayed (never actions)
 
     @property
     def first_failure(self) -> ActionVerdict | None:
@@ -367,7 +368,8 @@ def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
     T = len(actions)
     y = session.final_success()
     fed = run.fed if run.fed is not None else T + 1
-    return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail, run.unknown_calls)
+    return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail, run.unknown_calls,
+                         tuple(getattr(session, "party_calls", ())))
 
 
 class DryRun:

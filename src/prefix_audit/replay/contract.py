@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.records import Rollout, Usage
+from prefix_audit.core.records import RecordedResult, Rollout, Usage
 from prefix_audit.core.taxonomy import CATEGORIES, PRIORITY
 from prefix_audit.models.base import ModelBackend, ToolSchema
 
 __all__ = ["CAPABILITIES", "CATEGORIES", "PRIORITY", "AgentEnvironment", "Benchmark", "Conversation",
-           "MissingCapability", "Outcome", "ReplaySession", "ScriptedEnvironment", "TaskFacts", "TaskIndex",
+           "MissingCapability", "Outcome", "PartyCall", "ReplaySession", "ScriptedEnvironment", "TaskFacts", "TaskIndex",
            "TaskSample", "ToolSpec", "UnknownDataset", "UnscorableRollout", "Validator", "capabilities_of",
            "unreadable_call_observation"]
 
@@ -70,6 +70,25 @@ class Outcome:
     logged: str | None = None
     executed: bool = True
     volatile: tuple[tuple[str, Any, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class PartyCall:
+    """A call another party than the agent made and the log records (τ² telecom's user, on their
+    own phone), as the session replayed it: a transition of the environment that replay applies in
+    the log's order and checks against the log, never one of the agent's actions — it counts in
+    neither T nor FED (SPEC §2).
+
+    ``turn``: the user turn it came before (the party acts while it holds the floor, so before the
+    agent's steps of that turn; the rollout's number of turns: after the last); ``result``: the
+    benchmark's rendering of the outcome; ``recorded``: what the log recorded (None: nothing)."""
+
+    party: str
+    turn: int
+    call: ToolCall
+    accepted: bool
+    result: str
+    recorded: RecordedResult | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +156,10 @@ class ReplaySession(Protocol):
 
     def final_success(self) -> int | None:
         """Y on the full observed rollout (None when the benchmark cannot decide it)."""
+
+    # Optional: ``party_calls: Sequence[PartyCall]`` — read after :meth:`final_success`: the calls of
+    # another party the session replayed (a benchmark whose user acts on the environment); the log
+    # check compares their recorded results as it does the agent's.
 
 
 # --- what an agent loop sees ------------------------------------------------------------------

@@ -20,6 +20,10 @@ replay judged it without running it — not compared). A recorded result beyond 
 ``unmatched``: the log ran a call this reading of the step did not find. A call the log recorded
 nothing for is not compared.
 
+Another party's calls the session replayed (τ² telecom's user on their phone,
+:class:`~prefix_audit.replay.contract.PartyCall`) are compared the same way, counted with the agent's,
+and a divergence among them is named as that party's (``user call k``).
+
 ``replay_agreement`` is the share of compared results that are ``same``. ``log_issue`` joins, with
 ``; ``, the faults the importer found in the log, ``not_executed``, ``replay_diverged`` (the first
 divergence), the causes the importer found for a Y that differs from the log's verdict (only where
@@ -43,6 +47,7 @@ from prefix_audit.core.decode import loads
 from prefix_audit.core.records import LogIssue, RecordedResult, unmatched_results
 
 from .checker import ActionVerdict, EpisodeResult
+from .contract import PartyCall
 
 SAME, SAME_VERDICT, DIFFERS, NOT_REPLAYED, NOT_EXECUTED, UNMATCHED = (
     "same", "same_verdict", "differs", "not_replayed", "not_executed", "unmatched")
@@ -151,8 +156,11 @@ def compare(recorded: RecordedResult, verdict: ActionVerdict) -> str:
         return NOT_EXECUTED
     if verdict.accepted is None or not verdict.executed:
         return NOT_REPLAYED
-    replayed = verdict.logged or ""
-    replayed_error = not verdict.accepted
+    return compare_result(recorded, verdict.logged or "", not verdict.accepted, verdict.volatile)
+
+
+def compare_result(recorded: RecordedResult, replayed: str, replayed_error: bool, volatile: Volatile = ()) -> str:
+    """``same``, ``same_verdict`` or ``differs``: a recorded result against a replayed one."""
     recorded_error = recorded.error
     if recorded.cut:
         same_content = hashlib.sha256(replayed.encode("utf-8")).hexdigest() == recorded.sha256
@@ -161,7 +169,7 @@ def compare(recorded: RecordedResult, verdict: ActionVerdict) -> str:
     elif (recorded_error if recorded_error is not None else replayed_error) and replayed_error:
         same_content = canonical_error(recorded.content) == canonical_error(replayed)
     else:
-        same_content = canonical(recorded.content, verdict.volatile) == canonical(replayed, verdict.volatile)
+        same_content = canonical(recorded.content, volatile) == canonical(replayed, volatile)
     same_verdict = same_content if recorded_error is None else recorded_error == replayed_error
     if same_content and same_verdict:
         return SAME
@@ -179,23 +187,36 @@ def _where(verdict: ActionVerdict) -> str:
     return f"call {verdict.action.index} ({name}, turn {verdict.action.turn})"
 
 
+def _party_where(party: PartyCall, k: int) -> str:
+    return f"{party.party} call {k + 1} ({party.call.name or 'no tool name'}, before turn {party.turn})"
+
+
+def party_statuses(ep: EpisodeResult) -> tuple[str | None, ...]:
+    """The status of each of another party's replayed calls (None: the log recorded no result)."""
+    return tuple(None if p.recorded is None else NOT_EXECUTED if not p.recorded.executed
+                 else compare_result(p.recorded, p.result, not p.accepted) for p in ep.party_calls)
+
+
 @dataclass(frozen=True)
 class RecordCheck:
-    """One episode against its log: per-call statuses (by depth j), counts and the log issue."""
+    """One episode against its log: per-call statuses (by depth j; another party's calls in replay
+    order), counts over both and the log issue."""
 
     statuses: dict[int, str]
     compared: int  # recorded results compared (the denominator of replay_agreement)
     reproduced: int  # of those, ``same``
     same_verdict: int  # of those, ``same`` or ``same_verdict``
     log_issue: str | None
+    party: tuple[str | None, ...] = ()
 
     @property
     def replay_agreement(self) -> float | None:
         return self.reproduced / self.compared if self.compared else None
 
 
-def _divergence(ep: EpisodeResult, statuses: dict[int, str]) -> str | None:
-    """The first divergence of replay from the record, in words."""
+def _divergence(ep: EpisodeResult, statuses: dict[int, str], party: tuple[str | None, ...]) -> str | None:
+    """The first divergence of replay from the record, in words: the agent's calls first, then
+    another party's."""
     for v in ep.verdicts:
         status = statuses.get(v.action.index)
         if status not in DIVERGED:
@@ -209,10 +230,16 @@ def _divergence(ep: EpisodeResult, statuses: dict[int, str]) -> str | None:
     for t, s, result in unmatched_results(ep.rollout)[:1]:
         return (f"turn {t}, step {s}: the log ran a call this reading of the step did not find "
                 f"(recorded result {_excerpt(result.content)})")
+    for k, (call, status) in enumerate(zip(ep.party_calls, party)):
+        if status in DIVERGED:
+            assert call.recorded is not None
+            kind = "ok/error verdict agrees, content differs" if status == SAME_VERDICT else "ok/error verdict differs"
+            return (f"{_party_where(call, k)}: recorded {_excerpt(call.recorded.content)}, replayed "
+                    f"{_excerpt(call.result)} ({kind})")
     return None
 
 
-def _issues(ep: EpisodeResult, statuses: dict[int, str]) -> Iterator[str]:
+def _issues(ep: EpisodeResult, statuses: dict[int, str], party: tuple[str | None, ...]) -> Iterator[str]:
     recorded = ep.rollout.recorded
     assert recorded is not None
     for issue in recorded.issues:
@@ -224,7 +251,7 @@ def _issues(ep: EpisodeResult, statuses: dict[int, str]) -> Iterator[str]:
     if skipped:
         yield LogIssue(NOT_EXECUTED_CODE, f"{len(skipped)} call(s) the log shows never ran, not executed in replay "
                                           f"either (first: {_where(skipped[0])})").text()
-    divergence = _divergence(ep, statuses)
+    divergence = _divergence(ep, statuses, party)
     if divergence is not None:
         yield LogIssue(REPLAY_DIVERGED, divergence).text()
 
@@ -236,11 +263,13 @@ def check_record(ep: EpisodeResult) -> RecordCheck | None:
         return None
     statuses = {v.action.index: compare(v.action.recorded, v) for v in ep.verdicts
                 if v.action.recorded is not None and not v.action.terminal}
+    party = party_statuses(ep)
+    every = [*statuses.values(), *(s for s in party if s is not None)]
     unmatched = len(unmatched_results(ep.rollout))
-    compared = sum(s != NOT_EXECUTED for s in statuses.values()) + unmatched
-    reproduced = sum(s == SAME for s in statuses.values())
-    same_verdict = sum(s in (SAME, SAME_VERDICT) for s in statuses.values())
-    issues = list(_issues(ep, statuses))
+    compared = sum(s != NOT_EXECUTED for s in every) + unmatched
+    reproduced = sum(s == SAME for s in every)
+    same_verdict = sum(s in (SAME, SAME_VERDICT) for s in every)
+    issues = list(_issues(ep, statuses, party))
     if not issues and recorded.y is not None and ep.Y is not None and ep.Y != recorded.y:
         said = recorded.verdict or f"Y = {recorded.y}"
         if recorded.undecoded_count:  # the reading missed calls: the likeliest cause
@@ -251,4 +280,4 @@ def check_record(ep: EpisodeResult) -> RecordCheck | None:
         else:
             issues.append(LogIssue(Y_DIFFERS, f"the log records {said}, replay gives Y = {ep.Y}"
                                               + (f" ({ep.y_detail})" if ep.y_detail else "")).text())
-    return RecordCheck(statuses, compared, reproduced, same_verdict, "; ".join(issues) or None)
+    return RecordCheck(statuses, compared, reproduced, same_verdict, "; ".join(issues) or None, party)

@@ -1,5 +1,6 @@
-"""τ-bench Airline and Retail (datasets ``tau_airline``, ``tau_retail``) on tau2's own environments,
-and τ-bench v1 logs on the same environments (import-only datasets ``tau_v1_airline``, ``tau_v1_retail``).
+"""τ-bench Airline and Retail (datasets ``tau_airline``, ``tau_retail``) and τ² telecom (``tau_telecom``,
+opt-in: both parties act) on tau2's own environments, and τ-bench v1 logs on the airline and retail
+environments (import-only datasets ``tau_v1_airline``, ``tau_v1_retail``).
 
 Four sub-packages, each importing only those after it: :mod:`.ingest` (τ logs → rollout records:
 tau2 results in every container, v1 runs, Inspect AI samples), :mod:`.adapter` (the replay adapters
@@ -30,18 +31,30 @@ from .adapter.replay import (
     load_benchmarks,
 )
 from .adapter.replay_v1 import TauV1Benchmark, load_v1_benchmarks, v1_dataset_of
-from .domain.data import DEFAULT_PIN, DOMAINS, TauData, TauSource, TauTask, load_data
+from .adapter.telecom import TelecomBenchmark
+from .domain.data import (
+    BASE_SPLIT,
+    DEFAULT_PIN,
+    DOMAINS,
+    PAPER_DOMAINS,
+    TELECOM,
+    TauData,
+    TauSource,
+    TauTask,
+    load_data,
+)
 from .generation.conversation import ModelUser, ScriptedUser, TauAgentEnvironment
 from .ingest.importer import import_results, import_tau, is_results_file
 from .ingest.inspect_samples import INSPECT_TASKS
 
 DATASETS = tuple(dataset_of(d) for d in DOMAINS)
-V1_DATASETS = tuple(v1_dataset_of(d) for d in DOMAINS)
+V1_DATASETS = tuple(v1_dataset_of(d) for d in PAPER_DOMAINS)
 
-__all__ = ["DATASETS", "DEFAULT_PIN", "DOMAINS", "V1_DATASETS", "Y_BASIS_FULL", "Y_BASIS_NO_NL", "GoldReplay",
-           "ModelUser", "NlJudge", "ScriptedUser", "TauAgentEnvironment", "TauBenchmark", "TauData", "TauSession",
-           "TauSource", "TauTask", "TauV1Benchmark", "dataset_of", "gold_audit", "import_results", "load_benchmarks",
-           "load_data", "load_v1_benchmarks", "v1_dataset_of"]
+__all__ = ["DATASETS", "DEFAULT_PIN", "DOMAINS", "PAPER_DOMAINS", "TELECOM", "V1_DATASETS", "Y_BASIS_FULL",
+           "Y_BASIS_NO_NL", "GoldReplay", "ModelUser", "NlJudge", "ScriptedUser", "TauAgentEnvironment",
+           "TauBenchmark", "TauData", "TauSession", "TauSource", "TauTask", "TauV1Benchmark", "TelecomBenchmark",
+           "dataset_of", "gold_audit", "import_results", "load_benchmarks", "load_data", "load_v1_benchmarks",
+           "v1_dataset_of"]
 
 CONFIG_SCHEMA = {
     "description": "a τ-bench domain on tau2's own environment",
@@ -55,6 +68,8 @@ CONFIG_SCHEMA = {
         "data_dir": {"type": "string", "description": "a task data directory DIR/<domain>/tasks.json (e.g. a "
                                                       "τ³-bench v1.0.1 checkout); default the package's tasks"},
         "sample": {"$ref": "#/$defs/sample", "description": "default: every base task, as the paper"},
+        "split": {"type": "string", "description": "the task split of split_tasks.json (default base; telecom "
+                                                   "also has small, train, test and full)"},
         "user_simulator": {"description": "a model as τ's user simulator (default the offline scripted user)",
                            "$ref": "#/$defs/openai_backend"},
     },
@@ -67,17 +82,21 @@ def source_of(settings: Mapping[str, Any]) -> TauSource:
                      pin=PackagePin.configured(settings, DEFAULT_PIN))
 
 
-@lru_cache(maxsize=4)
-def _data(resources: Path, source: TauSource, fetch: bool) -> TauData:
-    # Both τ datasets share one tau2 import and one read of the task files.
-    return load_data(resources, source, fetch=fetch)
+@lru_cache(maxsize=8)
+def _data(resources: Path, source: TauSource, fetch: bool, domains: tuple[str, ...] = PAPER_DOMAINS,
+          split: str = BASE_SPLIT) -> TauData:
+    # Airline and retail share one read of their task files; telecom (opt-in) is read only when opened.
+    return load_data(resources, source, fetch=fetch, domains=domains, splits=dict.fromkeys(domains, split))
 
 
 def _opener(domain: str):
     def open_domain(request: OpenRequest) -> TauBenchmark:
-        return TauBenchmark(_data(request.resources, source_of(request.settings), request.fetch), domain,
-                            tasks_from_results=bool(request.settings.get("tasks_from_results")),
-                            installed_tasks=bool(request.settings.get("installed_tasks")))
+        split = request.settings.get("split", BASE_SPLIT)
+        data = _data(request.resources, source_of(request.settings), request.fetch,
+                     PAPER_DOMAINS if domain in PAPER_DOMAINS else (domain,), split)
+        adapter = TelecomBenchmark if domain == TELECOM else TauBenchmark
+        return adapter(data, domain, tasks_from_results=bool(request.settings.get("tasks_from_results")),
+                       installed_tasks=bool(request.settings.get("installed_tasks")))
 
     return open_domain
 
@@ -94,8 +113,9 @@ def _v1_opener(domain: str):
 
 register(Registration(
     __name__,
-    tuple(DatasetSpec(dataset_of(d), TauBenchmark, _opener(d), CONFIG_SCHEMA) for d in DOMAINS)
-    + tuple(DatasetSpec(v1_dataset_of(d), TauV1Benchmark, _v1_opener(d), None) for d in DOMAINS),
+    tuple(DatasetSpec(dataset_of(d), TelecomBenchmark if d == TELECOM else TauBenchmark, _opener(d), CONFIG_SCHEMA)
+          for d in DOMAINS)
+    + tuple(DatasetSpec(v1_dataset_of(d), TauV1Benchmark, _v1_opener(d), None) for d in PAPER_DOMAINS),
     importers={"tau": import_tau},
     detectors={"tau": is_results_file},
     inspect_tasks=INSPECT_TASKS,

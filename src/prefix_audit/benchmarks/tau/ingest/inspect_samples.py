@@ -44,7 +44,7 @@ from prefix_audit.replay.registry import ImportRequest, SampleReader
 
 from ..adapter.replay import INSPECT_EVALS_RULE, RECORDED_DB_KEY, REWARD_RULE_KEY, TauBenchmark, dataset_of
 from ..domain import semantics as sem
-from ..domain.data import CRITERIA_FIELDS, TauDataError, criteria_differences, parse_criteria, parse_task
+from ..domain.data import CRITERIA_FIELDS, TauDataError, criteria_differences, definition_criteria, parse_task
 from ..domain.embedded import KEY as EMBEDDED_KEY
 from ..domain.embedded import TAU2_FORMAT, EmbeddedTask
 from ..domain.environment import LiveEnvironment
@@ -135,7 +135,7 @@ def _difference(task: Mapping[str, Any], bench: TauBenchmark, where: str) -> str
         return f"task {task_id} is not among the installed {bench.domain.name} tasks"
     ours = bench.task(task_id)
     try:
-        theirs = parse_criteria(task.get("evaluation_criteria"), where)
+        theirs = definition_criteria(task, bench.domain.name, where)
     except TauDataError as exc:
         raise BadSimulation(str(exc)) from None
     read = {f: theirs[f] for f in CRITERIA_FIELDS}

@@ -1,0 +1,168 @@
+"""τ² telecom replay adapter (dataset ``tau_telecom``): both parties replayed, the agent's calls scored.
+
+A telecom rollout is a τ rollout (:mod:`.replay`) whose user acts too: the user's calls on their own
+phone ride in ``meta["user_calls"]`` (:mod:`..generation.telecom`) and are replayed, in the log's
+order, before the agent's steps of the turn they came before — as transitions of the environment
+(:class:`~prefix_audit.replay.contract.PartyCall`), never as the agent's actions. Their recorded
+results are checked against the replay like the agent's. A rollout with neither ``user_calls`` nor
+``user_turns`` follows the reference conversation (a mutant of the reference): its user acts as the
+reference's does.
+
+Each rollout's environment is tau2's ``TelecomEnvironment`` on fresh copies of the provider's
+database and the user's device, set up by the task's initialization actions
+(:mod:`..domain.telecom`).
+
+Y is tau2's reward on the replayed environment, both parties' calls applied: 0 unless the
+conversation ended with the user's or the agent's stop; otherwise the product over the reward basis
+(telecom: ENV_ASSERTION on every task, ACTION too on 32) of: ENV_ASSERTION — every env assertion of
+the task holds on the replayed environment (run as tau2 runs them, each followed by the two
+parties' sync); ACTION — every gold action (the agent's and the user's) matches some call of either
+party (:meth:`~..domain.data.GoldAction.matches`); DB — both databases' hashes equal those of a
+fresh environment after the initial state and the gold actions (run as tau2's evaluator runs them:
+each by its requestor, no sync between them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefix_audit.core.calls import ToolCall, structured_call
+from prefix_audit.core.records import Rollout, rollout_id_for
+from prefix_audit.models.base import ModelBackend, ToolSchema
+from prefix_audit.replay.contract import PartyCall, UnscorableRollout
+
+from ..domain.data import TauTask
+from ..domain.environment import tau2_agent_tools
+from ..domain.telecom import USER, TelecomBackend, TelecomLive
+from ..generation.conversation import ReferenceConversation, TauAgentEnvironment, TauConversation
+from ..generation.telecom import (
+    LOOKUP,
+    USER_CALLS_KEY,
+    DeviceUser,
+    ToolModelUser,
+    UserCallsError,
+    phone_number,
+    read_user_calls,
+    telecom_reference,
+)
+from .replay import TauBenchmark, TauSession
+
+# tau2's user-simulator guidelines for a user with tools (beside the plain ones).
+TOOL_GUIDELINES = "simulation_guidelines_tools.md"
+
+
+class TelecomBenchmark(TauBenchmark):
+    """τ² telecom: replay of both parties, Y as tau2 scores it, the gold's reference rollouts."""
+
+    user_acts = True
+
+    def _backend(self) -> TelecomBackend:
+        return TelecomBackend(self.domain)
+
+    def live_environment(self, rollout: Rollout | None = None, task: TauTask | None = None) -> TelecomLive:
+        """A fresh environment with ``task``'s initial state (the gold's: the task given)."""
+        return TelecomLive(self.backend, task)
+
+    def _gold_environment(self, task: TauTask) -> TelecomLive:
+        live = TelecomLive(self.backend, task)
+        for action in task.gold:
+            live.gold_call(action)
+        return live
+
+    def db_matches_gold(self, live: TelecomLive, task: TauTask) -> bool:  # type: ignore[override]
+        """tau2's DB check: the provider's and the user's database both equal the gold's."""
+        return live.db_fingerprint() == self.gold_fingerprint(task)
+
+    def gold_calls(self, task: TauTask) -> tuple[ToolCall, ...]:
+        """The agent's gold calls (the user's are the user's to make)."""
+        return tuple(structured_call(a.name, dict(a.arguments), f"gold_{task.id}_{i}")
+                     for i, a in enumerate(task.gold) if a.requestor != USER)
+
+    def tool_universe(self) -> list[str]:
+        """Every tau2 domain's agent tools and the user's phone tools (an agent calling one of the
+        user's tools is a telecom agent's typical unknown-tool error)."""
+        names = set(self.backend.tools) | set(self.backend.user_tools)
+        for tools in tau2_agent_tools().values():
+            names |= tools
+        return sorted(names)
+
+    def reference_conversation(self, task_id: str) -> ReferenceConversation:
+        """The gold as a conversation with the offline user (:func:`~..generation.telecom.telecom_reference`),
+        built once per task on a fresh environment."""
+        if task_id not in self._reference:
+            task = self.task(task_id)
+            phone = phone_number(task)
+            lookups = (structured_call(LOOKUP, {"phone_number": phone}, f"lookup_{task.id}"),) if phone else ()
+            self._reference[task_id] = telecom_reference(task, lookups, TelecomLive(self.backend, task))
+        return self._reference[task_id]
+
+    def reference_rollout(self, task_id: str) -> Rollout:
+        """The gold as the reference conversation: the customer identified by phone, the agent's gold
+        calls, and each user action asked for and carried out by the user on their phone."""
+        convo = self.reference_conversation(task_id)
+        meta = {"user_turns": list(convo.user_turns), USER_CALLS_KEY: [c.to_json() for c in convo.user_calls],
+                "termination_reason": "user_stop", **self.provenance}
+        return Rollout(self.dataset, task_id, "ground_truth", "reference",
+                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), convo.turns,
+                       "reference", meta)
+
+    def open_session(self, rollout: Rollout) -> TelecomSession:
+        return TelecomSession(self, self.rollout_task(rollout), rollout)
+
+    # live episodes ---------------------------------------------------------------------------------
+    def agent_environment(self, task_id: str) -> TauAgentEnvironment:
+        """The agent's side of an episode: the provider's tools, on an environment with the task's
+        initial state whose phone the user acts on too."""
+        task = self.task(task_id)
+        return TauAgentEnvironment(self.backend, task, TelecomLive(self.backend, task))
+
+    def conversation(self, env: TauAgentEnvironment, user: ModelBackend | None = None) -> TauConversation:
+        """The half-duplex conversation with a user who acts on their phone: the offline
+        :class:`~..generation.telecom.DeviceUser`, or tau2's user simulator with the phone's tools
+        when ``user`` (a model) is given."""
+        task = self.task(env.task_id)
+        if user is None:
+            return TauConversation(env, DeviceUser(task, env.live), self.provenance)
+        tools = tuple(ToolSchema(i.spec.name, i.spec.description, i.schema) for i in self.backend.user_tools.values())
+        guidelines = self.user_guidelines_path.with_name(TOOL_GUIDELINES)
+        return TauConversation(env, ToolModelUser(user, task, guidelines, env.live, tools), self.provenance)
+
+
+class TelecomSession(TauSession):
+    """One telecom rollout: the τ session, with the user's calls applied before the turns they
+    precede (and those after the last turn before Y)."""
+
+    def __init__(self, bench: TelecomBenchmark, task: TauTask, rollout: Rollout) -> None:
+        super().__init__(bench, task, rollout)
+        try:
+            if USER_CALLS_KEY in rollout.meta or "user_turns" in rollout.meta or task.embedded_sha256 is not None:
+                self._pending = list(read_user_calls(rollout.meta, len(rollout.turns)))
+            else:  # a rollout following the reference conversation (a mutant of it): the user acts as there
+                self._pending = [c for c in bench.reference_conversation(task.id).user_calls
+                                 if c.turn <= len(rollout.turns)]
+        except UserCallsError as exc:
+            raise UnscorableRollout(str(exc)) from None
+        self.party_calls: list[PartyCall] = []
+
+    def _apply_user_calls(self, before_turn: int | None) -> None:
+        """Replay the user's calls that came before ``before_turn`` (None: all that are left)."""
+        while self._pending and (before_turn is None or self._pending[0].turn <= before_turn):
+            entry = self._pending.pop(0)
+            if entry.call.well_formed:
+                accepted, text = self._live.run(entry.call, USER)
+                self._ran.append((entry.call, USER))
+            else:
+                accepted, text = False, entry.call.parse_error or "unreadable call"
+            self.party_calls.append(PartyCall(USER, entry.turn, entry.call, accepted, text, entry.recorded))
+
+    def start_turn(self, turn: int) -> None:
+        self._apply_user_calls(turn)
+
+    def final_success(self) -> int | None:
+        self._apply_user_calls(None)
+        return super().final_success()
+
+    def _trajectory_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """The agent's calls and the user's, as tau2's ACTION check reads a trajectory."""
+        return super()._trajectory_calls() + [(p.call.name or "", dict(p.call.kwargs))
+                                              for p in self.party_calls if p.call.well_formed]
