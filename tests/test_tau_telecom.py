@@ -346,6 +346,8 @@ def test_the_offline_user_does_not_act_unasked(telecom):
     user.reply("Please turn off airplane mode.")
     assert [c.call.name for c in user.calls] == ["toggle_airplane_mode"] and user.calls[0].turn == 2
     assert asks_for("please toggle_data now", "toggle_data") and not asks_for("your data usage", "toggle_data")
+    assert not asks_for("Please do this on your phone: toggle_data_saver_mode.", "toggle_data")
+    assert asks_for("Please turn your mobile data on.", "toggle_data")
 
 
 def test_the_users_simulator_model_may_use_the_phone(telecom):
@@ -376,3 +378,40 @@ def test_the_users_simulator_model_may_use_the_phone(telecom):
     assert {t.name for t in model.requests[0].tools} == set(telecom.backend.user_tools)
     assert model.requests[1].messages[-1].role == "tool" and "Status Bar" in model.requests[1].messages[-1].content
     assert convo.meta(None)["user_calls"] == [{"turn": 0, "name": "check_status_bar", "arguments": {}, "id": "u1"}]
+
+
+def test_the_workflow_policy_variant_is_telecom_and_a_solo_run_is_refused_per_simulation(tau, telecom, tmp_path):
+    path = _results_file(telecom, tmp_path, telecom.task_ids()[:2])
+    doc = json.loads(path.read_text())
+    doc["info"]["environment_info"]["domain_name"] = "telecom-workflow"
+    path.write_text(json.dumps(doc))
+    episodes, bad = _audit(tau, [path])
+    assert bad == [] and [e.rollout.dataset for e in episodes] == ["tau_telecom"] * 2
+    assert "tau2 domain telecom-workflow: telecom with another agent policy" in episodes[0].rollout.meta["reading"]
+    assert all(e.Y == e.rollout.recorded.y == 1 and check_record(e).log_issue is None for e in episodes)
+    # Solo mode: the agent itself calls the phone's tools, and they run (tau2 routes them to the phone).
+    solo = doc["simulations"][0]
+    for m in solo["messages"]:
+        if m["role"] == "user" and m.get("tool_calls"):
+            m["role"] = "assistant"
+            for c in m["tool_calls"]:
+                c["requestor"] = "assistant"
+        elif m["role"] == "tool":
+            m["requestor"] = "assistant"
+    path.write_text(json.dumps(doc))
+    episodes, bad = _audit(tau, [path])
+    assert len(episodes) == 1 and len(bad) == 1 and "a solo-mode run" in bad[0].reason
+
+
+def test_the_audit_browser_shows_the_users_calls_in_their_turns(telecom, tmp_path):
+    from conftest import RESOURCES
+
+    from prefix_audit.cli import main
+
+    path = _results_file(telecom, tmp_path, telecom.task_ids()[:1])
+    assert main(["audit", str(path), "-o", str(tmp_path / "out"), "--resources", str(RESOURCES)]) == 0
+    assert main(["view", str(tmp_path / "out"), "-o", str(tmp_path / "site")]) == 0
+    [page] = [p for p in (tmp_path / "site").rglob("*.html") if "the user's own call" in p.read_text()]
+    user_calls = json.loads(path.read_text())["simulations"][0]["messages"]
+    n = sum(1 for m in user_calls if m["role"] == "user" and m.get("tool_calls"))
+    assert page.read_text().count('class="party"') == n > 0

@@ -38,6 +38,7 @@ import polars as pl
 from markupsafe import Markup
 
 from prefix_audit.core.io import path_label, read_parquet, staged_tree
+from prefix_audit.core.records import PARTY_CALLS_KEY
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA
 from prefix_audit.replay.record_check import DIVERGED
@@ -208,10 +209,28 @@ def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame) -> dict[str, Any
             "match": _MATCH_WORDS.get(a["record_match"]), "recorded_error": a["recorded_error"],
             "recorded": _clip(a["recorded_result"], stored=MAX_RESULT_CHARS),
             "replayed": _clip(a["replayed_result"], stored=MAX_RESULT_CHARS)})
+    party = _party_calls(meta.get(PARTY_CALLS_KEY) if isinstance(meta, dict) else None)
+    for turn in party:
+        turns.setdefault(turn, [])
     shown_meta = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) if meta else None
-    return {"ep": ep, "turns": sorted(turns.items()), "first": first, "planning": _planning(planning),
+    return {"ep": ep, "turns": sorted(turns.items()), "party": party, "first": first, "planning": _planning(planning),
             "meta": _clip(shown_meta, META_CHARS), "record": ep["call_steps"] is not None,
             "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else []}
+
+
+def _party_calls(entries: object) -> dict[int, list[dict[str, Any]]]:
+    """Another party's calls a rollout carries (``meta.user_calls``: τ² telecom's user on their phone),
+    by the turn they came before: each call as text and the result the log recorded, if any."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("turn"), int):
+            continue
+        arguments = entry.get("arguments") if isinstance(entry.get("arguments"), dict) else {}
+        call = f"{entry.get('name')}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+        result = entry.get("result") if isinstance(entry.get("result"), dict) else {}
+        out.setdefault(entry["turn"], []).append({"call": _clip(call), "recorded": _clip(result.get("content")),
+                                                  "recorded_error": result.get("error")})
+    return out
 
 
 # How a diverged call's record_match reads on its rollout page.

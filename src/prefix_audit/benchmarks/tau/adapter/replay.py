@@ -105,6 +105,7 @@ class TauBenchmark(Benchmark):
     """One τ domain: replay, reference rollouts, mutation facts and live conversations."""
 
     user_acts = False  # whether the domain's user has tools of their own (telecom's adapter: yes)
+    user_tool_names: frozenset[str] = frozenset()  # those tools' names
 
     def __init__(self, data: TauData, domain: str, nl_judge: NlJudge | None = None,
                  task_ids: Sequence[str] | None = None, tasks_from_results: bool = False,

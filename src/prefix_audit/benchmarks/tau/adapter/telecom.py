@@ -56,6 +56,10 @@ class TelecomBenchmark(TauBenchmark):
 
     user_acts = True
 
+    @property
+    def user_tool_names(self) -> frozenset[str]:  # type: ignore[override]
+        return frozenset(self.backend.user_tools)
+
     def _backend(self) -> TelecomBackend:
         return TelecomBackend(self.domain)
 

@@ -155,11 +155,11 @@ ACTION_PHRASES: dict[str, tuple[str, ...]] = {
 
 
 def asks_for(agent_text: str, tool: str) -> bool:
-    """Whether an agent's message asks the user to use ``tool``: it names the tool, the tool's words
-    as a phrase, or one of its everyday phrases (:data:`ACTION_PHRASES`)."""
+    """Whether an agent's message asks the user to use ``tool``: it names the tool or says one of its
+    everyday phrases (:data:`ACTION_PHRASES`), as whole words (``toggle_data`` is not asked for by
+    ``toggle_data_saver_mode``)."""
     text = agent_text.lower()
-    phrases = (tool, tool.replace("_", " "), *ACTION_PHRASES.get(tool, ()))
-    return any(phrase in text or phrase in text.replace("_", " ") for phrase in phrases)
+    return any(re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text) for phrase in (tool, *ACTION_PHRASES.get(tool, ())))
 
 
 class DeviceUser:

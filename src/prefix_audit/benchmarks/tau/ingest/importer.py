@@ -118,6 +118,9 @@ __all__ = ["TauResultsError", "import_results", "import_tau"]
 # The first key of a JSON document of another format that may be hundreds of megabytes: an Inspect AI
 # log (``{"version": 2, "status": …}``). Such a file is not parsed whole to look for simulations.
 OTHER_FORMATS_FIRST_KEYS = frozenset({"version"})
+# tau2 domains that are another domain with a different agent policy (tau2's registry registers
+# ``telecom-workflow``: telecom's environment with the workflow tech-support policy).
+DOMAIN_VARIANTS = {"telecom-workflow": "telecom"}
 # tau2's communication mode whose conversation is stored as ticks of speech chunks (voice runs).
 FULL_DUPLEX = "full_duplex"
 
@@ -264,6 +267,10 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
                                                    m.get("executed") is not False)
             if m.get("error"):
                 errors.append(call_id)
+            elif name not in bench.tools and name in bench.user_tool_names:
+                raise BadSimulation(
+                    f"{where}: the agent called the user's own tool {name!r} and it ran: a solo-mode run (the agent "
+                    f"holds the user's phone), which is not replayed here")
             elif name not in bench.tools:
                 raise BadSimulation(
                     f"{where}: tool {name!r} is not a {bench.domain.name} tool of {bench.domain.tau2_version}, "
@@ -595,6 +602,11 @@ def choose_domain(container: Simulations, benchmark_for: Callable[[str], TauBenc
     if named is not None:
         domain, where = named
         how = "" if where.startswith("info.") else f"domain {domain} (its field {where!r})"  # tau2's own: unremarked
+        if domain in DOMAIN_VARIANTS:
+            domain, variant = DOMAIN_VARIANTS[domain], domain
+            how = ", ".join(p for p in (how, f"tau2 domain {variant}: {domain} with another agent policy, "
+                                             f"replayed as {domain} (the policy instructs the agent; tools, "
+                                             f"databases, tasks and reward are {domain}'s)") if p)
     else:
         benchmark_for(dataset_of(DOMAINS[0]))  # tau2 imported, to read its domains' tools
         found = domain_of_tools(called_tools(container.simulations), tau2_agent_tools())
