@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.records import Rollout, rollout_id_for
+from prefix_audit.core.records import PARTY_CALLS_KEY, Rollout, rollout_id_for
 from prefix_audit.models.base import ModelBackend
 from prefix_audit.replay.checker import primary, replay
 from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, UnscorableRollout
@@ -238,9 +238,11 @@ class TauBenchmark(Benchmark):
     def reference_rollout(self, task_id: str) -> Rollout:
         """The gold actions as the reference conversation with the scripted user (see
         :func:`~..generation.conversation.reference_conversation`): one call per step, facts asked for when first
-        needed, and a closing message that states every ``communicate_info`` fact."""
+        needed, and a closing message that states every ``communicate_info`` fact (and, where the user
+        acts, their calls: ``meta["user_calls"]``)."""
         convo = self.reference_conversation(task_id)
-        meta = {"user_turns": list(convo.user_turns), "termination_reason": "user_stop", **self.provenance}
+        acting = {PARTY_CALLS_KEY: [c.to_json() for c in convo.user_calls]} if convo.user_calls else {}
+        meta = {"user_turns": list(convo.user_turns), **acting, "termination_reason": "user_stop", **self.provenance}
         return Rollout(self.dataset, task_id, "ground_truth", "reference",
                        rollout_id_for(self.dataset, "ground_truth", "reference", task_id), convo.turns,
                        "reference", meta)

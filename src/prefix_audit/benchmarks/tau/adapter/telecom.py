@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.records import Rollout, rollout_id_for
+from prefix_audit.core.records import Rollout
 from prefix_audit.models.base import ModelBackend, ToolSchema
 from prefix_audit.replay.contract import PartyCall, UnscorableRollout
 
@@ -99,16 +99,6 @@ class TelecomBenchmark(TauBenchmark):
             lookups = (structured_call(LOOKUP, {"phone_number": phone}, f"lookup_{task.id}"),) if phone else ()
             self._reference[task_id] = telecom_reference(task, lookups, TelecomLive(self.backend, task))
         return self._reference[task_id]
-
-    def reference_rollout(self, task_id: str) -> Rollout:
-        """The gold as the reference conversation: the customer identified by phone, the agent's gold
-        calls, and each user action asked for and carried out by the user on their phone."""
-        convo = self.reference_conversation(task_id)
-        meta = {"user_turns": list(convo.user_turns), USER_CALLS_KEY: [c.to_json() for c in convo.user_calls],
-                "termination_reason": "user_stop", **self.provenance}
-        return Rollout(self.dataset, task_id, "ground_truth", "reference",
-                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), convo.turns,
-                       "reference", meta)
 
     def open_session(self, rollout: Rollout) -> TelecomSession:
         return TelecomSession(self, self.rollout_task(rollout), rollout)
