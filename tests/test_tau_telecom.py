@@ -112,7 +112,7 @@ def _perturbed(bench, task_id):
     """The gold's reference rollout and runs that differ from it: without the user's calls, without
     their last one, without the agent's calls, and with the user switching airplane mode on at the end."""
     reference = bench.reference_rollout(task_id)
-    user_calls = reference.meta["user_calls"]
+    user_calls = reference.meta.get("user_calls", [])
     n = len(reference.turns)
     variants = {"gold": reference,
                 "no user calls": dataclasses.replace(reference, meta={**reference.meta, "user_calls": []}),
