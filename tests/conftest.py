@@ -98,6 +98,17 @@ def inspect_tau2_airline_log(inspect_logs):
     return inspect_logs["tau2_eval"]
 
 
+@pytest.fixture(scope="session")
+def inspect_tau2_telecom_log(tmp_path_factory):
+    """A real Inspect AI log of inspect_evals' tau2_telecom (tests/inspect_tau2_logs.py: two gold
+    conversations, one with the user acting on the phone and one of ACTION basis, and an early stop)."""
+    pytest.importorskip("inspect_evals")
+    import inspect_tau2_logs
+
+    return inspect_tau2_logs.write_tau2_log(tmp_path_factory.mktemp("inspect") / "telecom", domain="telecom",
+                                            epochs=1)
+
+
 def pytest_collection_modifyitems(config, items):
     """The long fuzz runs only when asked for with ``-m fuzz`` (the default run has shorter ones)."""
     if "fuzz" in (config.option.markexpr or ""):

@@ -1,5 +1,5 @@
-"""Real Inspect AI eval logs of inspect_evals' own ``tau2_airline`` / ``tau2_retail`` tasks, for the
-importer's tests.
+"""Real Inspect AI eval logs of inspect_evals' own ``tau2_airline`` / ``tau2_retail`` / ``tau2_telecom``
+tasks, for the importer's tests.
 
 ``write_tau2_log`` runs the task through ``inspect_ai.eval`` offline: both roles are Inspect's
 ``mockllm/model`` with a scripted ``custom_outputs`` callable. The agent's script is built from the
@@ -7,6 +7,11 @@ task's own gold ``evaluation_criteria.actions`` (sample metadata), bent by the s
 names for that task; the user's script opens with its reason for calling, gives its known info when
 asked, then sends ``###STOP###``. The tools, the database in the sample store, the user-simulator loop
 and the scorer are inspect_evals' own: the log is what a real run writes, the model outputs aside.
+
+In telecom the user acts too: after the agent's gold calls the agent asks the user to act, and the
+user's script makes the gold's user actions as tool calls on inspect_evals' phone (one per generate
+call of the user's loop), says it is done, and stops after the agent's closing message (scenario
+``gold``); in ``early_stop`` the user stops after the agent's first reply.
 
 Samples run one at a time (``max_samples=1``): the user callable recognises the task by its system
 prompt (which holds the task's ``<scenario>``) and counts conversation starts per task to know the
@@ -58,6 +63,12 @@ DEFAULT_SCENARIOS: dict[str, dict[str, str]] = {
                 "20": "message_limit"},
     "retail": {"57": "agent_error", "73": "unknown_tool+rejected+malformed+parallel", "89": "epoch_split",
                "90": "message_limit"},
+    # Two gold conversations (one also of ACTION basis) and one early stop: telecom's samples run slowly.
+    "telecom": {"[mobile_data_issue]airplane_mode_on|user_abroad_roaming_enabled_off[PERSONA:None]": "gold",
+                "[service_issue]airplane_mode_on|break_apn_settings|lock_sim_card_pin[PERSONA:None]": "gold",
+                "[mms_issue]airplane_mode_on|bad_network_preference|bad_wifi_calling|break_apn_mms_setting|"
+                "break_app_both_permissions|data_mode_off|data_usage_exceeded|unseat_sim_card|"
+                "user_abroad_roaming_disabled_off[PERSONA:Hard]": "early_stop"},
 }
 
 MODEL = "mockllm/model"
@@ -136,12 +147,24 @@ def _closing(task) -> str:
     return f"{text} For your records: {' / '.join(info)}." if info else text
 
 
+TELECOM_PLEASE = "Please do the following on your phone, then tell me when you are done."
+TELECOM_DONE = "I did everything you asked on my phone."
+
+
+def _user_gold(task) -> list:
+    return [a for a in task.evaluation_criteria.actions or [] if a.requestor == "user"]
+
+
 def agent_steps(task, scenario: str) -> list:
     """The agent's outputs for a scenario (not agent_error, message_limit), one per generate call:
     a str is a text message, a list the calls ``(id, function, arguments)`` of one message."""
     parts = scenario_parts(scenario)
     if parts[0] == "early_stop":
         return [ASK]
+    if task.user_scenario.instructions.domain == "telecom":  # the user's actions are the user's (their script)
+        gold = [(f"call_{i}", a.name, dict(a.arguments))
+                for i, a in enumerate(a for a in task.evaluation_criteria.actions or [] if a.requestor != "user")]
+        return [ASK, *[[call] for call in gold], TELECOM_PLEASE, _closing(task)]
     calls: list[list[tuple[str, Any]]] = []
     for part in parts:
         if part == "unknown_tool":
@@ -193,6 +216,13 @@ class _Script:
         scenario = self.scenario()
         if turn == 0:
             return _text(opening)
+        task = self.tasks[task_id]
+        if task.user_scenario.instructions.domain == "telecom" and scenario == "gold":
+            # opening, known info, each user action as a call on the phone, done, then the stop
+            script = [known, *[[(f"user_call_{i}", a.name, dict(a.arguments))] for i, a in enumerate(_user_gold(task))],
+                      TELECOM_DONE]
+            step = script[turn - 1] if turn - 1 < len(script) else STOP
+            return _text(step) if isinstance(step, str) else _calls(step, tools)
         if scenario == "message_limit":
             return _text(known if turn == 1 else "Please go on.")
         if turn == 1 and scenario != "early_stop":
@@ -236,9 +266,9 @@ def _collection_between_samples():
 
 
 def _task(domain: str):
-    from inspect_evals.tau2 import tau2_airline, tau2_retail
+    from inspect_evals.tau2 import tau2_airline, tau2_retail, tau2_telecom
 
-    tasks = {"airline": tau2_airline, "retail": tau2_retail}
+    tasks = {"airline": tau2_airline, "retail": tau2_retail, "telecom": tau2_telecom}
     if domain not in tasks:
         raise ValueError(f"no tau2 domain {domain!r} (one of {sorted(tasks)})")
     return tasks[domain](shuffle=False)
@@ -254,6 +284,8 @@ def write_tau2_log(log_dir: Path, *, domain: str = "airline", scenarios: dict[st
     scenarios = dict(DEFAULT_SCENARIOS[domain] if scenarios is None else scenarios)
     for scenario in scenarios.values():
         scenario_parts(scenario)
+        if domain == "telecom" and scenario not in ("gold", "early_stop"):
+            raise ValueError(f"telecom's script has the scenarios gold and early_stop, not {scenario!r}")
     task = _task(domain)
     samples = {str(s.id): s for s in task.dataset}
     missing = sorted(set(scenarios) - set(samples))
@@ -261,6 +293,10 @@ def write_tau2_log(log_dir: Path, *, domain: str = "airline", scenarios: dict[st
         raise ValueError(f"tau2_{domain} has no tasks {missing}")
     tasks = {i: Tau2MetaData.model_validate(samples[i].metadata).task for i in scenarios}
     script = _Script(tasks, {samples[i].input[0].text: i for i in scenarios}, scenarios)
+    sample_ids: list[str] | None = list(scenarios)
+    if any(c in i for i in scenarios for c in "[]*?"):  # Inspect's sample_id filter reads these as a glob
+        task.dataset = task.dataset.filter(lambda sample: str(sample.id) in scenarios)
+        sample_ids = None
 
     log_dir = Path(log_dir)
     if log_dir.exists() and any(log_dir.iterdir()):
@@ -271,7 +307,7 @@ def write_tau2_log(log_dir: Path, *, domain: str = "airline", scenarios: dict[st
             task,
             model=get_model(MODEL, custom_outputs=script.agent),
             model_roles={"user": get_model(MODEL, custom_outputs=script.user)},
-            sample_id=list(scenarios),
+            sample_id=sample_ids,
             epochs=epochs,
             max_samples=1,
             max_tasks=1,

@@ -61,7 +61,7 @@ def test_scorer_values_as_verdicts():
 
 
 def test_benchmarks_register_the_inspect_tasks_they_read():
-    assert sorted(registry.inspect_tasks()) == ["bfcl", "tau2_airline", "tau2_retail"]
+    assert sorted(registry.inspect_tasks()) == ["bfcl", "tau2_airline", "tau2_retail", "tau2_telecom"]
     assert "inspect" in registry.importers()
 
 

@@ -415,3 +415,45 @@ def test_the_audit_browser_shows_the_users_calls_in_their_turns(telecom, tmp_pat
     user_calls = json.loads(path.read_text())["simulations"][0]["messages"]
     n = sum(1 for m in user_calls if m["role"] == "user" and m.get("tool_calls"))
     assert page.read_text().count('class="party"') == n > 0
+
+
+def test_inspect_evals_tau2_telecom_samples_audit_with_both_parties_and_its_scorer(inspect_tau2_telecom_log, tmp_path):
+    """inspect_evals' own tau2_telecom run: the user's calls come from the store's trajectory, Y is its
+    telecom_scorer's (actions where the basis names them, env assertions), every result reproduced."""
+    from conftest import RESOURCES
+    from inspect_tau2_logs import DEFAULT_SCENARIOS
+
+    from prefix_audit.cli import main
+
+    out = tmp_path / "out"
+    assert main(["audit", str(inspect_tau2_telecom_log), "-o", str(out), "--resources", str(RESOURCES)]) == 0
+    import polars as pl
+
+    [episodes] = list((out / "scored").rglob("episodes.parquet"))
+    rows = {r["task_id"]: r for r in pl.read_parquet(episodes).iter_rows(named=True)}
+    assert set(rows) == set(DEFAULT_SCENARIOS["telecom"])
+    for task_id, scenario in DEFAULT_SCENARIOS["telecom"].items():
+        row = rows[task_id]
+        assert row["Y"] == row["recorded_y"] == (scenario == "gold") and row["log_issue"] is None, row["y_detail"]
+        assert row["y_detail"].startswith("basis=inspect_evals")
+    assert sum(r["results_compared"] for r in rows.values()) == sum(r["results_reproduced"] for r in rows.values()) > 1
+    [block] = [p for p in (out / "rollouts").rglob("*.jsonl") if "quarantine" not in p.name]
+    records = [json.loads(line) for line in block.read_text().splitlines()]
+    acted = {r["task_id"]: [c["name"] for c in r["meta"].get("user_calls", [])] for r in records}
+    assert acted["[mobile_data_issue]airplane_mode_on|user_abroad_roaming_enabled_off[PERSONA:None]"] == \
+        ["toggle_airplane_mode", "toggle_roaming"]
+
+
+def test_inspect_evals_action_matching():
+    from prefix_audit.benchmarks.tau.adapter.telecom import equal_unordered, inspect_action_used
+    from prefix_audit.benchmarks.tau.domain.data import GoldAction
+
+    gold = GoldAction("grant_app_permission", {"app_name": "messaging", "permission": "sms"}, "user")
+    assert inspect_action_used(gold, [("grant_app_permission", {"permission": "sms", "app_name": "messaging"})])
+    assert not inspect_action_used(gold, [("grant_app_permission", {"app_name": "messaging"})])
+    assert inspect_action_used(gold, [("phone_grant_app_permission", dict(gold.arguments))])  # a prefixed name
+    assert inspect_action_used(GoldAction("transfer_to_human_agents", {"summary": "x"}),
+                               [("transfer_to_human_agents", {"summary": "anything"})])
+    assert inspect_action_used(GoldAction("refuel_data", {"gb_amount": 2.0, "line_id": "L1"}, compare_args=("gb_amount",)),
+                               [("refuel_data", {"gb_amount": 2, "line_id": "L9"})])
+    assert equal_unordered([1, [2, 3]], [[3, 2], 1]) and not equal_unordered([1, 1], [1, 2])

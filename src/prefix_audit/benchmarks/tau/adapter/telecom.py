@@ -31,7 +31,7 @@ from prefix_audit.core.records import Rollout
 from prefix_audit.models.base import ModelBackend, ToolSchema
 from prefix_audit.replay.contract import PartyCall, UnscorableRollout
 
-from ..domain.data import TauTask
+from ..domain.data import GoldAction, TauTask
 from ..domain.environment import tau2_agent_tools
 from ..domain.telecom import USER, TelecomBackend, TelecomLive
 from ..generation.conversation import ReferenceConversation, TauAgentEnvironment, TauConversation
@@ -156,7 +156,69 @@ class TelecomSession(TauSession):
         self._apply_user_calls(None)
         return super().final_success()
 
+    def _inspect_evals_success(self) -> int:
+        """inspect_evals' ``telecom_scorer``: where the reward basis names ACTION, every gold action is
+        found among its own party's calls (:func:`inspect_action_used`); and every env assertion holds
+        on the replayed environment — whatever the conversation's end."""
+        if not self.task.has_criteria:
+            self.y_detail = "basis=inspect_evals; no evaluation criteria"
+            return 1
+        parts, y = [], 1
+        if "ACTION" in self.task.reward_basis:
+            agent = super()._trajectory_calls()
+            user = [(p.call.name or "", dict(p.call.kwargs)) for p in self.party_calls if p.call.well_formed]
+            met = sum(inspect_action_used(g, user if g.requestor == USER else agent) for g in self.task.gold)
+            parts.append(f"ACTION={met}/{len(self.task.gold)}")
+            y *= met == len(self.task.gold)
+        held = sum(self._live.assertion(a) for a in self.task.env_assertions)
+        parts.append(f"ENV_ASSERTION={held}/{len(self.task.env_assertions)}")
+        y *= held == len(self.task.env_assertions)
+        self.y_detail = "basis=inspect_evals; " + "; ".join(parts)
+        return int(y)
+
     def _trajectory_calls(self) -> list[tuple[str, dict[str, Any]]]:
         """The agent's calls and the user's, as tau2's ACTION check reads a trajectory."""
         return super()._trajectory_calls() + [(p.call.name or "", dict(p.call.kwargs))
                                               for p in self.party_calls if p.call.well_formed]
+
+
+def equal_unordered(a: Any, b: Any) -> bool:
+    """Equality with lists compared as multisets and an int equal to the same float (how
+    inspect_evals' tau2 scorer compares a call's arguments with the gold's)."""
+    if a == b:
+        return True
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return float(a) == float(b)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return set(a) == set(b) and all(equal_unordered(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        unmatched = list(b)
+        for item in a:
+            match = next((k for k, other in enumerate(unmatched) if equal_unordered(item, other)), None)
+            if match is None:
+                return False
+            unmatched.pop(match)
+        return not unmatched
+    return False
+
+
+def inspect_action_used(gold: GoldAction, calls: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Whether inspect_evals' scorer finds a gold action among the calls of its party: a call of that
+    tool (its name, or a name ending in ``_<name>``) with equal arguments — only those the gold's
+    ``compare_args`` names where it names some, none where that list is empty; any call of
+    ``transfer_to_human_agents`` counts."""
+    for name, arguments in calls:
+        if name != gold.name and not name.endswith(f"_{gold.name}"):
+            continue
+        if gold.name == "transfer_to_human_agents" or gold.compare_args == ():
+            return True
+        if gold.compare_args is not None:
+            if equal_unordered({k: arguments.get(k) for k in gold.compare_args},
+                               {k: gold.arguments.get(k) for k in gold.compare_args}):
+                return True
+        elif equal_unordered(arguments, dict(gold.arguments)):
+            return True
+    return False

@@ -139,6 +139,10 @@ class Conversation:
     accounting_error: str | None = None  # the first unusable usage record (then ``usage`` is empty)
     user_calls: tuple[UserCall, ...] = ()  # the user's own calls (telecom), with what the log recorded
 
+    def user_calls_meta(self) -> dict[str, Any]:
+        """The rollout meta that carries the user's calls (none where the user made none)."""
+        return {USER_CALLS_KEY: [c.to_json() for c in self.user_calls]} if self.user_calls else {}
+
 
 def _call(obj: Any, where: str) -> ToolCall:
     if not isinstance(obj, dict):
@@ -508,8 +512,7 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
         "agent_cost": sim.get("agent_cost"), "user_cost": sim.get("user_cost"),
         "results_git_commit": results_info.get("git_commit"), **bench.provenance, "reading": plan.reading,
     }
-    if convo.user_calls:
-        meta[USER_CALLS_KEY] = [c.to_json() for c in convo.user_calls]
+    meta.update(convo.user_calls_meta())
     if embedded is not None:  # scored against the embedded task, not our task file
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = embedded.to_json()

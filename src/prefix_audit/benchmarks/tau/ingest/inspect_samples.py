@@ -44,13 +44,18 @@ from prefix_audit.replay.registry import ImportRequest, SampleReader
 
 from ..adapter.replay import INSPECT_EVALS_RULE, RECORDED_DB_KEY, REWARD_RULE_KEY, TauBenchmark, dataset_of
 from ..domain import semantics as sem
-from ..domain.data import CRITERIA_FIELDS, TauDataError, criteria_differences, definition_criteria, parse_task
+from ..domain.data import CRITERIA_FIELDS, TELECOM, TauDataError, criteria_differences, definition_criteria, parse_task
 from ..domain.embedded import KEY as EMBEDDED_KEY
 from ..domain.embedded import TAU2_FORMAT, EmbeddedTask
 from ..domain.environment import LiveEnvironment
 from .importer import BadSimulation, Conversation, read_conversation
 
 STORE_STATE = "StoredAgentState"
+# What inspect_evals' scorers read of a task: airline's and retail's the gold's database and the
+# communicated information; telecom's the actions (where the basis names them), the env assertions
+# and the initial state they run on.
+SCORER_READS = {"default": ("gold", "communicate_info", "has_criteria", "db_compared"),
+                TELECOM: ("gold", "reward_basis", "env_assertions", "initialization", "has_criteria")}
 
 
 def _as_run(call: ToolCall, specs: Mapping[str, ToolSpec]) -> ToolCall:
@@ -110,6 +115,25 @@ def _tau2_messages(messages: Sequence[ChatMessage]) -> Iterator[dict[str, Any]]:
             yield {"role": m.role, "content": m.text, "tool_calls": list(m.calls)}
 
 
+def _both_parties(trajectory: Any) -> Iterator[dict[str, Any]]:
+    """Telecom: the whole exchange from the store's trajectory, in the shape tau2 writes — the user's
+    own calls (their loop's assistant messages with tool calls, and the results) as a tau2 user
+    message with tool calls, the user's text as a user message, the agent's messages as they are."""
+    if not isinstance(trajectory, list) or not all(isinstance(e, dict) and e.get("role") in ("user", "assistant")
+                                                   for e in trajectory):
+        raise BadSimulation("the store's trajectory must be a list of {role: user|assistant, message} entries")
+    messages = chat_messages([e.get("message") for e in trajectory], "store trajectory")
+    for entry, m in zip(trajectory, messages):
+        shaped = next(_tau2_messages([m]), None)
+        if shaped is None:  # a system message
+            continue
+        if entry["role"] == "user" and m.role == "assistant":
+            shaped["role"] = "user"
+        if entry["role"] == "user" and m.role == "tool":
+            shaped["requestor"] = "user"
+        yield shaped
+
+
 def _state(store: Mapping[str, Any], instance: str, field: str) -> Any:
     key = f"{STORE_STATE}:{instance}:{field}"
     if key not in store:
@@ -139,8 +163,9 @@ def _difference(task: Mapping[str, Any], bench: TauBenchmark, where: str) -> str
     except TauDataError as exc:
         raise BadSimulation(str(exc)) from None
     read = {f: theirs[f] for f in CRITERIA_FIELDS}
+    scored = SCORER_READS[TELECOM if bench.user_acts else "default"]
     differing = [f for f in sum(criteria_differences(read, {f: getattr(ours, f) for f in CRITERIA_FIELDS}), [])
-                 if f in ("gold", "communicate_info", "has_criteria", "db_compared")]
+                 if f in scored]
     if differing:
         return f"differs from the installed task in {', '.join(differing)}"
     return "equals the installed task in what the scorer reads"
@@ -165,14 +190,22 @@ def read_sample(domain: str) -> SampleReader:
         except TauDataError as exc:
             raise BadSimulation(f"{exc} (the task the sample was scored against cannot be read)") from None
         comparison = _difference(task, bench, where)
-        messages = list(_tau2_messages(chat_messages(_state(sample.store, instance, "messages"), "store messages")))
-        stop = _stop_message(_state(sample.store, instance, "trajectory"))
-        if stop is not None:
-            messages.append({"role": "user", "content": stop})
+        if bench.user_acts:  # both parties' calls: the trajectory holds them in order, the stop message too
+            trajectory = _state(sample.store, instance, "trajectory")
+            messages = list(_both_parties(trajectory))
+            stop = _stop_message(trajectory)
+        else:
+            messages = list(_tau2_messages(chat_messages(_state(sample.store, instance, "messages"),
+                                                         "store messages")))
+            stop = _stop_message(_state(sample.store, instance, "trajectory"))
+            if stop is not None:
+                messages.append({"role": "user", "content": stop})
         termination = "user_stop" if stop is not None else "max_steps"
         specs = bench.tools
         convo = read_conversation(messages, bench, termination, lambda call, where: _as_run(call, specs))
-        issues, db_meta = _database_check(bench, sample.store, convo)
+        # The store's final databases are compared for airline and retail; telecom's two (the provider's
+        # and the phone's, inspect_evals' copies of them) are not.
+        issues, db_meta = ([], {}) if bench.user_acts else _database_check(bench, sample.store, convo)
         acted = any(convo.turns)
         infra = f"Inspect recorded an error: {sample.error}" if sample.error else None
         if infra is None and not acted and stop is None:
@@ -185,13 +218,16 @@ def read_sample(domain: str) -> SampleReader:
             "communicate_also_reads": [m.text for m in sample.messages if m.role == "user" and m.source == "input"],
             "inspect_log": sample.log, "inspect_sample": [sample.sample_id, sample.epoch],
             "inspect_limit": sample.limit, **bench.provenance,
-            "reading": f"inspect_evals tau2_{domain}, scored as its {scorer} scores (database and communicated "
-                       f"information, whatever the reward basis) against the sample's task definition, which "
-                       f"{comparison}",
+            "reading": f"inspect_evals tau2_{domain}, scored as its {scorer} scores ("
+                       + ("the actions where the reward basis names them, and the env assertions, on both parties' "
+                          "replayed calls" if bench.user_acts else
+                          "database and communicated information, whatever the reward basis")
+                       + f") against the sample's task definition, which {comparison}",
         }
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = EmbeddedTask.of(task, TAU2_FORMAT, sample.log).to_json()
         meta.update(db_meta)
+        meta.update(convo.user_calls_meta())
         recorded = recorded_verdict(sample.scores, scorer)
         recorded = Recorded.of(recorded.y, recorded.verdict, call_like_text_steps(convo.turns), issues)
         rid = rollout_id_for(bench.dataset, sample.model, request.method, sample.sample_id,
@@ -204,4 +240,5 @@ def read_sample(domain: str) -> SampleReader:
 
 
 INSPECT_TASKS: Mapping[str, Callable[[FrameworkSample, ImportRequest], Rollout]] = {
-    "tau2_airline": read_sample("airline"), "tau2_retail": read_sample("retail")}
+    "tau2_airline": read_sample("airline"), "tau2_retail": read_sample("retail"),
+    "tau2_telecom": read_sample("telecom")}
