@@ -463,3 +463,15 @@ def test_inspect_evals_action_matching():
     assert inspect_action_used(GoldAction("refuel_data", {"gb_amount": 2.0, "line_id": "L1"}, compare_args=("gb_amount",)),
                                [("refuel_data", {"gb_amount": 2, "line_id": "L9"})])
     assert equal_unordered([1, [2, 3]], [[3, 2], 1]) and not equal_unordered([1, 1], [1, 2])
+
+
+def test_user_calls_round_trip_as_the_agents_calls_do():
+    """A user's call with argument text that is not JSON, and a result cut for its length, read back
+    as written (the same serialisation as the agent's calls and results)."""
+    from prefix_audit.benchmarks.tau.generation.telecom import UserCall, read_user_calls
+    from prefix_audit.core.records import MAX_RECORDED_CHARS, RecordedResult
+
+    calls = (UserCall(0, structured_call("set_apn_settings", '{"apn_settings": ', "u0")),
+             UserCall(1, structured_call("check_status_bar", {}, "u1"), RecordedResult.of("x" * (MAX_RECORDED_CHARS + 5))))
+    back = read_user_calls({"user_calls": [json.loads(json.dumps(c.to_json())) for c in calls]}, 1)
+    assert back == calls and back[0].call.parse_error and back[1].recorded.cut

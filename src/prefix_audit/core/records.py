@@ -34,8 +34,8 @@ from .calls import ToolCall, looks_like_calls, parse_call_string, structured_cal
 from .decode import BadLine, DecodeError, count, iter_json_lines, seconds
 
 __all__ = ["BadLine", "Located", "LogIssue", "Recorded", "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
-           "PARTY_CALLS_KEY", "actions_of", "call_like_text_steps", "call_steps", "dumps", "read_rollouts", "rollout_from_json",
-           "party_results", "rollout_id_for", "unmatched_results"]
+           "PARTY_CALLS_KEY", "actions_of", "call_from_json", "call_like_text_steps", "call_steps", "call_to_json", "dumps", "read_rollouts", "rollout_from_json",
+           "party_results", "result_from_json", "rollout_id_for", "unmatched_results"]
 
 SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("dataset", "task_id", "model", "method", "rollout_id", "turns")
@@ -359,7 +359,9 @@ def rollout_id_for(*parts: object) -> str:
 # --- JSON (de)serialisation -------------------------------------------------------------------
 
 
-def _call_to_json(call: ToolCall) -> dict[str, Any]:
+def call_to_json(call: ToolCall) -> dict[str, Any]:
+    """A call as a rollout record stores it: ``raw`` text, or ``name`` and ``arguments`` (unparseable
+    argument text kept as emitted), and its ``id``."""
     if not call.structured:
         out: dict[str, Any] = {"raw": call.raw if call.raw is not None else call.render()}
     else:
@@ -373,7 +375,7 @@ def _call_to_json(call: ToolCall) -> dict[str, Any]:
 
 def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
     turns = [
-        [{"calls": [_call_to_json(c) for c in step.calls], **({"text": step.text} if step.text is not None else {}),
+        [{"calls": [call_to_json(c) for c in step.calls], **({"text": step.text} if step.text is not None else {}),
           **({"results": [r.to_json() if r is not None else None for r in step.results]}
              if step.results is not None else {})}
          for step in turn]
@@ -402,7 +404,8 @@ def dumps(rollout: Rollout) -> str:
     return json.dumps(rollout_to_json(rollout), ensure_ascii=False, sort_keys=False, separators=(",", ":"))
 
 
-def _call_from_json(obj: Any, where: str) -> ToolCall:
+def call_from_json(obj: Any, where: str) -> ToolCall:
+    """A call as :func:`call_to_json` writes it (:class:`RecordError` where it is not)."""
     if not isinstance(obj, dict):
         raise RecordError(f"{where}: a call must be an object, got {type(obj).__name__}")
     call_id = obj.get("id")
@@ -423,26 +426,23 @@ def _results_from_json(items: Any, where: str) -> tuple[RecordedResult | None, .
         return None
     if not isinstance(items, list):
         raise RecordError(f"{where} must be a list of recorded results (or nulls)")
-    out: list[RecordedResult | None] = []
-    for i, item in enumerate(items):
-        at = f"{where}[{i}]"
-        if item is None:
-            out.append(None)
-            continue
-        if not isinstance(item, dict) or not isinstance(item.get("content"), str):
-            raise RecordError(f"{at} must be an object with a 'content' string")
-        error, executed = item.get("error"), item.get("executed", True)
-        if error is not None and not isinstance(error, bool) or not isinstance(executed, bool):
-            raise RecordError(f"{at}: 'error' must be true, false or null and 'executed' true or false")
-        length, digest = item.get("length"), item.get("sha256")
-        if length is None:
-            out.append(RecordedResult.of(item["content"], error, executed))
-            continue
-        if isinstance(length, bool) or not isinstance(length, int) or length <= MAX_RECORDED_CHARS \
-                or not isinstance(digest, str) or len(item["content"]) != MAX_RECORDED_CHARS:
-            raise RecordError(f"{at}: a cut result needs its whole 'length' and 'sha256'")
-        out.append(RecordedResult(_clean_text(item["content"]), error, executed, length, digest))
-    return tuple(out)
+    return tuple(None if item is None else result_from_json(item, f"{where}[{i}]") for i, item in enumerate(items))
+
+
+def result_from_json(item: Any, at: str) -> RecordedResult:
+    """A recorded result as :meth:`RecordedResult.to_json` writes it (:class:`RecordError` where it is not)."""
+    if not isinstance(item, dict) or not isinstance(item.get("content"), str):
+        raise RecordError(f"{at} must be an object with a 'content' string")
+    error, executed = item.get("error"), item.get("executed", True)
+    if error is not None and not isinstance(error, bool) or not isinstance(executed, bool):
+        raise RecordError(f"{at}: 'error' must be true, false or null and 'executed' true or false")
+    length, digest = item.get("length"), item.get("sha256")
+    if length is None:
+        return RecordedResult.of(item["content"], error, executed)
+    if isinstance(length, bool) or not isinstance(length, int) or length <= MAX_RECORDED_CHARS \
+            or not isinstance(digest, str) or len(item["content"]) != MAX_RECORDED_CHARS:
+        raise RecordError(f"{at}: a cut result needs its whole 'length' and 'sha256'")
+    return RecordedResult(_clean_text(item["content"]), error, executed, length, digest)
 
 
 def _recorded_from_json(obj: Any) -> Recorded | None:
@@ -555,7 +555,7 @@ def rollout_from_json(obj: Any) -> Rollout:
             text = step.get("text")
             if text is not None and not isinstance(text, str):
                 raise RecordError(f"{where}.text must be a string")
-            calls = tuple(_call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(step.get("calls", [])))
+            calls = tuple(call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(step.get("calls", [])))
             steps.append(Step(calls, text, _results_from_json(step.get("results"), f"{where}.results")))
         turns.append(tuple(steps))
     meta = obj.get("meta", {})

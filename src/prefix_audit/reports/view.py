@@ -38,7 +38,7 @@ import polars as pl
 from markupsafe import Markup
 
 from prefix_audit.core.io import path_label, read_parquet, staged_tree
-from prefix_audit.core.records import PARTY_CALLS_KEY
+from prefix_audit.core.records import PARTY_CALLS_KEY, RecordError, call_from_json
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA
 from prefix_audit.replay.record_check import DIVERGED
@@ -225,8 +225,10 @@ def _party_calls(entries: object) -> dict[int, list[dict[str, Any]]]:
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, dict) or not isinstance(entry.get("turn"), int):
             continue
-        arguments = entry.get("arguments") if isinstance(entry.get("arguments"), dict) else {}
-        call = f"{entry.get('name')}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+        try:
+            call = call_from_json(entry, PARTY_CALLS_KEY).render()
+        except RecordError:  # scoring refuses such a rollout; its page shows what is there
+            call = str(entry.get("name"))
         result = entry.get("result") if isinstance(entry.get("result"), dict) else {}
         out.setdefault(entry["turn"], []).append({"call": _clip(call), "recorded": _clip(result.get("content")),
                                                   "recorded_error": result.get("error")})

@@ -142,7 +142,9 @@ class TelecomSession(TauSession):
         """Replay the user's calls that came before ``before_turn`` (None: all that are left)."""
         while self._pending and (before_turn is None or self._pending[0].turn <= before_turn):
             entry = self._pending.pop(0)
-            if entry.call.well_formed:
+            if entry.recorded is not None and not entry.recorded.executed:  # a harness refused it: it never ran
+                accepted, text = False, "not executed: the log shows the call never ran"
+            elif entry.call.well_formed:
                 accepted, text = self._live.run(entry.call, USER)
                 self._ran.append((entry.call, USER))
             else:
@@ -165,8 +167,7 @@ class TelecomSession(TauSession):
             return 1
         parts, y = [], 1
         if "ACTION" in self.task.reward_basis:
-            agent = super()._trajectory_calls()
-            user = [(p.call.name or "", dict(p.call.kwargs)) for p in self.party_calls if p.call.well_formed]
+            agent, user = super()._trajectory_calls(), self._user_calls()
             met = sum(inspect_action_used(g, user if g.requestor == USER else agent) for g in self.task.gold)
             parts.append(f"ACTION={met}/{len(self.task.gold)}")
             y *= met == len(self.task.gold)
@@ -176,20 +177,20 @@ class TelecomSession(TauSession):
         self.y_detail = "basis=inspect_evals; " + "; ".join(parts)
         return int(y)
 
+    def _user_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """The user's replayed calls, as name and arguments."""
+        return [(p.call.name or "", dict(p.call.kwargs)) for p in self.party_calls if p.call.well_formed]
+
     def _trajectory_calls(self) -> list[tuple[str, dict[str, Any]]]:
         """The agent's calls and the user's, as tau2's ACTION check reads a trajectory."""
-        return super()._trajectory_calls() + [(p.call.name or "", dict(p.call.kwargs))
-                                              for p in self.party_calls if p.call.well_formed]
+        return super()._trajectory_calls() + self._user_calls()
 
 
 def equal_unordered(a: Any, b: Any) -> bool:
-    """Equality with lists compared as multisets and an int equal to the same float (how
-    inspect_evals' tau2 scorer compares a call's arguments with the gold's)."""
+    """Python's equality (an int equals the same float), with lists compared as multisets, at any
+    depth (how inspect_evals' tau2 scorer compares a call's arguments with the gold's)."""
     if a == b:
         return True
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
-            and not isinstance(b, bool):
-        return float(a) == float(b)
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):

@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.records import PARTY_CALLS_KEY, RecordedResult, Step
+from prefix_audit.core.records import (
+    PARTY_CALLS_KEY,
+    RecordedResult,
+    RecordError,
+    Step,
+    call_from_json,
+    call_to_json,
+    result_from_json,
+)
 from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema, to_tool_call
 from prefix_audit.replay.contract import unreadable_call_observation
 
@@ -54,8 +62,7 @@ class UserCall:
     recorded: RecordedResult | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"turn": self.turn, "name": self.call.name, "arguments": dict(self.call.kwargs),
-                               "id": self.call.call_id}
+        out: dict[str, Any] = {"turn": self.turn, **call_to_json(self.call)}
         if self.recorded is not None:
             out["result"] = self.recorded.to_json()
         return out
@@ -69,23 +76,19 @@ def read_user_calls(meta: Mapping[str, Any], n_turns: int) -> tuple[UserCall, ..
     out: list[UserCall] = []
     for k, entry in enumerate(entries):
         where = f"meta.{USER_CALLS_KEY}[{k}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
-                or not isinstance(entry.get("arguments", {}), dict):
-            raise UserCallsError(f"{where} needs a name and an arguments object")
+        if not isinstance(entry, dict):
+            raise UserCallsError(f"{where} must be an object (turn, the call, its recorded result)")
         turn = entry.get("turn")
         if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn <= n_turns:
             raise UserCallsError(f"{where}.turn must be a turn index from 0 to {n_turns}, got {turn!r}")
         if out and turn < out[-1].turn:
             raise UserCallsError(f"{where}: turn {turn} comes after a call before turn {out[-1].turn}")
-        recorded = entry.get("result")
-        if recorded is not None and (not isinstance(recorded, dict) or not isinstance(recorded.get("content"), str)
-                                     or not isinstance(recorded.get("error", None), (bool, type(None)))):
-            raise UserCallsError(f"{where}.result must be an object with a content string and an error flag")
-        call_id = entry.get("id")
-        out.append(UserCall(turn, structured_call(entry["name"], entry.get("arguments", {}),
-                                                  call_id if isinstance(call_id, str) else None),
-                            None if recorded is None else RecordedResult.of(recorded["content"], recorded.get("error"),
-                                                                            recorded.get("executed") is not False)))
+        try:  # the call and its result as a rollout record stores an agent's
+            call = call_from_json(entry, where)
+            recorded = None if entry.get("result") is None else result_from_json(entry["result"], f"{where}.result")
+        except RecordError as exc:
+            raise UserCallsError(str(exc)) from None
+        out.append(UserCall(turn, call, recorded))
     return tuple(out)
 
 

@@ -185,6 +185,14 @@ def _flat_messages(messages: list[Any]) -> Iterator[tuple[str, Any]]:
             yield f"messages[{k}]", m
 
 
+def _recorded_result(message: Mapping[str, Any], content: str | None) -> RecordedResult:
+    """A tool message as the recorded result of its call: its content, its error flag (None where it
+    has none) and — false where a framework refused the call before it ran (Inspect logs) — ``executed``."""
+    flag = message.get("error")
+    return RecordedResult.of(content or "", flag if isinstance(flag, bool) else None,
+                             message.get("executed") is not False)
+
+
 def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
                       read_call: Callable[[Any, str], ToolCall] = _call) -> Conversation:
     """The turns of a tau2-shaped message list (``read_call`` reads one of its tool calls)."""
@@ -252,9 +260,7 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
             k = user_pending[call_id].pop(0)
             if not user_pending[call_id]:
                 del user_pending[call_id]
-            flag = m.get("error")
-            user_calls[k] = UserCall(user_calls[k].turn, user_calls[k].call,
-                                     RecordedResult.of(content or "", flag if isinstance(flag, bool) else None))
+            user_calls[k] = UserCall(user_calls[k].turn, user_calls[k].call, _recorded_result(m, content))
         elif role == "tool":
             call_id = m.get("id")
             if not isinstance(call_id, str) or not pending.get(call_id):
@@ -265,10 +271,7 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
             name, position = pending[call_id].pop(0)
             if not pending[call_id]:
                 del pending[call_id]
-            flag = m.get("error")
-            # ``executed`` false: a framework refused the call before it ran (Inspect logs).
-            recorded[position] = RecordedResult.of(content or "", flag if isinstance(flag, bool) else None,
-                                                   m.get("executed") is not False)
+            recorded[position] = _recorded_result(m, content)
             if m.get("error"):
                 errors.append(call_id)
             elif name not in bench.tools and name in bench.user_tool_names:
