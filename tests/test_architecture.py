@@ -4,10 +4,10 @@ internals; every sub-package says what it holds; plugins import one stable face.
 
 from __future__ import annotations
 
-import os
-import shutil
 import ast
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path

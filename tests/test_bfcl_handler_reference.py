@@ -10,7 +10,6 @@ import builtins
 import importlib.util
 import sys
 from collections import Counter
-from pathlib import Path
 
 import bfcl_handler_reference as ref
 import pytest

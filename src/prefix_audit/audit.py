@@ -18,18 +18,28 @@ does not write are removed in the same step — other files in ``DIR`` are never
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
+from .core.decode import MAX_LINE_BYTES, over_limit
 from .core.io import path_label, staged_tree
-from .core.records import BadLine, Located
-from .ingest.imports import IMPORTED, ImportReport, imported_rollouts_path, read_logs, write_quarantine, write_records
+from .core.parallel import Progress, WorkerPool
+from .core.records import BadLine
+from .ingest.imports import (
+    IMPORTED,
+    ImportReport,
+    LogRequest,
+    import_logs,
+    imported_rollouts_path,
+    worker_modules,
+    write_quarantine,
+)
 from .replay.contract import Benchmark
 from .replay.fed import merge_episodes
-from .replay.scoring import ScoreOutputs, ScoreReport, score_file
+from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, ScoreOutputs, ScoreReport, score_chunks
 from .replay.trust import DEFAULT_MIN_AGREEMENT, worst
 from .reports.tables import table_files, write_tables
 from .statistics.stats import TAU_POOL, write_stats
@@ -80,13 +90,18 @@ def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
 def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
                kind: str | None = None, model: str | None = None, method: str = IMPORTED,
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
-               workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> AuditReport:
+               workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring); raises ValueError when no entry
-    of any log could be imported (after committing the quarantine that says why)."""
+    of any log could be imported (after committing the quarantine that says why).
+
+    ``workers`` processes read the logs and replay the entries (``open_dataset`` must then pickle:
+    :class:`prefix_audit.replay.registry.Resolver` does), and threads compute the statistics; the
+    outputs do not depend on it. ``progress``: a bar on stderr (a line per log and block when stderr
+    is not a terminal)."""
     out = Path(out_dir)
-    with staged_tree(out) as stage:
-        report = _audit_into(stage, logs, open_dataset, kind=kind, model=model, method=method,
-                             resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, workers=workers)
+    with staged_tree(out) as stage, WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
+        report = _audit_into(stage, out, logs, pool, kind=kind, model=model, method=method, resamples=resamples,
+                             seed=seed, k_max=k_max, confidence=confidence, progress=progress)
     report.min_agreement = min_agreement
     if not report.blocks:
         raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported "
@@ -95,31 +110,86 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     return report
 
 
-def _audit_into(out: Path, logs: Sequence[str | Path], open_dataset: Callable[[str], Benchmark], *,
-                kind: str | None, model: str | None, method: str, resamples: int, seed: int, k_max: int,
-                confidence: float, workers: int) -> AuditReport:
-    report = AuditReport(ImportReport())
-    by_block: dict[tuple[str, str, str], list[Located | BadLine]] = {}
+@dataclass
+class _BlockFile:
+    """A block's rollout file as the audit appends to it, and its scoring."""
+
+    path: Path
+    scoring: BlockScoring
+    lines: int = 0
+
+
+def _chunks_of_logs(out: Path, final: Path, logs: Sequence[str | Path], pool: WorkerPool, report: ImportReport,
+                    blocks: dict[tuple[str, str, str], _BlockFile], *, kind: str | None, model: str | None,
+                    method: str, progress: Progress) -> Iterator[Chunk]:
+    """Every log's records appended to its blocks' rollout files (under the staging folder ``out``),
+    in the logs' order, as each log comes back from a worker, and handed on to be replayed (no
+    corpus held: a log's records go to the workers while later logs are still being read). A
+    record's place is named where it will be (``final``), not in the staging folder. Entries no
+    block could take go to the audit's quarantine."""
     unplaced: list[BadLine] = []
-    for item in read_logs(logs, open_dataset, kind=kind, model=model, method=method, report=report.imported):
-        if isinstance(item, BadLine):
-            unplaced.append(item)
-        else:
-            r = item.rollout
-            by_block.setdefault((r.dataset, r.model, r.method), []).append(item)
+    requests = [LogRequest(str(path), kind, model, method) for path in logs]
+    for request, imported in zip(requests, import_logs(requests, pool)):
+        report.merge(imported.report)
+        progress.part_done(f"{request.path}: {imported.report.summary()}")
+        by_block: dict[tuple[str, str, str], list[bytes]] = {}
+        for entry in imported.entries:
+            if isinstance(entry, BadLine):
+                unplaced.append(entry)
+            else:
+                by_block.setdefault(entry[0], []).append((entry[1] + "\n").encode("utf-8"))
+        for key, lines in by_block.items():
+            block = blocks.get(key)
+            if block is None:
+                path = imported_rollouts_path(out, *key)
+                block = blocks[key] = _BlockFile(path, BlockScoring(str(imported_rollouts_path(final, *key))))
+                block.path.parent.mkdir(parents=True, exist_ok=True)
+                block.path.with_suffix(".quarantine.jsonl").write_bytes(b"")  # its own, empty, as `import` writes
+            with block.path.open("ab") as fh:
+                fh.writelines(lines)
+            label = block.scoring.path
+            numbered = [(block.lines + n, raw) if len(raw) <= MAX_LINE_BYTES
+                        else over_limit(label, block.lines + n, len(raw)) for n, raw in enumerate(lines, 1)]
+            block.lines += len(lines)
+            progress.grow(len(lines))
+            for start in range(0, len(numbered), LINES_PER_CHUNK):
+                yield key, label, numbered[start:start + LINES_PER_CHUNK]
     write_quarantine(unplaced, out / "rollouts" / IMPORTED / "quarantine.jsonl")
-    if not by_block:
+    for block in blocks.values():  # every log is read: a block is whole once its lines are back
+        block.scoring.expected = block.lines
+
+
+def _score_outputs(out: Path, key: tuple[str, str, str]) -> ScoreOutputs:
+    dataset, model, method = key
+    return ScoreOutputs.in_dir(out / "scored" / dataset / path_label(model) / path_label(method))
+
+
+def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: WorkerPool, *, kind: str | None,
+                model: str | None, method: str, resamples: int, seed: int, k_max: int, confidence: float,
+                progress: bool) -> AuditReport:
+    report = AuditReport(ImportReport())
+    blocks: dict[tuple[str, str, str], _BlockFile] = {}
+    bar = Progress("audit", 0, enabled=progress)
+    written: dict[tuple[str, str, str], ScoreReport] = {}
+
+    def write(key: tuple[str, str, str]) -> None:  # a whole block, while the others are still replayed
+        written[key] = blocks[key].scoring.write(_score_outputs(out, key))
+        bar.part_done(f"{'/'.join(key)}: {written[key].summary()}")
+
+    score_chunks(_chunks_of_logs(out, final, logs, pool, report.imported, blocks, kind=kind, model=model,
+                                 method=method, progress=bar), lambda key: blocks[key].scoring, pool, bar,
+                 on_complete=write)
+    bar.close()
+    if not blocks:
         return report
-    episodes = []
-    for (dataset, block_model, block_method), items in sorted(by_block.items()):
-        rollouts = imported_rollouts_path(out, dataset, block_model, block_method)
-        write_records(items, rollouts, rollouts.with_suffix(".quarantine.jsonl"))
-        scored = ScoreOutputs.in_dir(out / "scored" / dataset / path_label(block_model) / path_label(block_method))
-        report.blocks[(dataset, block_model, block_method)] = score_file(rollouts, scored, open_dataset)
-        episodes.append(scored.episodes)
+    for key in sorted(blocks):
+        if key not in written:
+            write(key)
+        report.blocks[key] = written[key]
+    episodes = [_score_outputs(out, key).episodes for key in sorted(blocks)]
     merge_episodes(episodes, out / "fed" / "episodes.parquet")
     stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", resamples=resamples,
-                        seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=workers)
+                        seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=pool.workers)
     report.headlines = _headlines(pl.read_parquet(stats))
     report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet")
     return report

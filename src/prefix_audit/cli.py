@@ -69,7 +69,7 @@ def _audit(args: argparse.Namespace) -> int:
         raise ValueError(f"--min-agreement must be in [0, 1], got {args.min_agreement}")
     report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, model=args.model,
                         method=args.method, resamples=args.resamples, seed=args.seed, workers=args.workers,
-                        min_agreement=args.min_agreement)
+                        min_agreement=args.min_agreement, progress=True)
     for line in report.lines():
         print(line, file=sys.stderr)
     print(f"tables: {Path(args.output) / 'tables'} (table_G1.md, table_F1.md, table_trust.md, ...)", file=sys.stderr)
@@ -86,7 +86,7 @@ def _score(args: argparse.Namespace) -> int:
     if not Path(args.rollouts).is_file():
         print(f"score: no such file: {args.rollouts}", file=sys.stderr)
         return 2
-    report = score_file(args.rollouts, ScoreOutputs.in_dir(args.output), _resolver(args))
+    report = score_file(args.rollouts, ScoreOutputs.in_dir(args.output), _resolver(args), workers=args.workers)
     for line in [report.summary(), *report.trust_lines()]:
         print(line, file=sys.stderr)
     return 0 if report.scored else 1
@@ -166,12 +166,18 @@ def _dataset_options(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(option.flag, help=option.help)
 
 
-def _plugins(argv: list[str] | None) -> list[str]:
-    """The --plugin modules of a command line, read before the parser is built: the importers and
-    options they register are part of it."""
+# Commands that read no benchmark: they start without loading the registry (a third of a second).
+WITHOUT_BENCHMARKS = frozenset({"stats", "plan"})
+
+
+def _pre_parsed(argv: list[str] | None) -> argparse.Namespace:
+    """The --plugin modules and the command of a command line, read before the parser is built:
+    the importers and options the plugins register are part of it."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--plugin", action="append", default=[])
-    return pre.parse_known_args(argv)[0].plugin
+    pre.add_argument("-v", "--verbose", "--debug", action="store_true")
+    pre.add_argument("command", nargs="?")
+    return pre.parse_known_args(argv)[0]
 
 
 def _view(args: argparse.Namespace) -> int:
@@ -201,14 +207,19 @@ def _progress(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .replay import registry
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return n
 
-    p = argparse.ArgumentParser(prog="prefix-audit", description=__doc__)
-    p.add_argument("--version", action="version", version=__version__)
-    p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    p.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    sub = p.add_subparsers(dest="command", required=True)
+
+def _benchmark_commands(sub: Any) -> None:
+    from .core.parallel import default_workers
+    from .replay import registry
 
     imp = sub.add_parser("import", help="external logs → rollout records (JSONL)")
     imp.add_argument("kind", choices=sorted(registry.importers()))
@@ -229,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--method", default="imported")
     au.add_argument("--resamples", type=int, default=10_000)
     au.add_argument("--seed", type=int, default=0)
-    au.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8))
+    au.add_argument("--workers", type=_workers, default=default_workers(),
+                    help="processes that read the logs and replay the entries, threads of the statistics (default: "
+                         "the cores, at most 8; outputs do not depend on it)")
     au.add_argument("--min-agreement", type=float, default=0.95, metavar="SHARE",
                     help="agreement with the logs' recorded verdicts and tool results below which a block is warned "
                          "about (default 0.95)")
@@ -242,8 +255,25 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("score", help="rollouts → actions.parquet, episodes.parquet, quarantine.jsonl")
     sc.add_argument("rollouts")
     sc.add_argument("-o", "--output", required=True)
+    sc.add_argument("--workers", type=_workers, default=default_workers(),
+                    help="processes that replay the entries (default: the cores, at most 8; outputs do not depend on it)")
     _dataset_options(sc)
     sc.set_defaults(func=_score)
+
+
+def build_parser(benchmarks: bool = True) -> argparse.ArgumentParser:
+    """The command line; without ``benchmarks``, only the commands that read none (the registry
+    is not loaded)."""
+    from .core.parallel import default_workers
+
+    p = argparse.ArgumentParser(prog="prefix-audit", description=__doc__)
+    p.add_argument("--version", action="version", version=__version__)
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    if benchmarks:  # the commands whose options and formats the benchmarks register
+        _benchmark_commands(sub)
 
     st = sub.add_parser("stats", help="episodes.parquet → stats.parquet (bootstrap, Wilson)")
     st.add_argument("episodes")
@@ -255,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--pairs", help="YAML/JSON list of pairs (label, dataset, condition/baseline {model, method}) "
                                     "for paired differences (Table F.3)")
     st.add_argument("--paired-resamples", type=int, default=100_000)
-    st.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8),
+    st.add_argument("--workers", type=_workers, default=default_workers(),
                     help="threads for independent task sets (default: the CPUs, at most 8; outputs do not depend on it)")
     st.set_defaults(func=_stats)
 
@@ -295,14 +325,17 @@ def entry() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .replay import registry
+    pre = _pre_parsed(argv)
+    benchmarks = pre.command not in WITHOUT_BENCHMARKS
+    if benchmarks:
+        from .replay import registry
 
-    try:
-        registry.load(_plugins(argv))
-    except registry.RegistryError as exc:
-        print(f"prefix-audit: {exc}", file=sys.stderr)
-        return 2
-    args = build_parser().parse_args(argv)
+        try:
+            registry.load(pre.plugin)
+        except registry.RegistryError as exc:
+            print(f"prefix-audit: {exc}", file=sys.stderr)
+            return 2
+    args = build_parser(benchmarks).parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -10,6 +10,7 @@ from snakemake.common.configfile import load_configfile
 from snakemake.utils import validate
 
 from prefix_audit.core.io import path_label
+from prefix_audit.core.parallel import MAX_DEFAULT_WORKERS
 from prefix_audit.generation.grid import (
     blocks,
     condition_pairs,
@@ -152,6 +153,13 @@ def endpoint_resources():
         return lambda wc: _endpoint_shares(wc.dataset, block_model(wc), wc.method)[resource]
 
     return {endpoint.resource: share(endpoint.resource) for endpoint in ENDPOINTS}
+
+
+def block_threads(wildcards):
+    """Processes of a block's import and replay: an imported block may be a large corpus of logs
+    (the scheduler gives it at most --cores); a generated block is one of many jobs run side by side."""
+    imported = (wildcards.dataset, block_model(wildcards), wildcards.method) in IMPORTS
+    return MAX_DEFAULT_WORKERS if imported else 1
 
 
 def import_block(wildcards):

@@ -14,6 +14,7 @@ rule import_logs:
         benchmark=lambda wc: {**benchmark_entry(wc.dataset), **import_block(wc).options},
         plugins=dataset_plugins,
         code=lambda wc: code("import_logs", wc.dataset),
+    threads: lambda wc: block_threads(wc)
     log:
         f"{RESULTS}/logs/import/{{dataset}}/{{model}}/{{method}}.log",
     benchmark:

@@ -12,6 +12,7 @@ rule score_rollouts:
         benchmark=lambda wc: benchmark_entry(wc.dataset),
         plugins=dataset_plugins,
         code=lambda wc: code("score_rollouts", wc.dataset),
+    threads: lambda wc: block_threads(wc)
     log:
         f"{RESULTS}/logs/score/{{dataset}}/{{model}}/{{method}}.log",
     benchmark:

@@ -6,4 +6,4 @@ with logging_to(snakemake.log[0]):
                  kind=snakemake.params.format, dataset=snakemake.wildcards.dataset, model=snakemake.params.model,
                  method=snakemake.wildcards.method, resources=snakemake.params.resources,
                  settings={snakemake.wildcards.dataset: snakemake.params.benchmark},
-                 plugins=snakemake.params.plugins)
+                 plugins=snakemake.params.plugins, workers=snakemake.threads)

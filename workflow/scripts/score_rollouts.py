@@ -5,4 +5,4 @@ with logging_to(snakemake.log[0]):
     score_block(snakemake.input.rollouts, snakemake.output.actions, snakemake.output.episodes,
                 snakemake.output.quarantine, resources=snakemake.params.resources,
                 dataset=snakemake.wildcards.dataset, benchmark=snakemake.params.benchmark,
-                plugins=snakemake.params.plugins)
+                plugins=snakemake.params.plugins, workers=snakemake.threads)

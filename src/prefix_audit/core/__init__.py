@@ -5,7 +5,8 @@ record that cannot be read), :mod:`.calls` (model-emitted tool calls parsed with
 evaluated), :mod:`.decode` (external bytes → values, with located errors: the one boundary every
 importer uses), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
 :mod:`.taxonomy` (the five first-failure categories), :mod:`.framework_samples` (a sample of an
-evaluation framework's log in plain terms) and :mod:`.fetch` (a pinned wheel from PyPI, unpacked).
+evaluation framework's log in plain terms), :mod:`.fetch` (a pinned wheel from PyPI, unpacked) and
+:mod:`.parallel` (work spread over processes, results in input order, and a progress display).
 
 May import: nothing of prefix_audit outside itself. Public: every module.
 """

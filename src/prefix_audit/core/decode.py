@@ -99,21 +99,36 @@ def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
     """Decode a JSON Lines file line by line; a line that is not UTF-8, not JSON or over
     :data:`MAX_LINE_BYTES` becomes a located :class:`BadLine` instead of failing the whole file
     (an over-long line is skipped without being held in memory). Blank lines are skipped."""
+    for item in raw_json_lines(path):
+        yield item if isinstance(item, BadLine) else decode_json_line(str(path), *item)
+
+
+def raw_json_lines(path: str | Path) -> Iterator[tuple[int, bytes] | BadLine]:
+    """(line number, bytes) of every non-blank line of a JSON Lines file, undecoded (for
+    :func:`decode_json_line`, maybe in another process); a line over the limit is a BadLine."""
     path = Path(path)
     with path.open("rb") as fh:
         for lineno, raw, size in _bounded_lines(fh):
             if raw is None:
-                yield BadLine(str(path), lineno, f"a line of {size:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
-                continue
-            if not raw.strip():
-                continue
-            excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace")
-            try:
-                yield JsonLine(str(path), lineno, loads(raw.decode("utf-8")), excerpt)
-            except UnicodeDecodeError as exc:
-                yield BadLine(str(path), lineno, f"not UTF-8: {exc}", excerpt=excerpt)
-            except (ValueError, RecursionError) as exc:
-                yield BadLine(str(path), lineno, f"invalid JSON: {exc}", excerpt=excerpt)
+                yield over_limit(str(path), lineno, size)
+            elif raw.strip():
+                yield lineno, raw
+
+
+def over_limit(path: str, lineno: int, size: int) -> BadLine:
+    """The quarantine record of a line longer than :data:`MAX_LINE_BYTES`."""
+    return BadLine(path, lineno, f"a line of {size:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
+
+
+def decode_json_line(path: str, lineno: int, raw: bytes) -> JsonLine | BadLine:
+    """One line of :func:`raw_json_lines` as its JSON value, or why it is not JSON."""
+    excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace")
+    try:  # json.loads itself, not loads(): JSON's nesting counts against the stack's depth, kept as it was
+        return JsonLine(path, lineno, json.loads(raw.decode("utf-8"), parse_int=_integer), excerpt)
+    except UnicodeDecodeError as exc:
+        return BadLine(path, lineno, f"not UTF-8: {exc}", excerpt=excerpt)
+    except (ValueError, RecursionError) as exc:
+        return BadLine(path, lineno, f"invalid JSON: {exc}", excerpt=excerpt)
 
 
 def _bounded_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:

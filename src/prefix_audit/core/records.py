@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .calls import ToolCall, looks_like_calls, parse_call_string, structured_call
-from .decode import BadLine, DecodeError, count, iter_json_lines, seconds
+from .decode import BadLine, DecodeError, JsonLine, count, iter_json_lines, seconds
 
 __all__ = ["BadLine", "Located", "LogIssue", "Recorded", "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
            "PARTY_CALLS_KEY", "actions_of", "call_from_json", "call_like_text_steps", "call_steps", "call_to_json", "dumps", "read_rollouts", "rollout_from_json",
@@ -597,12 +597,14 @@ class Located:
 def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:
     """Yield every rollout of a JSONL file, or a :class:`BadLine` for each unusable line."""
     for item in iter_json_lines(path):
-        if isinstance(item, BadLine):
-            yield item
-            continue
-        try:
-            yield Located(item.path, item.line, rollout_from_json(item.value))
-        except DecodeError as exc:
-            obj = item.value
-            rid = obj.get("rollout_id") if isinstance(obj, dict) else None
-            yield BadLine(item.path, item.line, str(exc), rid if isinstance(rid, str) else None, item.excerpt)
+        yield item if isinstance(item, BadLine) else located_rollout(item)
+
+
+def located_rollout(item: JsonLine) -> Located | BadLine:
+    """A JSON line as the rollout it holds, or why it holds none."""
+    try:
+        return Located(item.path, item.line, rollout_from_json(item.value))
+    except DecodeError as exc:
+        obj = item.value
+        rid = obj.get("rollout_id") if isinstance(obj, dict) else None
+        return BadLine(item.path, item.line, str(exc), rid if isinstance(rid, str) else None, item.excerpt)

@@ -16,14 +16,16 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.io import atomic_write_text, commit_files, path_label
+from prefix_audit.core.parallel import WorkerPool
 from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dumps, party_results
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark
+from prefix_audit.replay.scoring import __name__ as scoring_module
 from prefix_audit.replay.trust import UNDECODED_LOUD
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,10 @@ class RecordTally:
         if isinstance(reading, str):
             self.readings[reading] += sign
 
+    def merge(self, other: RecordTally) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
     def lines(self) -> list[str]:
         if not self.entries:
             return []
@@ -94,6 +100,14 @@ class ImportReport:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items())) or "none"
         return (f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; "
                 f"quarantined: {self.quarantined} ({reasons})")
+
+    def merge(self, other: ImportReport) -> None:
+        """Count ``other`` (the import of other logs) in."""
+        self.logs.update(other.logs)
+        self.rollouts += other.rollouts
+        self.quarantined += other.quarantined
+        self.reasons += other.reasons
+        self.record.merge(other.record)
 
     def lines(self) -> list[str]:
         """The summary, then what the logs recorded and the decode health."""
@@ -169,16 +183,72 @@ def of_dataset(items: Iterable[Located | BadLine], dataset: str, report: ImportR
         yield item
 
 
+@dataclass(frozen=True)
+class LogRequest:
+    """One log to import: its format (None: detected), labels, and the one dataset its block takes (None: any)."""
+
+    path: str
+    kind: str | None = None
+    model: str | None = None
+    method: str = IMPORTED
+    dataset: str | None = None
+
+
+@dataclass
+class ImportedLog:
+    """A log's entries as records ready to write — (block, JSON line) — or quarantined, and its counts."""
+
+    entries: list[tuple[tuple[str, str, str], str] | BadLine]
+    report: ImportReport
+
+
+def _import_log(open_dataset: Callable[[str], Benchmark], request: LogRequest) -> ImportedLog:
+    """A worker's call: one log read, its rollouts serialised where they were read."""
+    report = ImportReport()
+    items = read_logs([request.path], open_dataset, kind=request.kind, model=request.model, method=request.method,
+                      report=report)
+    if request.dataset is not None:
+        items = of_dataset(items, request.dataset, report)
+    entries = [item if isinstance(item, BadLine)
+               else ((item.rollout.dataset, item.rollout.model, item.rollout.method), dumps(item.rollout))
+               for item in items]
+    return ImportedLog(entries, report)
+
+
+def worker_modules() -> list[str]:
+    """What a worker that imports and replays entries imports: started from a process that has
+    them imported already, a worker does not import them again."""
+    return [__name__, scoring_module, *registry.modules()]
+
+
+def import_logs(requests: Iterable[LogRequest], pool: WorkerPool) -> Iterator[ImportedLog]:
+    """Each log of ``requests`` imported by one of ``pool``'s workers (whose shared object opens the
+    benchmarks), in the requests' order."""
+    return pool.map(_import_log, requests)
+
+
 def import_block(logs: Sequence[str | Path], rollouts: str | Path, quarantine: str | Path, *, kind: str | None,
                  dataset: str, model: str, method: str, resources: str | Path,
-                 settings: Mapping[str, Mapping[str, Any]] | None = None, plugins: Sequence[str] = ()) -> ImportReport:
-    """The ``import_logs`` stage: one block's logs → its rollout file and quarantine file."""
+                 settings: Mapping[str, Mapping[str, Any]] | None = None, plugins: Sequence[str] = (),
+                 workers: int = 1) -> ImportReport:
+    """The ``import_logs`` stage: one block's logs → its rollout file and quarantine file (the logs
+    read by ``workers`` processes)."""
     registry.load(plugins)
     report = ImportReport()
     resolve = registry.resolver(resources, settings or {}, fetch=False)
-    items = of_dataset(read_logs(logs, resolve, kind=kind, model=model, method=method, report=report), dataset,
-                       report)
-    write_records(items, rollouts, quarantine)
+    lines: list[str] = []
+    bad: list[BadLine] = []
+    requests = [LogRequest(str(path), kind, model, method, dataset) for path in logs]
+    with WorkerPool(min(workers, len(requests)) or 1, resolve, preload=worker_modules()) as pool:
+        for imported in import_logs(requests, pool):
+            report.merge(imported.report)
+            for entry in imported.entries:
+                if isinstance(entry, BadLine):
+                    bad.append(entry)
+                else:
+                    lines.append(entry[1] + "\n")
+    # Both files of one import are replaced together (or beside each other's new version only).
+    commit_files({rollouts: "".join(lines).encode("utf-8"), quarantine: _quarantine_text(bad).encode("utf-8")})
     for line in report.lines():
         (log.warning if line.startswith("WARNING") else log.info)(line)
     return report

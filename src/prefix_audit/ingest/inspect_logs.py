@@ -6,11 +6,15 @@ optional extra ``prefix-audit[inspect]``) and hands each sample × epoch, as pla
 (``Registration.inspect_tasks``: ``tau2_airline``, ``tau2_retail``, ``bfcl``), which turns it into a
 rollout with what the log recorded.
 
-Reading, sample by sample, never the whole log: the header first (task, model, sample ids, epochs);
-then for ``.eval`` each sample with ``inspect_ai.log.read_eval_log_sample`` (its events left out:
-they repeat the store), for ``.json`` — which inspect-ai's reader loads whole — the ``samples`` array
-streamed with ijson (inspect-ai's own dependency), each sample without its events validated as
-inspect-ai's ``EvalSample``. Attachments are resolved, so message texts are whole.
+Reading, sample by sample, never the whole log: the header first, with inspect-ai's reader (task,
+model, sample ids, epochs); then for ``.eval`` each sample's zip member read here — decompressed
+(zstd, as inspect-ai writes them, or deflate) and parsed whole with orjson, which is faster than
+inspect-ai's own reader walking the member's JSON in Python to leave the events out —, for ``.json``
+— which inspect-ai's reader loads whole — the ``samples`` array streamed with ijson (inspect-ai's
+own dependency). Either way each sample, without its events (they repeat the store), is validated
+as inspect-ai's ``EvalSample`` and its attachments resolved, so message texts are whole.
+``tests/test_inspect_reader.py`` checks every sample of the generated logs against
+``inspect_ai.log.read_eval_log_sample``.
 
 Every sample × epoch the header lists comes out as a rollout or a quarantine record (located by
 its position in the header's order): one the benchmark cannot use (no store, no metadata, another
@@ -20,13 +24,16 @@ read. A log of a task no benchmark registered, or one whose header does not read
 
 from __future__ import annotations
 
+import io
 import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, shape_reason
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, loads, shape_reason
 from prefix_audit.core.framework_samples import FrameworkSample, chat_messages
 from prefix_audit.core.records import BadLine, Located
 from prefix_audit.replay import registry
@@ -34,7 +41,8 @@ from prefix_audit.replay.registry import ImportRequest, RefusedOption
 
 EXTRA = "inspect"
 FORMAT = "inspect"
-SKIPPED_FIELDS = frozenset({"events"})  # the event transcript repeats the store (twice the database)
+# The event transcript repeats the store (twice the database); its pools serve only the events.
+SKIPPED_FIELDS = frozenset({"events", "events_data"})
 _JSON_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 HEAD_BYTES = 256
 
@@ -87,18 +95,100 @@ def _plain(sample: Any, log: str, task: str, model: str, position: int) -> Frame
         limit=f"{limit.type} limit {limit.limit:g}" if limit is not None else None)
 
 
-def _eval_samples(api: Any, path: Path, wanted: list[tuple[str, int]]) -> Iterator[tuple[tuple[str, int], Any]]:
-    """(sample id, epoch) and the sample (or why it does not read) for each wanted one the log holds."""
-    for sample_id, epoch in wanted:
+ZIP_ZSTANDARD = 93  # the ZIP compression method inspect-ai writes sample members with
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, then the name's and the extra field's lengths
+_LOCAL_HEADER_SIGNATURE = b"PK\x03\x04"
+
+
+def _member_bytes(archive: zipfile.ZipFile, fh: BinaryIO, info: zipfile.ZipInfo) -> bytes:
+    """A member's uncompressed bytes: stored and deflated members as the standard library reads
+    them, zstd members (which it reads only from Python 3.14) decompressed here, every frame."""
+    if info.compress_type != ZIP_ZSTANDARD:
+        return archive.read(info)
+    import zstandard
+
+    fh.seek(info.header_offset)
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack(fh.read(_LOCAL_HEADER.size))
+    if signature != _LOCAL_HEADER_SIGNATURE:
+        raise zipfile.BadZipFile(f"{info.filename}: no local file header at offset {info.header_offset}")
+    fh.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
+    compressed = fh.read(info.compress_size)
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(compressed), read_across_frames=True) as reader:
+        data = reader.read()
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"{info.filename}: CRC check failed")
+    return data
+
+
+_EVENTS_KEY = b'"events":'
+
+
+def _json_object(data: bytes, later_fields: list[str]) -> Any:
+    """A sample member's JSON without its events, which are most of its bytes and objects: the
+    object before them and the one after them parsed by orjson, the events' bytes between never
+    parsed; the whole member parsed (then by the standard library where orjson refuses it: NaN,
+    integers beyond 64 bits) where the events cannot be cut out as below.
+
+    The events' value ends where the first field the sample model defines after ``events``
+    (``later_fields``, in the model's order, as inspect-ai writes them) begins. Only a cut at the
+    top level leaves JSON that parses: a key of the same name deeper down leaves a brace open."""
+    import orjson
+
+    def parsed(text: bytes) -> dict | None:
         try:
-            sample = api.read_eval_log_sample(str(path), id=sample_id, epoch=epoch, exclude_fields=set(SKIPPED_FIELDS),
-                                              resolve_attachments=True)
-        except IndexError:
-            continue  # not in the log: said with the others the log lacks
-        except Exception as exc:  # a member that does not read costs that sample only
-            yield (sample_id, epoch), exc
-            continue
-        yield (sample_id, epoch), sample
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    head = None
+    at = data.find(_EVENTS_KEY)
+    while at != -1 and head is None:
+        before = data[:at].rstrip()
+        head = parsed(before[:-1] + b"}") if before.endswith(b",") else None
+        at = data.find(_EVENTS_KEY, at + 1) if head is None else at
+    if head is not None:
+        start = at + len(_EVENTS_KEY)
+        for name in later_fields:
+            marker = b',"' + name.encode("utf-8") + b'":'
+            cut = data.find(marker, start)
+            while cut != -1:
+                events = data[start:cut].strip()
+                tail = parsed(b"{" + data[cut + 1:]) if events[:1] == b"[" and events[-1:] == b"]" else None
+                if tail is not None:
+                    return {**head, **tail}
+                cut = data.find(marker, cut + 1)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return loads(data.decode("utf-8"))
+
+
+def _sample_of(api: Any, obj: Any) -> Any:
+    """A sample's JSON object without the fields it is read without, as inspect-ai's ``EvalSample``
+    with its attachments resolved."""
+    if not isinstance(obj, dict):
+        raise InspectLogError(f"a sample is a JSON object, not {type(obj).__name__}")
+    kept = {key: value for key, value in obj.items() if key not in SKIPPED_FIELDS}
+    return api.resolve_sample_attachments(api.EvalSample.model_validate(kept), "full")
+
+
+def _eval_samples(api: Any, path: Path, wanted: list[tuple[str, int]]) -> Iterator[tuple[tuple[str, int], Any]]:
+    """(sample id, epoch) and the sample (or why it does not read) for each wanted one the log holds:
+    each member decompressed and parsed whole by us — the events left out after parsing, which
+    costs a fraction of inspect-ai's walk around them —, then validated by inspect-ai's model."""
+    fields = list(api.EvalSample.model_fields)
+    later_fields = fields[fields.index("events") + 1:]
+    with path.open("rb") as fh, zipfile.ZipFile(fh) as archive:
+        members = {info.filename: info for info in archive.infolist()}
+        for sample_id, epoch in wanted:
+            info = members.get(f"samples/{sample_id}_epoch_{epoch}.json")
+            if info is None:
+                continue  # not in the log: said with the others the log lacks
+            try:
+                yield (sample_id, epoch), _sample_of(api, _json_object(_member_bytes(archive, fh, info), later_fields))
+            except Exception as exc:  # a member that does not read costs that sample only
+                yield (sample_id, epoch), exc
 
 
 def _json_sample_objects(path: Path) -> Iterator[dict[str, Any]]:
@@ -139,8 +229,7 @@ def _json_samples(api: Any, path: Path) -> Iterator[tuple[tuple[str, int] | None
             return
         key = (str(obj.get("id")), obj.get("epoch") if isinstance(obj.get("epoch"), int) else 0)
         try:
-            sample = api.EvalSample.model_validate(obj)
-            yield key, api.resolve_sample_attachments(sample, "full")
+            yield key, _sample_of(api, obj)
         except Exception as exc:
             yield key, exc
 

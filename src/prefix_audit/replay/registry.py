@@ -129,6 +129,7 @@ class Registration:
 
 _REGISTRATIONS: dict[str, Registration] = {}
 _entry_points_loaded = False
+_plugins_loaded: list[str] = []  # plugin modules this process imported, in order (a worker loads them too)
 
 
 def register(registration: Registration) -> Registration:
@@ -174,6 +175,8 @@ def load(plugins: Sequence[str] = ()) -> None:
         if not isinstance(name, str) or not _MODULE_NAME.match(name):
             raise RegistryError(f"plugins: {name!r} is not a module name")
         _import(name, f"plugin {name!r}")
+        if name not in _plugins_loaded:
+            _plugins_loaded.append(name)
 
 
 def _import(module: str, what: str) -> None:
@@ -186,6 +189,12 @@ def _import(module: str, what: str) -> None:
     if not ours and set(_REGISTRATIONS) == before:
         raise RegistryError(f"{what}: {module} registers no benchmark (it must call "
                             f"prefix_audit.replay.registry.register)")
+
+
+def modules() -> list[str]:
+    """The modules that registered benchmarks (the installed ones', plugins'), sorted."""
+    load()
+    return sorted(_REGISTRATIONS)
 
 
 def registrations() -> list[Registration]:
@@ -288,19 +297,36 @@ def open_benchmark(name: str, resources: str | Path, settings: Mapping[str, Any]
     return dataset(name).open(OpenRequest(Path(resources), dict(settings or {}), fetch))
 
 
-def resolver(resources: str | Path, settings: Mapping[str, Mapping[str, Any]] | None = None, *,
-             fetch: bool = True) -> Callable[[str], Benchmark]:
+class Resolver:
     """A per-process cache of adapters keyed by dataset id; ``settings`` maps a dataset to its
-    config entry (a dataset without one opens with its defaults)."""
-    settings = settings or {}
-    cache: dict[str, Benchmark] = {}
+    config entry (a dataset without one opens with its defaults). It pickles without its cache,
+    and loads the plugins it was made with where it is unpickled: a worker process opens its own."""
 
-    def resolve(name: str) -> Benchmark:
-        if name not in cache:
-            cache[name] = open_benchmark(name, resources, settings.get(name), fetch=fetch)
-        return cache[name]
+    def __init__(self, resources: str | Path, settings: Mapping[str, Mapping[str, Any]] | None = None, *,
+                 fetch: bool = True, plugins: Sequence[str] = ()) -> None:
+        self.resources = Path(resources)
+        self.settings = {name: dict(entry) for name, entry in (settings or {}).items()}
+        self.fetch = fetch
+        self.plugins = tuple(plugins)
+        self._cache: dict[str, Benchmark] = {}
 
-    return resolve
+    def __call__(self, name: str) -> Benchmark:
+        if name not in self._cache:
+            self._cache[name] = open_benchmark(name, self.resources, self.settings.get(name), fetch=self.fetch)
+        return self._cache[name]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_cache": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        load(self.plugins)
+
+
+def resolver(resources: str | Path, settings: Mapping[str, Mapping[str, Any]] | None = None, *,
+             fetch: bool = True) -> Resolver:
+    """A :class:`Resolver` with the plugins this process has loaded."""
+    return Resolver(resources, settings, fetch=fetch, plugins=_plugins_loaded)
 
 
 def config_schema(base: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,10 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from prefix_audit.core.decode import finite_json
+from prefix_audit.core.decode import decode_json_line, finite_json, raw_json_lines
 from prefix_audit.core.io import commit_files, parquet_bytes
-from prefix_audit.core.records import AGENT_ROLES, BadLine, Located, Rollout, call_steps, read_rollouts
+from prefix_audit.core.parallel import Progress, WorkerPool
+from prefix_audit.core.records import AGENT_ROLES, BadLine, Located, Rollout, call_steps, located_rollout
 
 from . import registry
 from .checker import EpisodeResult, primary, replay
@@ -172,38 +173,57 @@ def action_rows(ep: EpisodeResult, check: RecordCheck | None = None) -> Iterable
         }
 
 
+def _replay_entry(item: Located, benchmark_for: Callable[[str], Benchmark]) -> EpisodeResult | BadLine:
+    """One rollout replayed, or why it cannot be (a defect in one record's replay never loses the others)."""
+    rollout = item.rollout
+    try:
+        return replay(rollout, benchmark_for(rollout.dataset))
+    except (UnscorableRollout, UnknownDataset) as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        return BadLine(item.path, item.line, str(message), rollout.rollout_id)
+    except Exception as exc:
+        log.debug("replay of %s:%s failed", item.path, item.line, exc_info=True)
+        return BadLine(item.path, item.line, f"replay error: {type(exc).__name__}: {exc}", rollout.rollout_id)
+
+
+def _block_key(rollout: Rollout) -> tuple[str, str, str, str]:
+    return (rollout.dataset, rollout.model, rollout.method, rollout.rollout_id)
+
+
+def _duplicate(path: str, line: int, key: tuple[str, str, str, str], seen: dict[tuple, int]) -> BadLine | None:
+    """A rollout id seen before in its block (the first one counts); else None, and ``key`` is seen."""
+    if key in seen:
+        return BadLine(path, line, f"duplicate rollout_id {key[3]!r} in block {'/'.join(key[:3])} "
+                       f"(first on line {seen[key]})", key[3])
+    seen[key] = line
+    return None
+
+
+def _count_bad(report: ScoreReport, bad: list[BadLine]) -> None:
+    report.quarantined = len(bad)
+    report.quarantine_reasons.update(_reason_kind(b.reason) for b in bad)
+
+
 def score_rollouts(items: Iterable[Located | BadLine], benchmark_for: Callable[[str], Benchmark],
                    report: ScoreReport) -> tuple[list[EpisodeResult], list[BadLine]]:
-    """Replay every rollout; anything unusable becomes a located quarantine record."""
+    """Replay every rollout in this process; anything unusable becomes a located quarantine record."""
     episodes: list[EpisodeResult] = []
     bad: list[BadLine] = []
-    seen: dict[tuple[str, str, str, str], int] = {}
+    seen: dict[tuple, int] = {}
     for item in items:
         report.lines_read += 1
         if isinstance(item, BadLine):
             bad.append(item)
             continue
-        rollout = item.rollout
-        key = (rollout.dataset, rollout.model, rollout.method, rollout.rollout_id)
-        if key in seen:
-            bad.append(BadLine(item.path, item.line, f"duplicate rollout_id {rollout.rollout_id!r} in block "
-                               f"{'/'.join(key[:3])} (first on line {seen[key]})", rollout.rollout_id))
+        result = _duplicate(item.path, item.line, _block_key(item.rollout), seen) or _replay_entry(item, benchmark_for)
+        if isinstance(result, BadLine):
+            bad.append(result)
             continue
-        seen[key] = item.line
-        try:
-            episodes.append(replay(rollout, benchmark_for(rollout.dataset)))
-            report.datasets[rollout.dataset] += 1
-        except (UnscorableRollout, UnknownDataset) as exc:
-            message = exc.args[0] if exc.args else str(exc)
-            bad.append(BadLine(item.path, item.line, str(message), rollout.rollout_id))
-        except Exception as exc:  # a defect in one record's replay must not lose the others
-            log.debug("replay of %s:%s failed", item.path, item.line, exc_info=True)
-            bad.append(BadLine(item.path, item.line, f"replay error: {type(exc).__name__}: {exc}",
-                               rollout.rollout_id))
+        episodes.append(result)
+        report.datasets[item.rollout.dataset] += 1
     report.scored = len(episodes)
     report.infra_errors = sum(ep.T is None for ep in episodes)
-    report.quarantined = len(bad)
-    report.quarantine_reasons.update(_reason_kind(b.reason) for b in bad)
+    _count_bad(report, bad)
     return episodes, bad
 
 
@@ -227,39 +247,147 @@ class ScoreOutputs:
         return cls(out / "actions.parquet", out / "episodes.parquet", out / "quarantine.jsonl")
 
 
-def write_scores(episodes: list[EpisodeResult], bad: list[BadLine], outputs: ScoreOutputs) -> pa.Table:
-    """Write the three files of one scoring as one set; return the episodes table written."""
-    episodes = sorted(episodes, key=_sort_key)
-    checks = [check_record(e) for e in episodes]
-    ep_table = pa.Table.from_pylist([episode_row(e, c) for e, c in zip(episodes, checks)], schema=EPISODE_SCHEMA)
-    act_table = pa.Table.from_pylist([row for e, c in zip(episodes, checks) for row in action_rows(e, c)],
-                                     schema=ACTION_SCHEMA)
-    # The three files of one scoring are replaced together, never one beside an older other.
-    commit_files({outputs.episodes: parquet_bytes(ep_table), outputs.actions: parquet_bytes(act_table),
-                  outputs.quarantine: "".join(json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n"
-                                              for b in bad).encode("utf-8")})
-    return ep_table
+@dataclass(frozen=True)
+class ScoredLine:
+    """One line of a rollouts file, scored wherever it was replayed: its rows, or why it has none."""
+
+    line: int
+    key: tuple[str, str, str, str] | None = None  # block and rollout id (None: the line holds no rollout)
+    sort_key: tuple = ()
+    episode: dict | None = None
+    actions: list[dict] = field(default_factory=list)
+    bad: BadLine | None = None
 
 
-def score_file(rollouts_path: str | Path, outputs: ScoreOutputs,
-               benchmark_for: Callable[[str], Benchmark]) -> ScoreReport:
+LINES_PER_CHUNK = 8  # a few entries per message to a worker: small enough to share a block's tail out
+
+# What a worker is sent: the key of the file the lines belong to, its path, and its lines
+# ((line number, the line's bytes), or the quarantine record of a line that cannot be read).
+Chunk = tuple[Any, str, list[tuple[int, bytes] | BadLine]]
+
+
+def _score_line(benchmark_for: Callable[[str], Benchmark], path: str, raw: tuple[int, bytes] | BadLine) -> ScoredLine:
+    if isinstance(raw, BadLine):
+        return ScoredLine(raw.line, bad=raw)
+    item = decode_json_line(path, *raw)
+    located = item if isinstance(item, BadLine) else located_rollout(item)
+    if isinstance(located, BadLine):
+        return ScoredLine(located.line, bad=located)
+    key = _block_key(located.rollout)
+    result = _replay_entry(located, benchmark_for)
+    if isinstance(result, BadLine):
+        return ScoredLine(located.line, key, bad=result)
+    check = check_record(result)
+    return ScoredLine(located.line, key, _sort_key(result), episode_row(result, check),
+                      list(action_rows(result, check)))
+
+
+def _score_chunk(benchmark_for: Callable[[str], Benchmark], chunk: Chunk) -> tuple[Any, list[ScoredLine]]:
+    """A worker's call: some lines of one file, each replayed on fresh state."""
+    key, path, lines = chunk
+    return key, [_score_line(benchmark_for, path, raw) for raw in lines]
+
+
+def file_chunks(key: Any, path: str | Path) -> Iterator[Chunk]:
+    """A rollouts file's lines in chunks, read as they are sent."""
+    lines: list = []
+    for raw in raw_json_lines(path):
+        lines.append(raw)
+        if len(lines) == LINES_PER_CHUNK:
+            yield key, str(path), lines
+            lines = []
+    if lines:
+        yield key, str(path), lines
+
+
+@dataclass
+class BlockScoring:
+    """What a rollouts file's scored lines add up to, kept while its lines come back (in line order)."""
+
+    path: str
+    report: ScoreReport = field(default_factory=ScoreReport)
+    seen: dict[tuple, int] = field(default_factory=dict)
+    rows: list[ScoredLine] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    expected: int | None = None  # the file's lines, once it is known no more will come
+
+    @property
+    def complete(self) -> bool:
+        return self.expected is not None and self.report.lines_read == self.expected
+
+    def add(self, scored: ScoredLine) -> None:
+        self.report.lines_read += 1
+        bad = scored.bad
+        if scored.key is not None:  # the first of a rollout id counts, whatever became of it
+            bad = _duplicate(self.path, scored.line, scored.key, self.seen) or bad
+        if bad is not None:
+            self.bad.append(bad)
+            return
+        self.rows.append(scored)
+        self.report.datasets[scored.key[0]] += 1
+
+    def write(self, outputs: ScoreOutputs) -> ScoreReport:
+        """Write the three files of one scoring as one set; the report, with the block's trust."""
+        report = self.report
+        rows = sorted(self.rows, key=lambda s: s.sort_key)
+        report.scored = len(rows)
+        report.infra_errors = sum(s.episode["T"] is None for s in rows)
+        _count_bad(report, self.bad)
+        ep_table = pa.Table.from_pylist([s.episode for s in rows], schema=EPISODE_SCHEMA)
+        act_table = pa.Table.from_pylist([a for s in rows for a in s.actions], schema=ACTION_SCHEMA)
+        # The three files of one scoring are replaced together, never one beside an older other.
+        commit_files({outputs.episodes: parquet_bytes(ep_table), outputs.actions: parquet_bytes(act_table),
+                      outputs.quarantine: "".join(json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n"
+                                                  for b in self.bad).encode("utf-8")})
+        report.trust = block_trust(pl.from_arrow(ep_table))
+        log.info(report.summary())
+        for line in report.trust_lines():
+            log.info(line)
+        for b in self.bad:
+            log.warning("quarantined %s:%s: %s", b.path, b.line, b.reason)
+        return report
+
+
+def score_chunks(chunks: Iterable[Chunk], scoring_of: Callable[[Any], BlockScoring], pool: WorkerPool,
+                 progress: Progress | None = None, on_complete: Callable[[Any], None] | None = None) -> None:
+    """Replay the lines of ``chunks`` on ``pool``'s workers (whose shared object opens the
+    benchmarks), adding each to the scoring of its file; the chunks of one file must come in line
+    order. ``on_complete(key)`` is called when the file of ``key`` has all its ``expected`` lines
+    (while the other files' lines are still being replayed). What is written does not depend on
+    the number of workers."""
+    for key, scored in pool.map(_score_chunk, chunks):
+        scoring = scoring_of(key)
+        for line in scored:
+            scoring.add(line)
+        if progress is not None:
+            progress.advance(len(scored))
+        if on_complete is not None and scoring.complete:
+            on_complete(key)
+
+
+def score_files(jobs: Sequence[tuple[str | Path, ScoreOutputs]], pool: WorkerPool,
+                progress: Progress | None = None) -> list[ScoreReport]:
+    """Score each rollouts file of ``jobs`` into its outputs, the entries of all of them spread over
+    ``pool``'s workers; one report per job, in order."""
+    scorings = {index: BlockScoring(str(path)) for index, (path, _) in enumerate(jobs)}
+    chunks = (chunk for index, (path, _) in enumerate(jobs) for chunk in file_chunks(index, path))
+    score_chunks(chunks, scorings.__getitem__, pool, progress)
+    return [scorings[index].write(outputs) for index, (_, outputs) in enumerate(jobs)]
+
+
+def score_file(rollouts_path: str | Path, outputs: ScoreOutputs, benchmark_for: Callable[[str], Benchmark], *,
+               workers: int = 1) -> ScoreReport:
     """Score one rollout JSONL file into ``outputs``; returns the counts."""
-    report = ScoreReport()
-    episodes, bad = score_rollouts(read_rollouts(rollouts_path), benchmark_for, report)
-    report.trust = block_trust(pl.from_arrow(write_scores(episodes, bad, outputs)))
-    log.info(report.summary())
-    for line in report.trust_lines():
-        log.info(line)
-    for b in bad:
-        log.warning("quarantined %s:%s: %s", b.path, b.line, b.reason)
-    return report
+    with WorkerPool(workers, benchmark_for, preload=[__name__, *registry.modules()]) as pool:
+        return score_files([(rollouts_path, outputs)], pool)[0]
 
 
 def score_block(rollouts: str | Path, actions: str | Path, episodes: str | Path, quarantine: str | Path, *,
                 resources: str | Path, dataset: str, benchmark: Mapping[str, Any] | None = None,
-                plugins: Sequence[str] = ()) -> ScoreReport:
+                plugins: Sequence[str] = (), workers: int = 1) -> ScoreReport:
     """The ``score_rollouts`` stage: one block's rollouts, with ``dataset`` opened from its config
     entry ``benchmark`` (any other dataset a record names opens with its defaults)."""
     registry.load(plugins)
     resolve = registry.resolver(resources, {dataset: benchmark or {}}, fetch=False)
-    return score_file(rollouts, ScoreOutputs(Path(actions), Path(episodes), Path(quarantine)), resolve)
+    return score_file(rollouts, ScoreOutputs(Path(actions), Path(episodes), Path(quarantine)), resolve,
+                      workers=workers)

@@ -452,9 +452,17 @@ def _tau2_version(package: Path) -> str:
     not this code's version."""
     from importlib.metadata import distributions, packages_distributions
 
+    def holds_package(dist) -> bool:
+        return Path(str(dist.locate_file("tau2"))).resolve() == package.resolve()
+
+    # The metadata beside the package first (a wheel unpacked into resources/): found without
+    # reading every installed distribution's file list, which takes a good part of a second.
+    for dist in distributions(path=[str(package.parent)]):
+        if any(str(f).startswith("tau2/") for f in dist.files or ()) and holds_package(dist):
+            return f"{dist.metadata['Name']} {dist.version}"
     for name in packages_distributions().get("tau2", []):
         for dist in distributions(name=name):
-            if Path(str(dist.locate_file("tau2"))).resolve() == package.resolve():
+            if holds_package(dist):
                 return f"{dist.metadata['Name']} {dist.version}"
     return f"unknown (tau2 at {package})"
 

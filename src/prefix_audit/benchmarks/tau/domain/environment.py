@@ -288,12 +288,13 @@ class DomainBackend:
         self._environment_cls = Environment
         self._call_cls = Tau2ToolCall
 
-    def hash_of(self, db: Mapping[str, Any]) -> str:
-        """tau2's hash of a database given as JSON (another harness's record of one): validated as
-        this domain's database, hashed as its DB check hashes (ValueError where it does not validate)."""
+    def dump_of(self, db: Mapping[str, Any]) -> dict[str, Any]:
+        """A database given as JSON (another harness's record of one) validated as this domain's
+        database and dumped as tau2's DB check dumps it to hash it (ValueError where it does not
+        validate); :func:`dump_hash` is then tau2's hash of it."""
         validated = self._db_cls.model_validate(db)
         with quiet_serializer():
-            return self._toolkit_cls(validated).get_db_hash()
+            return validated.model_dump()
 
     def validated_db(self) -> Any:
         """A database validated from the parsed ``db.json`` (pydantic builds new objects throughout)."""
@@ -425,6 +426,16 @@ class LiveEnvironment:
         with quiet_serializer():
             return self._environment.get_db_hash()
 
+    def hashes_beside(self, dump: dict[str, Any]) -> tuple[str, str]:
+        """tau2's hashes of this database and of another's ``dump`` (:meth:`DomainBackend.dump_of`),
+        the JSON behind them written once where the two dumps are equal."""
+        if not self._wrote:
+            return self.backend.initial_db_hash, dump_hash(dump)
+        with quiet_serializer():
+            own = self._environment.tools.db.model_dump()
+        own_hash = dump_hash(own)
+        return own_hash, own_hash if own == dump else dump_hash(dump)
+
     def db_fingerprint(self) -> str:
         """A hash of the database's JSON in field and insertion order (pydantic's own serialiser,
         about three times faster than :meth:`db_hash`). Equal fingerprints mean equal JSON, hence
@@ -432,6 +443,13 @@ class LiveEnvironment:
         if not self._wrote:
             return self.backend.initial_fingerprint
         return _fingerprint(self._environment.tools.db)
+
+
+def dump_hash(dump: dict[str, Any]) -> str:
+    """tau2's hash of a database dump (its ``get_db_hash`` is this of the database's ``model_dump``)."""
+    from tau2.utils.utils import get_dict_hash
+
+    return get_dict_hash(dump)
 
 
 def _fingerprint(db: Any) -> str:

@@ -90,7 +90,7 @@ def _database_check(bench: TauBenchmark, store: Mapping[str, Any], convo: Conver
     if recorded is None:
         return [], {}
     try:
-        recorded_hash = bench.backend.hash_of(recorded)
+        recorded_dump = bench.backend.dump_of(recorded)
     except ValueError as exc:
         return [LogIssue("replay_diverged", f"the database in the log's store is not a {bench.domain.name} database: "
                                             f"{' '.join(str(exc).split())[:200]}")], {}
@@ -100,7 +100,8 @@ def _database_check(bench: TauBenchmark, store: Mapping[str, Any], convo: Conver
             for call, result in zip(step.calls, step.results or ()):
                 if call.well_formed and (result is None or result.executed):
                     live.run(call)
-    return [] if live.db_hash() == recorded_hash else [LogIssue("replay_diverged", DB_DIVERGED)], \
+    live_hash, recorded_hash = live.hashes_beside(recorded_dump)
+    return [] if live_hash == recorded_hash else [LogIssue("replay_diverged", DB_DIVERGED)], \
         {RECORDED_DB_KEY: recorded_hash}
 
 
