@@ -63,13 +63,14 @@ def _import(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace) -> int:
     from .audit import audit_logs
+    from .core.parallel import workers_for
     from .replay.trust import STRICT_SEVERITY
 
     if not 0 <= args.min_agreement <= 1:
         raise ValueError(f"--min-agreement must be in [0, 1], got {args.min_agreement}")
     report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, model=args.model,
-                        method=args.method, resamples=args.resamples, seed=args.seed, workers=args.workers,
-                        min_agreement=args.min_agreement, progress=True)
+                        method=args.method, resamples=args.resamples, seed=args.seed,
+                        workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True)
     for line in report.lines():
         print(line, file=sys.stderr)
     print(f"tables: {Path(args.output) / 'tables'} (table_G1.md, table_F1.md, table_trust.md, ...)", file=sys.stderr)
@@ -81,12 +82,14 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
+    from .core.parallel import workers_for
     from .replay.scoring import ScoreOutputs, score_file
 
     if not Path(args.rollouts).is_file():
         print(f"score: no such file: {args.rollouts}", file=sys.stderr)
         return 2
-    report = score_file(args.rollouts, ScoreOutputs.in_dir(args.output), _resolver(args), workers=args.workers)
+    report = score_file(args.rollouts, ScoreOutputs.in_dir(args.output), _resolver(args),
+                        workers=args.workers or workers_for([args.rollouts]))
     for line in [report.summary(), *report.trust_lines()]:
         print(line, file=sys.stderr)
     return 0 if report.scored else 1
@@ -218,7 +221,6 @@ def _workers(text: str) -> int:
 
 
 def _benchmark_commands(sub: Any) -> None:
-    from .core.parallel import default_workers
     from .replay import registry
 
     imp = sub.add_parser("import", help="external logs → rollout records (JSONL)")
@@ -240,9 +242,9 @@ def _benchmark_commands(sub: Any) -> None:
     au.add_argument("--method", default="imported")
     au.add_argument("--resamples", type=int, default=10_000)
     au.add_argument("--seed", type=int, default=0)
-    au.add_argument("--workers", type=_workers, default=default_workers(),
+    au.add_argument("--workers", type=_workers,
                     help="processes that read the logs and replay the entries, threads of the statistics (default: "
-                         "the cores, at most 8; outputs do not depend on it)")
+                         "one per 4 MiB of logs, at most the cores and 8; outputs do not depend on it)")
     au.add_argument("--min-agreement", type=float, default=0.95, metavar="SHARE",
                     help="agreement with the logs' recorded verdicts and tool results below which a block is warned "
                          "about (default 0.95)")
@@ -255,8 +257,9 @@ def _benchmark_commands(sub: Any) -> None:
     sc = sub.add_parser("score", help="rollouts → actions.parquet, episodes.parquet, quarantine.jsonl")
     sc.add_argument("rollouts")
     sc.add_argument("-o", "--output", required=True)
-    sc.add_argument("--workers", type=_workers, default=default_workers(),
-                    help="processes that replay the entries (default: the cores, at most 8; outputs do not depend on it)")
+    sc.add_argument("--workers", type=_workers,
+                    help="processes that replay the entries (default: one per 4 MiB of rollouts, at most the cores and "
+                         "8; outputs do not depend on it)")
     _dataset_options(sc)
     sc.set_defaults(func=_score)
 

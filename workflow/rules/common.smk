@@ -10,7 +10,7 @@ from snakemake.common.configfile import load_configfile
 from snakemake.utils import validate
 
 from prefix_audit.core.io import path_label
-from prefix_audit.core.parallel import MAX_DEFAULT_WORKERS
+from prefix_audit.core.parallel import MAX_DEFAULT_WORKERS, workers_for
 from prefix_audit.generation.grid import (
     blocks,
     condition_pairs,
@@ -156,10 +156,11 @@ def endpoint_resources():
 
 
 def block_threads(wildcards):
-    """Processes of a block's import and replay: an imported block may be a large corpus of logs
-    (the scheduler gives it at most --cores); a generated block is one of many jobs run side by side."""
-    imported = (wildcards.dataset, block_model(wildcards), wildcards.method) in IMPORTS
-    return MAX_DEFAULT_WORKERS if imported else 1
+    """Processes of a block's import and replay: an imported block may be a large corpus of logs, one
+    per 4 MiB of them (the scheduler gives it at most --cores); a generated block is one of many
+    jobs run side by side."""
+    block = IMPORTS.get((wildcards.dataset, block_model(wildcards), wildcards.method))
+    return workers_for(block.files, MAX_DEFAULT_WORKERS) if block is not None else 1
 
 
 def import_block(wildcards):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -41,6 +42,22 @@ def default_workers() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, MAX_DEFAULT_WORKERS))
+
+
+BYTES_PER_WORKER = 4 * 2**20  # a worker costs about a second to start and open its benchmarks
+
+
+def workers_for(paths: Iterable[str | os.PathLike], most: int | None = None) -> int:
+    """Processes worth starting for inputs of these files and folders: one per
+    :data:`BYTES_PER_WORKER` of them, at least one, at most ``most`` (default: the cores, at most
+    :data:`MAX_DEFAULT_WORKERS`). Below a few megabytes a second process costs more than it saves."""
+    size = 0
+    for path in map(Path, paths):
+        if path.is_dir():
+            size += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        elif path.is_file():
+            size += path.stat().st_size
+    return max(1, min(most or default_workers(), 1 + size // BYTES_PER_WORKER))
 
 
 def _set_shared(shared: Any) -> None:
