@@ -3,7 +3,9 @@
 Writes real logs of inspect_evals' ``tau2_airline`` and ``bfcl`` tasks with the test suite's
 generators (Inspect's ``mockllm`` model, scripted; tests/inspect_tau2_logs.py,
 tests/inspect_bfcl_logs.py) in both formats, then imports each in a child process and reports its
-wall time, its peak resident memory (the child's own ``ru_maxrss``) and the log's size:
+wall time, its peak resident memory (the child's own ``ru_maxrss``) and the log's size, and for an
+``.eval`` log the time of decompressing and parsing every sample member in full with the standard
+library's ``json`` (the parse the reader is measured against):
 
     .venv/bin/python bench/inspect_import.py [--work DIR] [--tau2-tasks N] [--epochs 2]
 
@@ -65,6 +67,24 @@ def _import(log: Path, work: Path) -> tuple[float, float, int]:
     return wall, peak / 1024, imported
 
 
+def _parse_floor(log: Path) -> float | None:
+    """Seconds to decompress and parse every sample member of an ``.eval`` log in full with the
+    standard library's ``json``: the floor the reader is measured against (None for ``.json``)."""
+    if log.suffix != ".eval":
+        return None
+    import json
+    import zipfile
+
+    from prefix_audit.ingest.inspect_logs import _member_bytes
+
+    start = time.perf_counter()
+    with log.open("rb") as fh, zipfile.ZipFile(fh) as archive:
+        for info in archive.infolist():
+            if info.filename.startswith("samples/"):
+                json.loads(_member_bytes(archive, fh, info))
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path)
@@ -75,12 +95,17 @@ def main() -> None:
         work = args.work or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
         logs = _logs(work, args.tau2_tasks, args.epochs)
-        print("| log | samples × epochs | size | import | per sample-epoch | peak RSS |")
-        print("|---|---|---|---|---|---|")
+        print("| log | samples × epochs | size | import | per sample-epoch | stdlib-json parse of every sample | "
+              "import − parse | peak RSS |")
+        print("|---|---|---|---|---|---|---|---|")
         for name, log in sorted(logs.items(), key=lambda item: item[1].stat().st_size):
             wall, peak, n = _import(log, work)
+            floor = _parse_floor(log)
             per = f"{wall / n:.2f} s" if n else "–"
-            print(f"| {name} | {n} | {log.stat().st_size / 2**20:.1f} MiB | {wall:.1f} s | {per} | {peak:.0f} MB |")
+            parse = "–" if floor is None else f"{floor:.1f} s"
+            over = "–" if floor is None else f"{wall - floor:+.1f} s"
+            print(f"| {name} | {n} | {log.stat().st_size / 2**20:.1f} MiB | {wall:.1f} s | {per} | {parse} | {over} | "
+                  f"{peak:.0f} MB |")
 
 
 if __name__ == "__main__":

@@ -113,3 +113,36 @@ def test_an_audit_is_the_same_bytes_with_one_two_or_three_workers(bfcl, tmp_path
 def test_a_bad_workers_value_is_refused(tmp_path):
     done = _audit(["x.json", "-o", str(tmp_path / "o"), "--workers", "0"])
     assert done.returncode == 2 and "at least 1" in done.stderr
+
+
+def test_a_script_without_a_main_guard_scores_with_workers(bfcl, tmp_path):
+    """A Snakemake job's script (and a user's) runs as ``__main__`` without a guard: the workers must
+    not run it again."""
+    rollouts = tmp_path / "rollouts.jsonl"
+    from prefix_audit.core.records import dumps
+    from prefix_audit.ingest.imports import read_logs
+    from prefix_audit.replay import registry
+
+    log = tmp_path / "logs" / "BFCL_v4_multi_turn_base_result.json"
+    _bfcl_log(bfcl, log)
+    rollouts.write_text("".join(dumps(i.rollout) + "\n" for i in read_logs([log], registry.resolver(RESOURCES, {}))
+                                if hasattr(i, "rollout")) * 3)  # repeated: duplicates are quarantined too
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import sys\n"
+        "from prefix_audit.replay.scoring import score_block\n"
+        "print('job started', file=sys.stderr)\n"
+        f"score_block({str(rollouts)!r}, sys.argv[1] + '/a.parquet', sys.argv[1] + '/e.parquet', "
+        f"sys.argv[1] + '/q.jsonl', resources={str(RESOURCES)!r}, dataset='bfcl_v3', workers=int(sys.argv[2]))\n")
+    outs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        out.mkdir()
+        done = subprocess.run([sys.executable, str(script), str(out), str(workers)], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONHASHSEED": "0"},
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stderr.count("job started") == 1  # the workers did not start the job again
+        outs[workers] = {name: (out / name).read_bytes() for name in ("a.parquet", "e.parquet", "q.jsonl")}
+    assert outs[1] == outs[2]
+    assert outs[2]["q.jsonl"].count(b"duplicate rollout_id") == 8

@@ -259,7 +259,7 @@ class ScoredLine:
     bad: BadLine | None = None
 
 
-LINES_PER_CHUNK = 8  # a few entries per message to a worker: small enough to share a block's tail out
+LINES_PER_CHUNK = 4  # a few entries per message to a worker: small enough to share a block's tail out
 
 # What a worker is sent: the key of the file the lines belong to, its path, and its lines
 # ((line number, the line's bytes), or the quarantine record of a line that cannot be read).

