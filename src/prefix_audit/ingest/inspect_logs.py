@@ -196,8 +196,9 @@ def _json_sample_objects(path: Path) -> Iterator[dict[str, Any]]:
     import ijson
     from ijson.common import ObjectBuilder
 
-    item, skip = "samples.item", {f"samples.item.{f}" for f in SKIPPED_FIELDS}
+    item = "samples.item"
     builder: ObjectBuilder | None = None
+    skipping = False  # inside the value of a sample's skipped field: until the sample's next key or end
     with path.open("rb") as fh:
         for prefix, event, value in ijson.parse(fh, use_float=True):
             if builder is None:
@@ -205,9 +206,9 @@ def _json_sample_objects(path: Path) -> Iterator[dict[str, Any]]:
                     builder = ObjectBuilder()
                     builder.event(event, value)
                 continue
-            if prefix == item and event == "map_key" and f"{item}.{value}" in skip:
-                continue
-            if prefix in skip or any(prefix.startswith(s + ".") for s in skip):
+            if prefix == item:
+                skipping = event == "map_key" and value in SKIPPED_FIELDS
+            if skipping:
                 continue
             builder.event(event, value)
             if prefix == item and event == "end_map":
