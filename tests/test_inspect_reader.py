@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import RESOURCES
 
 pytest.importorskip("inspect_ai")
 
@@ -61,18 +62,21 @@ def _recompressed(path: Path, out: Path, compression: int) -> Path:
 
 
 @pytest.mark.parametrize("compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED], ids=["deflate", "stored"])
-def test_a_log_with_other_compression_gives_the_same_rollouts(inspect_logs, tmp_path, tau, compression):
+def test_a_log_with_other_compression_gives_the_same_rollouts(inspect_logs, tmp_path, compression):
     from prefix_audit.core.records import dumps
+    from prefix_audit.replay import registry
     from prefix_audit.replay.registry import ImportRequest
 
-    source = inspect_logs["tau2_eval"]
+    source = inspect_logs["bfcl_eval"]
     with zipfile.ZipFile(source) as archive:  # inspect-ai writes its samples with zstd
         assert {i.compress_type for i in archive.infolist() if i.filename.startswith("samples/")} == \
             {reader.ZIP_ZSTANDARD}
     other = _recompressed(source, tmp_path / source.name, compression)
+    resolve = registry.resolver(RESOURCES, {})
 
     def rollouts(path: Path) -> list[str]:
-        items = list(reader.read_inspect_log(ImportRequest(path, None, "imported", tau.__getitem__)))
+        items = list(reader.read_inspect_log(ImportRequest(path, None, "imported", resolve)))
+        assert items and all(hasattr(i, "rollout") for i in items)
         return [dumps(i.rollout).replace(str(path), "LOG") for i in items]
 
     assert rollouts(other) == rollouts(source)
