@@ -7,6 +7,8 @@ statistics and write the tables — into ``DIR`` laid out as the workflow's ``re
   for entries no block could take;
 * ``scored/<dataset>/<model>/<method>/{actions.parquet, episodes.parquet, quarantine.jsonl}``;
 * ``fed/episodes.parquet``, ``stats/stats.parquet``, ``tables/table_*.{csv,md,tex}``;
+* with ``labels``: ``labels/{labels.parquet, entries.parquet, quarantine.jsonl}``, human step labels
+  set beside FED (:mod:`prefix_audit.statistics.labels`), and their tables;
 * ``.prefix-audit-files.json``: every file of the audit with its sha256.
 
 So ``stats``, ``tables`` and ``progress`` read it as they read a workflow run. The audit is written
@@ -26,6 +28,7 @@ import polars as pl
 
 from .core.decode import MAX_LINE_BYTES, over_limit
 from .core.io import path_label, staged_tree
+from .core.labels import LabelsFile, read_labels
 from .core.parallel import Progress, WorkerPool
 from .core.records import BadLine
 from .ingest.imports import (
@@ -42,6 +45,7 @@ from .replay.fed import merge_episodes
 from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, ScoreOutputs, ScoreReport, score_chunks
 from .replay.trust import DEFAULT_MIN_AGREEMENT, worst
 from .reports.tables import table_files, write_tables
+from .statistics.labels import LabelReport, write_label_comparison
 from .statistics.stats import TAU_POOL, write_stats
 
 log = logging.getLogger(__name__)
@@ -54,10 +58,11 @@ class AuditReport:
     headlines: dict[tuple[str, str, str], str] = field(default_factory=dict)
     tables: list[Path] = field(default_factory=list)
     min_agreement: float = DEFAULT_MIN_AGREEMENT
+    labels: LabelReport | None = None
 
     def lines(self) -> list[str]:
         """Per block: its counts, its headline, and how far it agrees with what its logs recorded
-        (then the warnings, worst first)."""
+        (then the warnings, worst first); then where the human labels went."""
         out = self.imported.lines()
         for key, report in sorted(self.blocks.items()):
             out.append(f"{'/'.join(key)}: {report.summary()}")
@@ -66,7 +71,7 @@ class AuditReport:
                 # The benchmark's own headline as the logs recorded it, next to final success.
                 out.append(f"  {'; '.join([self.headlines[key], *(f'recorded {h}' for h in recorded)])}")
             out += [f"  {line}" for line in report.trust_lines(self.min_agreement)]
-        return out
+        return out + (self.labels.lines() if self.labels is not None else [])
 
     def worst(self) -> int:
         """The highest trust-warning severity over the blocks (0: every block agrees with its logs)."""
@@ -90,18 +95,21 @@ def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
 def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
                kind: str | None = None, model: str | None = None, method: str = IMPORTED,
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
-               workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False) -> AuditReport:
+               workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
+               labels: Sequence[str | Path] = ()) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring); raises ValueError when no entry
-    of any log could be imported (after committing the quarantine that says why).
+    of any log could be imported (after committing the quarantine that says why). ``labels``: files
+    of human step labels to set beside FED.
 
     ``workers`` processes read the logs and replay the entries (``open_dataset`` must then pickle:
     :class:`prefix_audit.replay.registry.Resolver` does), and threads compute the statistics; the
     outputs do not depend on it. ``progress``: a bar on stderr (a line per log and block when stderr
     is not a terminal)."""
     out = Path(out_dir)
+    labels = [read_labels(path) for path in labels]  # a labels file that cannot be read stops the audit first
     with staged_tree(out) as stage, WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
         report = _audit_into(stage, out, logs, pool, kind=kind, model=model, method=method, resamples=resamples,
-                             seed=seed, k_max=k_max, confidence=confidence, progress=progress)
+                             seed=seed, k_max=k_max, confidence=confidence, progress=progress, labels=labels)
     report.min_agreement = min_agreement
     if not report.blocks:
         raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported "
@@ -166,7 +174,7 @@ def _score_outputs(out: Path, key: tuple[str, str, str]) -> ScoreOutputs:
 
 def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: WorkerPool, *, kind: str | None,
                 model: str | None, method: str, resamples: int, seed: int, k_max: int, confidence: float,
-                progress: bool) -> AuditReport:
+                progress: bool, labels: Sequence[LabelsFile]) -> AuditReport:
     report = AuditReport(ImportReport())
     blocks: dict[tuple[str, str, str], _BlockFile] = {}
     bar = Progress("audit", 0, enabled=progress)
@@ -191,5 +199,10 @@ def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: Worker
     stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", resamples=resamples,
                         seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=pool.workers)
     report.headlines = _headlines(pl.read_parquet(stats))
-    report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet")
+    labels_dir = out / "labels" if labels else None
+    if labels_dir is not None:
+        report.labels = write_label_comparison(labels, [blocks[key].path for key in sorted(blocks)],
+                                               out / "fed" / "episodes.parquet", labels_dir)
+    report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet",
+                                 labels_dir=labels_dir)
     return report

@@ -70,7 +70,8 @@ def _audit(args: argparse.Namespace) -> int:
         raise ValueError(f"--min-agreement must be in [0, 1], got {args.min_agreement}")
     report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, model=args.model,
                         method=args.method, resamples=args.resamples, seed=args.seed,
-                        workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True)
+                        workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True,
+                        labels=args.labels)
     for line in report.lines():
         print(line, file=sys.stderr)
     print(f"tables: {Path(args.output) / 'tables'} (table_G1.md, table_F1.md, table_trust.md, ...)", file=sys.stderr)
@@ -127,15 +128,17 @@ def _tables(args: argparse.Namespace) -> int:
     from .reports.tables import table_files, write_tables
 
     # STATS is stats.parquet or the directory holding it; F.3 reads the paired.parquet beside it, the
-    # trust table the FED table of the same results layout (or --episodes).
+    # trust table the FED table of the same results layout (or --episodes), the labels tables its labels/.
     given = Path(args.stats)
     stats = given / "stats.parquet" if given.is_dir() else given
     paired = stats.parent / "paired.parquet"
     episodes = Path(args.episodes) if args.episodes else stats.parent.parent / "fed" / "episodes.parquet"
     if args.episodes and not episodes.is_file():
         raise FileNotFoundError(f"--episodes: no such file: {episodes}")
+    labels = stats.parent.parent / "labels"
     for path in write_tables(stats, table_files(args.output), paired if paired.is_file() else None,
-                             episodes_path=episodes if episodes.is_file() else None):
+                             episodes_path=episodes if episodes.is_file() else None,
+                             labels_dir=labels if (labels / "entries.parquet").is_file() else None):
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -248,6 +251,9 @@ def _benchmark_commands(sub: Any) -> None:
     au.add_argument("--min-agreement", type=float, default=0.95, metavar="SHARE",
                     help="agreement with the logs' recorded verdicts and tool results below which a block is warned "
                          "about (default 0.95)")
+    au.add_argument("--labels", action="append", default=[], metavar="FILE",
+                    help="human step labels to set beside FED (ours, AgentRx's ground truth, AgentProcessBench's "
+                         "step_labels; repeatable): labels/ and tables labels, label_categories")
     au.add_argument("--strict", action="store_true",
                     help=f"exit {STRICT_EXIT} when any block has a trust warning: agreement below --min-agreement, "
                          "or call steps its decoder could not read (for CI)")

@@ -33,7 +33,7 @@ from typing import Any
 from .calls import ToolCall, looks_like_calls, parse_call_string, structured_call
 from .decode import BadLine, DecodeError, JsonLine, count, iter_json_lines, seconds
 
-__all__ = ["BadLine", "Located", "LogIssue", "Recorded", "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
+__all__ = ["MESSAGE_ROLES", "BadLine", "Located", "LogIssue", "Recorded", "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
            "PARTY_CALLS_KEY", "actions_of", "call_from_json", "call_like_text_steps", "call_steps", "call_to_json", "dumps", "read_rollouts", "rollout_from_json",
            "party_results", "result_from_json", "rollout_id_for", "unmatched_results"]
 
@@ -184,9 +184,17 @@ class Step:
     calls: tuple[ToolCall, ...]
     text: str | None = None
     results: tuple[RecordedResult | None, ...] | None = None  # None in it: nothing recorded for that call
+    # Where the step sits in its log: the 0-based position of its message among the log's messages
+    # (:attr:`Rollout.message_roles`), so a label keyed by position lands on it; None for a log
+    # without messages (BFCL's result files: there the step is named by turn and step) and for
+    # generated rollouts.
+    message: int | None = None
 
 
 AGENT_ROLES = ("planner", "verifier", "revision", "executor")
+# Who wrote a message of a log (:attr:`Rollout.message_roles`): the benchmark's system prompt, the
+# user (or the user simulator), the agent, a tool's reply; "other" for anything else a log carries.
+MESSAGE_ROLES = ("system", "user", "agent", "tool", "other")
 OTHER_ROLES = ("user_simulator", "evaluator")
 
 
@@ -269,6 +277,9 @@ class Rollout:
     # What the log recorded about the entry (its verdict, faults, undecodable steps); None for a
     # generated rollout or a log that records nothing.
     recorded: Recorded | None = None
+    # The log's messages by position, as who wrote each (:data:`MESSAGE_ROLES`), for the steps'
+    # ``message`` and for labels on the messages between actions; empty for a log without messages.
+    message_roles: tuple[str, ...] = ()
 
     @property
     def final_text(self) -> str | None:
@@ -291,6 +302,7 @@ class Action:
     text: str | None = None
     # What the log recorded as this call's result (None: nothing; ``Step.results`` is None or short).
     recorded: RecordedResult | None = None
+    message: int | None = None  # its step's position among the log's messages (:attr:`Step.message`)
 
     @property
     def terminal(self) -> bool:
@@ -304,11 +316,13 @@ def actions_of(rollout: Rollout) -> list[Action]:
             results = step.results or ()
             for i, call in enumerate(step.calls):
                 actions.append(Action(len(actions) + 1, t, s, call,
-                                      recorded=results[i] if i < len(results) else None))
+                                      recorded=results[i] if i < len(results) else None, message=step.message))
     final = rollout.final_text
     if final is not None:
         last_turn = max(t for t, turn in enumerate(rollout.turns) if turn)
-        actions.append(Action(len(actions) + 1, last_turn, len(rollout.turns[last_turn]) - 1, None, final))
+        last = rollout.turns[last_turn][-1]
+        actions.append(Action(len(actions) + 1, last_turn, len(rollout.turns[last_turn]) - 1, None, final,
+                              message=last.message))
     elif not actions and rollout.infra_error is None:
         # The model answered, with nothing: one empty terminal no-tool action (SPEC §2), in the
         # last turn the log has (the first when it has none).
@@ -377,7 +391,8 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
     turns = [
         [{"calls": [call_to_json(c) for c in step.calls], **({"text": step.text} if step.text is not None else {}),
           **({"results": [r.to_json() if r is not None else None for r in step.results]}
-             if step.results is not None else {})}
+             if step.results is not None else {}),
+          **({"message": step.message} if step.message is not None else {})}
          for step in turn]
         for turn in rollout.turns
     ]
@@ -396,6 +411,7 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
         **({"infra_error": rollout.infra_error} if rollout.infra_error is not None else {}),
         **({"accounting_error": rollout.accounting_error} if rollout.accounting_error is not None else {}),
         **({"recorded": rollout.recorded.to_json()} if rollout.recorded is not None else {}),
+        **({"message_roles": list(rollout.message_roles)} if rollout.message_roles else {}),
         **rollout.extra,
     }
 
@@ -543,6 +559,9 @@ def rollout_from_json(obj: Any) -> Rollout:
         raise RecordError(f"unsupported schema_version {version!r} (this build reads {SCHEMA_VERSION})")
     if not isinstance(obj["turns"], list):
         raise RecordError("field 'turns' must be a list of turns")
+    roles = obj.get("message_roles", [])
+    if not isinstance(roles, list) or not all(r in MESSAGE_ROLES for r in roles):
+        raise RecordError(f"field 'message_roles' must be a list of {', '.join(MESSAGE_ROLES)}")
     turns = []
     for t, turn in enumerate(obj["turns"]):
         if not isinstance(turn, list):
@@ -556,7 +575,12 @@ def rollout_from_json(obj: Any) -> Rollout:
             if text is not None and not isinstance(text, str):
                 raise RecordError(f"{where}.text must be a string")
             calls = tuple(call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(step.get("calls", [])))
-            steps.append(Step(calls, text, _results_from_json(step.get("results"), f"{where}.results")))
+            message = step.get("message")
+            if message is not None and (isinstance(message, bool) or not isinstance(message, int)
+                                        or not 0 <= message < len(roles) or roles[message] != "agent"):
+                raise RecordError(f"{where}.message must be the position of one of the agent's messages "
+                                  f"in 'message_roles', got {message!r}"[:200])
+            steps.append(Step(calls, text, _results_from_json(step.get("results"), f"{where}.results"), message))
         turns.append(tuple(steps))
     meta = obj.get("meta", {})
     if not isinstance(meta, dict):
@@ -578,11 +602,11 @@ def rollout_from_json(obj: Any) -> Rollout:
         raise RecordError("field 'infra_error' marks an entry with no observed action, but 'turns' holds steps")
     recorded = _recorded_from_json(obj.get("recorded"))
     known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial", "infra_error", "accounting_error",
-             "recorded"}
+             "recorded", "message_roles"}
     extra = {k: v for k, v in obj.items() if k not in known}
     return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"],
                    tuple(turns), str(obj.get("source", "unknown")), meta, extra, usage, trial, infra_error,
-                   accounting_error, recorded)
+                   accounting_error, recorded, tuple(roles))
 
 
 @dataclass(frozen=True)

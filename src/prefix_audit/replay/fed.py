@@ -69,6 +69,7 @@ ACTION_SCHEMA = pa.schema([
     pa.field("j", pa.int32(), nullable=False),
     pa.field("turn", pa.int32(), nullable=False),
     pa.field("step", pa.int32(), nullable=False),
+    pa.field("message", pa.int32()),  # its position among the log's messages (null: a log without messages)
     pa.field("terminal", pa.bool_(), nullable=False),
     pa.field("tool", pa.string()),
     pa.field("call", pa.string()),

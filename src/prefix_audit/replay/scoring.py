@@ -158,7 +158,7 @@ def action_rows(ep: EpisodeResult, check: RecordCheck | None = None) -> Iterable
         yield {
             "dataset": r.dataset, "model": r.model, "method": r.method, "task_id": r.task_id,
             "rollout_id": r.rollout_id, "j": v.action.index, "turn": v.action.turn, "step": v.action.step,
-            "terminal": call is None, "tool": call.name if call else None,
+            "message": v.action.message, "terminal": call is None, "tool": call.name if call else None,
             "call": call.render() if call else v.action.text,
             "V": v.valid,
             "failure_categories": [f.category for f in v.failures],

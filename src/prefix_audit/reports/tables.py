@@ -11,6 +11,7 @@ import polars as pl
 
 from prefix_audit.core.io import commit_files, read_parquet
 from prefix_audit.replay.trust import BlockTrust, block_trust, share_text
+from prefix_audit.statistics.labels import LABEL_FILES, LANDINGS, label_summary
 from prefix_audit.statistics.paired import INTERVAL_METRICS, PAIRED_SCHEMA
 from prefix_audit.statistics.stats import (
     ACCOUNTING_METRICS,
@@ -24,7 +25,7 @@ from prefix_audit.statistics.stats import (
 )
 
 EMPTY_NOTE = "No blocks were present."
-TABLES = ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust")
+TABLES = ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust", "labels", "label_categories")
 FORMATS = ("csv", "md", "tex")
 F2_BASELINES = ("react", "plan_conditioned")
 _MISSING = "n/a"
@@ -463,6 +464,63 @@ def table_trust(blocks: Sequence[BlockTrust]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+LABEL_SHARES = (("fully executable", "executable"), ("FED fired", "fired"),
+                ("FED on a failure step", "fed_on_failure"), ("FED at first failure", "at"),
+                ("FED before it", "before"), ("FED after it", "after"))
+OFFSET_QUANTILES = ("min", "q1", "median", "q3", "max")
+
+
+def _count_text(share: Mapping[str, Any]) -> str:
+    if not share["n"]:
+        return "0/0"
+    return f"{share['s']}/{share['n']} = {_fmt_ci(share['estimate'], share['lo'], share['hi'])}"
+
+
+def table_labels(summary: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
+    """FED beside human step labels, per block (:func:`prefix_audit.statistics.labels.label_summary`):
+    labelled entries, those with a human failure, the shares with Wilson intervals (fully executable of
+    those with a failure; FED fired of all labelled; FED on a failure step of those it fired in; FED
+    at / before / after the human first failure of those with both), the offsets FED − first failure,
+    and the failure labels by where they landed."""
+    schema: dict[str, pl.DataType] = {key: pl.Utf8() for key in BLOCK_KEYS} | {
+        "labelled": pl.Int64(), "with failure": pl.Int64()}
+    for title, name in LABEL_SHARES:
+        schema |= {title: pl.Utf8(), f"{name}_s": pl.Int64(), f"{name}_n": pl.Int64(), name: pl.Float64(),
+                   f"{name}_lo": pl.Float64(), f"{name}_hi": pl.Float64()}
+    schema |= {"offset FED - first failure": pl.Utf8(), "offset_unit": pl.Utf8()}
+    schema |= {f"offset_{q}": pl.Float64() for q in OFFSET_QUANTILES}
+    schema |= {"failure labels on": pl.Utf8()} | {f"failures_on_{k}": pl.Int64() for k in LANDINGS}
+    rows = []
+    for b in summary:
+        row: dict[str, Any] = {key: b[key] for key in BLOCK_KEYS} | {"labelled": b["labelled"],
+                                                                      "with failure": b["with_failure"]}
+        for title, name in LABEL_SHARES:
+            share = b[name]
+            row |= {title: _count_text(share), f"{name}_s": share["s"], f"{name}_n": share["n"],
+                    name: share["estimate"], f"{name}_lo": share["lo"], f"{name}_hi": share["hi"]}
+        offsets = b["offsets"]
+        row |= {f"offset_{q}": offsets[q] for q in OFFSET_QUANTILES} | {"offset_unit": b["offset_unit"]}
+        row["offset FED - first failure"] = (_MISSING if offsets["median"] is None else
+                                             f"median {offsets['median']:g} (IQR {offsets['q1']:g} to "
+                                             f"{offsets['q3']:g}; {offsets['min']:g} to {offsets['max']:g}) "
+                                             f"{b['offset_unit']}")
+        landed = b["failure_labels"]
+        row |= {f"failures_on_{k}": landed.get(k, 0) for k in LANDINGS}
+        row["failure labels on"] = ", ".join(f"{k} {n}" for k, n in landed.items()) or "none"
+        rows.append(row)
+    return pl.DataFrame(rows, schema=schema)
+
+
+def table_label_categories(summary: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
+    """Per block, the human first failure's category beside FED's (or ``fully executable``), counted
+    over the entries with a human failure."""
+    schema = {key: pl.Utf8() for key in BLOCK_KEYS} | {"human category": pl.Utf8(), "FED category": pl.Utf8(),
+                                                       "entries": pl.Int64()}
+    rows = [{key: b[key] for key in BLOCK_KEYS} | {"human category": human, "FED category": fed, "entries": n}
+            for b in summary for (human, fed), n in b["categories"]]
+    return pl.DataFrame(rows, schema=schema)
+
+
 def _cell(value: object) -> str:
     if value is None:
         return ""
@@ -558,13 +616,16 @@ def write_tables(
     paired_path: str | os.PathLike[str] | None = None,
     pools: Mapping[str, Sequence[str]] = TAU_POOL,
     episodes_path: str | os.PathLike[str] | None = None,
+    labels_dir: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
-    """Write tables G.1, F.1, F.2, F.3, pairs, consistency and trust (CSV, Markdown, LaTeX each) to
-    ``outputs`` (keys ``{table}_{format}``, see :func:`table_files`) as one set; return the 21 paths.
+    """Write tables G.1, F.1, F.2, F.3, pairs, consistency, trust, labels and label_categories (CSV,
+    Markdown, LaTeX each) to ``outputs`` (keys ``{table}_{format}``, see :func:`table_files`) as one set;
+    return the 27 paths.
 
     F.3 reads ``paired_path`` (no paired differences when None), the trust table the FED table
-    ``episodes_path`` (none when None). Every table is always written; an empty one carries a note
-    on which blocks were absent.
+    ``episodes_path`` (none when None), the labels tables the comparison in ``labels_dir``
+    (:func:`prefix_audit.statistics.labels.write_label_comparison`; none when None). Every table is
+    always written; an empty one carries a note on which blocks were absent.
     """
     expected = set(table_files("."))
     if set(outputs) != expected:
@@ -660,4 +721,24 @@ def write_tables(
         note=("No imported blocks: generated rollouts carry no log to check against." if episodes_path is not None
               else "No FED table was given."),
     )
+    summary = [] if labels_dir is None else label_summary(
+        read_parquet(Path(labels_dir) / LABEL_FILES[0]), read_parquet(Path(labels_dir) / LABEL_FILES[1]),
+        levels[0] if len(levels := stats["confidence"].unique().to_list()) == 1 else 0.95)
+    no_labels = ("No human step labels were given (audit --labels, an imports: block's labels)." if labels_dir is None
+                 else "No labelled entry matched an audited entry.")
+    labelled = table_labels(summary)
+    contents |= table_texts(
+        labelled, files("labels"), "table_labels",
+        f"FED beside human step labels: labelled entries, those with a human-labelled failure, the shares with "
+        f"{conf}Wilson intervals (fully executable: of those with a failure; FED fired: of all labelled; FED on "
+        "a step labelled a failure: of those it fired in; FED at, before or after the human first failure: of "
+        "those with both), the offset FED minus first failure, and the failure labels by where they landed.",
+        display=[c for c in labelled.columns if c in ("labelled", "with failure") or
+                 (labelled.schema[c] == pl.Utf8 and c != "offset_unit")], note=no_labels)
+    categories = table_label_categories(summary)
+    contents |= table_texts(
+        categories, files("label_categories"), "table_label_categories",
+        "The human first failure's category beside FED's first-failure category (fully executable: FED did not "
+        "fire), over the labelled entries with a human-labelled failure.",
+        display=categories.columns, note=no_labels)
     return commit_files(contents)

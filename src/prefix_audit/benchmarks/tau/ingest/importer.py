@@ -56,7 +56,7 @@ In a ``BadLine`` from this importer, ``line`` is the simulation's 1-based positi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,15 +174,25 @@ def _usage(message: Mapping[str, Any], role: str, where: str) -> Usage | None:
                  None if latency is None else seconds(latency, f"{where}: generation_time_seconds"))
 
 
-def _flat_messages(messages: list[Any]) -> Iterator[tuple[str, Any]]:
-    """The messages in order, a ``MultiToolMessage`` (tau2 1.0: one tool-role message holding the
-    results of parallel calls in ``tool_messages``) as its tool messages."""
+def _flat_messages(messages: list[Any]) -> Iterator[tuple[int, str, Any]]:
+    """The messages in order with their positions, a ``MultiToolMessage`` (tau2 1.0: one tool-role
+    message holding the results of parallel calls in ``tool_messages``) as its tool messages (each at
+    the position of the message that holds them)."""
     for k, m in enumerate(messages):
         nested = m.get("tool_messages") if isinstance(m, dict) and m.get("role") == "tool" else None
         if isinstance(nested, list):
-            yield from ((f"messages[{k}].tool_messages[{j}]", t) for j, t in enumerate(nested))
+            yield from ((k, f"messages[{k}].tool_messages[{j}]", t) for j, t in enumerate(nested))
         else:
-            yield f"messages[{k}]", m
+            yield k, f"messages[{k}]", m
+
+
+# who wrote a tau2 message (Rollout.message_roles)
+_MESSAGE_ROLES = {"user": "user", "assistant": "agent", "tool": "tool", "system": "system"}
+
+
+def message_roles(messages: Sequence[Any]) -> tuple[str, ...]:
+    """Who wrote each of a tau2-shaped message list's messages, by position."""
+    return tuple(_MESSAGE_ROLES.get(m.get("role") if isinstance(m, dict) else None, "other") for m in messages)
 
 
 def _recorded_result(message: Mapping[str, Any], content: str | None) -> RecordedResult:
@@ -214,7 +224,7 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
     # the user's next message opens.
     user_calls: list[UserCall] = []
     user_pending: dict[str, list[int]] = {}  # call id → positions in user_calls awaiting a result
-    for where, m in _flat_messages(messages):
+    for position, where, m in _flat_messages(messages):
         if not isinstance(m, dict):
             raise BadSimulation(f"{where}: a message must be an object")
         role, content = m.get("role"), m.get("content")
@@ -222,6 +232,8 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
             raise BadSimulation(f"{where}: content must be a string")
         if stopped:
             raise BadSimulation(f"{where}: message after the user's stop message")
+        if role == "system":
+            continue  # a system prompt (tau2 writes none into a simulation; Inspect's store keeps the agent's)
         if role in ("user", "assistant") and (pending or user_pending):
             raise BadSimulation(f"{where}: truncated: tool call(s) {sorted({*pending, *user_pending})} have no result")
         if role == "user" and m.get("tool_calls"):
@@ -248,7 +260,7 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
             if not turns:  # the agent acted before the user said anything
                 turns.append([])
                 user_turns.append("")
-            turns[-1].append(Step(calls, (content or None) if calls else (content or "")))
+            turns[-1].append(Step(calls, (content or None) if calls else (content or ""), message=position))
             for c in calls:
                 pending.setdefault(c.call_id or "", []).append((c.name or "", n_calls))
                 n_calls += 1
@@ -307,7 +319,8 @@ def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult
         steps = []
         for step in turn:
             if step.calls:
-                step = Step(step.calls, step.text, tuple(recorded.get(position + i) for i in range(len(step.calls))))
+                step = Step(step.calls, step.text, tuple(recorded.get(position + i) for i in range(len(step.calls))),
+                            step.message)
                 position += len(step.calls)
             steps.append(step)
         out.append(tuple(steps))
@@ -528,7 +541,7 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
         f"the simulation ended ({termination}) before the agent acted"
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
                    usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra,
-                   accounting_error=convo.accounting_error,
+                   accounting_error=convo.accounting_error, message_roles=message_roles(sim["messages"]) if acted else (),
                    # No step is undecodable: tau2's harness reads calls only from the API's tool calls,
                    # so a call the model wrote as text went to the user as text, as it is read here.
                    recorded=sem.recorded_reward(reward, (), issues, [other_user] if other_user is not None else []))

@@ -106,6 +106,7 @@ class _Conversation:
     issues: tuple[LogIssue, ...] = ()
     literal_calls: tuple[int, ...] = ()  # calls whose arguments were read as a Python literal
     respond_fallbacks: tuple[int, ...] = ()  # ReAct: 0-based message indices read as respond (not JSON)
+    roles: tuple[str, ...] = ()  # who wrote each message of ``traj``, by position (Rollout.message_roles)
 
 
 def _text(value: Any, where: str) -> str:
@@ -181,6 +182,12 @@ class _Reading:
         self.n_calls = 0
         self.stopped = False
         self.last_reply: str | None = None  # tool name of the reply the trajectory ends with
+        self.roles: list[str] = []  # who wrote each message read so far, by position
+
+    def wrote(self, role: str) -> int:
+        """Note the next message's author; returns its position."""
+        self.roles.append(role)
+        return len(self.roles) - 1
 
     def user(self, text: str, where: str) -> None:
         if self.stopped:
@@ -193,13 +200,13 @@ class _Reading:
         self.user_turns.append(text)
 
     def step(self, calls: tuple[ToolCall, ...], text: str | None, where: str) -> list[int]:
-        """Add one agent step; returns its calls' positions."""
+        """Add one agent step (the message last noted, :meth:`wrote`); returns its calls' positions."""
         if self.stopped:
             raise BadEntry(f"{where}: message after the user's stop message")
         if not self.turns:
             raise BadEntry(f"{where}: the agent spoke before the user's first message")
         self.last_reply = None
-        self.turns[-1].append(Step(calls, text))
+        self.turns[-1].append(Step(calls, text, message=len(self.roles) - 1))
         positions = list(range(self.n_calls + 1, self.n_calls + 1 + len(calls)))
         self.n_calls += len(calls)
         return positions
@@ -235,7 +242,12 @@ class _Reading:
                                                      f"not have, so replay calls them unknown"))
         return _Conversation(_with_results(self.turns, self.recorded, self.literal), tuple(self.user_turns),
                              tuple(self.errors), tuple(self.unknown), termination,
-                             tuple(issues), tuple(sorted(self.literal)), tuple(respond_fallbacks))
+                             tuple(issues), tuple(sorted(self.literal)), tuple(respond_fallbacks), tuple(self.roles))
+
+
+# who wrote a message of a v1 trajectory (Rollout.message_roles); a ReAct agent's tool output comes as
+# a user message and is the tool's
+_TOOL_CALLING_ROLES = {"system": "system", "user": "user", "assistant": "agent", "tool": "tool"}
 
 
 def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
@@ -251,6 +263,7 @@ def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
         role = m.get("role")
         if role in ("user", "assistant") and pending:
             raise BadEntry(f"{where}: tool call(s) {sorted(pending)} have no reply")
+        reading.wrote(_TOOL_CALLING_ROLES.get(role, "other"))
         if role == "system":
             continue
         if role == "user":
@@ -328,6 +341,7 @@ def _react_conversation(traj: list[Any], domain: str, errored: bool) -> _Convers
         if not isinstance(m, dict):
             raise BadEntry(f"{where}: a message must be an object")
         role = m.get("role")
+        reading.wrote("tool" if role == "user" and awaiting is not None else _TOOL_CALLING_ROLES.get(role, "other"))
         if role == "system":
             continue
         if role == "user":
@@ -386,7 +400,7 @@ def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult
             if step.calls:
                 positions = range(position + 1, position + 1 + len(step.calls))
                 calls = tuple(literal.get(p, c) for p, c in zip(positions, step.calls))
-                step = Step(calls, step.text, tuple(recorded.get(p) for p in positions))
+                step = Step(calls, step.text, tuple(recorded.get(p) for p in positions), step.message)
                 position += len(step.calls)
             steps.append(step)
         out.append(tuple(steps))
@@ -516,7 +530,7 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     undecoded = call_like_text_steps(convo.turns) if strategy != "react" else []
     recorded = Recorded.of(*_verdict(reward), undecoded, issues, conditional)
     return Rollout(bench.dataset, task.id, model, method, rid, convo.turns, "import:tau-v1", meta, trial=trial,
-                   recorded=recorded)
+                   recorded=recorded, message_roles=convo.roles)
 
 
 def _verdict(reward: float | None) -> tuple[int | None, str]:

@@ -48,7 +48,7 @@ from ..domain.data import CRITERIA_FIELDS, TELECOM, TauDataError, criteria_diffe
 from ..domain.embedded import KEY as EMBEDDED_KEY
 from ..domain.embedded import TAU2_FORMAT, EmbeddedTask
 from ..domain.environment import LiveEnvironment
-from .importer import BadSimulation, Conversation, read_conversation
+from .importer import BadSimulation, Conversation, message_roles, read_conversation
 
 STORE_STATE = "StoredAgentState"
 # What inspect_evals' scorers read of a task: airline's and retail's the gold's database and the
@@ -106,13 +106,16 @@ def _database_check(bench: TauBenchmark, store: Mapping[str, Any], convo: Conver
 
 
 def _tau2_messages(messages: Sequence[ChatMessage]) -> Iterator[dict[str, Any]]:
-    """The agent's messages in the shape tau2 writes (the system prompt left out); an Inspect tool
-    error is an error result, one of a call Inspect refused (``executed`` false) is not run in replay."""
+    """The agent's messages in the shape tau2 writes, one for one (so a message keeps its position; the
+    system prompt is no action); an Inspect tool error is an error result, one of a call Inspect refused
+    (``executed`` false) is not run in replay."""
     for m in messages:
         if m.role == "tool":
             yield {"role": "tool", "id": m.call_id, "content": m.text or m.error or "", "error": m.error is not None,
                    "executed": m.ran}
-        elif m.role != "system":
+        elif m.role == "system":
+            yield {"role": "system", "content": m.text}
+        else:
             yield {"role": m.role, "content": m.text, "tool_calls": list(m.calls)}
 
 
@@ -125,9 +128,7 @@ def _both_parties(trajectory: Any) -> Iterator[dict[str, Any]]:
         raise BadSimulation("the store's trajectory must be a list of {role: user|assistant, message} entries")
     messages = chat_messages([e.get("message") for e in trajectory], "store trajectory")
     for entry, m in zip(trajectory, messages):
-        shaped = next(_tau2_messages([m]), None)
-        if shaped is None:  # a system message
-            continue
+        shaped = next(_tau2_messages([m]))
         if entry["role"] == "user" and m.role == "assistant":
             shaped["role"] = "user"
         if entry["role"] == "user" and m.role == "tool":
@@ -235,7 +236,7 @@ def read_sample(domain: str) -> SampleReader:
                              "inspect", sample.epoch)
         return Rollout(bench.dataset, sample.sample_id, sample.model, request.method, rid,
                        convo.turns if acted else (), "import:inspect", meta, trial=sample.epoch - 1,
-                       infra_error=infra, recorded=recorded)
+                       infra_error=infra, recorded=recorded, message_roles=message_roles(messages) if acted else ())
 
     return read
 
