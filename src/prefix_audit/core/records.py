@@ -189,6 +189,9 @@ class Step:
     # without messages (BFCL's result files: there the step is named by turn and step) and for
     # generated rollouts.
     message: int | None = None
+    # Where each call sits, for a log that writes each call as a message of its own (ToolSandbox):
+    # aligned with ``calls``; None where the calls are all in the step's ``message``.
+    call_messages: tuple[int, ...] | None = None
 
 
 AGENT_ROLES = ("planner", "verifier", "revision", "executor")
@@ -315,8 +318,8 @@ def actions_of(rollout: Rollout) -> list[Action]:
         for s, step in enumerate(turn):
             results = step.results or ()
             for i, call in enumerate(step.calls):
-                actions.append(Action(len(actions) + 1, t, s, call,
-                                      recorded=results[i] if i < len(results) else None, message=step.message))
+                actions.append(Action(len(actions) + 1, t, s, call, recorded=results[i] if i < len(results) else None,
+                                      message=step.call_messages[i] if step.call_messages else step.message))
     final = rollout.final_text
     if final is not None:
         last_turn = max(t for t, turn in enumerate(rollout.turns) if turn)
@@ -392,7 +395,8 @@ def rollout_to_json(rollout: Rollout) -> dict[str, Any]:
         [{"calls": [call_to_json(c) for c in step.calls], **({"text": step.text} if step.text is not None else {}),
           **({"results": [r.to_json() if r is not None else None for r in step.results]}
              if step.results is not None else {}),
-          **({"message": step.message} if step.message is not None else {})}
+          **({"message": step.message} if step.message is not None else {}),
+          **({"call_messages": list(step.call_messages)} if step.call_messages is not None else {})}
          for step in turn]
         for turn in rollout.turns
     ]
@@ -575,12 +579,16 @@ def rollout_from_json(obj: Any) -> Rollout:
             if text is not None and not isinstance(text, str):
                 raise RecordError(f"{where}.text must be a string")
             calls = tuple(call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(step.get("calls", [])))
-            message = step.get("message")
-            if message is not None and (isinstance(message, bool) or not isinstance(message, int)
-                                        or not 0 <= message < len(roles) or roles[message] != "agent"):
-                raise RecordError(f"{where}.message must be the position of one of the agent's messages "
-                                  f"in 'message_roles', got {message!r}"[:200])
-            steps.append(Step(calls, text, _results_from_json(step.get("results"), f"{where}.results"), message))
+            message, call_messages = step.get("message"), step.get("call_messages")
+            if call_messages is not None and (not isinstance(call_messages, list) or len(call_messages) != len(calls)):
+                raise RecordError(f"{where}.call_messages must list one message position per call")
+            for position in [message, *(call_messages or [])]:
+                if position is not None and (isinstance(position, bool) or not isinstance(position, int)
+                                             or not 0 <= position < len(roles) or roles[position] != "agent"):
+                    raise RecordError(f"{where}: a message position must be one of the agent's messages in "
+                                      f"'message_roles', got {position!r}"[:200])
+            steps.append(Step(calls, text, _results_from_json(step.get("results"), f"{where}.results"), message,
+                              tuple(call_messages) if call_messages is not None else None))
         turns.append(tuple(steps))
     meta = obj.get("meta", {})
     if not isinstance(meta, dict):

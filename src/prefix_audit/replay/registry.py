@@ -23,6 +23,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from prefix_audit.core.decode import JsonLine
 from prefix_audit.core.framework_samples import FrameworkSample
 from prefix_audit.core.records import BadLine, Located, Rollout
 
@@ -76,6 +77,11 @@ Companions = Callable[[Path, Mapping[str, Any]], list[Path]]
 # recorded), given the import's labels and datasets; raising ValueError (or a shape error) for a
 # sample it cannot use, which is then quarantined with the reason.
 SampleReader = Callable[[FrameworkSample, ImportRequest], Rollout]
+# How a benchmark reads the trajectory records of one data source of a dataset of chat trajectories
+# (AgentProcessBench's ``data_source``: ``bfcl_multi_turn_base``, ``tau2_airline``), given all of them a
+# file holds (a benchmark may choose a reading per file, as BFCL chooses its data release): a located
+# rollout or a located quarantine record per record, in their order.
+TrajectoryReader = Callable[[Sequence[JsonLine], ImportRequest], Iterable["Located | BadLine"]]
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,9 @@ class Registration:
     # Inspect AI task name (without its package: ``tau2_airline``) → how one of its samples reads as a
     # rollout of this benchmark (``prefix-audit import inspect``, :mod:`prefix_audit.ingest.inspect_logs`).
     inspect_tasks: Mapping[str, SampleReader] = field(default_factory=dict)
+    # AgentProcessBench data source → how its trajectory records read as rollouts of this benchmark
+    # (``prefix-audit import agentprocessbench``, :mod:`prefix_audit.ingest.agentprocessbench`).
+    trajectory_sources: Mapping[str, TrajectoryReader] = field(default_factory=dict)
     # The pinned packages ({name, version, sha256}) its datasets need fetched besides the configured
     # `package`, given a dataset's config entry (BFCL: older data releases of imported files).
     packages: Callable[[Mapping[str, Any]], Sequence[Mapping[str, str]]] | None = None
@@ -245,6 +254,11 @@ def importers() -> dict[str, Importer]:
 def inspect_tasks() -> dict[str, SampleReader]:
     """Every Inspect AI task a benchmark reads, by task name."""
     return {name: read for r in registrations() for name, read in sorted(r.inspect_tasks.items())}
+
+
+def trajectory_sources() -> dict[str, TrajectoryReader]:
+    """Every data source of a chat-trajectory dataset a benchmark reads, by name."""
+    return {name: read for r in registrations() for name, read in sorted(r.trajectory_sources.items())}
 
 
 def detect_format(path: str | Path) -> str:

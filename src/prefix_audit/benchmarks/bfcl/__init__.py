@@ -6,7 +6,7 @@ sandboxed loader of the environment classes; :mod:`.semantics` — the facts the
 :mod:`.replay` — the replay adapter and Y; :mod:`.environment` — the live environment for agents;
 :mod:`.importer` — ``bfcl generate`` result files, read by the handler :mod:`.handlers` chooses
 with its decoder from :mod:`.decoders`, on the data release :mod:`.versions` chooses, against the
-score file :mod:`.scores` finds.
+score file :mod:`.scores` finds; :mod:`.process_records` — AgentProcessBench's BFCL trajectory records.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from prefix_audit.replay.registry import CliOption, DatasetSpec, OpenRequest, Re
 from .data import CATEGORIES, DATA_PINS, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
 from .importer import import_bfcl, import_result_file, is_bfcl_log
 from .inspect_samples import INSPECT_TASKS
+from .process_records import TRAJECTORY_SOURCES
 from .replay import BfclBenchmark, BfclSession
 from .scores import score_file_candidates
 
@@ -55,6 +56,7 @@ register(Registration(
     importers={"bfcl": import_bfcl}, detectors={"bfcl": is_bfcl_log},
     companions={"bfcl": score_file_candidates},
     inspect_tasks=INSPECT_TASKS,
+    trajectory_sources=TRAJECTORY_SOURCES,
     packages=_packages,
     cli_options=(CliOption("--bfcl-score", "score_file",
                            "import bfcl: BFCL's score file of the result file (or a folder holding score files), "

@@ -539,10 +539,19 @@ def is_bfcl_log(path: Path) -> bool:
     return is_result_file(path) or is_score_file(path)
 
 
-def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
-    """``prefix-audit import bfcl``: a result file, each entry checked against the BFCL data of the
-    release it was made on (the pinned packages are fetched when absent)."""
-    bench = request.open(DATASET)
+@dataclass(frozen=True)
+class Releases:
+    """The data releases a log may have been made on (newest first), the one ``--bfcl-data`` gives
+    (None: chosen per file), and the pinned ones that could not be loaded, and why."""
+
+    data: Mapping[str, BfclData]
+    given: str | None
+    unavailable: tuple[str, ...]
+
+
+def data_releases(bench: Any) -> Releases:
+    """The releases of the BFCL benchmark ``bench`` a log is chosen from (the pinned packages are
+    fetched when absent; an older one that cannot be is left out, and said)."""
     given = getattr(bench, "data_release", None)  # --bfcl-data
     if given is not None and given not in bench.releases():
         raise RefusedOption(f"--bfcl-data {given!r} is no pinned bfcl-eval release ({', '.join(bench.releases())})")
@@ -554,6 +563,15 @@ def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
             if release == bench.data.release or release == given:
                 raise
             unavailable.append(f"bfcl-eval {release} unavailable ({' '.join(str(exc).split())[:200]})")
+    return Releases(releases, given, tuple(unavailable))
+
+
+def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
+    """``prefix-audit import bfcl``: a result file, each entry checked against the BFCL data of the
+    release it was made on (the pinned packages are fetched when absent)."""
+    bench = request.open(DATASET)
+    chosen = data_releases(bench)
+    releases, given, unavailable = dict(chosen.data), chosen.given, list(chosen.unavailable)
     if is_score_file(Path(request.source)):
         items = import_score_file(request.source, model=request.model, method=request.method,
                                   config=model_config(bench.data.root), releases=releases, data_release=given,
@@ -562,6 +580,11 @@ def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
         items = import_result_file(request.source, model=request.model, method=request.method,
                                    score=getattr(bench, "score_file", None), config=model_config(bench.data.root),
                                    releases=releases, data_release=given, unavailable=unavailable)
+    yield from of_known_tasks(items, bench)
+
+
+def of_known_tasks(items: Iterable[Located | BadLine], bench: Any) -> Iterator[Located | BadLine]:
+    """``items`` with each rollout of an entry id BFCL's multi-turn data lacks quarantined."""
     for item in items:
         if not isinstance(item, BadLine) and not bench.has_task(item.rollout.task_id):
             item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",

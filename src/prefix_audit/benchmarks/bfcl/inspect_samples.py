@@ -92,11 +92,12 @@ def _release(bench: BfclBenchmark, entry_id: str, metadata: Mapping[str, Any]) -
                      f"pinned release"), checked[release]
 
 
-def _turns(messages: Sequence[ChatMessage]) -> list[list[ChatMessage]]:
-    """The messages after the first user message, split where a run of user messages opens a turn."""
-    turns: list[list[ChatMessage]] = []
+def _turns(messages: Sequence[ChatMessage]) -> list[list[tuple[int, ChatMessage]]]:
+    """The messages after the first user message with their positions, split where a run of user
+    messages opens a turn."""
+    turns: list[list[tuple[int, ChatMessage]]] = []
     previous = None
-    for m in messages:
+    for k, m in enumerate(messages):
         if m.role == "system":
             continue
         if m.role == "user":
@@ -105,9 +106,12 @@ def _turns(messages: Sequence[ChatMessage]) -> list[list[ChatMessage]]:
         elif not turns:
             raise BadSample(f"an {m.role} message before the first user message")
         else:
-            turns[-1].append(m)
+            turns[-1].append((k, m))
         previous = m.role
     return turns
+
+
+_ROLES = {"system": "system", "user": "user", "assistant": "agent", "tool": "tool"}
 
 
 def _executed(value: Any, where: str) -> list[list[Mapping[str, Any]]]:
@@ -181,10 +185,10 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
     turns = []
     changed = None
     for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran)):
-        results = {m.call_id: m for m in messages if m.role == "tool"}
+        results = {m.call_id: m for _, m in messages if m.role == "tool"}
         ran_values = iter(values)  # the values of the calls that ran, in their order
         steps, executed = [], []
-        for m in messages:
+        for k, m in messages:
             if m.role != "assistant":
                 continue
             out = []
@@ -198,7 +202,7 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
                 value = next(ran_values, None)  # it ran: its value tells an error as BFCL's classes report one
                 out.append(RecordedResult.of(answer.text or answer.error or "",
                                              answer.error is not None or is_error_value(value)))
-            steps.append(Step(m.calls, m.text or None, tuple(out)) if m.calls else Step((), m.text))
+            steps.append(Step(m.calls, m.text or None, tuple(out), k) if m.calls else Step((), m.text, message=k))
         if not _same_calls(executed, ran):
             raise BadSample(f"turn {t}: the calls the messages show running are not those of "
                             f"model_execution_calls[{t}]")
@@ -212,7 +216,8 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
                                                          f"sent, and inspect_evals' scorer replays the recorded "
                                                          f"ones (first: {changed})"))
     return Rollout(DATASET, entry_id, sample.model, request.method, rid, tuple(turns), "import:inspect", meta,
-                   trial=sample.epoch - 1, recorded=Recorded.of(recorded.y, recorded.verdict, issues=issues))
+                   trial=sample.epoch - 1, recorded=Recorded.of(recorded.y, recorded.verdict, issues=issues),
+                   message_roles=tuple(_ROLES.get(m.role, "other") for m in sample.messages))
 
 
 INSPECT_TASKS = {"bfcl": read_sample}

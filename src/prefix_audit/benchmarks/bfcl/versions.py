@@ -149,7 +149,7 @@ def choose_release(releases: Mapping[str, BfclData], runs: Sequence[RecordedRun]
         release = min(releases, key=lambda r: (sum(w is not None for w in checked[r].values()), -alike[r],
                                                r != by_name))
         fits = {r: sum(w is None for w in checked[r].values()) for r in releases}
-        how = "the recorded run fits " + ", ".join(f"{r}: {fits[r]} of {len(runs)} entries" for r in releases)
+        how = "the recorded run fits " + ", ".join(f"{r}: {fits[r]} of {len(checked[r])} entries" for r in releases)
         if len(set(fits.values())) == 1 and len(set(alike.values())) == 1:
             how = f"the recorded runs fit every release alike; chosen by the file name {file_name}"
     differ = sum(a is False for a in asked[release])

