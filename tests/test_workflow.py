@@ -260,3 +260,27 @@ def test_an_import_pattern_that_matches_nothing_is_refused(tmp_path):
     proc = _run(tmp_path, "none", "--dry-run", imports=imports)
     assert proc.returncode != 0
     assert "matches no file or folder" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_an_imported_block_with_labels_gets_them_beside_fed_in_tables_figures_and_site(tmp_path):
+    examples = ROOT / "docs" / "examples"
+    imports = [{"dataset": "bfcl_v3", "model": "example-model",
+                "files": [str(examples / "BFCL_v4_multi_turn_base_result.json")],
+                "labels": [str(examples / "BFCL_v4_multi_turn_base_labels.jsonl")]}]
+    dry = _run(tmp_path, "lab", "--dry-run", imports=imports)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    jobs = _planned_jobs(dry.stdout)
+    assert jobs["compare_labels"] == 1 and jobs["figures"] == 3  # curves, categories and labels
+    results = tmp_path / "lab"
+    targets = [str(results / "tables" / "table_labels.csv"), str(results / "figures" / "labels")]
+    proc = _run(tmp_path, "lab", *targets, imports=imports)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = pl.read_csv(results / "tables" / "table_labels.csv").row(0, named=True)
+    assert (table["model"], table["labelled"], table["fired_s"], table["failures_on_unmatched"]) == \
+        ("example-model", 2, 2, 1)
+    assert "1 label(s) of matched entries landed on no step" in (results / "logs" / "labels.log").read_text()
+    assert (results / "figures" / "labels" / "label_offsets_bfcl_v3_example-model.png").is_file()
+    missing = [{**imports[0], "labels": [str(tmp_path / "none.jsonl")]}]
+    refused = _run(tmp_path, "lab2", "--dry-run", imports=missing)
+    assert refused.returncode != 0 and "matches no file or folder" in refused.stdout + refused.stderr

@@ -8,7 +8,8 @@ statistics and write the tables — into ``DIR`` laid out as the workflow's ``re
 * ``scored/<dataset>/<model>/<method>/{actions.parquet, episodes.parquet, quarantine.jsonl}``;
 * ``fed/episodes.parquet``, ``stats/stats.parquet``, ``tables/table_*.{csv,md,tex}``;
 * with ``labels``: ``labels/{labels.parquet, entries.parquet, quarantine.jsonl}``, human step labels
-  set beside FED (:mod:`prefix_audit.statistics.labels`), and their tables;
+  set beside FED (:mod:`prefix_audit.statistics.labels`), their tables and ``figures/labels/`` (FED's
+  offsets from the human first failure);
 * ``.prefix-audit-files.json``: every file of the audit with its sha256.
 
 So ``stats``, ``tables`` and ``progress`` read it as they read a workflow run. The audit is written
@@ -44,8 +45,9 @@ from .replay.contract import Benchmark
 from .replay.fed import merge_episodes
 from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, ScoreOutputs, ScoreReport, score_chunks
 from .replay.trust import DEFAULT_MIN_AGREEMENT, worst
+from .reports.figures import write_figures
 from .reports.tables import table_files, write_tables
-from .statistics.labels import LabelReport, write_label_comparison
+from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
 from .statistics.stats import TAU_POOL, write_stats
 
 log = logging.getLogger(__name__)
@@ -201,8 +203,9 @@ def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: Worker
     report.headlines = _headlines(pl.read_parquet(stats))
     labels_dir = out / "labels" if labels else None
     if labels_dir is not None:
-        report.labels = write_label_comparison(labels, [blocks[key].path for key in sorted(blocks)],
-                                               out / "fed" / "episodes.parquet", labels_dir)
+        every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
+        report.labels = write_label_comparison([every_block], out / "fed" / "episodes.parquet", labels_dir)
+        write_figures("labels", labels_dir / "entries.parquet", out / "figures" / "labels")
     report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet",
                                  labels_dir=labels_dir)
     return report

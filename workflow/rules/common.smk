@@ -27,6 +27,7 @@ from prefix_audit.ingest.imports import imported_rollouts_path
 from prefix_audit.pipeline.fingerprint import code_fingerprint
 from prefix_audit.replay import registry
 from prefix_audit.reports.tables import table_files
+from prefix_audit.statistics.labels import LABEL_FILES
 
 
 def config_layers():
@@ -194,6 +195,26 @@ def scored_root(wildcards, input):
     """The folder of every block's scoring, as the job sees its inputs (a storage plugin may place
     them elsewhere than the workflow names them): four levels above a block's episodes.parquet."""
     return str(Path(input.episodes[0]).parents[3]) if input.episodes else f"{RESULTS}/scored"
+
+
+# The blocks of logs that come with human step labels (config imports: labels:), compared with FED.
+LABELLED = {key: block for key, block in IMPORTS.items() if block.labels}
+LABEL_OUTPUTS = {name.split(".")[0]: f"{RESULTS}/labels/{name}" for name in LABEL_FILES}
+
+
+if LABELLED:  # FED's offsets from the human first failure (figure family labels)
+    FIGURE_TABLES["labels"] = LABEL_OUTPUTS["entries"]
+
+
+def label_groups():
+    """Each labelled block: its labels files and the rollout records they are matched against."""
+    return [{"labels": list(block.labels), "rollouts": str(imported_rollouts_path(RESULTS, *key))}
+            for key, block in sorted(LABELLED.items())]
+
+
+def label_entries():
+    """The label comparison the tables and the site read ({} when no block has labels)."""
+    return {"label_entries": LABEL_OUTPUTS["entries"], "label_rows": LABEL_OUTPUTS["labels"]} if LABELLED else {}
 
 
 def all_outputs():

@@ -43,10 +43,33 @@ rule paired_statistics:
         "../scripts/paired_statistics.py"
 
 
-rule tables:
-    """Tables G.1, F.1, F.2, F.3, pairs, consistency and trust as CSV, Markdown and LaTeX (the trust
-    table of imported blocks reads the FED table)."""
+rule compare_labels:
+    """Human step labels of imported blocks (config imports: labels:) set beside FED: where each label
+    lands among its rollout's actions and messages, and per labelled rollout FED beside the labellers'
+    first failure."""
     input:
+        labels=[path for block in LABELLED.values() for path in block.labels],
+        rollouts=[group["rollouts"] for group in label_groups()],
+        fed=f"{RESULTS}/fed/episodes.parquet",
+    output:
+        **LABEL_OUTPUTS,
+    params:
+        groups=label_groups(),
+        code=code("compare_labels"),
+    log:
+        f"{RESULTS}/logs/labels.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/labels.tsv"
+    script:
+        "../scripts/compare_labels.py"
+
+
+rule tables:
+    """Tables G.1, F.1, F.2, F.3, pairs, consistency, trust, labels and label_categories as CSV,
+    Markdown and LaTeX (the trust table of imported blocks reads the FED table; the labels tables the
+    label comparison, empty without labels)."""
+    input:
+        unpack(lambda wc: label_entries()),
         stats=f"{RESULTS}/stats/stats.parquet",
         paired=f"{RESULTS}/stats/paired.parquet",
         fed=f"{RESULTS}/fed/episodes.parquet",

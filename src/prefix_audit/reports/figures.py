@@ -1,13 +1,15 @@
 """Figures from the long stats table and the FED table (SPEC §5), as PNG and PDF.
 
-Three kinds, one file pair per dataset × model, methods overlaid or side by side, in two families
-(``FAMILIES``): ``curves`` (the first two, from the stats table) and ``categories`` (from the FED
-table):
+Four kinds, one file pair per dataset × model, methods overlaid or side by side, in three families
+(``FAMILIES``): ``curves`` (the first two, from the stats table), ``categories`` (from the FED table)
+and ``labels`` (from a label comparison):
 
 - ``pec_<dataset>_<model>``: PEC(k) with CI bands (fixed cohort: denominator = all N rollouts).
 - ``depth_<dataset>_<model>``: depth support P(T ≥ k), eligible-depth PEC P(FED > k | T ≥ k) and
   their product PEC(k) (paper eq. 7), one panel each.
 - ``categories_<dataset>_<model>``: first-failure category counts by FED depth, one panel per method.
+- ``label_offsets_<dataset>_<model>`` (family ``labels``, from a label comparison's entries table): FED's
+  offset from the human first failure, one panel per method.
 
 Output is byte-deterministic: figures are drawn on plain ``Figure`` objects (no pyplot state), under
 fixed rc settings, with timestamps and software versions left out of the file metadata, and written
@@ -307,6 +309,51 @@ def failure_categories_by_depth(
     return paths
 
 
+_RELATION_WORDS = {"before": "FED before it", "at": "FED at it", "after": "FED after it"}
+
+
+def label_offsets(entries: pl.DataFrame, out_dir: str | os.PathLike[str],
+                  blocks: Sequence[tuple[str, str]] | None = None) -> list[Path]:
+    """Per dataset × model, one panel per method: how many labelled rollouts have FED at each offset
+    from the labellers' first failure (FED − first failure; negative: FED first), from a label
+    comparison's entries table (:mod:`prefix_audit.statistics.labels`); the panel title counts FED at,
+    before and after it and the fully executable rollouts among those with a human failure."""
+    missing = [c for c in ("dataset", "model", "method", "rollout_id", "failures", "fired", "relation", "offset",
+                           "offset_unit") if c not in entries.columns]
+    if missing:
+        raise ValueError(f"label entries lack required column(s): {', '.join(missing)}")
+    matched = entries.filter(pl.col("rollout_id").is_not_null())
+    out_dir = Path(out_dir)
+    paths: list[Path] = []
+    for dataset, model in _blocks(matched) if blocks is None else blocks:
+        block = matched.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
+        methods = sorted(block["method"].unique().to_list())
+        fig, axes = _new_figure(len(methods), 5.2, 3.4)
+        with matplotlib.rc_context(_RC):
+            for ax, method in zip(axes, methods):
+                rows = block.filter((pl.col("method") == method) & (pl.col("failures") > 0))
+                compared = rows.filter(pl.col("relation").is_not_null())
+                counts = compared.group_by("offset").len().sort("offset")
+                ax.bar(counts["offset"].to_numpy(), counts["len"].to_numpy(), width=0.8, color=METHOD_COLOURS[0])
+                ax.axvline(0, color="#C62828", linewidth=1, zorder=0)
+                units = sorted(set(compared["offset_unit"].to_list())) or ["messages"]
+                ax.set_xlabel(f"FED − human first failure ({'/'.join(units)})")
+                said = "; ".join(f"{_RELATION_WORDS[r]}: {int((compared['relation'] == r).sum())}" for r in
+                                 ("before", "at", "after"))
+                executable = int(rows["fired"].not_().sum())
+                ax.set_title(f"{method}\n{said}\nfully executable: {executable} of {rows.height} with a human failure")
+                if compared.is_empty():
+                    ax.text(0.5, 0.5, "FED fired in none", transform=ax.transAxes, ha="center", va="center",
+                            color="#777777")
+                ax.yaxis.get_major_locator().set_params(integer=True)
+                ax.grid(True, axis="y", color="#DDDDDD", linewidth=0.6)
+                ax.set_axisbelow(True)
+            axes[0].set_ylabel("labelled rollouts")
+            fig.suptitle(f"FED beside the human first failure\n{dataset} / {model}")
+        paths += _save(fig, out_dir, f"label_offsets_{safe_name(dataset)}_{safe_name(model)}")
+    return paths
+
+
 _CONSISTENCY = (("disagree_full", "full executability"), ("disagree_y", "final success Y"))
 
 
@@ -381,7 +428,7 @@ def _min_block_n(stats: pl.DataFrame) -> int:
 # Figure family -> the kinds it draws. One output directory per family, grouped by the table the
 # kinds are drawn from (curves: stats; categories: FED table), so that a new bootstrap seed redraws
 # the curves and leaves the category figures alone.
-FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",)}
+FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",), "labels": ("offsets",)}
 
 _FRAME: list[pl.DataFrame] = []  # the one table a drawing process works from
 
@@ -398,6 +445,8 @@ def _draw_figure(job: tuple[str, tuple[str, str]], out: Path) -> list[Path]:
         return depth_decomposition(_FRAME[0], out, [block])
     if kind == "consistency":
         return consistency(_FRAME[0], out, [block])
+    if kind == "offsets":
+        return label_offsets(_FRAME[0], out, [block])
     return failure_categories_by_depth(_FRAME[0], out, blocks=[block])
 
 
@@ -422,7 +471,7 @@ def write_figures(
     table = read_parquet(table_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    blocks = _blocks(table)
+    blocks = _blocks(table.filter(pl.col("rollout_id").is_not_null()) if family == "labels" else table)
     _check_stem_collisions(blocks)
     jobs = [(kind, block) for kind in FAMILIES[family] for block in blocks]
     if workers > 1 and len(jobs) > 1:

@@ -23,6 +23,7 @@ bytes — no timestamps, no absolute paths — and the site is committed as one 
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import logging
@@ -44,10 +45,11 @@ from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA
 from prefix_audit.replay.record_check import DIVERGED
 from prefix_audit.replay.scoring import MAX_RESULT_CHARS
 from prefix_audit.replay.trust import block_trust, issue_codes, share_text
+from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA, label_summary
 from prefix_audit.statistics.metrics import block_metrics
 from prefix_audit.statistics.stats import TAU_POOL, cohort_size
 
-from .tables import STATS_SCHEMA, table_f1, table_g1
+from .tables import LABEL_SHARES, STATS_SCHEMA, table_f1, table_g1
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,10 @@ class Block:
     episodes: pl.DataFrame
     actions: pl.DataFrame
     quarantined: int = 0  # records of its scoring run that are not episodes (quarantine.jsonl)
+    # Human step labels of its rollouts and the labelled entries (:mod:`prefix_audit.statistics.labels`);
+    # None: no labels were given.
+    labels: pl.DataFrame | None = None
+    label_entries: pl.DataFrame | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -192,17 +198,48 @@ def _verdict(row: Mapping[str, Any]) -> str:
     return "executable" if row["V"] else "not executable"
 
 
-def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame) -> dict[str, Any]:
-    """What a rollout page shows, in plain values (the template escapes every one)."""
+def _label_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"verdict": row["verdict"], "category": row["category"], "blamed": row["blamed"], "place": row["place"],
+            "note": _clip(row["note"], 300), "landed": _LANDED_WORDS.get(row["landed"], row["landed"]),
+            "reason": row["reason"]}
+
+
+# How a label between actions reads on its rollout page: who wrote the message it is on.
+_LANDED_WORDS = {"agent_text": "the agent's text", "user": "the user's message", "tool": "a tool's reply",
+                 "system": "the system prompt", "other": "another message"}
+
+
+def _labels_by_place(labels: pl.DataFrame | None) -> tuple[dict[int, list], dict[int, list], list]:
+    """A rollout's labels: on each action (by depth), between actions (by how many actions precede
+    them), and those that landed on no step."""
+    on, between, unmatched = {}, {}, []
+    for row in labels.sort("message", "place", nulls_last=True).iter_rows(named=True) if labels is not None else ():
+        view = _label_view(row)
+        if row["landed"] == "action":
+            for j in row["actions"]:
+                on.setdefault(j, []).append(view)
+        elif row["landed"] == "unmatched":
+            unmatched.append(view)
+        else:
+            between.setdefault(row["after_action"] or 0, []).append(view)
+    return on, between, unmatched
+
+
+def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame, labels: pl.DataFrame | None = None,
+                  compared: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What a rollout page shows, in plain values (the template escapes every one); ``labels`` and
+    ``compared``: its human step labels and its row of the label comparison, where it has them."""
     meta = json.loads(ep["meta_json"]) if ep["meta_json"] else {}
     planning = meta.pop("planning", None) if isinstance(meta, dict) else None
+    on, between, unmatched = _labels_by_place(labels)
     first = ep["FED"] if ep["T"] is not None and ep["FED"] is not None and ep["FED"] <= ep["T"] else None
     turns: dict[int, list[dict[str, Any]]] = {}
     for a in actions.sort("j").iter_rows(named=True):
         predicates = [{"category": c, "code": k, "detail": d} for c, k, d in
                       zip(a["failure_categories"], a["failure_codes"], a["failure_details"])]
         turns.setdefault(a["turn"], []).append({
-            "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"],
+            "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"], "message": a["message"],
+            "labels": on.get(a["j"], []), "after": between.get(a["j"], []),
             "call": _clip(a["call"]), "verdict": _verdict(a), "V": a["V"], "accepted": a["accepted"],
             "result": _clip(a["result"], stored=MAX_RESULT_CHARS), "predicates": predicates,
             "first": a["j"] == first, "diverged": a["record_match"] in DIVERGED,
@@ -215,7 +252,26 @@ def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame) -> dict[str, Any
     shown_meta = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) if meta else None
     return {"ep": ep, "turns": sorted(turns.items()), "party": party, "first": first, "planning": _planning(planning),
             "meta": _clip(shown_meta, META_CHARS), "record": ep["call_steps"] is not None,
-            "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else []}
+            "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else [],
+            "labels": labels is not None and labels.height > 0, "labels_before": between.get(0, []),
+            "labels_unmatched": unmatched, "compared": compared}
+
+
+def _comparison_view(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A block's label comparison as its page shows it: the shares as text, the offsets as bars."""
+    if summary is None:
+        return None
+    shares = [(title, share_text(summary[name]["s"], summary[name]["n"]),
+               _interval_text(summary[name])) for title, name in LABEL_SHARES]
+    return {"labelled": summary["labelled"], "with_failure": summary["with_failure"], "shares": shares,
+            "offsets": summary["offset_counts"], "unit": summary["offset_unit"],
+            "most": max((n for _, n in summary["offset_counts"]), default=0),
+            "landed": [(_LANDED_WORDS.get(k, k), n) for k, n in summary["failure_labels"].items()],
+            "categories": summary["categories"]}
+
+
+def _interval_text(share: Mapping[str, Any]) -> str:
+    return "" if share["lo"] is None else f"[{share['lo']:.3f}, {share['hi']:.3f}]"
 
 
 def _party_calls(entries: object) -> dict[int, list[dict[str, Any]]]:
@@ -347,12 +403,18 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
             trusts.append({"block": block, "trust": trust, "warnings": trust.warnings(),
                            "replay": share_text(trust.reproduced, trust.compared),
                            "verdicts": share_text(trust.same_verdict, trust.compared)})
+        labelled = block.labels.partition_by("rollout_id", as_dict=True) if block.labels is not None else {}
+        compared = {r["rollout_id"]: r for r in block.label_entries.iter_rows(named=True)} \
+            if block.label_entries is not None else {}
         rows = []
         for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
             href = f"r/{n}.html"
             rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"])})
             page(f"{block.folder}/{href}", "rollout.html.j2", block=block, n=n,
-                 rollout=_rollout_view(ep, by_rollout.get((ep["rollout_id"],), empty)))
+                 rollout=_rollout_view(ep, by_rollout.get((ep["rollout_id"],), empty),
+                                       labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"])))
+        comparison = next(iter(label_summary(block.labels, block.label_entries)), None) \
+            if block.labels is not None and block.label_entries is not None else None
         codes = sorted({code for row in rows for code in row["issues"]})
         chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
         names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
@@ -360,7 +422,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
             page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
                  pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
                  categories=CATEGORIES, fed_values=depths, trust=trust.lines() if trust else None,
-                 issue_codes=codes)
+                 issue_codes=codes, comparison=_comparison_view(comparison))
         summaries.append({"block": block, "summary": summary})
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
     for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
@@ -377,13 +439,29 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     return files
 
 
+def with_labels(blocks: Sequence[Block], labels_dir: str | os.PathLike[str]) -> list[Block]:
+    """The blocks with their human step labels and labelled entries from a label comparison's folder
+    (:func:`prefix_audit.statistics.labels.write_label_comparison`)."""
+    labels = _typed(read_parquet(Path(labels_dir) / LABEL_FILES[0]), LABEL_SCHEMA)
+    entries = _typed(read_parquet(Path(labels_dir) / LABEL_FILES[1]), ENTRY_SCHEMA)
+
+    def of(frame: pl.DataFrame, block: Block) -> pl.DataFrame:
+        return frame.filter(pl.col("dataset") == block.dataset, pl.col("model") == block.model,
+                            pl.col("method") == block.method)
+    return [dataclasses.replace(b, labels=of(labels, b), label_entries=of(entries, b)) for b in blocks]
+
+
 def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.PathLike[str], *,
                scored_root: str | os.PathLike[str], stats_path: str | os.PathLike[str] | None = None,
-               pools: Mapping[str, Sequence[str]] = TAU_POOL) -> SiteReport:
+               pools: Mapping[str, Sequence[str]] = TAU_POOL,
+               labels_dir: str | os.PathLike[str] | None = None) -> SiteReport:
     """Render the site of these episodes files (see :func:`read_blocks`) and the statistics into
-    ``site`` as one commit; return its counts and sizes."""
+    ``site`` as one commit, with the human step labels of ``labels_dir`` where given; return its
+    counts and sizes."""
     report = SiteReport()
-    files = render_site(read_blocks(episodes_paths, scored_root, report.notes), stats_path, pools, report)
+    blocks = read_blocks(episodes_paths, scored_root, report.notes)
+    files = render_site(with_labels(blocks, labels_dir) if labels_dir is not None else blocks, stats_path, pools,
+                        report)
     report.blocks = sum(1 for p in files if p.endswith("/index.html") and p.startswith("blocks/"))
     report.rollouts = sum(1 for p in files if "/r/" in p)
     report.pages = sum(p.endswith(".html") for p in files)
@@ -401,5 +479,6 @@ def view_results(root: str | os.PathLike[str], site: str | os.PathLike[str],
                  pools: Mapping[str, Sequence[str]] = TAU_POOL) -> SiteReport:
     """``prefix-audit view ROOT -o SITE``: every scored block of a results root, with its statistics."""
     root = Path(root)
+    labels = root / "labels"
     return write_site(scored_blocks(root), site, scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
-                      pools=pools)
+                      pools=pools, labels_dir=labels if (labels / LABEL_FILES[1]).is_file() else None)

@@ -23,6 +23,7 @@ shares (``docs/validation.md``, "FED and human first-error labels").
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,16 +35,20 @@ import polars as pl
 import pyarrow as pa
 
 from prefix_audit.core.io import atomic_write_text, read_parquet, write_parquet
-from prefix_audit.core.labels import LabelledEntry, LabelProblem, LabelsFile, StepLabel, read_labels
+from prefix_audit.core.labels import LabelledEntry, LabelsFile, StepLabel, read_labels
 from prefix_audit.core.records import Action, Located, Rollout, actions_of, read_rollouts
 
 from .intervals import wilson_interval
+
+log = logging.getLogger(__name__)
 
 BLOCK_KEYS = ("dataset", "model", "method")
 UNMATCHED = "unmatched"
 RELATIONS = ("at", "before", "after")  # FED at, before or after the human first failure
 _ROLE_LANDING = {"agent": "agent_text", "user": "user", "tool": "tool", "system": "system", "other": "other"}
 LANDINGS = ("action", "agent_text", "user", "tool", "system", "other", UNMATCHED)
+_LANDED_TEXT = {"action": "on an action", "agent_text": "on the agent's text", "user": "on the user's messages",
+                "tool": "on tool replies", "system": "on the system prompt", UNMATCHED: "unmatched"}
 
 _ENTRY_FIELDS = [
     pa.field("dataset", pa.string()), pa.field("model", pa.string()), pa.field("method", pa.string()),
@@ -269,6 +274,7 @@ def label_summary(labels: pl.DataFrame, entries: pl.DataFrame, confidence: float
             "fed_on_failure": _share(sum(bool(r["fed_on_failure"]) for r in fired), len(fired), confidence),
             **{rel: _share(relations[rel], len(compared), confidence) for rel in RELATIONS},
             "offsets": _quantiles([r["offset"] for r in compared]), "offset_unit": "/".join(units) or None,
+            "offset_counts": sorted(Counter(r["offset"] for r in compared).items()),
             "failure_labels": dict(sorted(landed.items(), key=lambda kv: LANDINGS.index(kv[0]))),
             "categories": sorted(Counter((r["first_failure_category"] or "(none)",
                                           r["fed_category"] or ("fully executable" if r["fired"] is False
@@ -312,7 +318,7 @@ class LabelReport:
     unmatched: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        where = ", ".join(f"{n} on {'an action' if k == 'action' else k}" for k, n in
+        where = ", ".join(f"{n} {_LANDED_TEXT.get(k, 'on ' + k)}" for k, n in
                           sorted(self.landed.items(), key=lambda kv: LANDINGS.index(kv[0])))
         return [f"labels: {self.entries} labelled entries from {self.files} file(s), {self.matched} matched to an "
                 f"audited entry; {self.labels} labels ({where or 'none'}); {self.problems} unreadable "
@@ -326,26 +332,44 @@ def _rollouts(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Rollout]:
                 yield item.rollout
 
 
-def write_label_comparison(label_files: Sequence[str | os.PathLike[str] | LabelsFile],
-                           rollout_files: Sequence[str | os.PathLike[str]], episodes_path: str | os.PathLike[str],
+@dataclass(frozen=True)
+class LabelGroup:
+    """Labels files and the rollout files their labels are matched against (a workflow block's own;
+    an audit's every block)."""
+
+    labels: Sequence[str | os.PathLike[str] | LabelsFile]
+    rollouts: Sequence[str | os.PathLike[str]]
+
+
+def write_label_comparison(groups: Sequence[LabelGroup], episodes_path: str | os.PathLike[str],
                            out_dir: str | os.PathLike[str]) -> LabelReport:
-    """Join the labels of ``label_files`` (paths, or files :func:`~prefix_audit.core.labels.read_labels`
-    has read) to the rollouts of ``rollout_files`` and the FED table, and write :data:`LABEL_FILES` into
-    ``out_dir``: every label, every labelled entry, and what could not be read."""
+    """Join each group's labels (paths, or files :func:`~prefix_audit.core.labels.read_labels` has read)
+    to its rollouts and the FED table, and write :data:`LABEL_FILES` into ``out_dir``: every label, every
+    labelled entry, and what could not be read."""
     out = Path(out_dir)
-    entries: list[LabelledEntry] = []
-    problems: list[LabelProblem] = []
-    for file in label_files:
-        read = file if isinstance(file, LabelsFile) else read_labels(file)
-        entries += read.entries
-        problems += read.problems
-    labels, table = compare_labels(entries, _rollouts(rollout_files), read_parquet(episodes_path))
-    write_parquet(labels, out / LABEL_FILES[0])
-    write_parquet(table, out / LABEL_FILES[1])
+    episodes = read_parquet(episodes_path)
+    labels, tables, problems, files = [], [], [], 0
+    for group in groups:
+        entries: list[LabelledEntry] = []
+        for file in group.labels:
+            read = file if isinstance(file, LabelsFile) else read_labels(file)
+            entries += read.entries
+            problems += read.problems
+            files += 1
+        placed, table = compare_labels(entries, _rollouts(group.rollouts), episodes)
+        labels.append(placed)
+        tables.append(table)
+    label_table = pa.concat_tables(labels) if labels else LABEL_SCHEMA.empty_table()
+    entry_table = pa.concat_tables(tables) if tables else ENTRY_SCHEMA.empty_table()
+    write_parquet(label_table, out / LABEL_FILES[0])
+    write_parquet(entry_table, out / LABEL_FILES[1])
     atomic_write_text(out / LABEL_FILES[2], "".join(
         json.dumps({"source": p.source, "reason": p.reason, "excerpt": p.excerpt}, ensure_ascii=False) + "\n"
         for p in problems))
-    frame_labels, frame_entries = pl.from_arrow(labels), pl.from_arrow(table)
-    return LabelReport(len(label_files), len(entries), frame_entries["rollout_id"].is_not_null().sum(),
-                       frame_labels.height, Counter(frame_labels["landed"].to_list()), len(problems),
-                       unmatched_summary(frame_labels, frame_entries))
+    frame_labels, frame_entries = pl.from_arrow(label_table), pl.from_arrow(entry_table)
+    report = LabelReport(files, frame_entries.height, frame_entries["rollout_id"].is_not_null().sum(),
+                         frame_labels.height, Counter(frame_labels["landed"].to_list()), len(problems),
+                         unmatched_summary(frame_labels, frame_entries))
+    for line in report.lines():
+        log.info("%s", line)
+    return report
