@@ -4,6 +4,7 @@
   is a located :class:`BadLine` and the other lines go on;
 * :func:`read_json_document` — one JSON document (a τ results file, a ToolSandbox summary), or a
   :class:`DecodeError` naming the file and why;
+* :func:`first_json_key` and :func:`first_json_line` — what a format's detector looks at;
 * :func:`count` and :func:`seconds` — the accounting numbers logs carry (token counts, latencies),
   checked with the field's location in the message.
 
@@ -177,6 +178,17 @@ def first_json_key(path: str | Path, head: int = 4096) -> str | None:
     except OSError:
         return None
     return match.group(1) if match else None
+
+
+def first_json_line(path: str | Path) -> Any:
+    """The value of a file's first non-blank line as JSON, or None (no file, not JSON, a line over
+    :data:`MAX_LINE_BYTES`): what a detector of a JSON Lines format looks at."""
+    try:
+        with Path(path).open("rb") as fh:
+            first = next((raw for raw in fh if raw.strip()), b"")
+        return json.loads(first) if len(first) <= MAX_LINE_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def count(value: Any, where: str) -> int:

@@ -18,11 +18,10 @@ source no benchmark reads, or that is no record, is quarantined with the reason;
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from prefix_audit.core.decode import BadLine, JsonLine, iter_json_lines
+from prefix_audit.core.decode import BadLine, JsonLine, first_json_line, iter_json_lines
 from prefix_audit.core.records import Located
 from prefix_audit.replay import registry
 from prefix_audit.replay.registry import ImportRequest
@@ -33,14 +32,7 @@ RECORD_KEYS = frozenset({"data_source", "messages", "reward_info", "meta"})
 
 def is_agentprocessbench_log(path: Path) -> bool:
     """JSON Lines whose first record is an object with AgentProcessBench's keys (:data:`RECORD_KEYS`)."""
-    if not path.is_file():
-        return False
-    try:
-        with path.open("rb") as fh:
-            first = next((raw for raw in fh if raw.strip()), b"")
-        obj = json.loads(first)
-    except (OSError, ValueError, RecursionError):
-        return False
+    obj = first_json_line(path) if path.is_file() else None
     return isinstance(obj, dict) and RECORD_KEYS <= obj.keys()
 
 

@@ -37,7 +37,6 @@ and reason.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +50,7 @@ from prefix_audit.core.decode import (
     JsonLine,
     count,
     excerpt_of,
+    first_json_line,
     iter_json_lines,
     seconds,
     shape_reason,
@@ -523,14 +523,7 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
 
 def is_result_file(path: Path) -> bool:
     """A BFCL result file: JSON Lines whose first line is an object with ``id`` and ``result``."""
-    if not path.is_file():
-        return False
-    try:
-        with path.open("rb") as fh:
-            first = next((raw for raw in fh if raw.strip()), b"")
-        obj = json.loads(first)
-    except (OSError, ValueError, RecursionError):
-        return False
+    obj = first_json_line(path) if path.is_file() else None
     return isinstance(obj, dict) and "id" in obj and "result" in obj
 
 
