@@ -76,7 +76,7 @@ rule tables:
     output:
         **{
             name: (
-                report(str(path), category="Tables", caption=f"../report/table_{name.split('_')[0]}.rst")
+                report(str(path), category="Tables", caption=f"../report/table_{name.rsplit('_', 1)[0]}.rst")
                 if path.suffix == ".csv" else str(path)
             )
             for name, path in TABLES.items()
