@@ -4,7 +4,8 @@ Holds :mod:`.records` (the rollout record, one JSON object per line, and the loc
 record that cannot be read), :mod:`.calls` (model-emitted tool calls parsed with :mod:`ast`, never
 evaluated), :mod:`.decode` (external bytes → values, with located errors: the one boundary every
 importer uses), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
-:mod:`.taxonomy` (the five first-failure categories), :mod:`.labels` (human step labels, read as
+:mod:`.taxonomy` (the five first-failure categories), :mod:`.health` (benchmark health's finding codes
+and the schemas of its tables), :mod:`.labels` (human step labels, read as
 published), :mod:`.framework_samples` (a sample of an
 evaluation framework's log in plain terms), :mod:`.fetch` (a pinned wheel from PyPI, unpacked) and
 :mod:`.parallel` (work spread over processes, results in input order, and a progress display).

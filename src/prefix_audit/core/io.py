@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,15 @@ def path_label(name: str) -> str:
     digits and ``._-``; anything else percent-encoded with ``+`` for ``%``, so
     ``meta-llama/Llama-3.1-8B`` never makes a nested folder (``meta-llama+2FLlama-3.1-8B``)."""
     return quote(name, safe="._-").replace("%", _LABEL_ESCAPE)
+
+
+_NUMBERS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders the numbers inside names by value: ``multi_turn_base_9`` before
+    ``multi_turn_base_10``, task ``2`` before ``10``."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _NUMBERS.split(text) if part)
 
 
 def name_of_label(label: str) -> str:

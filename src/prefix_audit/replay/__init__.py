@@ -3,7 +3,8 @@
 Holds :mod:`.contract` (what a benchmark adapter is), :mod:`.registry` (where benchmark packages
 register, and how they are found), :mod:`.checker` (the generic replay checker), :mod:`.record_check`
 (an episode's replay against what its log recorded), :mod:`.trust` (a block's episodes against their
-logs), :mod:`.fed` (the FED table's typed schemas) and :mod:`.scoring` (the ``score`` stage: a file
+logs), :mod:`.health` (the benchmark-health checks every benchmark shares, on replays of a task's gold and
+counterfactual trajectories), :mod:`.fed` (the FED table's typed schemas) and :mod:`.scoring` (the ``score`` stage: a file
 of rollouts → per-action and per-rollout Parquet).
 
 May import: :mod:`prefix_audit.models` (the contract hands adapters a model backend for a user

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.health import Finding
 from prefix_audit.core.records import RecordedResult, Rollout, Usage
 from prefix_audit.core.taxonomy import CATEGORIES, PRIORITY
 from prefix_audit.models.base import ModelBackend, ToolSchema
@@ -257,6 +258,9 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "mutation": ("tool_universe", "precondition_guards", "deletion_call"),
     # a live environment for agents to act in
     "agent": ("agent_environment",),
+    # benchmark health (SPEC §3): every task of a data release audited by running the benchmark's own
+    # environment and evaluator on its gold and on counterfactual trajectories
+    "health": ("health_releases", "release_tasks", "task_health"),
 }
 
 
@@ -297,6 +301,11 @@ class Benchmark:
         """What the task list records about the data it was drawn from (versions, hashes)."""
         return {}
 
+    def release_of(self, rollout: Rollout) -> str | None:
+        """The data release a rollout is scored on, named as :meth:`health_releases` names it (None:
+        one this benchmark does not audit, e.g. a task definition the log carried)."""
+        return self.health_releases()[0] if "health" in capabilities_of(type(self)) else None
+
     # capability "reference" ------------------------------------------------------------------
     def reference_rollout(self, task_id: str) -> Rollout:
         """The task's ground truth as a rollout."""
@@ -324,6 +333,23 @@ class Benchmark:
         """The user's side of an episode in ``env``; None (the default) means the environment's
         scripted turns. ``user`` is a model configured as user simulator, if any."""
         return None
+
+    # capability "health" ----------------------------------------------------------------------
+    def health_releases(self) -> Sequence[str]:
+        """The data releases whose tasks :meth:`task_health` audits, the default (the one this
+        benchmark scores on unless a rollout names another) first."""
+        raise MissingCapability(f"{self.dataset} offers no benchmark health")
+
+    def release_tasks(self, release: str) -> Sequence[str]:
+        """Every task id of ``release`` (one of :meth:`health_releases`), in the benchmark's order."""
+        raise MissingCapability(f"{self.dataset} offers no benchmark health")
+
+    def task_health(self, task_id: str, release: str) -> list[Finding]:
+        """The findings (:mod:`prefix_audit.core.health`) of one task of ``release``, from the
+        benchmark's own environment and evaluator run on its gold and on counterfactual trajectories
+        (:func:`prefix_audit.replay.health.probe_findings`); raises KeyError for a task the release
+        lacks."""
+        raise MissingCapability(f"{self.dataset} offers no benchmark health")
 
 
 def capabilities_of(adapter: type[Benchmark]) -> frozenset[str]:

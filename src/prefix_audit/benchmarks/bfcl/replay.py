@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall, parse_call_string
+from prefix_audit.core.health import Finding
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.replay.checker import argument_values, mentions, scalars
 from prefix_audit.replay.contract import (
@@ -30,10 +31,12 @@ from prefix_audit.replay.contract import (
     ToolSpec,
     UnscorableRollout,
 )
+from prefix_audit.replay.health import probe_findings
 
 from . import semantics as sem
 from .data import DATASET, BfclData, Entry, id_order, sample_task_ids
 from .environment import BfclAgentEnvironment
+from .health import BfclProbe
 from .loader import ClassLoader, instance_names, invoke, method_table, public_state
 from .semantics import json_schema_of
 
@@ -151,10 +154,13 @@ class BfclBenchmark(Benchmark):
         return self._gt_calls[key]
 
     # capabilities: reference rollouts, mutation facts, a live environment ----------------------
+    def reference_turns(self, entry: Entry) -> tuple[tuple[Step, ...], ...]:
+        """An entry's ground truth as a rollout's turns: one step per turn holding that turn's calls."""
+        return tuple((Step(calls),) if calls else () for calls in self.ground_truth_calls(entry))
+
     def reference_rollout(self, task_id: str) -> Rollout:
         """The ground truth as a rollout: one step per turn holding that turn's calls."""
-        entry = self.entry(task_id)
-        turns = tuple((Step(calls),) if calls else () for calls in self.ground_truth_calls(entry))
+        turns = self.reference_turns(self.entry(task_id))
         return Rollout(DATASET, task_id, "ground_truth", "reference",
                        rollout_id_for(DATASET, "ground_truth", "reference", task_id), turns, "reference")
 
@@ -186,6 +192,19 @@ class BfclBenchmark(Benchmark):
         """A live environment for generating a rollout of ``task_id`` with an agent."""
         entry = self.entry(task_id)
         return BfclAgentEnvironment(entry, self.tools_of(entry), self.loader.instantiate(entry))
+
+    # capability "health" ----------------------------------------------------------------------
+    def health_releases(self) -> list[str]:
+        return self.releases()
+
+    def release_tasks(self, release: str) -> list[str]:
+        return sorted(self.data_of(release).entries, key=id_order)
+
+    def release_of(self, rollout: Rollout) -> str | None:
+        return rollout.meta.get("bfcl_data", self.data.release)
+
+    def task_health(self, task_id: str, release: str) -> list[Finding]:
+        return probe_findings(BfclProbe(self, self.data_of(release).entries[task_id]))
 
     def open_session(self, rollout: Rollout) -> BfclSession:
         release = rollout.meta.get("bfcl_data", self.data.release)

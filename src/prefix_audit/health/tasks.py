@@ -1,0 +1,187 @@
+"""The health of a benchmark's tasks (``prefix-audit tasks``, the workflow's ``task_health``): every task of
+a data release audited by its benchmark (:meth:`~prefix_audit.replay.contract.Benchmark.task_health`),
+the tasks spread over worker processes, the findings and the per-task verdicts written as typed Parquet.
+
+What is written (:func:`health_contents`): ``findings.parquet`` (one row per finding,
+:data:`~prefix_audit.core.health.FINDINGS_SCHEMA`), ``tasks.parquet`` (one row per task: sound, its codes;
+:data:`~prefix_audit.core.health.TASKS_SCHEMA`) and ``summary.json`` (per release: tasks, sound ones, and
+per code the tasks and findings). Rows come in dataset, release and natural task order, so the bytes do
+not depend on the number of workers. A task whose check raised is a row with ``sound`` null and its
+``error``, said by the command — never a lost task.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from prefix_audit.core.health import CODES, FINDINGS_SCHEMA, TASKS_SCHEMA, Finding, is_sound, ordered_codes
+from prefix_audit.core.io import natural_key, parquet_bytes
+from prefix_audit.core.parallel import Progress, WorkerPool
+from prefix_audit.replay.contract import Benchmark, MissingCapability
+
+log = logging.getLogger(__name__)
+
+TASKS_PER_ITEM = 4  # tasks a worker is sent at once: enough to amortise the message, small enough to share out
+FILES = ("findings.parquet", "tasks.parquet", "summary.json")
+
+
+class HealthError(ValueError):
+    """A dataset without benchmark health, or a release it does not pin."""
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One task's findings, or why its check could not run."""
+
+    dataset: str
+    release: str
+    task_id: str
+    findings: tuple[Finding, ...] = ()
+    error: str | None = None
+
+
+@dataclass
+class HealthReport:
+    """Every audited task of one command, in dataset, release and task order."""
+
+    results: list[TaskResult] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """Per release: how many tasks are sound, the codes found, and each task whose check failed."""
+        out = []
+        groups: dict[tuple[str, str], list[TaskResult]] = {}
+        for r in self.results:
+            groups.setdefault((r.dataset, r.release), []).append(r)
+        for (dataset, release), results in groups.items():
+            checked = [r for r in results if r.error is None]
+            sound = sum(is_sound(f.code for f in r.findings) for r in checked)
+            codes = {c: sum(any(f.code == c for f in r.findings) for r in checked) for c in CODES}
+            found = ", ".join(f"{c} {n}" for c, n in codes.items() if n) or "no finding"
+            failed = len(results) - len(checked)
+            out.append(f"{dataset} {release}: {len(results)} tasks, {sound} sound; tasks with a finding: {found}"
+                       + (f"; {failed} could not be checked" if failed else ""))
+            out += [f"  {dataset} {release} task {r.task_id}: check failed: {r.error}" for r in results if r.error]
+        return out
+
+    @property
+    def errors(self) -> int:
+        return sum(r.error is not None for r in self.results)
+
+
+def health_benchmark(bench: Benchmark) -> Benchmark:
+    """``bench`` when it offers benchmark health, else a :class:`HealthError` saying so."""
+    try:
+        bench.health_releases()
+    except MissingCapability as exc:
+        raise HealthError(f"{bench.dataset}: {exc}") from None
+    return bench
+
+
+def check_release(bench: Benchmark, release: str | None) -> str:
+    """``release`` (default: the benchmark's default) when the benchmark pins it, else a located error."""
+    releases = list(health_benchmark(bench).health_releases())
+    if release is None:
+        return releases[0]
+    if release not in releases:
+        raise HealthError(f"{bench.dataset} has no data release {release!r} (pinned: {', '.join(releases)})")
+    return release
+
+
+Item = tuple[str, str, tuple[str, ...]]  # dataset, release, task ids
+
+
+def _check_tasks(open_dataset: Callable[[str], Benchmark], item: Item) -> list[TaskResult]:
+    """A worker's call: each task of the item audited, a task whose check raises kept with the reason."""
+    dataset, release, task_ids = item
+    bench = open_dataset(dataset)
+    out = []
+    for task_id in task_ids:
+        try:
+            out.append(TaskResult(dataset, release, task_id, tuple(bench.task_health(task_id, release))))
+        except Exception as exc:  # one task's broken check never loses the others
+            log.debug("health of %s %s task %s failed", dataset, release, task_id, exc_info=True)
+            out.append(TaskResult(dataset, release, task_id, error=f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+def audit_tasks(requests: Sequence[tuple[str, str, Sequence[str] | None]], open_dataset: Callable[[str], Benchmark],
+                pool: WorkerPool, *, progress: bool = False) -> HealthReport:
+    """Audit the tasks of each ``(dataset, release, task ids)`` request (None: every task of the release;
+    the release checked with :func:`check_release`) on ``pool``, whose shared object opens the datasets."""
+    items: list[Item] = []
+    for dataset, release, task_ids in requests:
+        bench = open_dataset(dataset)
+        check_release(bench, release)
+        known = list(bench.release_tasks(release))
+        chosen = sorted(set(known) if task_ids is None else set(task_ids) & set(known), key=natural_key)
+        items += [(dataset, release, tuple(chosen[i:i + TASKS_PER_ITEM])) for i in range(0, len(chosen), TASKS_PER_ITEM)]
+    bar = Progress("tasks", sum(len(i[2]) for i in items), enabled=progress, unit="task")
+    report = HealthReport()
+    for results in pool.map(_check_tasks, items):
+        report.results += results
+        bar.advance(len(results))
+    bar.close()
+    return report
+
+
+def finding_rows(report: HealthReport) -> list[dict]:
+    return [{"dataset": r.dataset, "release": r.release, "task_id": r.task_id, "code": f.code, "kind": f.kind,
+             "evidence": f.evidence}
+            for r in report.results for f in sorted(r.findings, key=lambda f: ordered_codes([f.code]))]
+
+
+def task_rows(report: HealthReport) -> list[dict]:
+    return [{"dataset": r.dataset, "release": r.release, "task_id": r.task_id,
+             "sound": None if r.error is not None else is_sound(f.code for f in r.findings),
+             "codes": ordered_codes(f.code for f in r.findings), "findings": len(r.findings), "error": r.error}
+            for r in report.results]
+
+
+def summary(report: HealthReport) -> dict:
+    """Per dataset and release: tasks, sound ones, checks that failed, and per code the tasks and findings."""
+    out: dict[str, dict[str, dict]] = {}
+    for row in task_rows(report):
+        entry = out.setdefault(row["dataset"], {}).setdefault(row["release"], {
+            "tasks": 0, "sound": 0, "check_failed": 0, "codes": {c: {"tasks": 0, "findings": 0} for c in CODES}})
+        entry["tasks"] += 1
+        entry["sound"] += row["sound"] is True
+        entry["check_failed"] += row["error"] is not None
+        for code in row["codes"]:
+            entry["codes"][code]["tasks"] += 1
+    for row in finding_rows(report):
+        out[row["dataset"]][row["release"]]["codes"][row["code"]]["findings"] += 1
+    return out
+
+
+def health_contents(report: HealthReport, out_dir: str | Path) -> dict[Path, bytes]:
+    """The bytes of ``findings.parquet``, ``tasks.parquet`` and ``summary.json`` under ``out_dir``."""
+    out = Path(out_dir)
+    findings = pa.Table.from_pylist(finding_rows(report), schema=FINDINGS_SCHEMA)
+    tasks = pa.Table.from_pylist(task_rows(report), schema=TASKS_SCHEMA)
+    text = json.dumps(summary(report), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return {out / FILES[0]: parquet_bytes(findings), out / FILES[1]: parquet_bytes(tasks),
+            out / FILES[2]: text.encode("utf-8")}
+
+
+def read_tasks(paths: Sequence[str | Path]) -> pl.DataFrame:
+    """The ``tasks.parquet`` tables of health outputs, one frame (empty with the schema when none)."""
+    frames = [pl.read_parquet(p) for p in paths]
+    return pl.concat(frames) if frames else pl.DataFrame(schema=pl.Schema(TASKS_SCHEMA))
+
+
+def requests_of(episodes: pl.DataFrame, health_of: Mapping[str, bool]) -> Iterator[tuple[str, str, list[str]]]:
+    """The (dataset, release, task ids) an audit's FED table needs the health of: every dataset that
+    offers it (``health_of``), each release its episodes were scored on."""
+    if "release" not in episodes.columns:
+        return
+    known = episodes.filter(pl.col("release").is_not_null()).select("dataset", "release", "task_id").unique()
+    for (dataset, release), frame in sorted(known.partition_by(["dataset", "release"], as_dict=True).items()):
+        if health_of.get(dataset):
+            yield dataset, release, sorted(frame["task_id"].to_list(), key=natural_key)

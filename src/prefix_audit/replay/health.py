@@ -1,0 +1,144 @@
+"""Benchmark health from replays: the checks every benchmark shares (SPEC §3, "Benchmark health").
+
+A benchmark audits one task of one data release by building a :class:`HealthProbe` — the task's gold as
+a rollout, an agent that does nothing, the gold without each of its writes and hand-offs, and its own
+checks — and handing it to :func:`probe_findings`, which replays each trajectory through the
+benchmark's own environment (the adapter's session) and Y (the benchmark's reward as the adapter
+computes it, differential-tested against the benchmark's own evaluator), and, where the probe offers
+it, has the benchmark's own evaluator confirm every trajectory that would make a finding. What is
+found, and the evidence:
+
+* ``gold_fails``: each gold call the environment rejected (its error, which the benchmark's own
+  evaluator may swallow);
+* ``gold_not_prefix_executable``: the gold's FED ≤ T at a call the environment accepted (which
+  predicate, why);
+* ``answer_unreachable``: the gold itself does not score 1;
+* ``gold_no_effect``: the probe's evidence that the gold leaves the checked state as it was;
+* ``passes_doing_nothing``: the idle trajectory scores 1;
+* ``unchecked_required_action``: the gold (scoring 1) without one write or hand-off still scores 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from prefix_audit.core.health import Finding
+from prefix_audit.core.records import Action, Rollout
+
+from .checker import ActionVerdict, EpisodeResult, primary, replay
+from .contract import Benchmark
+
+MAX_CALL_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Counterfactual:
+    """A trajectory compared with the gold: what it is, in words a person can redo by hand, the rollout,
+    and — said with a finding — why the benchmark's reward cannot tell it from the gold."""
+
+    label: str
+    rollout: Rollout
+    cause: str = ""
+
+
+class HealthProbe(Protocol):
+    """One task of one release, as the shared checks need it (each benchmark builds its own)."""
+
+    benchmark: Benchmark
+
+    def gold(self) -> Rollout:
+        """The task's gold as a rollout on this release (what the reference block replays)."""
+
+    def idle(self) -> Counterfactual:
+        """An agent that makes no call (τ: answers once and the conversation ends)."""
+
+    def without_required(self, gold: EpisodeResult) -> Sequence[Counterfactual]:
+        """The gold without each of its writes and hand-offs that the environment accepted, one at a time."""
+
+    def gold_effect(self, gold: EpisodeResult) -> str | None:
+        """Evidence that the gold leaves the state the reward checks unchanged; None when it changes it."""
+
+    def confirm(self, trajectory: Counterfactual, episode: EpisodeResult) -> str | None:
+        """The benchmark's own evaluator on a trajectory the replay scores 1: its words when it scores it
+        1 too, None when it does not (then nothing is claimed). A benchmark whose Y is its own
+        evaluator's returns ``""``."""
+
+    def own_findings(self, gold: EpisodeResult) -> Sequence[Finding]:
+        """What only this benchmark checks (answers no execution produces, changes between releases)."""
+
+
+def call_text(action: Action) -> str:
+    """An action as evidence: where it is (1-based turn and depth) and the call as written."""
+    rendered = action.call.render() if action.call is not None else f"closing message {action.text!r}"
+    if len(rendered) > MAX_CALL_CHARS:
+        rendered = rendered[:MAX_CALL_CHARS - 1] + "…"
+    return f"turn {action.turn + 1}, action {action.index}: {rendered}"
+
+
+def _answer(verdict: ActionVerdict) -> str:
+    text = " ".join((verdict.logged or verdict.result or "rejected").split())
+    return text if len(text) <= MAX_CALL_CHARS else text[:MAX_CALL_CHARS - 1] + "…"
+
+
+def gold_replay_findings(gold: EpisodeResult) -> list[Finding]:
+    """``gold_fails`` (every rejected gold call), ``gold_not_prefix_executable`` (a first failure at a
+    transition the environment accepted) and ``answer_unreachable`` (the gold does not score 1)."""
+    found = [Finding("gold_fails", f"{call_text(v.action)} → {_answer(v)}")
+             for v in gold.verdicts if v.action.call is not None and v.accepted is False]
+    first = gold.first_failure
+    if first is not None and first.accepted is not False:
+        cause = primary(first.failures)
+        found.append(Finding("gold_not_prefix_executable",
+                             f"FED {gold.FED} of T {gold.T}: {call_text(first.action)} fails {cause.category} "
+                             f"({cause.code}: {cause.detail}); the benchmark accepts it — a property of the audit's "
+                             f"predicates, not a defect of the benchmark"))
+    if gold.Y is not None and gold.Y != 1:
+        found.append(Finding("answer_unreachable", f"the gold itself scores {gold.Y}: {gold.y_detail}"))
+    return found
+
+
+def _still_passes(probe: HealthProbe, trajectory: Counterfactual) -> str | None:
+    """The evidence that ``trajectory`` scores 1 (the replay's Y, confirmed by the benchmark's own
+    evaluator where the probe has one); None when it does not."""
+    episode = replay(trajectory.rollout, probe.benchmark)
+    if episode.Y != 1:
+        return None
+    confirmed = probe.confirm(trajectory, episode)
+    if confirmed is None:
+        return None
+    said = f"{trajectory.label} scores 1 ({episode.y_detail})" if episode.y_detail else f"{trajectory.label} scores 1"
+    return "; ".join(s for s in (said, confirmed, trajectory.cause) if s)
+
+
+def probe_findings(probe: HealthProbe) -> list[Finding]:
+    """Every shared check of one task, then the benchmark's own (see the module docstring)."""
+    gold = replay(probe.gold(), probe.benchmark)
+    found = gold_replay_findings(gold)
+    effect = probe.gold_effect(gold)
+    if effect is not None:
+        found.append(Finding("gold_no_effect", effect))
+    idle = _still_passes(probe, probe.idle())
+    if idle is not None:
+        found.append(Finding("passes_doing_nothing", idle))
+    if gold.Y == 1:
+        for trajectory in probe.without_required(gold):
+            passes = _still_passes(probe, trajectory)
+            if passes is not None:
+                found.append(Finding("unchecked_required_action", passes))
+    return [*found, *probe.own_findings(gold)]
+
+
+def without_action(rollout: Rollout, action: Action) -> Rollout:
+    """``rollout`` without one of its calls (a step left without calls or text goes too), the rest as it was."""
+    turns = [list(turn) for turn in rollout.turns]
+    step = turns[action.turn][action.step]
+    at = next(i for i, call in enumerate(step.calls) if call is action.call)
+    calls = step.calls[:at] + step.calls[at + 1:]
+    results = None if step.results is None else step.results[:at] + step.results[at + 1:]
+    if calls or step.text:
+        turns[action.turn][action.step] = replace(step, calls=calls, results=results)
+    else:
+        del turns[action.turn][action.step]
+    return replace(rollout, turns=tuple(map(tuple, turns)))
