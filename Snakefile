@@ -1,5 +1,5 @@
 # prefix-audit: prefix-executability audit of tool-using LLM agents.
-# Stage chain: fetch → sample → rollouts → score → FED table → stats → tables, figures, site (→ report).
+# Stage chain: fetch → sample → rollouts → score → task health → FED table → stats → tables, figures, site (→ report).
 
 import os
 
@@ -26,6 +26,7 @@ include: "workflow/rules/sample.smk"
 include: "workflow/rules/rollouts.smk"
 include: "workflow/rules/imports.smk"
 include: "workflow/rules/score.smk"
+include: "workflow/rules/health.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/view.smk"

@@ -28,10 +28,21 @@ from pathlib import Path
 import polars as pl
 
 from .core.decode import MAX_LINE_BYTES, over_limit
-from .core.io import path_label, staged_tree
+from .core.io import commit_files, path_label, staged_tree
 from .core.labels import LabelsFile, read_labels
 from .core.parallel import Progress, WorkerPool
 from .core.records import BadLine
+from .health.audits import audit_findings, read_audits
+from .health.tasks import (
+    HealthReport,
+    add_findings,
+    audit_tasks,
+    check_release,
+    health_contents,
+    health_tables,
+    requests_of,
+    scored_tasks,
+)
 from .ingest.imports import (
     IMPORTED,
     ImportReport,
@@ -41,12 +52,13 @@ from .ingest.imports import (
     worker_modules,
     write_quarantine,
 )
+from .replay import registry
 from .replay.contract import Benchmark
 from .replay.fed import merge_episodes
 from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, ScoreOutputs, ScoreReport, score_chunks
 from .replay.trust import DEFAULT_MIN_AGREEMENT, worst
 from .reports.figures import write_figures
-from .reports.tables import table_files, write_tables
+from .reports.tables import table_files, task_health_texts, write_tables
 from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
 from .statistics.stats import TAU_POOL, write_stats
 
@@ -61,6 +73,7 @@ class AuditReport:
     tables: list[Path] = field(default_factory=list)
     min_agreement: float = DEFAULT_MIN_AGREEMENT
     labels: LabelReport | None = None
+    health: HealthReport | None = None  # the health of the audited tasks (None: not asked for)
 
     def lines(self) -> list[str]:
         """Per block: its counts, its headline, and how far it agrees with what its logs recorded
@@ -73,6 +86,7 @@ class AuditReport:
                 # The benchmark's own headline as the logs recorded it, next to final success.
                 out.append(f"  {'; '.join([self.headlines[key], *(f'recorded {h}' for h in recorded)])}")
             out += [f"  {line}" for line in report.trust_lines(self.min_agreement)]
+        out += [f"task health: {line}" for line in self.health.lines()] if self.health is not None else []
         return out + (self.labels.lines() if self.labels is not None else [])
 
     def worst(self) -> int:
@@ -98,10 +112,13 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
                kind: str | None = None, model: str | None = None, method: str = IMPORTED,
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
                workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
-               labels: Sequence[str | Path] = ()) -> AuditReport:
+               labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring); raises ValueError when no entry
     of any log could be imported (after committing the quarantine that says why). ``labels``: files
-    of human step labels to set beside FED.
+    of human step labels to set beside FED. ``health``: audit the health of every task the logs ran, on
+    the release each was scored on (``health/<dataset>/``, ``tables/table_task_health.*``), and mark each
+    episode with it (``task_sound``, ``task_health``); ``exclude_unsound``: the statistics and tables over
+    the sound tasks only (they say how many were left out and why).
 
     ``workers`` processes read the logs and replay the entries (``open_dataset`` must then pickle:
     :class:`prefix_audit.replay.registry.Resolver` does), and threads compute the statistics; the
@@ -111,7 +128,8 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     labels = [read_labels(path) for path in labels]  # a labels file that cannot be read stops the audit first
     with staged_tree(out) as stage, WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
         report = _audit_into(stage, out, logs, pool, kind=kind, model=model, method=method, resamples=resamples,
-                             seed=seed, k_max=k_max, confidence=confidence, progress=progress, labels=labels)
+                             seed=seed, k_max=k_max, confidence=confidence, progress=progress, labels=labels,
+                             health=health, exclude_unsound=exclude_unsound)
     report.min_agreement = min_agreement
     if not report.blocks:
         raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported "
@@ -176,7 +194,7 @@ def _score_outputs(out: Path, key: tuple[str, str, str]) -> ScoreOutputs:
 
 def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: WorkerPool, *, kind: str | None,
                 model: str | None, method: str, resamples: int, seed: int, k_max: int, confidence: float,
-                progress: bool, labels: Sequence[LabelsFile]) -> AuditReport:
+                progress: bool, labels: Sequence[LabelsFile], health: bool, exclude_unsound: bool) -> AuditReport:
     report = AuditReport(ImportReport())
     blocks: dict[tuple[str, str, str], _BlockFile] = {}
     bar = Progress("audit", 0, enabled=progress)
@@ -197,9 +215,13 @@ def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: Worker
             write(key)
         report.blocks[key] = written[key]
     episodes = [_score_outputs(out, key).episodes for key in sorted(blocks)]
-    merge_episodes(episodes, out / "fed" / "episodes.parquet")
+    health_files: list[Path] = []
+    if health:
+        report.health, health_files = _task_health(out, episodes, pool, progress)
+    merge_episodes(episodes, out / "fed" / "episodes.parquet", health=health_files)
     stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", resamples=resamples,
-                        seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=pool.workers)
+                        seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=pool.workers,
+                        exclude_unsound=exclude_unsound)
     report.headlines = _headlines(pl.read_parquet(stats))
     labels_dir = out / "labels" if labels else None
     if labels_dir is not None:
@@ -208,4 +230,54 @@ def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: Worker
         write_figures("labels", labels_dir / "entries.parquet", out / "figures" / "labels")
     report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet",
                                  labels_dir=labels_dir)
+    if report.health is not None:
+        findings, tasks = health_tables(report.health)
+        report.tables += commit_files(task_health_texts(pl.from_arrow(tasks), pl.from_arrow(findings), out / "tables"))
     return report
+
+
+def _task_health(out: Path, episodes: Sequence[Path], pool: WorkerPool,
+                 progress: bool) -> tuple[HealthReport, list[Path]]:
+    """The health of every task the blocks ran, on the release each was scored on, written per dataset
+    under ``out/health/<dataset>/``; the report and the per-task tables."""
+    open_dataset = pool.shared
+    scored = scored_tasks(episodes)
+    with_health = {d: "health" in registry.dataset(d).capabilities for d in scored["dataset"].unique().to_list()}
+    report = audit_tasks(list(requests_of(scored, with_health)), open_dataset, pool, progress=progress)
+    files = []
+    for dataset in sorted({r.dataset for r in report.results}):
+        part = HealthReport([r for r in report.results if r.dataset == dataset])
+        contents = health_contents(part, out / "health" / path_label(dataset))
+        commit_files(contents)
+        files += [p for p in contents if p.name == "tasks.parquet"]
+    return report, files
+
+
+@dataclass
+class TaskHealthRun:
+    """What ``prefix-audit tasks`` did: the tasks audited and the audits' task ids the release lacks."""
+
+    report: HealthReport
+    release: str
+    not_in_release: list[str] = field(default_factory=list)
+
+
+def check_task_health(dataset: str, out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
+                      release: str | None = None, audits: Sequence[str | Path] = (), workers: int = 1,
+                      progress: bool = False) -> TaskHealthRun:
+    """``prefix-audit tasks``: every task of ``dataset``'s ``release`` (default: the dataset's default) audited
+    by its benchmark, with the findings of the audit folders ``audits``, written into ``out_dir`` as one set:
+    ``findings.parquet``, ``tasks.parquet``, ``summary.json`` and ``tables/table_task_health.{csv,md,tex}``."""
+    bench = open_dataset(dataset)
+    release = check_release(bench, release)
+    episodes = read_audits(audits, dataset, release, release == bench.health_releases()[0]) if audits else None
+    with WorkerPool(workers, open_dataset, preload=[*registry.modules(), __name__]) as pool:
+        report = audit_tasks([(dataset, release, None)], open_dataset, pool, progress=progress)
+    run = TaskHealthRun(report, release)
+    if episodes is not None:
+        run.not_in_release = add_findings(report, dataset, release, audit_findings(episodes))
+    out = Path(out_dir)
+    findings, tasks = health_tables(report)
+    commit_files({**health_contents(report, out),
+                  **task_health_texts(pl.from_arrow(tasks), pl.from_arrow(findings), out / "tables")})
+    return run

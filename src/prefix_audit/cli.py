@@ -71,7 +71,7 @@ def _audit(args: argparse.Namespace) -> int:
     report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, model=args.model,
                         method=args.method, resamples=args.resamples, seed=args.seed,
                         workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True,
-                        labels=args.labels)
+                        labels=args.labels, health=not args.no_health, exclude_unsound=args.exclude_unsound)
     for line in report.lines():
         print(line, file=sys.stderr)
     print(f"tables: {Path(args.output) / 'tables'} (table_G1.md, table_F1.md, table_trust.md, ...)", file=sys.stderr)
@@ -80,6 +80,37 @@ def _audit(args: argparse.Namespace) -> int:
               f"(see the warnings above; threshold --min-agreement {args.min_agreement:g})", file=sys.stderr)
         return STRICT_EXIT
     return 0
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    from .audit import check_task_health
+    from .core.parallel import default_workers
+    from .health.tasks import HealthError
+    from .replay import registry
+    from .replay.contract import UnknownDataset
+
+    healthy = [d for d in registry.dataset_names() if "health" in registry.dataset(d).capabilities]
+    try:
+        registry.dataset(args.dataset)
+    except UnknownDataset:
+        print(f"tasks: unknown dataset {args.dataset!r} (datasets with benchmark health: {', '.join(healthy)})",
+              file=sys.stderr)
+        return 2
+    try:
+        run = check_task_health(args.dataset, args.output, _resolver(args), release=args.release, audits=args.audits,
+                                workers=args.workers or default_workers(), progress=True)
+    except HealthError as exc:
+        print(f"tasks: {exc} (datasets with benchmark health: {', '.join(healthy)})", file=sys.stderr)
+        return 2
+    for line in run.report.lines():
+        print(line, file=sys.stderr)
+    if run.not_in_release:
+        print(f"--audits: {len(run.not_in_release)} audited task id(s) are not tasks of {args.dataset} {run.release} "
+              f"and were left out: {', '.join(run.not_in_release[:10])}", file=sys.stderr)
+    out = Path(args.output)
+    print(f"wrote {out / 'findings.parquet'}, {out / 'tasks.parquet'}, {out / 'summary.json'}, "
+          f"{out / 'tables' / 'table_task_health.md'} (.csv, .tex)", file=sys.stderr)
+    return 0 if run.report.errors < len(run.report.results) else 1
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -101,7 +132,7 @@ def _stats(args: argparse.Namespace) -> int:
 
     from .core.io import commit_files, frame_parquet_bytes, read_parquet
     from .statistics.paired import pair_specs, paired_differences
-    from .statistics.stats import TAU_POOL, compute_stats
+    from .statistics.stats import TAU_POOL, compute_stats, sound_only
 
     out = Path(args.output)
     pairs = None
@@ -112,11 +143,12 @@ def _stats(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.pairs}: not valid YAML: {' '.join(str(exc).split())}") from None
     episodes = read_parquet(args.episodes)
     stats = compute_stats(episodes, resamples=args.resamples, seed=args.seed, k_max=args.k_max,
-                          confidence=args.confidence, pools=TAU_POOL, workers=args.workers)
+                          confidence=args.confidence, pools=TAU_POOL, workers=args.workers,
+                          exclude_unsound=args.exclude_unsound)
     contents = {out / "stats.parquet": frame_parquet_bytes(stats)}
     if pairs is not None:
         contents[out / "paired.parquet"] = frame_parquet_bytes(paired_differences(
-            episodes, pairs, resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
+            sound_only(episodes) if args.exclude_unsound else episodes, pairs, resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
             pools=TAU_POOL, workers=args.workers))
     # One set: without --pairs a paired.parquet of an earlier run goes, or `tables` would read it as this run's.
     for path in commit_files(contents, remove=[out / "paired.parquet"]):
@@ -254,11 +286,33 @@ def _benchmark_commands(sub: Any) -> None:
     au.add_argument("--labels", action="append", default=[], metavar="FILE",
                     help="human step labels to set beside FED (ours, AgentRx's ground truth, AgentProcessBench's "
                          "step_labels; repeatable): labels/ and tables labels, label_categories")
+    au.add_argument("--no-health", action="store_true",
+                    help="leave out the health of the audited tasks (health/, table_task_health, the episodes' "
+                         "task_sound); by default every task the logs ran is audited on the release it was scored on")
+    au.add_argument("--exclude-unsound", action="store_true",
+                    help="statistics and tables over the tasks with no defect found only (they say how many were "
+                         "left out and why; default: every task, the paper's protocol)")
     au.add_argument("--strict", action="store_true",
                     help=f"exit {STRICT_EXIT} when any block has a trust warning: agreement below --min-agreement, "
                          "or call steps its decoder could not read (for CI)")
     _dataset_options(au)
     au.set_defaults(func=_audit)
+
+    ts = sub.add_parser("tasks", help="benchmark health: every task of a data release audited as its benchmark "
+                                      "defines and scores it → findings.parquet, tasks.parquet, table_task_health")
+    ts.add_argument("dataset", metavar="DATASET", help="a dataset id as in config (bfcl_v3, tau_airline, tau_retail, "
+                                                       "tau_telecom, toolsandbox)")
+    ts.add_argument("--release", metavar="R", help="the data release to audit (default: the dataset's default; BFCL: "
+                                                   "2026.3.23 or 2025.9.29)")
+    ts.add_argument("--audits", nargs="+", action="extend", default=[], metavar="DIR",
+                    help="audit or workflow results folders: adds unsolved_by_all and same_first_failure from the "
+                         "agents' episodes there")
+    ts.add_argument("-o", "--output", required=True, help="the folder for findings.parquet, tasks.parquet, "
+                                                         "summary.json and tables/")
+    ts.add_argument("--workers", type=_workers,
+                    help="processes that audit the tasks (default: the cores, at most 8; outputs do not depend on it)")
+    _dataset_options(ts)
+    ts.set_defaults(func=_tasks)
 
     sc = sub.add_parser("score", help="rollouts → actions.parquet, episodes.parquet, quarantine.jsonl")
     sc.add_argument("rollouts")
@@ -294,6 +348,9 @@ def build_parser(benchmarks: bool = True) -> argparse.ArgumentParser:
     st.add_argument("--pairs", help="YAML/JSON list of pairs (label, dataset, condition/baseline {model, method}) "
                                     "for paired differences (Table F.3)")
     st.add_argument("--paired-resamples", type=int, default=100_000)
+    st.add_argument("--exclude-unsound", action="store_true",
+                    help="leave out the tasks benchmark health found a defect in (task_sound false in the FED table); "
+                         "the tables say how many and why (default: every task, the paper's protocol)")
     st.add_argument("--workers", type=_workers, default=default_workers(),
                     help="threads for independent task sets (default: the CPUs, at most 8; outputs do not depend on it)")
     st.set_defaults(func=_stats)

@@ -2,7 +2,8 @@
 and the records an importer yields (docs/adding-a-benchmark.md).
 
 Everything here is re-exported from where it lives (:mod:`prefix_audit.replay.contract`,
-:mod:`prefix_audit.replay.registry`, :mod:`prefix_audit.core`, :mod:`prefix_audit.models.base`), so
+:mod:`prefix_audit.replay.registry`, :mod:`prefix_audit.replay.health`, :mod:`prefix_audit.core`,
+:mod:`prefix_audit.models.base`), so
 a plugin keeps working when the package's inside is rearranged. A name a plugin needs that is not
 here is a gap in this face: add it here rather than import from the inside.
 """
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
 from prefix_audit.core.decode import DecodeError, count, iter_json_lines, read_json_document, seconds
+from prefix_audit.core.health import Finding
 from prefix_audit.core.records import BadLine, Located, Recorded, RecordedResult, Rollout, Step, Usage, rollout_id_for
 from prefix_audit.models.base import ModelBackend, ToolSchema
-from prefix_audit.replay.checker import bind_arguments
+from prefix_audit.replay.checker import EpisodeResult, bind_arguments
 from prefix_audit.replay.contract import (
     CAPABILITIES,
     AgentEnvironment,
@@ -29,6 +31,7 @@ from prefix_audit.replay.contract import (
     UnscorableRollout,
     unreadable_call_observation,
 )
+from prefix_audit.replay.health import Counterfactual, HealthProbe, call_text, probe_findings, without_action
 from prefix_audit.replay.registry import (
     CliOption,
     DatasetSpec,
@@ -39,10 +42,11 @@ from prefix_audit.replay.registry import (
     register,
 )
 
-__all__ = ["CAPABILITIES", "AgentEnvironment", "BadLine", "Benchmark", "CliOption", "Conversation", "DatasetSpec",
-           "DecodeError", "ImportRequest", "Located", "MissingCapability", "ModelBackend", "OpenRequest", "Outcome",
-           "Recorded", "RecordedResult", "RefusedOption", "Registration", "ReplaySession", "Rollout",
-           "ScriptedEnvironment", "Step", "TaskFacts", "TaskIndex", "ToolCall", "ToolSchema", "ToolSpec",
-           "UnscorableRollout", "Usage", "bind_arguments", "count", "iter_json_lines", "parse_call_string",
-           "read_json_document", "register", "rollout_id_for", "seconds", "structured_call",
-           "unreadable_call_observation"]
+__all__ = ["CAPABILITIES", "AgentEnvironment", "BadLine", "Benchmark", "CliOption", "Conversation", "Counterfactual",
+           "DatasetSpec", "DecodeError", "EpisodeResult", "Finding", "HealthProbe", "ImportRequest", "Located",
+           "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "Recorded", "RecordedResult",
+           "RefusedOption", "Registration", "ReplaySession", "Rollout", "ScriptedEnvironment", "Step", "TaskFacts",
+           "TaskIndex", "ToolCall", "ToolSchema", "ToolSpec", "UnscorableRollout", "Usage", "bind_arguments",
+           "call_text", "count", "iter_json_lines", "parse_call_string", "probe_findings", "read_json_document",
+           "register", "rollout_id_for", "seconds", "structured_call", "unreadable_call_observation",
+           "without_action"]

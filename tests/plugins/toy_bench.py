@@ -6,7 +6,7 @@ Dataset ``toy_lights``: a home with three lights. Tools ``login(pin)``, ``list_r
 validator (0..100), ``room_id`` is a reference (it must come from ``list_rooms``), and switching or
 dimming needs a login first (an explicit precondition). Y: the lights end as the task's reference
 leaves them. It offers every optional capability (reference rollouts, mutation facts, a live
-environment for agents) and an importer for its own log format (``import toy``).
+environment for agents, benchmark health) and an importer for its own log format (``import toy``).
 
 Dataset ``toy_readonly``: the same tasks with replay and reference rollouts only, so agent and
 mutation blocks are skipped for it.
@@ -24,7 +24,10 @@ from typing import Any
 from prefix_audit.plugin import (
     BadLine,
     Benchmark,
+    Counterfactual,
     DatasetSpec,
+    EpisodeResult,
+    Finding,
     ImportRequest,
     Located,
     Outcome,
@@ -37,11 +40,14 @@ from prefix_audit.plugin import (
     ToolSchema,
     ToolSpec,
     bind_arguments,
+    call_text,
     iter_json_lines,
+    probe_findings,
     register,
     rollout_id_for,
     structured_call,
     unreadable_call_observation,
+    without_action,
 )
 
 PIN = "4321"
@@ -238,6 +244,52 @@ class ToyLights(ToyReplay):
 
     def agent_environment(self, task_id: str) -> ToyEnvironment:
         return ToyEnvironment(task_id, TASKS[task_id])
+
+    def health_releases(self) -> list[str]:
+        return [TOY_RELEASE]
+
+    def release_tasks(self, release: str) -> list[str]:
+        return sorted(TASKS)
+
+    def task_health(self, task_id: str, release: str) -> list[Finding]:
+        return probe_findings(ToyProbe(self, task_id))
+
+
+TOY_RELEASE = "toy-1"
+
+
+class ToyProbe:
+    """One task's health: the reference, an agent that does nothing, the reference without each switch or
+    dimming (the calls that change lights) and whether the reference changes the lights at all."""
+
+    def __init__(self, bench: Benchmark, task_id: str) -> None:
+        self.benchmark = bench
+        self.task_id = task_id
+        self.task = TASKS[task_id]
+
+    def gold(self) -> Rollout:
+        return self.benchmark.reference_rollout(self.task_id)
+
+    def idle(self) -> Counterfactual:
+        turns = tuple((Step((), "Sorry, I cannot help."),) if t == len(self.task.user_turns) - 1 else ()
+                      for t in range(len(self.task.user_turns)))
+        return Counterfactual("an agent that answers without a call",
+                              Rollout(self.benchmark.dataset, self.task_id, "health", "idle", "idle", turns))
+
+    def without_required(self, gold: EpisodeResult) -> list[Counterfactual]:
+        return [Counterfactual(f"the reference without {call_text(v.action)}", without_action(gold.rollout, v.action),
+                               "the lights end the same without it")
+                for v in gold.verdicts if v.action.call is not None and v.accepted and v.action.call.name in GUARDED]
+
+    def gold_effect(self, gold: EpisodeResult) -> str | None:
+        unchanged = _final_lights(self.task) == Home(self.task).lights
+        return "the reference leaves every light as it was" if unchanged else None
+
+    def confirm(self, trajectory: Counterfactual, episode: EpisodeResult) -> str | None:
+        return ""  # the session's Y is the toy's own reward
+
+    def own_findings(self, gold: EpisodeResult) -> list[Finding]:
+        return []
 
 
 def import_toy(request: ImportRequest) -> Iterator[Located | BadLine]:

@@ -26,7 +26,8 @@ from prefix_audit.generation.grid import (
 from prefix_audit.ingest.imports import imported_rollouts_path
 from prefix_audit.pipeline.fingerprint import code_fingerprint
 from prefix_audit.replay import registry
-from prefix_audit.reports.tables import table_files
+from prefix_audit.health.tasks import FILES as HEALTH_FILES
+from prefix_audit.reports.tables import FORMATS, HEALTH_TABLE, table_files
 from prefix_audit.statistics.labels import LABEL_FILES
 
 
@@ -186,6 +187,32 @@ def block_episodes():
     return _block_files("episodes.parquet")
 
 
+# Benchmark health (SPEC §3): the datasets of the run whose benchmark audits the health of its tasks.
+HEALTH_DATASETS = sorted(d for d in {*DATASETS, *(d for d, _, _ in IMPORTS)} if "health" in registry.dataset(d).capabilities)
+TASK_HEALTH_TABLE = {ext: f"{RESULTS}/tables/table_{HEALTH_TABLE}.{ext}" for ext in FORMATS}
+
+
+def health_inputs(wildcards):
+    """What the tasks of a dataset's health are read from: the task list its generated blocks ran, and the
+    episodes of its imported blocks (scored on the release each log was made on)."""
+    dataset = wildcards.dataset
+    imported = [f"{RESULTS}/scored/{d}/{path_label(model)}/{method}/episodes.parquet"
+                for d, model, method in IMPORTS if d == dataset]
+    return {"task_lists": [f"{RESULTS}/tasks/{dataset}.json"] if PLANNED.get(dataset) else [], "episodes": imported}
+
+
+def dataset_packages(wildcards):
+    """The fetched packages the blocks of the job's dataset were scored with."""
+    if any(dataset == wildcards.dataset for dataset, _, _ in IMPORTS):
+        return _markers(registry.packages(wildcards.dataset, benchmark_entry(wildcards.dataset)))
+    return fetched_marker(wildcards.dataset)
+
+
+def health_outputs(name):
+    """The health output ``name`` (of HEALTH_FILES) of every dataset with health."""
+    return [f"{RESULTS}/health/{dataset}/{name}" for dataset in HEALTH_DATASETS]
+
+
 def block_actions():
     """The actions.parquet beside each of block_episodes()."""
     return _block_files("actions.parquet")
@@ -219,8 +246,8 @@ def label_entries():
 
 def all_outputs():
     return [f"{RESULTS}/fed/episodes.parquet", f"{RESULTS}/stats/stats.parquet", f"{RESULTS}/stats/paired.parquet",
-            *map(str, TABLES.values()), *(f"{RESULTS}/figures/{family}" for family in FIGURE_TABLES),
-            f"{RESULTS}/site"]
+            *map(str, TABLES.values()), *TASK_HEALTH_TABLE.values(),
+            *(f"{RESULTS}/figures/{family}" for family in FIGURE_TABLES), f"{RESULTS}/site"]
 
 
 wildcard_constraints:

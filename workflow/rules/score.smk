@@ -22,9 +22,10 @@ rule score_rollouts:
 
 
 rule fed_table:
-    """All scored blocks in one typed FED table."""
+    """All scored blocks in one typed FED table, each episode with its task's health."""
     input:
-        block_episodes(),
+        episodes=block_episodes(),
+        health=health_outputs("tasks.parquet"),
     output:
         f"{RESULTS}/fed/episodes.parquet",
     params:

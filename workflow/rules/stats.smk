@@ -11,6 +11,7 @@ rule statistics:
         k_max=config["stats"]["k_max"],
         confidence=config["stats"]["confidence"],
         pools=config["stats"]["pools"],
+        exclude_unsound=config["stats"]["exclude_unsound"],
         code=code("statistics"),
     threads: 2
     log:
@@ -33,6 +34,7 @@ rule paired_statistics:
         seed=config["stats"]["seed"],
         confidence=config["stats"]["confidence"],
         pools=config["stats"]["pools"],
+        exclude_unsound=config["stats"]["exclude_unsound"],
         code=code("paired_statistics"),
     threads: 2
     log:

@@ -15,15 +15,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
 from prefix_audit.core.health import CODES, FINDINGS_SCHEMA, TASKS_SCHEMA, Finding, is_sound, ordered_codes
-from prefix_audit.core.io import natural_key, parquet_bytes
+from prefix_audit.core.io import commit_files, natural_key, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
+from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark, MissingCapability
 
 log = logging.getLogger(__name__)
@@ -131,6 +133,17 @@ def audit_tasks(requests: Sequence[tuple[str, str, Sequence[str] | None]], open_
     return report
 
 
+def add_findings(report: HealthReport, dataset: str, release: str, found: Mapping[str, Sequence[Finding]]) -> list[str]:
+    """Add findings by task id (from audits of agents) to the report's tasks of ``dataset`` and ``release``;
+    the ids it has no such task of."""
+    by_id = {r.task_id: i for i, r in enumerate(report.results) if (r.dataset, r.release) == (dataset, release)}
+    for task_id, findings in found.items():
+        if task_id in by_id:
+            result = report.results[by_id[task_id]]
+            report.results[by_id[task_id]] = replace(result, findings=(*result.findings, *findings))
+    return sorted(set(found) - set(by_id), key=natural_key)
+
+
 def finding_rows(report: HealthReport) -> list[dict]:
     return [{"dataset": r.dataset, "release": r.release, "task_id": r.task_id, "code": f.code, "kind": f.kind,
              "evidence": f.evidence}
@@ -160,11 +173,16 @@ def summary(report: HealthReport) -> dict:
     return out
 
 
+def health_tables(report: HealthReport) -> tuple[pa.Table, pa.Table]:
+    """The findings and the tasks of ``report`` as typed tables."""
+    return (pa.Table.from_pylist(finding_rows(report), schema=FINDINGS_SCHEMA),
+            pa.Table.from_pylist(task_rows(report), schema=TASKS_SCHEMA))
+
+
 def health_contents(report: HealthReport, out_dir: str | Path) -> dict[Path, bytes]:
     """The bytes of ``findings.parquet``, ``tasks.parquet`` and ``summary.json`` under ``out_dir``."""
     out = Path(out_dir)
-    findings = pa.Table.from_pylist(finding_rows(report), schema=FINDINGS_SCHEMA)
-    tasks = pa.Table.from_pylist(task_rows(report), schema=TASKS_SCHEMA)
+    findings, tasks = health_tables(report)
     text = json.dumps(summary(report), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     return {out / FILES[0]: parquet_bytes(findings), out / FILES[1]: parquet_bytes(tasks),
             out / FILES[2]: text.encode("utf-8")}
@@ -185,3 +203,41 @@ def requests_of(episodes: pl.DataFrame, health_of: Mapping[str, bool]) -> Iterat
     for (dataset, release), frame in sorted(known.partition_by(["dataset", "release"], as_dict=True).items()):
         if health_of.get(dataset):
             yield dataset, release, sorted(frame["task_id"].to_list(), key=natural_key)
+
+
+def scored_tasks(episodes: Sequence[str | Path]) -> pl.DataFrame:
+    """The dataset, release and task id of every scored episode in the per-block ``episodes`` tables."""
+    columns = ["dataset", "release", "task_id"]
+    frames = [pl.read_parquet(p, columns=columns) for p in episodes]
+    return pl.concat(frames) if frames else pl.DataFrame(schema={c: pl.Utf8 for c in columns})
+
+
+def write_run_health(task_lists: Sequence[str | Path], episodes: Sequence[str | Path], findings: str | Path,
+                     tasks: str | Path, summary_path: str | Path, *, resources: str | Path, dataset: str,
+                     benchmark: Mapping[str, Any] | None = None, plugins: Sequence[str] = (),
+                     workers: int = 1) -> HealthReport:
+    """The ``task_health`` stage: the health of every task of ``dataset`` the run holds — those of its task
+    ``task_lists`` (the sample its generated blocks ran, on the dataset's default release) and those its
+    imported blocks scored (their ``episodes`` tables, on the release each was scored on) — with ``dataset``
+    opened from its config entry ``benchmark``; written as :func:`health_contents` names the files (outputs
+    under those names). An agent's rollouts play no part: a new model or method reruns none of it."""
+    out = Path(findings).parent
+    expected = [out / name for name in FILES]
+    if [Path(findings), Path(tasks), Path(summary_path)] != expected:
+        raise ValueError(f"task_health: outputs must be {', '.join(map(str, expected))}")
+    registry.load(plugins)
+    resolve = registry.resolver(resources, {dataset: benchmark or {}}, fetch=False)
+    wanted: dict[str, set[str]] = {}
+    if task_lists:
+        default = check_release(resolve(dataset), None)
+        for path in task_lists:
+            wanted.setdefault(default, set()).update(json.loads(Path(path).read_text(encoding="utf-8"))["task_ids"])
+    for _, release, ids in requests_of(scored_tasks(episodes).filter(pl.col("dataset") == dataset), {dataset: True}):
+        wanted.setdefault(release, set()).update(ids)
+    requests = [(dataset, release, sorted(ids, key=natural_key)) for release, ids in sorted(wanted.items())]
+    with WorkerPool(workers, resolve, preload=[*registry.modules(), __name__]) as pool:
+        report = audit_tasks(requests, resolve, pool)
+    commit_files(health_contents(report, out))
+    for line in report.lines():
+        log.info(line)
+    return report

@@ -58,6 +58,7 @@ class EpisodeResult:
     y_detail: str | None = None
     unknown_tool_calls: int = 0  # calls (anywhere in the rollout) with an empty name or one the task does not know
     party_calls: tuple[PartyCall, ...] = ()  # another party's calls the session replayed (never actions)
+    user_texts: tuple[str, ...] = ()  # the user's message of each turn, as the benchmark has it (TaskFacts)
 
     @property
     def first_failure(self) -> ActionVerdict | None:
@@ -369,7 +370,7 @@ def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
     y = session.final_success()
     fed = run.fed if run.fed is not None else T + 1
     return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail, run.unknown_calls,
-                         tuple(getattr(session, "party_calls", ())))
+                         tuple(getattr(session, "party_calls", ())), tuple(session.facts.user_texts))
 
 
 class DryRun:

@@ -58,6 +58,13 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("undecoded_steps", pa.int32()),  # of those, the ones the decoder could not read
     pa.field("tool_calls", pa.int32()),  # calls read (T without the terminal action)
     pa.field("unknown_tool_calls", pa.int32()),  # calls with an empty name or one the task does not know
+    # Benchmark health (SPEC §3): the data release the rollout was scored on (null: one the benchmark does not
+    # audit, e.g. a task definition the log carried), and what the health of its task on that release found —
+    # filled in the FED table from the health outputs (null / empty where none was computed).
+    pa.field("release", pa.string()),
+    pa.field("task_sound", pa.bool_()),  # no defect found in the task; null: not audited
+    pa.field("task_health", pa.list_(pa.string()), nullable=False),  # every code found for the task
+    pa.field("user_turns", pa.list_(pa.string()), nullable=False),  # the user's message of each turn (the benchmark's text)
 ])
 
 ACTION_SCHEMA = pa.schema([
@@ -87,11 +94,29 @@ ACTION_SCHEMA = pa.schema([
 ])
 
 
-def merge_episodes(paths: Sequence[str | Path], out: str | Path) -> int:
-    """Concatenate per-block episode tables into the one FED table (typed, sorted, deterministic)."""
+HEALTH_KEYS = ["dataset", "release", "task_id"]
+
+
+def with_task_health(episodes: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+    """``episodes`` with ``task_sound`` and ``task_health`` from the health outputs' per-task table
+    ``tasks`` (its ``sound`` and ``codes``), matched on dataset, release and task id; unmatched episodes
+    keep null and empty."""
+    verdicts = tasks.select(*HEALTH_KEYS, pl.col("sound").alias("_sound"), pl.col("codes").alias("_codes")) \
+        .unique(HEALTH_KEYS, keep="first", maintain_order=True)
+    joined = episodes.join(verdicts, on=HEALTH_KEYS, how="left", nulls_equal=False, maintain_order="left")
+    return joined.with_columns(pl.col("_sound").alias("task_sound"),
+                               pl.col("_codes").fill_null(pl.lit([], pl.List(pl.Utf8))).alias("task_health")) \
+        .drop("_sound", "_codes")
+
+
+def merge_episodes(paths: Sequence[str | Path], out: str | Path, health: Sequence[str | Path] = ()) -> int:
+    """Concatenate per-block episode tables into the one FED table (typed, sorted, deterministic), with
+    each task's health from the ``tasks.parquet`` of the health outputs ``health`` (:func:`with_task_health`)."""
     frames = [pl.read_parquet(p) for p in sorted(map(str, paths))]
     table = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=pl.Schema(EPISODE_SCHEMA))
+    if health:
+        table = with_task_health(table, pl.concat([pl.read_parquet(p) for p in sorted(map(str, health))]))
     table = table.sort(["dataset", "model", "method", "task_id", "trial", "rollout_id"])
-    write_parquet(table.to_arrow().cast(EPISODE_SCHEMA), out)
+    write_parquet(table.to_arrow().select(EPISODE_SCHEMA.names).cast(EPISODE_SCHEMA), out)
     log.info("FED table: %d episodes from %d blocks", table.height, len(frames))
     return table.height

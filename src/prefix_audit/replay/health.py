@@ -15,7 +15,9 @@ found, and the evidence:
 * ``answer_unreachable``: the gold itself does not score 1;
 * ``gold_no_effect``: the probe's evidence that the gold leaves the checked state as it was;
 * ``passes_doing_nothing``: the idle trajectory scores 1;
-* ``unchecked_required_action``: the gold (scoring 1) without one write or hand-off still scores 1.
+* ``unchecked_required_action``: the gold (scoring 1) without one write or hand-off still scores 1 —
+  unless the trajectory leaves everything as the gold does (``final_state``, where the probe has it:
+  the action was redundant, not unchecked).
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ class HealthProbe(Protocol):
 
     def own_findings(self, gold: EpisodeResult) -> Sequence[Finding]:
         """What only this benchmark checks (answers no execution produces, changes between releases)."""
+
+    # Optional: ``final_state(rollout) -> Any`` — everything a trajectory leaves behind, what the reward
+    # compares and what it does not (a comparable value). A gold action whose removal leaves it equal to
+    # the gold's was redundant (a later call has the same effect): not a required action the reward
+    # fails to check, so no finding.
 
 
 def call_text(action: Action) -> str:
@@ -123,7 +130,11 @@ def probe_findings(probe: HealthProbe) -> list[Finding]:
     if idle is not None:
         found.append(Finding("passes_doing_nothing", idle))
     if gold.Y == 1:
+        final_state = getattr(probe, "final_state", None)
+        gold_state = final_state(gold.rollout) if final_state is not None else None
         for trajectory in probe.without_required(gold):
+            if final_state is not None and final_state(trajectory.rollout) == gold_state:
+                continue  # redundant: the rest of the gold leaves everything as the whole gold does
             passes = _still_passes(probe, trajectory)
             if passes is not None:
                 found.append(Finding("unchecked_required_action", passes))

@@ -124,7 +124,7 @@ def _record_columns(ep: EpisodeResult, check: RecordCheck | None) -> dict:
     }
 
 
-def episode_row(ep: EpisodeResult, check: RecordCheck | None = None) -> dict:
+def episode_row(ep: EpisodeResult, check: RecordCheck | None = None, release: str | None = None) -> dict:
     r = ep.rollout
     ff = ep.first_failure
     main = primary(ff.failures) if ff else None
@@ -141,6 +141,7 @@ def episode_row(ep: EpisodeResult, check: RecordCheck | None = None) -> dict:
         "accounting_error": r.accounting_error,
         "meta_json": meta_json(r.meta),
         **_record_columns(ep, check),
+        "release": release, "task_sound": None, "task_health": [], "user_turns": list(ep.user_texts),
     }
 
 
@@ -278,7 +279,8 @@ def _score_line(benchmark_for: Callable[[str], Benchmark], path: str, raw: tuple
     if isinstance(result, BadLine):
         return ScoredLine(located.line, key, bad=result)
     check = check_record(result)
-    return ScoredLine(located.line, key, _sort_key(result), episode_row(result, check),
+    release = benchmark_for(located.rollout.dataset).release_of(located.rollout)
+    return ScoredLine(located.line, key, _sort_key(result), episode_row(result, check, release),
                       list(action_rows(result, check)))
 
 

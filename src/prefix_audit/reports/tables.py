@@ -9,7 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from prefix_audit.core.io import commit_files, read_parquet
+from prefix_audit.core.health import CODES, DEFECT, FINDINGS_SCHEMA, TASKS_SCHEMA
+from prefix_audit.core.io import commit_files, natural_key, read_parquet
 from prefix_audit.replay.trust import BlockTrust, block_trust, share_text
 from prefix_audit.statistics.labels import LABEL_FILES, LANDINGS, label_summary
 from prefix_audit.statistics.paired import INTERVAL_METRICS, PAIRED_SCHEMA
@@ -17,6 +18,7 @@ from prefix_audit.statistics.stats import (
     ACCOUNTING_METRICS,
     BLOCK_KEYS,
     COST_METRICS,
+    HEALTH_METRICS,
     METHOD_ORDER,
     STATS_SCHEMA,
     TAU_POOL,
@@ -74,14 +76,65 @@ def _infra_rows(stats: pl.DataFrame) -> dict[tuple[str, ...], dict]:
     return {key: metrics["infra_error"] for key, metrics in _estimates(stats).items() if "infra_error" in metrics}
 
 
-def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
+def health_cells(stats: pl.DataFrame, episodes: pl.DataFrame | None = None,
+                 pools: Mapping[str, Sequence[str]] = TAU_POOL) -> dict[tuple[str, ...], str]:
+    """Per block with benchmark health (its ``unsound_tasks`` row): how many of its tasks are unsound —
+    ``"3 of 200"``, ``"left out 3 of 200"`` where the statistics excluded them, ``"none of 200"``, ``"not
+    audited"`` — and, from the FED table ``episodes``, why (tasks per defect code)."""
+    out = {}
+    for key, metrics in _estimates(stats.filter(pl.col("metric").is_in(list(HEALTH_METRICS)))).items():
+        unsound, excluded = metrics.get("unsound_tasks"), metrics.get("excluded_tasks")
+        if unsound is None:
+            continue
+        if not unsound["n"]:
+            out[key] = "not audited"
+            continue
+        count = unsound["successes"]
+        text = f"{count or 'none'} of {unsound['n']}"
+        if excluded is not None:
+            text = f"left out {count} of {excluded['n']}" if count else f"none left out of {excluded['n']}"
+        why = _unsound_codes(episodes, key, pools) if count and episodes is not None else ""
+        out[key] = f"{text} ({why})" if why else text
+    return out
+
+
+def _unsound_codes(episodes: pl.DataFrame, key: tuple[str, ...], pools: Mapping[str, Sequence[str]]) -> str:
+    """A block's unsound tasks per defect code: ``"gold_fails 2, passes_doing_nothing 1"``."""
+    if "task_sound" not in episodes.columns:
+        return ""
+    dataset, model, method = key
+    rows = episodes.filter(pl.col("dataset").is_in(list(pools.get(dataset, (dataset,)))) & (pl.col("model") == model)
+                           & (pl.col("method") == method) & pl.col("task_sound").not_())
+    tasks = rows.unique(["dataset", "task_id"]).select("task_health").to_series().to_list()
+    counts = {c: sum(c in codes for codes in tasks) for c, spec in CODES.items() if spec.kind == DEFECT}
+    return ", ".join(f"{c} {n}" for c, n in counts.items() if n)
+
+
+HEALTH_COLUMN = "unsound tasks"
+
+
+def _health_note(stats: pl.DataFrame) -> str:
+    """What the tables' unsound-tasks column means, when some block has one."""
+    metrics = set(stats["metric"].to_list())
+    if "unsound_tasks" not in metrics:
+        return ""
+    kept = "excluded_tasks" not in metrics
+    return (" Unsound tasks: those benchmark health found a defect in (docs/health.md), "
+            + ("kept in every metric, as in the paper's protocol (--exclude-unsound leaves them out)."
+               if kept else "left out of every metric (--exclude-unsound); tasks with no audited health stay in."))
+
+
+def table_g1(stats: pl.DataFrame, k_max: int = 4, health: Mapping[tuple[str, ...], str] | None = None) -> pl.DataFrame:
     """Table G.1: PEC@1..k_max with CIs, one row per dataset x model x method block.
 
     Display columns ``PEC@k`` hold ``"0.873 [0.825, 0.915]"``, ``N`` the block as tasks × trials;
     the numeric ``pec_k``, ``pec_k_lo``, ``pec_k_hi``, ``tasks`` and ``rollouts`` columns are kept for CSV.
+    ``health`` (:func:`health_cells`) adds the column of unsound tasks where some block has one.
     """
     ks = range(1, k_max + 1)
     schema: dict[str, pl.DataType] = {key: pl.Utf8() for key in BLOCK_KEYS} | _SIZE_SCHEMA
+    if health:
+        schema[HEALTH_COLUMN] = pl.Utf8()
     schema |= {f"PEC@{k}": pl.Utf8() for k in ks}
     for k in ks:
         schema |= {f"pec_{k}": pl.Float64(), f"pec_{k}_lo": pl.Float64(), f"pec_{k}_hi": pl.Float64()}
@@ -97,6 +150,8 @@ def table_g1(stats: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
     rows = []
     for key in sorted(blocks):
         row = dict(zip(BLOCK_KEYS, key)) | blocks[key]
+        if health:
+            row[HEALTH_COLUMN] = health.get(key, "not audited")
         for k in ks:
             row[f"PEC@{k}"] = _fmt_ci(*(row.get(f"pec_{k}{suffix}") for suffix in ("", "_lo", "_hi")))
         rows.append(row)
@@ -171,7 +226,7 @@ def _all_k_cells(by_k: Mapping[str, Mapping[tuple[str, ...], Mapping[int, dict]]
     return row
 
 
-def table_f1(stats: pl.DataFrame, pool: str = "tau") -> pl.DataFrame:
+def table_f1(stats: pl.DataFrame, pool: str = "tau", health: Mapping[tuple[str, ...], str] | None = None) -> pl.DataFrame:
     """Table F.1: TER, mean FED, AUC-PEC, final success with CIs and RR (s/n) of a pooled dataset;
     with repeated trials, pass^k and TER^k for k = 1..the most trials a block has in every task.
 
@@ -183,6 +238,8 @@ def table_f1(stats: pl.DataFrame, pool: str = "tau") -> pl.DataFrame:
     by_k = {metric: _all_k(stats, metric, pool) for _, metric in ALL_K_METRICS}
     ks = _repeated_columns(by_k["pass_k"])
     schema: dict[str, pl.DataType] = {"model": pl.Utf8(), "method": pl.Utf8()} | _SIZE_SCHEMA
+    if health:
+        schema[HEALTH_COLUMN] = pl.Utf8()
     schema |= {title: pl.Utf8() for title, _ in F1_METRICS} | {"RR": pl.Utf8()}
     for _, m in F1_METRICS:
         schema |= {m: pl.Float64(), f"{m}_lo": pl.Float64(), f"{m}_hi": pl.Float64()}
@@ -195,6 +252,8 @@ def table_f1(stats: pl.DataFrame, pool: str = "tau") -> pl.DataFrame:
         metrics = blocks[key]
         row: dict[str, object] = {"model": key[1], "method": key[2],
                                   **_size(metrics["ter"], metrics.get("infra_error"))}
+        if health:
+            row[HEALTH_COLUMN] = health.get(key, "not audited")
         for title, m in F1_METRICS:
             r = metrics[m]
             row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"]}
@@ -464,6 +523,65 @@ def table_trust(blocks: Sequence[BlockTrust]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+HEALTH_TABLE = "task_health"
+EXAMPLE_IDS = 5  # example task ids per code in the health table
+
+
+def table_task_health(tasks: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
+    """Benchmark health per dataset and release: per code found, the tasks with it (of those audited), its
+    findings and example task ids (natural order); then the unsound tasks (any defect) and the tasks whose
+    check could not run."""
+    schema: dict[str, pl.DataType] = {"dataset": pl.Utf8(), "release": pl.Utf8(), "code": pl.Utf8(),
+                                      "kind": pl.Utf8(), "tasks": pl.Utf8(), "n_tasks": pl.Int64(),
+                                      "of": pl.Int64(), "findings": pl.Int64(), "examples": pl.Utf8()}
+    rows = []
+    for (dataset, release), group in sorted(tasks.partition_by(["dataset", "release"], as_dict=True).items()):
+        audited = group.height
+        found = findings.filter((pl.col("dataset") == dataset) & (pl.col("release") == release))
+
+        def row(code: str, kind: str, ids: list[str], n_findings: int) -> dict[str, object]:
+            ids = sorted(set(ids), key=natural_key)
+            return {"dataset": dataset, "release": release, "code": code, "kind": kind,
+                    "tasks": f"{len(ids)} of {audited}", "n_tasks": len(ids), "of": audited, "findings": n_findings,
+                    "examples": ", ".join(ids[:EXAMPLE_IDS]) + (", …" if len(ids) > EXAMPLE_IDS else "")}
+
+        for code, spec in CODES.items():
+            with_code = found.filter(pl.col("code") == code)
+            if with_code.height:
+                rows.append(row(code, spec.kind, with_code["task_id"].to_list(), with_code.height))
+        unsound = group.filter(pl.col("sound").not_())
+        rows.append(row("unsound (any defect)", DEFECT, unsound["task_id"].to_list(),
+                        found.filter(pl.col("kind") == DEFECT).height))
+        failed = group.filter(pl.col("sound").is_null())
+        if failed.height:
+            rows.append(row("check failed", "", failed["task_id"].to_list(), 0))
+    return pl.DataFrame(rows, schema=schema)
+
+
+def task_health_texts(tasks: pl.DataFrame, findings: pl.DataFrame, out_dir: str | os.PathLike[str]) -> dict[Path, bytes]:
+    """The contents of ``out_dir/table_task_health.{csv,md,tex}``."""
+    table = table_task_health(tasks, findings)
+    return table_texts(
+        table, {ext: Path(out_dir) / f"table_{HEALTH_TABLE}.{ext}" for ext in FORMATS}, f"table_{HEALTH_TABLE}",
+        "Benchmark health: per dataset and data release, the tasks with each finding code (of the tasks audited), "
+        "the findings and example task ids; defects make a task unsound, definitions and cautions do not "
+        "(docs/health.md).",
+        display=["dataset", "release", "code", "kind", "tasks", "findings", "examples"],
+        note="No task was audited.")
+
+
+def write_task_health_table(tasks: Sequence[str | os.PathLike[str]], findings: Sequence[str | os.PathLike[str]],
+                            outputs: Mapping[str, str | os.PathLike[str]]) -> list[Path]:
+    """The ``task_health_table`` stage: the health outputs' per-task and findings tables → ``outputs``
+    (keys csv, md, tex) as one set."""
+    if set(outputs) != set(FORMATS):
+        raise ValueError(f"task_health_table: outputs must be exactly {', '.join(FORMATS)}")
+    frames = [pl.concat([read_parquet(p) for p in paths]) if paths else pl.DataFrame(schema=pl.Schema(schema))
+              for paths, schema in ((tasks, TASKS_SCHEMA), (findings, FINDINGS_SCHEMA))]
+    contents = task_health_texts(*frames, ".")
+    return commit_files({Path(outputs[path.suffix[1:]]): data for path, data in contents.items()})
+
+
 LABEL_SHARES = (("fully executable", "executable"), ("FED fired", "fired"),
                 ("FED on a failure step", "fed_on_failure"), ("FED at first failure", "at"),
                 ("FED before it", "before"), ("FED after it", "after"))
@@ -641,16 +759,19 @@ def write_tables(
         return {ext: outputs[f"{table}_{ext}"] for ext in FORMATS}
     conf = _confidence_text(stats)
 
+    episodes = read_parquet(episodes_path) if episodes_path is not None else None
+    health = health_cells(stats, episodes, pools)
+    health_note = _health_note(stats)
     # G.1 is per dataset; pooled pseudo-datasets belong to F.1.
-    g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))))
+    g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))), health=health)
     caption = (
         f"PEC@k with {conf}percentile-bootstrap confidence intervals "
-        "per dataset, model and method block."
+        "per dataset, model and method block." + health_note
     )
     contents = table_texts(g1, files("G1"), "table_G1", caption, display=_display(g1))
 
     pool = "tau"
-    f1 = table_f1(stats, pool)
+    f1 = table_f1(stats, pool, health=health)
     repeated = " pass^k and TER^k (all k trials succeed / are fully executable, τ-bench's unbiased estimator) where blocks hold repeated trials."
     members = pools.get(pool, TAU_POOL[pool])
     joined = "/".join(members)
@@ -663,7 +784,7 @@ def write_tables(
         f"{joined} pooled per task: TER, mean FED, AUC-PEC and final success with {conf}task-level "
         "percentile-bootstrap intervals (tasks drawn with all their trials); N = tasks × trials; RR as "
         "recovered/eligible with a Wilson interval (at the design-effect sample size where tasks contribute "
-        "several eligible rollouts)." + repeated,
+        "several eligible rollouts)." + repeated + health_note,
         display=_display(f1),
         note=f"No {pool} blocks in the stats table: {absent}.",
     )
@@ -707,7 +828,7 @@ def write_tables(
         "pass^k and TER^k.",
         display=_display(consistency), note="No block holds repeated trials (agents.trials is 1).",
     )
-    trust = table_trust(block_trust(read_parquet(episodes_path)) if episodes_path is not None else [])
+    trust = table_trust(block_trust(episodes) if episodes is not None else [])
     shown = trust_display(trust)
     contents |= table_texts(
         trust, files("trust"), "table_trust",

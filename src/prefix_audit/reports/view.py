@@ -38,10 +38,11 @@ import numpy as np
 import polars as pl
 from markupsafe import Markup
 
-from prefix_audit.core.io import path_label, read_parquet, staged_tree
+from prefix_audit.core.health import CODES, FINDINGS_SCHEMA, TASKS_SCHEMA
+from prefix_audit.core.io import natural_key, path_label, read_parquet, staged_tree
 from prefix_audit.core.records import PARTY_CALLS_KEY, RecordError, call_from_json
 from prefix_audit.core.taxonomy import CATEGORIES
-from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA
+from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA, with_task_health
 from prefix_audit.replay.record_check import DIVERGED
 from prefix_audit.replay.scoring import MAX_RESULT_CHARS
 from prefix_audit.replay.trust import block_trust, issue_codes, share_text
@@ -141,7 +142,7 @@ def read_blocks(episodes_paths: Sequence[str | os.PathLike[str]], scored_root: s
         for (dataset, model, method), part in sorted(parts.items()):
             # a file holding several blocks (a `score` of mixed records) gives each a folder of its own
             sub = folder if len(parts) == 1 else f"{folder}/{path_label(dataset)}.{path_label(model)}.{path_label(method)}"
-            blocks.append(Block(dataset, model, method, sub, part.sort(["task_id", "trial", "rollout_id"]),
+            blocks.append(Block(dataset, model, method, sub, natural_order(part),
                                 actions.filter(pl.col("dataset") == dataset, pl.col("model") == model,
                                                pl.col("method") == method),
                                 quarantined if len(parts) == 1 else 0))
@@ -150,6 +151,100 @@ def read_blocks(episodes_paths: Sequence[str | os.PathLike[str]], scored_root: s
             report_empty.append(f"{path.parent.relative_to(scored_root).as_posix()}: no episodes "
                                 f"({quarantined} quarantined records)")
     return sorted(blocks, key=lambda b: (b.key, b.folder))
+
+
+def natural_order(episodes: pl.DataFrame) -> pl.DataFrame:
+    """Episodes by task id in natural order (``..._9`` before ``..._10``), then trial and rollout id."""
+    keys = episodes.select("task_id", "trial", "rollout_id").rows()
+    order = sorted(range(len(keys)), key=lambda i: (natural_key(keys[i][0]), keys[i][1] or 0, keys[i][2]))
+    return episodes[order] if order else episodes
+
+
+def read_health(health_dir: str | os.PathLike[str] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The per-task and findings tables of every health output under ``health_dir`` (``<dataset>/``
+    folders, as the workflow and ``audit`` write them, or the folder ``tasks -o`` wrote itself); empty
+    tables when there is none."""
+    tasks, findings = [], []
+    if health_dir is not None and Path(health_dir).is_dir():
+        for path in sorted(Path(health_dir).rglob("tasks.parquet")):
+            if path.with_name("findings.parquet").is_file():
+                tasks.append(_typed(read_parquet(path), TASKS_SCHEMA))
+                findings.append(_typed(read_parquet(path.with_name("findings.parquet")), FINDINGS_SCHEMA))
+    return (pl.concat(tasks) if tasks else pl.DataFrame(schema=pl.Schema(TASKS_SCHEMA)),
+            pl.concat(findings) if findings else pl.DataFrame(schema=pl.Schema(FINDINGS_SCHEMA)))
+
+
+def health_anchor(dataset: str, release: str | None, task_id: str) -> str:
+    """The id of a task's entry on the health page."""
+    return "task-" + path_label(f"{dataset}.{release}.{task_id}")
+
+
+def _health_view(tasks: pl.DataFrame, findings: pl.DataFrame) -> list[dict[str, Any]]:
+    """The health page: per dataset and release, its counts and each task with findings, in natural order."""
+    out = []
+    for (dataset, release), group in sorted(tasks.partition_by(["dataset", "release"], as_dict=True).items()):
+        found = findings.filter((pl.col("dataset") == dataset) & (pl.col("release") == release))
+        by_task: dict[str, list[dict[str, Any]]] = {}
+        for row in found.iter_rows(named=True):
+            by_task.setdefault(row["task_id"], []).append(row)
+        sound = {r["task_id"]: r for r in group.iter_rows(named=True)}
+        counts = [(code, spec.kind, found.filter(pl.col("code") == code)["task_id"].n_unique())
+                  for code, spec in CODES.items()]
+        out.append({
+            "dataset": dataset, "release": release, "tasks": group.height,
+            "sound": int(group["sound"].sum() or 0), "failed": group["sound"].null_count(),
+            "counts": [c for c in counts if c[2]],
+            "rows": [{"task_id": t, "anchor": health_anchor(dataset, release, t), "sound": sound[t]["sound"],
+                      "error": sound[t]["error"], "findings": by_task.get(t, [])}
+                     for t in sorted(sound, key=natural_key) if by_task.get(t) or sound[t]["error"]]})
+    return out
+
+
+PEC_SVG = (140, 44)  # the index's PEC curve: width, height in pixels
+
+
+def pec_svg(points: Sequence[tuple[int, float | None, float | None, float | None]]) -> Markup | None:
+    """A block's PEC curve as a small inline SVG: PEC@k by k (``(k, estimate, low, high)``), the
+    interval as a band where the statistics give one; None without a point. Numbers only: no text of
+    the logs reaches it."""
+    known = [(k, e, lo, hi) for k, e, lo, hi in points if e is not None]
+    if not known:
+        return None
+    width, height = PEC_SVG
+    pad = 4
+    most = max(k for k, *_ in known)
+    fewest = min(k for k, *_ in known)
+
+    def x(k: int) -> float:
+        return pad + (width - 2 * pad) * ((k - fewest) / (most - fewest) if most > fewest else 0.5)
+
+    def y(v: float) -> float:
+        return pad + (height - 2 * pad) * (1 - v)
+
+    line = " ".join(f"{x(k):.1f},{y(e):.1f}" for k, e, _, _ in known)
+    banded = [(k, lo, hi) for k, _, lo, hi in known if lo is not None and hi is not None]
+    band = ""
+    if len(banded) == len(known):
+        upper = [f"{x(k):.1f},{y(hi):.1f}" for k, _, hi in banded]
+        lower = [f"{x(k):.1f},{y(lo):.1f}" for k, lo, _ in reversed(banded)]
+        band = f'<polygon class="band" points="{" ".join(upper + lower)}"/>'
+    dots = "".join(f'<circle cx="{x(k):.1f}" cy="{y(e):.1f}" r="1.8"/>' for k, e, _, _ in known)
+    title = "; ".join(f"PEC@{k} {e:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else "")
+                      for k, e, lo, hi in known)
+    return Markup(f'<svg class="pec" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+                  f'aria-label="{title}"><title>{title}</title><rect class="frame" x="0.5" y="0.5" '
+                  f'width="{width - 1}" height="{height - 1}"/>{band}<polyline points="{line}"/>{dots}</svg>')
+
+
+def _pec_points(stats: pl.DataFrame | None, block: Block, summary: Mapping[str, Any]) -> list[tuple]:
+    """PEC@1..K of a block: from the statistics with their intervals where given, else the summary's points."""
+    if stats is not None:
+        rows = stats.filter((pl.col("dataset") == block.dataset) & (pl.col("model") == block.model)
+                            & (pl.col("method") == block.method) & (pl.col("metric") == "pec")
+                            & pl.col("versus").is_null()).sort("k")
+        if rows.height:
+            return [(r["k"], r["estimate"], r["ci_low"], r["ci_high"]) for r in rows.iter_rows(named=True)]
+    return [(k, float(p) if p != "—" else None, None, None) for k, p in enumerate(summary["pec"], start=1)]
 
 
 def _share(x: float | None) -> str:
@@ -249,12 +344,16 @@ def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame, labels: pl.DataF
     party = _party_calls(meta.get(PARTY_CALLS_KEY) if isinstance(meta, dict) else None)
     for turn in party:
         turns.setdefault(turn, [])
+    users = {t: _clip(text) for t, text in enumerate(ep["user_turns"] or []) if text}
+    for turn in users:
+        turns.setdefault(turn, [])
     shown_meta = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) if meta else None
     return {"ep": ep, "turns": sorted(turns.items()), "party": party, "first": first, "planning": _planning(planning),
             "meta": _clip(shown_meta, META_CHARS), "record": ep["call_steps"] is not None,
             "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else [],
             "labels": labels is not None and labels.height > 0, "labels_before": between.get(0, []),
-            "labels_unmatched": unmatched, "compared": compared}
+            "labels_unmatched": unmatched, "compared": compared, "users": users,
+            "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"])}
 
 
 def _comparison_view(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -353,15 +452,23 @@ def _table_links(frame: pl.DataFrame, blocks: Mapping[tuple[str, str, str], Bloc
     return rows
 
 
+def _readable_stats(stats_path: Path | None) -> pl.DataFrame | None:
+    """The statistics of this version at ``stats_path``; None when there are none (or of an older version)."""
+    if stats_path is None or not stats_path.is_file():
+        return None
+    stats = read_parquet(stats_path)
+    return stats if all(c in stats.columns for c in STATS_SCHEMA) else None
+
+
 def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str, Sequence[str]],
             report: SiteReport) -> dict[str, Any] | None:
     """G.1 and F.1 of ``stats_path`` with their links; None (and a note) when there are none."""
     if stats_path is None or not stats_path.is_file():
         report.notes.append("no stats/stats.parquet in the results root: the site has no intervals")
         return None
-    stats = read_parquet(stats_path)
-    missing = [c for c in STATS_SCHEMA if c not in stats.columns]
-    if missing:  # an older version's table: the blocks still render
+    stats = _readable_stats(stats_path)
+    if stats is None:  # an older version's table: the blocks still render
+        missing = [c for c in STATS_SCHEMA if c not in read_parquet(stats_path).columns]
         report.notes.append(f"{stats_path} is not a stats table of this version (no column(s) "
                             f"{', '.join(missing[:6])}): run `prefix-audit stats` again for Tables G.1 and F.1")
         return None
@@ -378,23 +485,29 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
 
 
 def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | None,
-                pools: Mapping[str, Sequence[str]] = TAU_POOL, report: SiteReport | None = None) -> dict[str, bytes]:
-    """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given),
-    by site-relative POSIX path; notes go to ``report``."""
+                pools: Mapping[str, Sequence[str]] = TAU_POOL, report: SiteReport | None = None,
+                health: tuple[pl.DataFrame, pl.DataFrame] | None = None) -> dict[str, bytes]:
+    """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given, and
+    the health page of ``health``: the per-task and findings tables of :func:`read_health`), by
+    site-relative POSIX path; notes go to ``report``."""
     report = report if report is not None else SiteReport()
     env = _environment()
     files: dict[str, bytes] = {}
+    health_pages = _health_view(*health) if health is not None and health[0].height else []
 
     def page(path: str, template: str, **context: Any) -> None:
         folder = str(PurePosixPath(path).parent) if "/" in path else ""
-        html = env.get_template(template).render(up=_up(folder), **context)
+        html = env.get_template(template).render(up=_up(folder), has_health=bool(health_pages), **context)
         files[path] = html.encode("utf-8")
+
+    stats = _readable_stats(Path(stats_path) if stats_path is not None else None)
 
     summaries = []
     summary_of: dict[str, dict[str, Any]] = {}  # by block folder, for the index and the pool pages
     trusts = []  # the blocks of imported logs against their records, for the index
     for block in blocks:
         summary = summary_of[block.folder] = block_summary(block)
+        summary["pec_svg"] = pec_svg(_pec_points(stats, block, summary))
         depths = _failing_depths(block.episodes)
         by_rollout = block.actions.partition_by("rollout_id", as_dict=True) if block.actions.height else {}
         empty = block.actions.clear()
@@ -409,7 +522,8 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         rows = []
         for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
             href = f"r/{n}.html"
-            rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"])})
+            rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"]),
+                         "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"])})
             page(f"{block.folder}/{href}", "rollout.html.j2", block=block, n=n,
                  rollout=_rollout_view(ep, by_rollout.get((ep["rollout_id"],), empty),
                                        labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"])))
@@ -433,6 +547,8 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     page("index.html", "index.html.j2", blocks=summaries, categories=CATEGORIES, k_max=K_MAX,
          has_tables=tables is not None, notes=report.notes, trust=trusts)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
+    if health_pages:
+        page("health.html", "health.html.j2", releases=health_pages, codes=CODES)
     for name in _ASSETS:
         source, _, _ = env.loader.get_source(env, f"assets/{name}")
         files[f"assets/{name}"] = source.encode("utf-8")
@@ -454,14 +570,19 @@ def with_labels(blocks: Sequence[Block], labels_dir: str | os.PathLike[str]) -> 
 def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.PathLike[str], *,
                scored_root: str | os.PathLike[str], stats_path: str | os.PathLike[str] | None = None,
                pools: Mapping[str, Sequence[str]] = TAU_POOL,
-               labels_dir: str | os.PathLike[str] | None = None) -> SiteReport:
+               labels_dir: str | os.PathLike[str] | None = None,
+               health_dir: str | os.PathLike[str] | None = None) -> SiteReport:
     """Render the site of these episodes files (see :func:`read_blocks`) and the statistics into
-    ``site`` as one commit, with the human step labels of ``labels_dir`` where given; return its
-    counts and sizes."""
+    ``site`` as one commit, with the human step labels of ``labels_dir`` and the task health under
+    ``health_dir`` (:func:`read_health`: each rollout marked with its task's health, the findings on a
+    page of their own) where given; return its counts and sizes."""
     report = SiteReport()
     blocks = read_blocks(episodes_paths, scored_root, report.notes)
+    health = read_health(health_dir)
+    if health[0].height:
+        blocks = [dataclasses.replace(b, episodes=with_task_health(b.episodes, health[0])) for b in blocks]
     files = render_site(with_labels(blocks, labels_dir) if labels_dir is not None else blocks, stats_path, pools,
-                        report)
+                        report, health)
     report.blocks = sum(1 for p in files if p.endswith("/index.html") and p.startswith("blocks/"))
     report.rollouts = sum(1 for p in files if "/r/" in p)
     report.pages = sum(p.endswith(".html") for p in files)
@@ -480,5 +601,9 @@ def view_results(root: str | os.PathLike[str], site: str | os.PathLike[str],
     """``prefix-audit view ROOT -o SITE``: every scored block of a results root, with its statistics."""
     root = Path(root)
     labels = root / "labels"
-    return write_site(scored_blocks(root), site, scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
-                      pools=pools, labels_dir=labels if (labels / LABEL_FILES[1]).is_file() else None)
+    # `tasks -o DIR` writes the health of a release on its own: a site of its health page alone
+    health_dir = root if (root / "tasks.parquet").is_file() and not (root / "scored").is_dir() else root / "health"
+    episodes = [] if health_dir == root else scored_blocks(root)
+    return write_site(episodes, site, scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
+                      pools=pools, labels_dir=labels if (labels / LABEL_FILES[1]).is_file() else None,
+                      health_dir=health_dir)

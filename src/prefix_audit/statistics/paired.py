@@ -34,7 +34,14 @@ import polars as pl
 from prefix_audit.core.io import atomic_write_bytes, frame_parquet_bytes, read_parquet
 from prefix_audit.statistics.bootstrap import percentile_bounds, ratio, resampled_sums
 from prefix_audit.statistics.metrics import validate_block, validate_outcomes
-from prefix_audit.statistics.stats import COST_METRICS, check_episodes, check_memory, check_pools, pool_members
+from prefix_audit.statistics.stats import (
+    COST_METRICS,
+    check_episodes,
+    check_memory,
+    check_pools,
+    pool_members,
+    sound_only,
+)
 
 UNIT = ("dataset", "task_id")
 log = logging.getLogger(__name__)
@@ -327,9 +334,13 @@ def write_paired(
     confidence: float = 0.95,
     pools: Mapping[str, Sequence[str]] | None = None,
     workers: int = 1,
+    exclude_unsound: bool = False,
 ) -> Path:
-    """Paired differences of an episodes Parquet file; write them to ``out`` atomically."""
+    """Paired differences of an episodes Parquet file (with ``exclude_unsound``: of its sound tasks only,
+    :func:`~prefix_audit.statistics.stats.sound_only`); write them to ``out`` atomically."""
     episodes = read_parquet(episodes_path)
+    if exclude_unsound:
+        episodes = sound_only(episodes)
     paired = paired_differences(
         episodes, pairs, resamples=resamples, seed=seed, confidence=confidence, pools=pools, workers=workers
     )

@@ -45,6 +45,10 @@ REQUIRED_COLUMNS = (*BLOCK_KEYS, "task_id", "T", "FED", "Y")
 # episode) per column. COST_METRICS are the costs paired comparisons take differences of.
 COST_METRICS = ("agent_tokens", "agent_latency_s", "agent_wall_s")
 ACCOUNTING_METRICS = (*COST_METRICS, "agent_calls", "agent_estimated_calls")
+# Benchmark health (SPEC §3) per block, where the episodes carry ``task_sound``: the block's unsound tasks
+# (``successes``) of those whose health was audited (``n``), and with ``exclude_unsound`` the tasks left out
+# (``successes``) of all the block's tasks (``n``). Points, no interval.
+HEALTH_METRICS = ("unsound_tasks", "excluded_tasks")
 TAU_POOL: Mapping[str, tuple[str, ...]] = MappingProxyType({"tau": ("tau_airline", "tau_retail")})
 # Display order of the product's methods (pairs run later minus earlier); others follow, sorted.
 METHOD_ORDER = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
@@ -411,6 +415,43 @@ def _pair_rows(
     return rows
 
 
+def sound_only(episodes: pl.DataFrame) -> pl.DataFrame:
+    """The episodes of tasks no defect was found in (``task_sound`` true, or null: not audited)."""
+    if "task_sound" not in episodes.columns:
+        return episodes
+    return episodes.filter(pl.col("task_sound").is_null() | pl.col("task_sound"))
+
+
+def block_frames(episodes: pl.DataFrame,
+                 pools: Mapping[str, Sequence[str]]) -> dict[tuple[str, str, str], tuple[pl.DataFrame, tuple[str, ...]]]:
+    """Every block's episodes and resampling unit: per dataset × model × method (unit: the task), and per
+    pool × model × method over its member datasets (unit: dataset and task)."""
+    frames: dict[tuple[str, str, str], tuple[pl.DataFrame, tuple[str, ...]]] = {
+        key: (frame, ("task_id",))
+        for key, frame in episodes.partition_by(list(BLOCK_KEYS), as_dict=True).items()
+    }
+    for name, members in pools.items():
+        pooled = episodes.filter(pl.col("dataset").is_in(list(members)))
+        for (model, method), frame in pooled.partition_by(["model", "method"], as_dict=True).items():
+            frames[(name, model, method)] = (frame, ("dataset", "task_id"))
+    return frames
+
+
+def _health_rows(key: tuple[str, str, str], frame: pl.DataFrame, unit: tuple[str, ...], exclude: bool,
+                 common: Mapping[str, object]) -> list[dict[str, object]]:
+    """A block's :data:`HEALTH_METRICS` rows, counted over its tasks before any exclusion."""
+    head = dict(zip(BLOCK_KEYS, key)) | {"versus": None} | dict(common)
+    assessed = frame.filter(pl.col("task_sound").is_not_null())
+    unsound = frame.filter(pl.col("task_sound").not_())
+    n_assessed, n_unsound, n_all = (f.select(unit).n_unique() if f.height else 0 for f in (assessed, unsound, frame))
+    rows = [head | _row("unsound_tasks", None, n_unsound / n_assessed if n_assessed else None, None, None,
+                        (n_assessed, assessed.height, None, None), "none", successes=n_unsound)]
+    if exclude:
+        rows.append(head | _row("excluded_tasks", None, n_unsound / n_all if n_all else None, None, None,
+                                (n_all, unsound.height, None, None), "none", successes=n_unsound))
+    return rows
+
+
 def compute_stats(
     episodes: pl.DataFrame,
     *,
@@ -420,6 +461,7 @@ def compute_stats(
     confidence: float = 0.95,
     pools: Mapping[str, Sequence[str]] | None = None,
     workers: int = 1,
+    exclude_unsound: bool = False,
 ) -> pl.DataFrame:
     """Long table (``STATS_SCHEMA``) of every metric, interval and denominator per block, then
     every within-model method difference per dataset.
@@ -432,6 +474,10 @@ def compute_stats(
     Blocks come in sorted key order, metrics in ``METRICS`` order, per-depth rows by k; pair rows
     follow, by dataset, model and method order. ``workers`` threads compute task sets
     concurrently; each has its own seed, so the table does not depend on it.
+    Where the episodes carry benchmark health (``task_sound``), each block also gets its
+    :data:`HEALTH_METRICS` rows; ``exclude_unsound`` leaves the episodes of unsound tasks out of every
+    metric (:func:`sound_only`) and says how many tasks that was. The default keeps every task (the
+    paper's protocol).
     Raises IdentityViolation if any block breaks Propositions 1-3, ValueError on bad input.
     """
     check_episodes(episodes)
@@ -446,14 +492,16 @@ def compute_stats(
     pools = pools or {}
     datasets = set(episodes["dataset"].unique().to_list())
     check_pools(pools, datasets)
-    frames: dict[tuple[str, str, str], tuple[pl.DataFrame, tuple[str, ...]]] = {
-        key: (frame, ("task_id",))
-        for key, frame in episodes.partition_by(list(BLOCK_KEYS), as_dict=True).items()
-    }
-    for name, members in pools.items():
-        pooled = episodes.filter(pl.col("dataset").is_in(list(members)))
-        for (model, method), frame in pooled.partition_by(["model", "method"], as_dict=True).items():
-            frames[(name, model, method)] = (frame, ("dataset", "task_id"))
+    health_rows: list[dict[str, object]] = []
+    if "task_sound" in episodes.columns:
+        common = {"resamples": resamples, "seed": seed, "confidence": confidence}
+        health_rows = [row for key, (frame, unit) in sorted(block_frames(episodes, pools).items())
+                       for row in _health_rows(key, frame, unit, exclude_unsound, common)]
+        if exclude_unsound:
+            episodes = sound_only(episodes)
+    frames = block_frames(episodes, pools)
+    # A block all of whose tasks were left out has no metric to stand beside its health rows.
+    health_rows = [row for row in health_rows if (row["dataset"], row["model"], row["method"]) in frames]
 
     def prepare(key: tuple[str, str, str]) -> _Block:
         frame, unit = frames[key]
@@ -479,7 +527,7 @@ def compute_stats(
 
     with ThreadPoolExecutor(max_workers=workers) as executor:
         results = list(executor.map(rows_of, sorted(groups)))
-    block_rows = sorted((r for rows, _ in results for r in rows), key=_block_order)
+    block_rows = sorted([*(r for rows, _ in results for r in rows), *health_rows], key=_block_order)
     pair_rows = sorted((r for _, rows in results for r in rows), key=_pair_order)
     return pl.DataFrame(block_rows + pair_rows, schema=STATS_SCHEMA)
 
@@ -539,6 +587,7 @@ def write_stats(
     confidence: float = 0.95,
     pools: Mapping[str, Sequence[str]] | None = TAU_POOL,
     workers: int = 1,
+    exclude_unsound: bool = False,
 ) -> Path:
     """Compute statistics of an episodes Parquet file; write them to ``out`` atomically.
 
@@ -547,6 +596,6 @@ def write_stats(
     episodes = read_parquet(episodes_path)
     stats = compute_stats(
         episodes, resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, pools=pools,
-        workers=workers,
+        workers=workers, exclude_unsound=exclude_unsound,
     )
     return atomic_write_bytes(out, frame_parquet_bytes(stats))

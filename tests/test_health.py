@@ -1,0 +1,236 @@
+"""Benchmark health, the parts every benchmark shares: the closed list of codes, the shared checks on a
+constructed benchmark (tests/plugins/toy_bench.py, each code present and absent), findings from audits of
+agents, the ``tasks`` command and its errors, byte-identical outputs whatever the workers, episodes marked
+with their task's health, and statistics and tables over sound tasks only."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import RESOURCES
+
+from prefix_audit.cli import main
+from prefix_audit.core.health import CODES, DEFECT, Finding, is_sound
+from prefix_audit.core.parallel import WorkerPool
+from prefix_audit.health.audits import audit_findings
+from prefix_audit.health.tasks import audit_tasks, health_contents
+from prefix_audit.replay import registry
+from prefix_audit.replay.fed import EPISODE_SCHEMA, merge_episodes, with_task_health
+from prefix_audit.replay.health import probe_findings
+from prefix_audit.reports.tables import health_cells, table_g1, table_task_health
+from prefix_audit.statistics.stats import compute_stats
+
+PLUGINS = Path(__file__).parent / "plugins"
+
+
+@pytest.fixture(scope="module")
+def toy():
+    """The toy benchmark (a plugin written against the public face) with tasks built to be broken."""
+    sys.path.insert(0, str(PLUGINS))
+    registry.load(["toy_bench"])
+    import toy_bench as tb
+
+    call = tb._call
+    login, rooms = call("login", pin=tb.PIN), call("list_rooms")
+    broken = {
+        # a gold call the home rejects (a wrong PIN), then the right one
+        "bad-pin": tb.Task(("My PIN is 4321; the kitchen light on, please.",),
+                           ((call("login", pin="0000"), login, rooms, call("switch", room_id="r-kitchen", on=True)),)),
+        # a room id no earlier call returned: the home accepts it, the dependency predicate does not
+        "guessed-id": tb.Task(("PIN 4321, kitchen on.",), ((login, call("switch", room_id="r-kitchen", on=True)),)),
+        # a reference that changes no light: doing nothing matches it
+        "look-only": tb.Task(("PIN 4321. Which rooms do I have?",), ((login, rooms),)),
+        # the same switch twice: either one alone leaves the lights as the reference does
+        "twice": tb.Task(("PIN 4321, kitchen on.",), ((login, rooms, call("switch", room_id="r-kitchen", on=True),
+                                                       call("switch", room_id="r-kitchen", on=True)),)),
+    }
+    saved = dict(tb.TASKS)
+    tb.TASKS.update(broken)
+    yield tb, tb.ToyLights("toy_lights")
+    tb.TASKS.clear()
+    tb.TASKS.update(saved)
+
+
+def _codes(findings: list[Finding]) -> list[str]:
+    return sorted(f.code for f in findings)
+
+
+def test_codes_are_a_closed_list_with_kinds():
+    with pytest.raises(ValueError, match="unknown health code"):
+        Finding("looks_odd", "")
+    assert {c.kind for c in CODES.values()} == {"defect", "definition", "caution"}
+    assert is_sound(["gold_no_effect", "gold_not_prefix_executable", "unsolved_by_all"])
+    assert not is_sound(["gold_no_effect", "gold_fails"])
+    assert len(Finding("gold_fails", "x" * 5000).evidence) == 2000
+
+
+def test_each_shared_check_fires_on_its_broken_task_and_not_on_sound_ones(toy):
+    tb, bench = toy
+    for sound in ("kitchen-on", "bedroom-dim", "hall-two-turns", "kitchen-off", "all-on"):
+        assert bench.task_health(sound, "toy-1") == [], sound
+    found = {t: bench.task_health(t, "toy-1") for t in ("bad-pin", "guessed-id", "look-only", "twice")}
+    # gold_fails, not gold_not_prefix_executable: the first failure is a transition the home rejected
+    assert _codes(found["bad-pin"]) == ["gold_fails"]
+    assert "login(pin='0000') → wrong PIN" in found["bad-pin"][0].evidence
+    # the home accepts the guessed id: a property of the audit's predicates, said so
+    assert _codes(found["guessed-id"]) == ["gold_not_prefix_executable"]
+    assert "fails dependency" in found["guessed-id"][0].evidence and "not a defect" in found["guessed-id"][0].evidence
+    assert _codes(found["look-only"]) == ["gold_no_effect", "passes_doing_nothing"]
+    assert "an agent that answers without a call scores 1" in found["look-only"][1].evidence
+    assert _codes(found["twice"]) == ["unchecked_required_action"] * 2
+    assert [is_sound(f.code for f in fs) for fs in found.values()] == [False, True, False, False]
+
+
+def test_a_redundant_action_is_no_unchecked_one_and_an_unscored_gold_is_unreachable(toy):
+    tb, bench = toy
+
+    class Redundancy(tb.ToyProbe):
+        def final_state(self, rollout):  # everything the home keeps, whether the reward reads it or not
+            home = tb.Home(self.task)
+            for turn in rollout.turns:
+                for step in turn:
+                    for c in step.calls:
+                        home.run(c)
+            return home.logged_in, home.lights
+
+    assert probe_findings(Redundancy(bench, "twice")) == []  # either switch alone leaves everything alike
+
+    class Mislabelled(tb.ToyProbe):
+        def gold(self):  # the kitchen switched on, scored against a task that wants it off
+            return dataclasses.replace(bench.reference_rollout("kitchen-on"), task_id=self.task_id)
+
+    found = probe_findings(Mislabelled(bench, "kitchen-off"))
+    assert [f.code for f in found] == ["answer_unreachable"]
+    assert found[0].evidence == "the gold itself scores 0: lights differ from the reference"
+
+
+def _episodes(rows: list[dict]) -> pl.DataFrame:
+    base = {"dataset": "d", "source": "agent", "category": "schema", "failure_code": "unknown_tool",
+            "failure_detail": "x"}
+    return pl.DataFrame([base | r for r in rows])
+
+
+def test_audits_give_unsolved_by_all_and_same_first_failure_only_past_their_thresholds():
+    def rollout(task, block, y, fed=1, call="cd(folder='x')", code="unknown_tool"):
+        model, method = block.split("/")
+        return {"task_id": task, "model": model, "method": method, "rollout_id": f"{task}{block}{y}{fed}",
+                "T": 3, "FED": fed, "Y": y, "call": call, "failure_code": code}
+
+    rows = [rollout("t1", b, 0) for b in ("a/x", "b/x", "c/x")]  # three blocks, none solved, same failure
+    rows += [rollout("t2", "a/x", 0)]  # one block only: neither finding
+    rows += [rollout("t3", "a/x", 0), rollout("t3", "b/x", 1, fed=4)]  # solved once
+    rows += [rollout("t4", b, 0, call=c) for b, c in (("a/x", "ls()"), ("b/x", "ls()"), ("c/x", "pwd()"),
+                                                      ("d/x", "ls()"), ("e/x", "ls()"))]  # 4 of 5 = 80 %
+    rows += [rollout("t5", b, 0, call=c) for b, c in (("a/x", "ls()"), ("b/x", "ls()"), ("c/x", "pwd()"),
+                                                      ("d/x", "cd()"))]  # 2 of 4 < 80 %
+    found = audit_findings(_episodes(rows))
+    assert {t: _codes(f) for t, f in found.items()} == {
+        "t1": ["same_first_failure", "unsolved_by_all"], "t4": ["same_first_failure", "unsolved_by_all"],
+        "t5": ["unsolved_by_all"]}
+    assert "no block of 3 solved it" in found["t1"][0].evidence
+    assert found["t4"][1].evidence.startswith("4 of 5 failing rollouts in 5 blocks first fail on ls() with schema")
+
+
+def test_tasks_command_refuses_what_it_cannot_audit_in_one_line(tmp_path, capsys):
+    out = tmp_path / "h"
+    assert main(["tasks", "no_such_dataset", "-o", str(out)]) == 2
+    assert "unknown dataset 'no_such_dataset' (datasets with benchmark health: bfcl_v3" in capsys.readouterr().err
+    assert main(["tasks", "bfcl_v3", "--release", "1999.1.1", "-o", str(out), "--resources", str(RESOURCES)]) == 2
+    assert "bfcl_v3 has no data release '1999.1.1' (pinned: 2026.3.23, 2025.9.29)" in capsys.readouterr().err
+    assert main(["tasks", "toolsandbox_recorded", "-o", str(out)]) == 2
+    assert "toolsandbox_recorded offers no benchmark health" in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())  # nothing half-written
+    assert main(["tasks", "bfcl_v3", "-o", str(out), "--audits", str(tmp_path / "nowhere")]) == 2
+    assert "no fed/episodes.parquet" in capsys.readouterr().err
+
+
+def test_outputs_are_the_same_bytes_whatever_the_workers(bfcl, tmp_path):
+    tasks = [f"multi_turn_{c}_{i}" for c in ("base", "miss_func") for i in (9, 10, 49, 173)]
+    resolve = registry.resolver(RESOURCES)
+    contents = []
+    for workers in (1, 2):
+        with WorkerPool(workers, resolve, preload=registry.modules()) as pool:
+            report = audit_tasks([("bfcl_v3", "2026.3.23", tasks)], resolve, pool)
+        contents.append(health_contents(report, tmp_path))
+    assert contents[0] == contents[1]
+    ids = pl.read_parquet(contents[0][tmp_path / "tasks.parquet"])["task_id"].to_list()
+    assert ids == ["multi_turn_base_9", "multi_turn_base_10", "multi_turn_base_49", "multi_turn_base_173",
+                   "multi_turn_miss_func_9", "multi_turn_miss_func_10", "multi_turn_miss_func_49",
+                   "multi_turn_miss_func_173"]  # natural order
+
+
+def _health_tasks(rows: list[tuple[str, str, str, bool | None, list[str]]]) -> pl.DataFrame:
+    return pl.DataFrame([{"dataset": d, "release": r, "task_id": t, "sound": s, "codes": c, "findings": len(c),
+                          "error": None} for d, r, t, s, c in rows],
+                        schema={"dataset": pl.Utf8, "release": pl.Utf8, "task_id": pl.Utf8, "sound": pl.Boolean,
+                                "codes": pl.List(pl.Utf8), "findings": pl.Int32, "error": pl.Utf8})
+
+
+def test_episodes_take_the_health_of_their_task_on_their_release(tmp_path):
+    schema = pl.Schema(EPISODE_SCHEMA)
+    rows = [{"dataset": "d", "model": "m", "method": "x", "task_id": t, "trial": 0, "rollout_id": f"{t}{r}",
+             "source": "agent", "release": r, "failed_predicates": [], "n_turns": 1, "meta_json": "{}",
+             "task_health": [], "user_turns": []} for t, r in (("1", "new"), ("2", "new"), ("1", "old"), ("3", None))]
+    scored = pl.DataFrame(rows, schema=schema)
+    health = _health_tasks([("d", "new", "1", False, ["gold_fails"]), ("d", "new", "2", True, ["gold_no_effect"]),
+                            ("d", "old", "2", False, ["gold_fails"])])
+    marked = with_task_health(scored, health)
+    assert marked.select("task_id", "release", "task_sound", "task_health").rows() == [
+        ("1", "new", False, ["gold_fails"]), ("2", "new", True, ["gold_no_effect"]), ("1", "old", None, []),
+        ("3", None, None, [])]
+    scored.write_parquet(tmp_path / "episodes.parquet")
+    health.write_parquet(tmp_path / "tasks.parquet")
+    merge_episodes([tmp_path / "episodes.parquet"], tmp_path / "fed.parquet", health=[tmp_path / "tasks.parquet"])
+    assert pl.read_parquet(tmp_path / "fed.parquet")["task_sound"].to_list() == [False, None, True, None]
+
+
+def _block(task_sound: list[bool | None], fed: list[int]) -> pl.DataFrame:
+    n = len(fed)
+    return pl.DataFrame({"dataset": ["bfcl_v3"] * n, "model": ["m"] * n, "method": ["react"] * n,
+                         "task_id": [f"t{i}" for i in range(n)], "trial": [0] * n, "T": [3] * n, "FED": fed,
+                         "Y": [int(f == 4) for f in fed], "task_sound": task_sound,
+                         "task_health": [["gold_fails"] if s is False else [] for s in task_sound]},
+                        schema_overrides={"T": pl.Int32, "FED": pl.Int32, "Y": pl.Int8, "trial": pl.Int32})
+
+
+def test_statistics_say_how_many_tasks_are_unsound_and_can_leave_them_out():
+    episodes = _block([False, True, True, None], [1, 4, 4, 2])
+    kept = compute_stats(episodes, resamples=200, seed=1)
+    left = compute_stats(episodes, resamples=200, seed=1, exclude_unsound=True)
+    alone = compute_stats(episodes.filter(pl.col("task_sound").is_null() | pl.col("task_sound")), resamples=200,
+                          seed=1, exclude_unsound=False)
+
+    def metric(stats, name):
+        return stats.filter(pl.col("metric") == name).row(0, named=True)
+
+    assert (metric(kept, "ter")["estimate"], metric(kept, "ter")["n"]) == (0.5, 4)  # the paper's protocol: all
+    unsound = metric(kept, "unsound_tasks")
+    assert (unsound["successes"], unsound["n"]) == (1, 3)  # one unsound of the three audited
+    assert "excluded_tasks" not in kept["metric"].to_list()
+    assert metric(left, "ter")["estimate"] == pytest.approx(2 / 3) and metric(left, "ter")["n"] == 3
+    excluded = metric(left, "excluded_tasks")
+    assert (excluded["successes"], excluded["n"], excluded["n_rollouts"]) == (1, 4, 1)
+    # leaving them out is computing on the sound tasks alone (with the same draw)
+    assert left.filter(pl.col("metric") == "pec")["estimate"].to_list() == \
+        alone.filter(pl.col("metric") == "pec")["estimate"].to_list()
+    assert health_cells(kept, episodes) == {("bfcl_v3", "m", "react"): "1 of 3 (gold_fails 1)"}
+    assert health_cells(left, episodes) == {("bfcl_v3", "m", "react"): "left out 1 of 4 (gold_fails 1)"}
+    assert table_g1(left, health=health_cells(left, episodes))["unsound tasks"].to_list() == [
+        "left out 1 of 4 (gold_fails 1)"]
+    assert health_cells(compute_stats(episodes.drop("task_sound", "task_health"), resamples=200, seed=1)) == {}
+
+
+def test_the_health_table_counts_tasks_per_code_with_examples_in_natural_order():
+    tasks = _health_tasks([("d", "r", f"t_{i}", i % 3 != 0, ["gold_fails"] if i % 3 == 0 else []) for i in range(1, 13)]
+                          + [("d", "r", "t_13", None, [])])
+    findings = pl.DataFrame([{"dataset": "d", "release": "r", "task_id": f"t_{i}", "code": "gold_fails",
+                              "kind": DEFECT, "evidence": "e"} for i in (12, 3, 9, 6, 6)])
+    table = table_task_health(tasks, findings)
+    assert table.select("code", "tasks", "findings", "examples").rows() == [
+        ("gold_fails", "4 of 13", 5, "t_3, t_6, t_9, t_12"),
+        ("unsound (any defect)", "4 of 13", 5, "t_3, t_6, t_9, t_12"),
+        ("check failed", "1 of 13", 0, "t_13")]
