@@ -193,6 +193,11 @@ class BfclBenchmark(Benchmark):
         entry = self.entry(task_id)
         return BfclAgentEnvironment(entry, self.tools_of(entry), self.loader.instantiate(entry))
 
+    def has_task(self, task_id: str) -> bool:
+        """A task of this release's data, or of another release's already loaded (a rollout names its
+        release in ``meta["bfcl_data"]``; :meth:`open_session` checks the entry is that release's)."""
+        return task_id in self.tasks or any(task_id in data.entries for data, _ in self._loaded.values())
+
     # capability "health" ----------------------------------------------------------------------
     def health_releases(self) -> list[str]:
         return self.releases()

@@ -1,0 +1,367 @@
+"""Benchmark health of BFCL multi-turn entries (SPEC §3): each code found, and not found, on entries
+built by hand and on the pinned releases' own; the trajectories a finding rests on scored by
+bfcl-eval's own checker alike; the same findings every time."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+if __name__ == "__main__":  # the child of the v3-era differential test (see _differential_in_child)
+    sys.path.insert(0, str(TESTS))
+
+from bfcl_reference import BfclReference  # noqa: E402
+from conftest import RESOURCES  # noqa: E402
+
+from prefix_audit.benchmarks.bfcl import BfclBenchmark, load_data  # noqa: E402
+from prefix_audit.benchmarks.bfcl.data import DEFAULT_PIN, V3_ERA_PIN, Entry  # noqa: E402
+from prefix_audit.benchmarks.bfcl.health import BfclProbe, changes, state_tree  # noqa: E402
+from prefix_audit.core.health import CODES  # noqa: E402
+from prefix_audit.core.records import Rollout  # noqa: E402
+from prefix_audit.replay.checker import replay  # noqa: E402
+
+NEW, OLD = DEFAULT_PIN.version, V3_ERA_PIN.version
+
+
+@pytest.fixture(scope="module")
+def old_data():
+    return load_data(RESOURCES, V3_ERA_PIN)
+
+
+@pytest.fixture(scope="module")
+def both(bfcl_data, old_data) -> BfclBenchmark:
+    """The benchmark as ``prefix-audit tasks bfcl_v3`` opens it: the pinned data and the v3 era's."""
+    return BfclBenchmark(bfcl_data, releases={OLD: lambda: old_data})
+
+
+@pytest.fixture(scope="module")
+def made(bfcl_data, old_data):
+    """A two-release benchmark on entries built by hand: ``made(new=[...], old=[...])``."""
+
+    def build(new: list[Entry] = (), old: list[Entry] = ()) -> BfclBenchmark:
+        new_data, old_copy = copy.copy(bfcl_data), copy.copy(old_data)
+        new_data.entries = {e.id: e for e in new}
+        old_copy.entries = {e.id: e for e in old}
+        return BfclBenchmark(new_data, releases={OLD: lambda: old_copy})
+
+    return build
+
+
+def _entry(entry_id: str, questions: list[str], ground_truth: list[list[str]], config: dict,
+           release: str = NEW, held_out: dict | None = None, classes: tuple[str, ...] | None = None) -> Entry:
+    return Entry(entry_id, "base", tuple(((({"role": "user", "content": q},) if q else ())) for q in questions),
+                 config, classes or tuple(config), held_out or {}, tuple(tuple(t) for t in ground_truth), release)
+
+
+def _files(**files: str) -> dict:
+    return {"GorillaFileSystem": {"root": {"alex": {"type": "directory", "contents": {
+        name: {"type": "file", "content": content} for name, content in files.items()}}}}}
+
+
+TWITTER = {"TwitterAPI": {"username": "tech_guru", "password": "pw", "authenticated": True, "tweets": {},
+                          "comments": {}, "retweets": {}, "following_list": [], "tweet_counter": 0}}
+MATH = {"MathAPI": {}}
+
+
+def _codes(bench: BfclBenchmark, entry: Entry) -> Counter:
+    return Counter(f.code for f in bench.task_health(entry.id, entry.release))
+
+
+def _found(bench: BfclBenchmark, entry: Entry, code: str) -> list[str]:
+    return [f.evidence for f in bench.task_health(entry.id, entry.release) if f.code == code]
+
+
+# --- what a call changes ------------------------------------------------------------------------------
+
+def test_a_write_is_what_a_call_changes_in_the_state_tree_and_a_pointer_moves_only_when_it_points_elsewhere(made):
+    entry = _entry("health_tree_1", ["go"], [["ls()"]], _files(**{"a.txt": "x"}))
+    bench = made([entry])
+    fs = bench.loader_of(entry).instantiate(entry)["GorillaFileSystem"]
+    before = state_tree({"GorillaFileSystem": fs})
+    assert before["GorillaFileSystem._current_dir"] == "@GorillaFileSystem.root"
+    fs.touch(file_name="b.txt")  # the current directory's contents change, it does not move
+    after = state_tree({"GorillaFileSystem": fs})
+    (touched,) = changes(before, after)
+    assert touched.path == "GorillaFileSystem.root.contents['b.txt']" and touched.before is None
+    assert touched.public and "added (.name='b.txt', .content='')" in touched.describe(after)
+    fs.mkdir(dir_name="d")
+    fs.cd(folder="d")
+    moved = changes(after, state_tree({"GorillaFileSystem": fs}))
+    assert [c.path for c in moved] == ["GorillaFileSystem._current_dir", "GorillaFileSystem.root.contents['d']"]
+    assert moved[0].after == "@GorillaFileSystem.root.contents['d']" and not moved[0].public
+
+
+# --- each code, found and not ---------------------------------------------------------------------
+
+def test_gold_fails_and_gold_no_effect(made):
+    fails = _entry("health_fails_1", ["go to nowhere"], [["cd(folder='nowhere')"]], _files(**{"a.txt": "x"}))
+    reads = _entry("health_reads_1", ["list"], [["ls()"]], _files(**{"a.txt": "x"}))
+    writes = _entry("health_writes_1", ["make b"], [["touch(file_name='b.txt')"]], _files(**{"a.txt": "x"}))
+    bench = made([fails, reads, writes])
+    (evidence,) = _found(bench, fails, "gold_fails")
+    assert "cd(folder='nowhere')" in evidence and "No such" in evidence
+    assert _found(bench, reads, "gold_no_effect") and not _found(bench, reads, "gold_fails")
+    assert not _found(bench, writes, "gold_no_effect") and not _found(bench, writes, "gold_fails")
+
+
+def test_passes_doing_nothing(made):
+    silent = _entry("health_silent_1", ["just chat", "again"], [[], []], TWITTER)
+    busy = _entry("health_busy_1", ["post hi"], [["post_tweet(content='hi there')"]], TWITTER)
+    bench = made([silent, busy])
+    (evidence,) = _found(bench, silent, "passes_doing_nothing")
+    assert "answers each of the 2 turns without a call scores 1" in evidence
+    assert not _found(bench, busy, "passes_doing_nothing")
+
+
+def test_gold_not_prefix_executable_is_a_definition_not_a_defect(made):
+    # the ground truth calls tail in the turn before the missed function arrives: BFCL runs it
+    early = _entry("health_early_1", ["last lines of a.txt", ""], [["tail(file_name='a.txt')"], []],
+                   _files(**{"a.txt": "x\ny"}), held_out={"tail": 1})
+    timely = _entry("health_timely_1", ["last lines of a.txt", ""], [[], ["tail(file_name='a.txt')"]],
+                    _files(**{"a.txt": "x\ny"}), held_out={"tail": 1})
+    bench = made([early, timely])
+    (evidence,) = _found(bench, early, "gold_not_prefix_executable")
+    assert "tool_not_exposed" in evidence and CODES["gold_not_prefix_executable"].kind == "definition"
+    assert not _found(bench, timely, "gold_not_prefix_executable")
+
+
+def _touch_then_echo(release: str) -> Entry:
+    return _entry("health_echo_1", ["make a folder d", "make notes.txt saying hello"],
+                  [["mkdir(dir_name='d')"],
+                   ["touch(file_name='notes.txt')", "echo(content='hello', file_name='notes.txt')"]],
+                  _files(**{"a.txt": "x"}), release=release)
+
+
+def test_unchecked_required_action_where_a_later_call_makes_the_same_change(made):
+    """2025.9.29's echo creates a missing file (2026.3.23's refuses): there the touch before it is
+    not needed, and BFCL's checker cannot tell — its response check finds the touch's result (None)
+    in mkdir's."""
+    bench = made([_touch_then_echo(NEW)], [_touch_then_echo(OLD)])
+    (evidence,) = _found(bench, _touch_then_echo(OLD), "unchecked_required_action")
+    assert evidence.startswith("the ground truth without turn 2, action 2: touch(file_name='notes.txt') (a write: "
+                               "GorillaFileSystem.root.contents['notes.txt'] added")
+    assert "_current_dir" not in evidence  # the directory's contents changed, it did not move
+    assert ("without it, turn 2, action 3: echo(content='hello', file_name='notes.txt') makes "
+            "GorillaFileSystem.root.contents['notes.txt'] added (.name='notes.txt', .content='hello')") in evidence
+    assert "its result 'None' is also the result of turn 1, action 1: mkdir(dir_name='d')" in evidence
+    assert not _found(bench, _touch_then_echo(NEW), "unchecked_required_action")
+
+
+def test_answer_unreachable_when_the_gold_reorders_what_the_environment_returned(made):
+    """The one-line sort of multi_turn_base_4, built small: sorting a one-line file returns it as it
+    is, the ground truth posts its words in another order."""
+    questions = ["sort report.txt", "post the sorted result"]
+    config = {**_files(**{"report.txt": "beta alpha gamma"}), **TWITTER}
+    reordered = _entry("health_sort_1", questions, [["sort(file_name='report.txt')"],
+                                                    ["post_tweet(content='alpha beta gamma')"]], config)
+    faithful = _entry("health_sort_2", questions, [["sort(file_name='report.txt')"],
+                                                   ["post_tweet(content='beta alpha gamma')"]], config)
+    composed = _entry("health_sort_3", questions, [["sort(file_name='report.txt')"],
+                                                   ["post_tweet(content='Sorted it for you')"]], config)
+    bench = made([reordered, faithful, composed])
+    (evidence,) = _found(bench, reordered, "answer_unreachable")
+    assert evidence.startswith("turn 2, action 2: post_tweet(content='alpha beta gamma') writes "
+                               "content='alpha beta gamma', which no source holds")
+    assert ("the result of turn 1, action 1: sort(file_name='report.txt'), at ['sorted_content'] holds "
+            "'beta alpha gamma' — the same words in another order") in evidence
+    assert "instead scores 0 (multi_turn:instance_state_mismatch TwitterAPI (turn 1))" in evidence
+    assert not _found(bench, faithful, "answer_unreachable")
+    assert not _found(bench, composed, "answer_unreachable")  # words of its own: not a transcription
+
+
+@pytest.mark.parametrize(("quoted", "written", "found"), [
+    ("I am on my way", "I am on my way.", True),  # punctuation only
+    ("meet me at notes.md", "meet me at note.md", True),  # a character left out
+    ("Require assistance with the transaction", "Require assistance with transaction", True),  # a word
+    ("I am on my way", "i am ON my way", False),  # case alone: the check cannot tell it from a quote
+    ("Sale ends 12/25", "Sale ends 12/2025", False),  # digits alone: maybe a format a function asks for
+    ("Hello everyone", "Hi all, the launch is today", False),  # other words
+])
+def test_answer_unreachable_when_the_gold_changes_what_the_user_dictates(made, quoted, written, found):
+    entry = _entry(f"health_quote_{zlib.crc32(f'{quoted}|{written}'.encode())}", [f"Please post '{quoted}' for me."],
+                   [[f"post_tweet(content={written!r})"]], TWITTER)
+    evidence = _found(made([entry]), entry, "answer_unreachable")
+    assert bool(evidence) is found, evidence
+    if found:
+        assert f"the text the user quotes in turn 1 holds {quoted!r}" in evidence[0]
+
+
+def test_answer_unreachable_is_confirmed_by_running_the_faithful_text(both):
+    """multi_turn_base_168: the ground truth leaves out a word the user dictates, but the support
+    message is no state BFCL compares, and its result does not quote it: nothing is claimed."""
+    for release in (NEW, OLD):
+        assert "answer_unreachable" not in _codes(both, both.data_of(release).entries["multi_turn_base_168"])
+
+
+def test_answer_unreachable_when_the_ground_truth_has_more_turns_than_questions(made, both):
+    extra = _entry("health_turns_1", ["post hi"], [["post_tweet(content='hi there')"], ["get_tweet(tweet_id=0)"]],
+                   TWITTER)
+    (evidence,) = _found(made([extra]), extra, "answer_unreachable")
+    assert evidence.startswith("the ground truth has 2 turns, the entry's question 1")
+    assert "multi_turn:force_terminated (1 of 2 turns)" in evidence and "turn 2: get_tweet(tweet_id=0)" in evidence
+    (real,) = _found(both, both.data_of(OLD).entries["multi_turn_base_154"], "answer_unreachable")
+    assert "6 turns, the entry's question 5" in real and "view_messages_sent()" in real
+
+
+def test_changed_between_releases(made):
+    config = _files(**{"a.txt": "x"})
+    new = _entry("health_rel_1", ["make b.txt"], [["touch(file_name='b.txt')"]], config)
+    old = _entry("health_rel_1", ["make c.txt"], [["touch(file_name='c.txt')"]], config, release=OLD)
+    same_new = _entry("health_rel_2", ["mean"], [["mean(numbers=[1.0, 2.0])"]], MATH)
+    same_old = _entry("health_rel_2", ["mean"], [["mean(numbers=[1.0, 2.0])"]], MATH, release=OLD)
+    only_new = _entry("health_rel_3", ["mean"], [["mean(numbers=[1.0, 2.0])"]], MATH)
+    # the same data; the classes differ (2025.9.29's echo creates the file, 2026.3.23's refuses)
+    echo_new = _entry("health_rel_4", ["write hi"], [["echo(content='hi', file_name='n.txt')"]], config)
+    echo_old = _entry("health_rel_4", ["write hi"], [["echo(content='hi', file_name='n.txt')"]], config, release=OLD)
+    bench = made([new, same_new, only_new, echo_new], [old, same_old, echo_old])
+    (evidence,) = _found(bench, new, "changed_between_releases")
+    assert evidence.startswith(f"differs from bfcl-eval {OLD} in user text, ground truth; {OLD}'s ground truth on "
+                               f"this release's ({NEW}) data and classes scores 0 "
+                               f"(multi_turn:instance_state_mismatch GorillaFileSystem (turn 0))")
+    assert "ground truth: turn 1 touch(file_name='c.txt') → touch(file_name='b.txt')" in evidence
+    (there,) = _found(bench, old, "changed_between_releases")
+    assert there.startswith(f"differs from bfcl-eval {NEW} in user text, ground truth")
+    assert not _found(bench, same_new, "changed_between_releases")
+    assert not _found(bench, same_old, "changed_between_releases")
+    assert _found(bench, only_new, "changed_between_releases") == [
+        f"in bfcl-eval {NEW}'s data only: bfcl-eval {OLD} has no entry health_rel_3"]
+    (classes,) = _found(bench, echo_new, "changed_between_releases")
+    assert classes.startswith(f"the same data as bfcl-eval {OLD}, but the ground truth's calls give other results "
+                              f"on {OLD}'s classes: turn 1, action 1: echo(content='hi', file_name='n.txt') → ")
+    assert "No such file" in classes
+
+
+def test_the_public_example_multi_turn_base_4_is_answer_unreachable_on_both_releases(both):
+    for release in (NEW, OLD):
+        (evidence,) = _found(both, both.data_of(release).entries["multi_turn_base_4"], "answer_unreachable")
+        assert evidence.startswith("turn 3, action 3: post_tweet(content='Initial report content More unsorted data "
+                                   "Unsorted data'")
+        assert ("the result of turn 2, action 2: sort(file_name='report.txt'), at ['sorted_content'] holds 'Initial "
+                "report content Unsorted data More unsorted data' — the same words in another order") in evidence
+        assert "scores 0 (multi_turn:instance_state_mismatch TwitterAPI (turn 2))" in evidence
+
+
+def test_findings_are_the_same_every_time(bfcl_data, old_data, both):
+    ids = ["multi_turn_base_4", "multi_turn_base_10", "multi_turn_miss_func_102", "multi_turn_long_context_41"]
+    fresh = BfclBenchmark(bfcl_data, releases={OLD: lambda: old_data})
+    for release in (NEW, OLD):
+        for task_id in ids:
+            first = both.task_health(task_id, release)
+            assert first == both.task_health(task_id, release) == fresh.task_health(task_id, release)
+
+
+# --- against bfcl-eval's own checker ----------------------------------------------------------------
+
+def _decoded(rollout: Rollout) -> list[list[list[str]]]:
+    return [[[c.render() for c in step.calls] for step in turn if step.calls] for turn in rollout.turns]
+
+
+def differential(bench: BfclBenchmark, task_ids: list[str]) -> tuple[list[list], dict[int, int]]:
+    """Our Y and bfcl-eval's ``multi_turn_checker`` on the ground truth, the idle trajectory and the
+    ground truth without each of its writes, per entry: the disagreements, and how often each Y
+    occurred on the idle and gold-minus-one-write trajectories (the key ``"gold"``: on the gold)."""
+    reference = BfclReference(bench)
+    wrong, seen = [], Counter()
+    for task_id in task_ids:
+        entry = bench.entry(task_id)
+        probe = BfclProbe(bench, entry)
+        gold = replay(probe.gold(), bench)
+        if gold.Y != reference.checker(entry, _decoded(gold.rollout)):
+            wrong.append([task_id, "the ground truth", gold.Y, 1 - gold.Y])
+        seen[f"gold {gold.Y}"] += 1
+        for trajectory in [probe.idle(), *probe.without_required(gold)]:
+            ours = replay(trajectory.rollout, bench).Y
+            theirs = reference.checker(entry, _decoded(trajectory.rollout))
+            seen[ours] += 1
+            if ours != theirs:
+                wrong.append([task_id, trajectory.label, ours, theirs])
+    return wrong, dict(seen)
+
+
+def _differential_in_child(task_ids: list[str] | None) -> tuple[list[list], dict[int, int]]:
+    """:func:`differential` on the v3 era's release, in a process where that release's bfcl-eval is
+    the package ``bfcl_eval`` (its own checker runs on its own classes)."""
+    proc = subprocess.run([sys.executable, __file__, json.dumps(task_ids)], capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    wrong, seen = json.loads(proc.stdout.splitlines()[-1])
+    return wrong, {int(k) if k.isdigit() else k: v for k, v in seen.items()}
+
+
+# the three v3-era entries whose touch is not needed, and a sample
+V3_SAMPLE = ["multi_turn_base_10", "multi_turn_base_39", "multi_turn_base_44", "multi_turn_miss_func_10",
+             "multi_turn_base_4", "multi_turn_base_100", "multi_turn_base_150", "multi_turn_long_context_60"]
+
+
+def test_idle_and_gold_minus_one_write_agree_with_bfcl_on_a_sample(bfcl):
+    wrong, seen = differential(bfcl, list(bfcl.task_ids())[::16])
+    assert not wrong
+    assert seen[0] > 100 and seen["gold 1"] == 50  # on this release no such trajectory scores 1
+
+
+def test_idle_and_gold_minus_one_write_agree_with_bfcl_on_a_v3_era_sample():
+    wrong, seen = _differential_in_child(V3_SAMPLE)
+    assert not wrong
+    assert seen[0] and seen[1] == 6  # the touches echo makes unneeded in four of these entries
+
+
+@pytest.mark.slow
+def test_idle_and_gold_minus_one_write_agree_with_bfcl_on_every_entry(bfcl):
+    wrong, seen = differential(bfcl, list(bfcl.task_ids()))
+    assert not wrong
+    assert seen["gold 1"] == 800
+
+
+@pytest.mark.slow
+def test_idle_and_gold_minus_one_write_agree_with_bfcl_on_every_v3_era_entry():
+    wrong, seen = _differential_in_child(None)
+    assert not wrong
+    assert seen[1] == 20 and seen["gold 1"] == 800  # the touches echo makes unneeded
+
+
+# --- the whole corpus -----------------------------------------------------------------------------
+
+# Read by hand (docs/health.md): each a transcription the gold changed, or a ground truth longer than the
+# questions.
+UNREACHABLE = {
+    NEW: {f"multi_turn_{c}_{n}" for c in ("base", "long_context", "miss_func", "miss_param") for n in (4, 18)}
+         - {"multi_turn_long_context_18"} | {"multi_turn_long_context_41", "multi_turn_long_context_43"},
+    OLD: {f"multi_turn_{c}_{n}" for c in ("base", "long_context", "miss_func", "miss_param") for n in (4, 10, 18)}
+         - {"multi_turn_long_context_18"}
+         | {"multi_turn_base_154", "multi_turn_long_context_41", "multi_turn_long_context_43"}
+         | {f"multi_turn_{c}_97" for c in ("long_context", "miss_func", "miss_param")},
+}
+
+
+@pytest.mark.slow
+def test_every_entry_of_both_releases(both):
+    found = {r: {task_id: both.task_health(task_id, r) for task_id in both.release_tasks(r)} for r in (NEW, OLD)}
+    for release, by_task in found.items():
+        assert len(by_task) == 800
+        with_code = lambda code: {t for t, fs in by_task.items() if any(f.code == code for f in fs)}  # noqa: E731
+        assert with_code("answer_unreachable") == UNREACHABLE[release]
+        assert not with_code("passes_doing_nothing")
+        unneeded = [f.evidence for fs in by_task.values() for f in fs if f.code == "unchecked_required_action"]
+        if release == OLD:  # a touch the echo after it makes unneeded, in 12 entries
+            assert len(unneeded) == 20 and all("touch(" in e and "makes GorillaFileSystem.root" in e
+                                               and "_current_dir" not in e for e in unneeded)
+        else:
+            assert not unneeded
+        changed = with_code("changed_between_releases")
+        assert len(changed) == 447  # 392 entries whose data differ, 55 whose calls' results differ
+        assert all((f.evidence.count(OLD if release == NEW else NEW) > 0)
+                   for fs in by_task.values() for f in fs if f.code == "changed_between_releases")
+
+
+if __name__ == "__main__":
+    ids = json.loads(sys.argv[1])
+    v3 = BfclBenchmark(load_data(RESOURCES, V3_ERA_PIN))
+    print(json.dumps(differential(v3, ids if ids is not None else list(v3.task_ids()))))
