@@ -172,7 +172,7 @@ def test_answer_unreachable_when_the_gold_reorders_what_the_environment_returned
                                "content='alpha beta gamma', which no source holds")
     assert ("the result of turn 1, action 1: sort(file_name='report.txt'), at ['sorted_content'] holds "
             "'beta alpha gamma' — the same words in another order") in evidence
-    assert "instead scores 0 (multi_turn:instance_state_mismatch TwitterAPI (turn 1))" in evidence
+    assert "instead scores 0 (multi_turn:instance_state_mismatch TwitterAPI (turn 2))" in evidence
     assert not _found(bench, faithful, "answer_unreachable")
     assert not _found(bench, composed, "answer_unreachable")  # words of its own: not a transcription
 
@@ -225,7 +225,7 @@ def test_changed_between_releases(made):
     (evidence,) = _found(bench, new, "changed_between_releases")
     assert evidence.startswith(f"differs from bfcl-eval {OLD} in user text, ground truth; {OLD}'s ground truth on "
                                f"this release's ({NEW}) data and classes scores 0 "
-                               f"(multi_turn:instance_state_mismatch GorillaFileSystem (turn 0))")
+                               f"(multi_turn:instance_state_mismatch GorillaFileSystem (turn 1))")
     assert "ground truth: turn 1 touch(file_name='c.txt') → touch(file_name='b.txt')" in evidence
     (there,) = _found(bench, old, "changed_between_releases")
     assert there.startswith(f"differs from bfcl-eval {NEW} in user text, ground truth")
@@ -246,7 +246,7 @@ def test_the_public_example_multi_turn_base_4_is_answer_unreachable_on_both_rele
                                    "Unsorted data'")
         assert ("the result of turn 2, action 2: sort(file_name='report.txt'), at ['sorted_content'] holds 'Initial "
                 "report content Unsorted data More unsorted data' — the same words in another order") in evidence
-        assert "scores 0 (multi_turn:instance_state_mismatch TwitterAPI (turn 2))" in evidence
+        assert "scores 0 (multi_turn:instance_state_mismatch TwitterAPI (turn 3))" in evidence
 
 
 def test_findings_are_the_same_every_time(bfcl_data, old_data, both):

@@ -493,7 +493,7 @@ def compute_stats(
     datasets = set(episodes["dataset"].unique().to_list())
     check_pools(pools, datasets)
     health_rows: list[dict[str, object]] = []
-    if "task_sound" in episodes.columns:
+    if "task_sound" in episodes.columns and episodes["task_sound"].is_not_null().any():  # some health was audited
         common = {"resamples": resamples, "seed": seed, "confidence": confidence}
         health_rows = [row for key, (frame, unit) in sorted(block_frames(episodes, pools).items())
                        for row in _health_rows(key, frame, unit, exclude_unsound, common)]

@@ -425,18 +425,18 @@ class BfclSession:
         if not self._gt_calls[t]:
             return
         if t >= len(self._decoded_steps) or self._decoded_steps[t] == 0:
-            self.y_detail = f"multi_turn:empty_turn_model_response (turn {t})"
+            self.y_detail = f"multi_turn:empty_turn_model_response (turn {t + 1})"
             return
         for cls_name, gt_instance in self._gt.items():
             if public_state(self._model[cls_name]) != public_state(gt_instance):
-                self.y_detail = f"multi_turn:instance_state_mismatch {cls_name} (turn {t})"
+                self.y_detail = f"multi_turn:instance_state_mismatch {cls_name} (turn {t + 1})"
                 return
         remaining = list(self._results)
         for item in gt_results:
             try:
                 remaining.remove(item)
             except ValueError:
-                self.y_detail = f"multi_turn:execution_response_mismatch (turn {t})"
+                self.y_detail = f"multi_turn:execution_response_mismatch (turn {t + 1})"
                 return
 
     def _inspect_evals_success(self) -> int:
@@ -461,7 +461,7 @@ class BfclSession:
                 try:
                     remaining.remove(item)
                 except ValueError:
-                    self.y_detail = f"inspect_evals: response mismatch (turn {t})"
+                    self.y_detail = f"inspect_evals: response mismatch (turn {t + 1})"
                     return 0
         return 1
 
