@@ -234,3 +234,56 @@ def test_the_health_table_counts_tasks_per_code_with_examples_in_natural_order()
         ("gold_fails", "4 of 13", 5, "t_3, t_6, t_9, t_12"),
         ("unsound (any defect)", "4 of 13", 5, "t_3, t_6, t_9, t_12"),
         ("check failed", "1 of 13", 0, "t_13")]
+
+
+@pytest.mark.slow
+def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, tmp_path):
+    """A BFCL result file scored on the v3-era data: the health of its three tasks on that release, each
+    episode marked, G.1 saying how many tasks are unsound (or left out), and the browser marking the
+    rollouts of unsound tasks, in natural task order, each turn opening with the user's request."""
+    import bfcl_logs
+
+    from prefix_audit.reports.view import health_anchor, view_results
+
+    log = bfcl_logs.write_result_file(tmp_path / "BFCL_v3_multi_turn_base_result.json", [
+        bfcl_logs.gold_entry(bfcl, t) for t in ("multi_turn_base_10", "multi_turn_base_4", "multi_turn_base_9")])
+    out = tmp_path / "audit"
+    assert main(["audit", str(log), "-o", str(out), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",
+                 "--resources", str(RESOURCES), "--workers", "1"]) == 0
+    episodes = pl.read_parquet(out / "fed" / "episodes.parquet")
+    assert episodes.select("task_id", "release", "task_sound").sort("task_id").rows() == [
+        ("multi_turn_base_10", "2025.9.29", False), ("multi_turn_base_4", "2025.9.29", False),
+        ("multi_turn_base_9", "2025.9.29", True)]
+    assert episodes.filter(pl.col("task_id") == "multi_turn_base_10")["task_health"].to_list() == [
+        ["answer_unreachable", "unchecked_required_action", "changed_between_releases"]]
+    g1 = (out / "tables" / "table_G1.md").read_text()
+    assert "| bfcl_v3 | m | imported | 3 | 2 of 3 (answer_unreachable 2, unchecked_required_action 1) |" in g1
+    assert "Unsound tasks: those benchmark health found a defect in" in (out / "tables" / "table_G1.tex").read_text()
+    health = (out / "tables" / "table_task_health.md").read_text()
+    assert "| bfcl_v3 | 2025.9.29 | answer_unreachable | defect | 2 of 3 | 2 | multi_turn_base_4, multi_turn_base_10 |" \
+        in health
+    findings = pl.read_parquet(out / "health" / "bfcl_v3" / "findings.parquet")
+    assert findings.filter(pl.col("task_id") == "multi_turn_base_4")["evidence"].str.contains(
+        "the same words in another order").to_list() == [True]
+
+    left = tmp_path / "left"
+    assert main(["audit", str(log), "-o", str(left), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",
+                 "--resources", str(RESOURCES), "--workers", "1", "--exclude-unsound"]) == 0
+    assert ("| bfcl_v3 | m | imported | 1 | left out 2 of 3 (answer_unreachable 2, unchecked_required_action 1) |"
+            in (left / "tables" / "table_G1.md").read_text())
+    assert pl.read_parquet(left / "fed" / "episodes.parquet").height == 3  # the FED table keeps every episode
+
+    site = tmp_path / "site"
+    view_results(out, site)
+    block = (site / "blocks" / "bfcl_v3" / "m" / "imported" / "index.html").read_text()
+    order = [block.index(f">multi_turn_base_{n}</a>") for n in (4, 9, 10)]
+    assert order == sorted(order)  # natural order: 9 before 10
+    assert block.count('class="badge unsound"') == 2
+    rollout = (site / "blocks" / "bfcl_v3" / "m" / "imported" / "r" / "3.html").read_text()  # base_10
+    anchor = health_anchor("bfcl_v3", "2025.9.29", "multi_turn_base_10")
+    assert "unsound task" in rollout and f'href="../../../../../health.html#{anchor}"' in rollout
+    assert rollout.count('class="user-request"') == len(bfcl.entry("multi_turn_base_10").question)
+    assert "Hey, can you set up a new directory named" in rollout
+    page = (site / "health.html").read_text()
+    assert f'id="{anchor}"' in page and "unchecked_required_action" in page
+    assert '<svg class="pec"' in (site / "index.html").read_text()
