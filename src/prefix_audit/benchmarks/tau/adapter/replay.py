@@ -32,6 +32,10 @@ Final success Y is τ's reward, recomputed without any model call:
   env assertion holds on the replayed environment (telecom, :mod:`.telecom`; in a domain whose
   environment has no assertion functions, an assertion makes Y unknown (None) rather than guessed).
   The DB check is taken before the env assertions, as tau2 takes it.
+
+Benchmark health (capability "health", SPEC §3; :mod:`.health`): a benchmark audits the one data release
+its tasks are — the tau2 version for the package's own tasks, the data directory's name for a configured
+one — task by task; a rollout that carries its own task definition belongs to no release.
 """
 
 from __future__ import annotations
@@ -43,10 +47,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from prefix_audit.core.calls import ToolCall, structured_call
+from prefix_audit.core.health import Finding
 from prefix_audit.core.records import PARTY_CALLS_KEY, Rollout, rollout_id_for
 from prefix_audit.models.base import ModelBackend
 from prefix_audit.replay.checker import primary, replay
 from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, UnscorableRollout
+from prefix_audit.replay.health import probe_findings
 from prefix_audit.replay.registry import RefusedOption
 
 from ..domain import embedded as emb
@@ -64,6 +70,7 @@ from ..generation.conversation import (
     said,
     user_fact_values,
 )
+from .health import TauProbe, release_label
 
 AGENT = "assistant"  # tau2's requestor of the agent's calls
 Y_BASIS_FULL = "full"
@@ -230,17 +237,27 @@ class TauBenchmark(Benchmark):
         return live.db_fingerprint() == self.gold_fingerprint(task) or live.db_hash() == self.gold_db_hash(task)
 
     def reference_conversation(self, task_id: str) -> ReferenceConversation:
-        task = self.task(task_id)
         if task_id not in self._reference:
-            self._reference[task_id] = reference_conversation(task, self.gold_calls(task))
+            self._reference[task_id] = self.reference_conversation_of(self.task(task_id))
         return self._reference[task_id]
+
+    def reference_conversation_of(self, task: TauTask) -> ReferenceConversation:
+        """The reference conversation of any definition of a task (another release's, say), built anew."""
+        return reference_conversation(task, self.gold_calls(task))
 
     def reference_rollout(self, task_id: str) -> Rollout:
         """The gold actions as the reference conversation with the scripted user (see
         :func:`~..generation.conversation.reference_conversation`): one call per step, facts asked for when first
         needed, and a closing message that states every ``communicate_info`` fact (and, where the user
         acts, their calls: ``meta["user_calls"]``)."""
-        convo = self.reference_conversation(task_id)
+        return self._as_reference_rollout(task_id, self.reference_conversation(task_id))
+
+    def reference_rollout_of(self, task: TauTask) -> Rollout:
+        """The reference rollout of any definition of a task (scored against ours of its id unless the
+        caller embeds a definition in its meta)."""
+        return self._as_reference_rollout(task.id, self.reference_conversation_of(task))
+
+    def _as_reference_rollout(self, task_id: str, convo: ReferenceConversation) -> Rollout:
         acting = {PARTY_CALLS_KEY: [c.to_json() for c in convo.user_calls]} if convo.user_calls else {}
         meta = {"user_turns": list(convo.user_turns), **acting, "termination_reason": "user_stop", **self.provenance}
         return Rollout(self.dataset, task_id, "ground_truth", "reference",
@@ -263,6 +280,31 @@ class TauBenchmark(Benchmark):
         task = self.task(env.task_id)
         simulator = ModelUser(user, task, self.user_guidelines_path) if user is not None else ScriptedUser(task)
         return TauConversation(env, simulator, self.provenance)
+
+    # capability "health" (SPEC §3, :mod:`.health`) ----------------------------------------------------
+    @cached_property
+    def data_release(self) -> str:
+        """The data release this benchmark's tasks are (:func:`.health.release_label`)."""
+        return release_label(self.domain)
+
+    def health_releases(self) -> list[str]:
+        return [self.data_release]
+
+    def release_tasks(self, release: str) -> list[str]:
+        self._check_release(release)
+        return list(self.domain.tasks)
+
+    def release_of(self, rollout: Rollout) -> str | None:
+        """None for a rollout scored against the task definition it carries; else this release."""
+        return None if emb.KEY in rollout.meta else self.data_release
+
+    def task_health(self, task_id: str, release: str) -> list[Finding]:
+        self._check_release(release)
+        return probe_findings(TauProbe(self, self.domain.tasks[task_id], release))
+
+    def _check_release(self, release: str) -> None:
+        if release != self.data_release:
+            raise KeyError(f"{self.dataset} audits data release {self.data_release!r}, not {release!r}")
 
     @cached_property
     def user_guidelines_path(self) -> Path:
@@ -323,6 +365,15 @@ class TauSession:
             if key in rollout.meta and rollout.meta[key] != bench.domain.provenance[key]:
                 raise UnscorableRollout(f"rollout was made against {key} {str(rollout.meta[key])[:12]}, "
                                         f"this {bench.dataset} data has {bench.domain.provenance[key][:12]}")
+
+    @property
+    def live(self) -> LiveEnvironment:
+        """The rollout's live environment (its state after the calls executed so far)."""
+        return self._live
+
+    def finish(self) -> None:
+        """Apply what the conversation does after the agent's last action (telecom: the user's calls
+        after the last turn); :meth:`final_success` does it first."""
 
     def start_turn(self, turn: int) -> None:
         pass  # every tool is exposed in every turn; user facts follow the turn through self.facts

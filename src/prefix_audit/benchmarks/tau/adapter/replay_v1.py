@@ -24,7 +24,7 @@ from functools import cached_property
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Rollout
-from prefix_audit.replay.contract import Outcome, TaskIndex, ToolSpec, UnscorableRollout
+from prefix_audit.replay.contract import Benchmark, Outcome, TaskIndex, ToolSpec, UnscorableRollout
 
 from ..domain import v1
 from ..domain.data import TauData, TauTask
@@ -55,6 +55,12 @@ class TauV1Benchmark(TauBenchmark):
         self.tasks = TaskIndex(())
         # ``import tau --tau-v1-domain``: the domain of a v1 file whose tools do not tell it.
         self.domain_override = domain_override
+
+    # v1's tasks come with the rollouts, so there is no task list to audit: no capability "health".
+    health_releases = Benchmark.health_releases
+    release_tasks = Benchmark.release_tasks
+    task_health = Benchmark.task_health
+    release_of = Benchmark.release_of
 
     @property
     def provenance(self) -> dict[str, str]:

@@ -90,15 +90,12 @@ class TelecomBenchmark(TauBenchmark):
             names |= tools
         return sorted(names)
 
-    def reference_conversation(self, task_id: str) -> ReferenceConversation:
+    def reference_conversation_of(self, task: TauTask) -> ReferenceConversation:
         """The gold as a conversation with the offline user (:func:`~..generation.telecom.telecom_reference`),
-        built once per task on a fresh environment."""
-        if task_id not in self._reference:
-            task = self.task(task_id)
-            phone = phone_number(task)
-            lookups = (structured_call(LOOKUP, {"phone_number": phone}, f"lookup_{task.id}"),) if phone else ()
-            self._reference[task_id] = telecom_reference(task, lookups, TelecomLive(self.backend, task))
-        return self._reference[task_id]
+        on a fresh environment of the task (:meth:`reference_conversation` builds it once per task)."""
+        phone = phone_number(task)
+        lookups = (structured_call(LOOKUP, {"phone_number": phone}, f"lookup_{task.id}"),) if phone else ()
+        return telecom_reference(task, lookups, TelecomLive(self.backend, task))
 
     def open_session(self, rollout: Rollout) -> TelecomSession:
         return TelecomSession(self, self.rollout_task(rollout), rollout)
@@ -154,8 +151,11 @@ class TelecomSession(TauSession):
     def start_turn(self, turn: int) -> None:
         self._apply_user_calls(turn)
 
-    def final_success(self) -> int | None:
+    def finish(self) -> None:
         self._apply_user_calls(None)
+
+    def final_success(self) -> int | None:
+        self.finish()
         return super().final_success()
 
     def _inspect_evals_success(self) -> int:
