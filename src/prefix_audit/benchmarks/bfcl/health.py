@@ -10,9 +10,11 @@ Per entry of a pinned data release (:class:`BfclProbe`, run by
   reached twice written ``@path`` where it was first met, so a pointer into the tree — the file
   system's current directory — changes when it points elsewhere, not when the directory it points at
   changes); a *write* is a call that changes that tree, private attributes included (not a list of
-  method names); the ground truth without each write, with why BFCL's checker cannot tell (the write
-  changes only private attributes, or a later call of its turn makes the compared state the gold's
-  again; another call's equal result standing in for its result in the response check); whether the
+  method names); the ground truth without each write — unless the rest leaves the whole state tree as
+  the ground truth does (:meth:`BfclProbe.final_state`: a later call has the same effect, so the write
+  was superseded, not unchecked) — with why BFCL's checker cannot tell (the write changes only private
+  attributes, or a later call of its turn makes the compared state the gold's again; another call's
+  equal result standing in for its result in the response check); whether the
   whole ground truth leaves the public state — what BFCL's state check compares — as it was loaded;
 * ``answer_unreachable`` (:meth:`BfclProbe.own_findings`): a ground truth with more turns than the
   entry has questions (BFCL runs one turn per question and force-terminates a run whose turn count is
@@ -396,6 +398,15 @@ class BfclProbe:
                      f"{describe_changes(done.changes, done.after)})")
             out.append(Counterfactual(label, without_action(gold.rollout, action), self._why_unseen(done)))
         return out
+
+    def final_state(self, rollout: Rollout) -> dict[str, str]:
+        """The state tree (private attributes included) the rollout's calls leave on fresh instances."""
+        instances = self.benchmark.loader_of(self.entry).instantiate(self.entry)
+        methods = method_table(instances)
+        names = instance_names(methods, HEALTH_MODEL, self.entry.id)
+        for call in (c for turn in rollout.turns for step in turn for c in step.calls):
+            invoke(methods, call, names)
+        return state_tree(instances)
 
     def _why_unseen(self, removed: _Traced) -> str:
         """Why BFCL's checker may not see ``removed`` missing: what it changed that the state check

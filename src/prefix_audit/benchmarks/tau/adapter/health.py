@@ -13,7 +13,9 @@ version string for the package's own tasks, the folder name of a configured task
   the conversation (``user_stop``); in telecom the user makes no call either;
 * the required actions are the gold calls that write or hand off — tau2's tool type is neither read
   nor think (our own ``calculate`` aside), which takes in ``transfer_to_human_agents`` — of the agent
-  and (telecom) of the user, those the environment accepted, each left out once;
+  and (telecom) of the user, those the environment accepted, each left out once; a write whose removal
+  leaves the database and the hand-offs as the whole gold leaves them (a later gold call writes the same
+  record again) was superseded, not unchecked (:meth:`TauProbe.final_state`);
 * ``gold_no_effect``: the state the reward basis checks is the same before and after the gold — DB:
   tau2's hash of a fresh database equals that of its gold database (the gold actions run as its
   evaluator runs them; in telecom the provider's and the user's database both); ENV_ASSERTION: every
@@ -316,6 +318,14 @@ class TauProbe:
         return out
 
     # the checked state ------------------------------------------------------------------------------------
+    def final_state(self, rollout: Rollout) -> tuple[str, tuple[str, ...]]:
+        """What a trajectory leaves behind: tau2's hash of the database (telecom: the provider's and the
+        user's) and the hand-offs it made (a transfer changes no record, yet it is what the task asks)."""
+        live = self._final_environment(rollout)
+        hand_offs = tuple(c.render() for turn in rollout.turns for step in turn for c in step.calls
+                          if c.name == HAND_OFF)
+        return (live.db_fingerprint() if self.benchmark.user_acts else live.db_hash()), hand_offs
+
     def _final_environment(self, rollout: Rollout) -> Any:
         """The live environment after replaying ``rollout``'s calls in the replay's order."""
         session = self.benchmark.open_session(rollout)
