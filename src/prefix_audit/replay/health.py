@@ -14,7 +14,8 @@ found, and the evidence:
   predicate, why);
 * ``answer_unreachable``: the gold itself does not score 1;
 * ``gold_no_effect``: the probe's evidence that the gold leaves the checked state as it was;
-* ``passes_doing_nothing``: the idle trajectory scores 1;
+* ``passes_doing_nothing``: the idle trajectory scores 1 (a probe offers none where the task's own gold
+  is to make no call);
 * ``unchecked_required_action``: the gold (scoring 1) without one write or hand-off still scores 1.
 """
 
@@ -51,8 +52,10 @@ class HealthProbe(Protocol):
     def gold(self) -> Rollout:
         """The task's gold as a rollout on this release (what the reference block replays)."""
 
-    def idle(self) -> Counterfactual:
-        """An agent that makes no call (τ: answers once and the conversation ends)."""
+    def idle(self) -> Counterfactual | None:
+        """An agent that makes no call (τ: answers once and the conversation ends); None where the
+        task's own gold is to make none (declining is its correct answer, which the probe says in
+        its evidence), so that scoring 1 doing nothing is no defect."""
 
     def without_required(self, gold: EpisodeResult) -> Sequence[Counterfactual]:
         """The gold without each of its writes and hand-offs that the environment accepted, one at a time."""
@@ -119,7 +122,8 @@ def probe_findings(probe: HealthProbe) -> list[Finding]:
     effect = probe.gold_effect(gold)
     if effect is not None:
         found.append(Finding("gold_no_effect", effect))
-    idle = _still_passes(probe, probe.idle())
+    doing_nothing = probe.idle()
+    idle = _still_passes(probe, doing_nothing) if doing_nothing is not None else None
     if idle is not None:
         found.append(Finding("passes_doing_nothing", idle))
     if gold.Y == 1:
