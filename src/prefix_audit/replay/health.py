@@ -14,10 +14,11 @@ found, and the evidence:
   predicate, why);
 * ``answer_unreachable``: the gold itself does not score 1;
 * ``gold_no_effect``: the probe's evidence that the gold leaves the checked state as it was;
-* ``passes_doing_nothing``: the idle trajectory scores 1;
+* ``passes_doing_nothing``: the idle trajectory scores 1 — unless the gold itself makes no call (then
+  doing nothing is the task's own answer, not a way around it);
 * ``unchecked_required_action``: the gold (scoring 1) without one write or hand-off still scores 1 —
   unless the trajectory leaves everything as the gold does (``final_state``, where the probe has it:
-  the action was redundant, not unchecked).
+  the action was superseded by a later one, not unchecked).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class HealthProbe(Protocol):
 
     # Optional: ``final_state(rollout) -> Any`` — everything a trajectory leaves behind, what the reward
     # compares and what it does not (a comparable value). A gold action whose removal leaves it equal to
-    # the gold's was redundant (a later call has the same effect): not a required action the reward
+    # the gold's was superseded (a later call has the same effect): not a required action the reward
     # fails to check, so no finding.
 
 
@@ -126,7 +127,8 @@ def probe_findings(probe: HealthProbe) -> list[Finding]:
     effect = probe.gold_effect(gold)
     if effect is not None:
         found.append(Finding("gold_no_effect", effect))
-    idle = _still_passes(probe, probe.idle())
+    acts = any(v.action.call is not None for v in gold.verdicts)
+    idle = _still_passes(probe, probe.idle()) if acts else None
     if idle is not None:
         found.append(Finding("passes_doing_nothing", idle))
     if gold.Y == 1:
@@ -134,7 +136,7 @@ def probe_findings(probe: HealthProbe) -> list[Finding]:
         gold_state = final_state(gold.rollout) if final_state is not None else None
         for trajectory in probe.without_required(gold):
             if final_state is not None and final_state(trajectory.rollout) == gold_state:
-                continue  # redundant: the rest of the gold leaves everything as the whole gold does
+                continue  # superseded: the rest of the gold leaves everything as the whole gold does
             passes = _still_passes(probe, trajectory)
             if passes is not None:
                 found.append(Finding("unchecked_required_action", passes))

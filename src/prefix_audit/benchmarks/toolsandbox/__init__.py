@@ -3,8 +3,16 @@ our own generated scenarios (dataset ``toolsandbox``), and the adapter that scor
 runs from their recorded outcomes (dataset ``toolsandbox_recorded``, fed by :mod:`.importer`).
 
 Entry points: :class:`ToolSandboxBenchmark` (replay sessions, the mutation generator's facts,
-``agent_environment(task_id)``), :func:`list_task_ids` and :func:`sample_task_ids` (the seeded
-200-scenario sample), and :class:`RecordedToolSandboxBenchmark`.
+``agent_environment(task_id)``, benchmark health), :func:`list_task_ids` and :func:`sample_task_ids`
+(the seeded 200-scenario sample), and :class:`RecordedToolSandboxBenchmark`.
+
+:mod:`.world` — the databases, the frozen clock and seeded ids; :mod:`.tools` — the tools and their
+executor, with :mod:`.validation` (argument validators), :mod:`.utilities` (units, holidays, distances)
+and :mod:`.text` (fuzzy and word-overlap matching); :mod:`.evaluation` — milestones, minefields and
+similarity; :mod:`.scenarios` — the generated scenario set; :mod:`.sandbox` — one episode on the
+sandbox (live world, trajectory, evaluation); :mod:`.health` — benchmark health of the scenarios;
+:mod:`.adapter` — the replay adapter and the live environment; :mod:`.recorded` and :mod:`.importer`
+— real ToolSandbox runs scored from their recorded outcomes.
 """
 
 from __future__ import annotations

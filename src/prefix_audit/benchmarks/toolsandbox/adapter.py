@@ -1,5 +1,5 @@
-"""The native ToolSandbox adapter: replay sessions, the mutation generator's facts, and a live
-environment for agents, all over one :class:`Sandbox` per episode.
+"""The native ToolSandbox adapter: replay sessions, the mutation generator's facts, a live
+environment for agents and benchmark health, all over one :class:`~.sandbox.Sandbox` per episode.
 
 What the generic checker reads here:
 * schema: the scenario's allow list minus its deny list is exposed in every turn; arguments bind
@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.health import Finding
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.models.base import ToolSchema
 from prefix_audit.replay.contract import (
@@ -41,53 +42,17 @@ from prefix_audit.replay.contract import (
     UnscorableRollout,
     unreadable_call_observation,
 )
+from prefix_audit.replay.health import probe_findings
 
-from .evaluation import Evaluation, Position, evaluate
+from .evaluation import Evaluation
+from .health import ToolSandboxProbe
+from .sandbox import Sandbox
 from .scenarios import Scenario, all_scenarios
 from .scenarios import sample_task_ids as _sample
-from .tools import DELETERS, PRECONDITION_GUARDS, TOOLS, execute
-from .world import World, device_phone_numbers, starting_world
+from .tools import DELETERS, PRECONDITION_GUARDS, TOOLS
+from .world import device_phone_numbers, starting_world
 
 DATASET = "toolsandbox"
-
-
-def disallowed_tool_error(name: str | None, allowed: Sequence[str]) -> str:
-    return (f"KeyError: Agent tool call agent_facing_tool_name={name!r} is not a known allowed tool. "
-            f"Options are available_tool_names={sorted(allowed)}")
-
-
-class Sandbox:
-    """One episode of a scenario: the live world, the executed trajectory and its evaluation."""
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
-        self.start: World = starting_world(scenario.settings, scenario.id)
-        self.world = self.start
-        self.trajectory: list[Position] = []
-        self.aborted: str | None = None
-        self.deleted: set[str] = set()
-        self.exposed = {name: TOOLS[name] for name in scenario.allowed if name in scenario.exposed}
-
-    def execute(self, call: ToolCall) -> Outcome:
-        tool = self.exposed.get(call.name or "")
-        if tool is None:
-            error = disallowed_tool_error(call.name, list(self.exposed))
-            self.aborted = self.aborted or error
-            self.trajectory.append(Position(call.name, dict(call.kwargs), False, self.world))
-            return Outcome(False, error=error)
-        executed = execute(self.world, tool, call)
-        if executed.outcome.accepted and executed.world is not self.world:
-            self.deleted |= self.world.ids() - executed.world.ids()
-        self.world = executed.world
-        self.trajectory.append(Position(call.name, executed.arguments, executed.outcome.accepted, executed.world))
-        return executed.outcome
-
-    def is_stale(self, value: Any) -> bool:
-        return value in self.deleted and value not in self.world.ids()
-
-    def evaluation(self) -> Evaluation:
-        s = self.scenario
-        return evaluate(s.milestones, s.minefields, self.start, self.trajectory, self.aborted)
 
 
 def task_facts(scenario: Scenario) -> TaskFacts:
@@ -179,8 +144,9 @@ class ToolSandboxBenchmark(Benchmark):
 
     dataset = DATASET
 
-    def __init__(self, task_ids: Sequence[str] | None = None) -> None:
-        self._scenarios = all_scenarios()
+    def __init__(self, task_ids: Sequence[str] | None = None, scenarios: Mapping[str, Scenario] | None = None) -> None:
+        self._generated = scenarios is None
+        self._scenarios = dict(scenarios) if scenarios is not None else all_scenarios()
         self.tasks = TaskIndex(task_ids if task_ids is not None else list(self._scenarios))
         unknown = [t for t in self.tasks if t not in self._scenarios]
         if unknown:
@@ -241,7 +207,29 @@ class ToolSandboxBenchmark(Benchmark):
     def scenario_set_sha256(self) -> str:
         from .scenarios import scenario_set_sha256
 
-        return scenario_set_sha256()
+        return scenario_set_sha256(None if self._generated else self._scenarios.values())
+
+    # capability "health": the scenario set is the one data release ------------------------------
+    def health_releases(self) -> list[str]:
+        """One label, ``scenarios-`` and the first 12 hex digits of the scenario set's SHA-256."""
+        return [f"scenarios-{self.scenario_set_sha256[:12]}"]
+
+    def release_tasks(self, release: str) -> list[str]:
+        self._release(release)
+        return list(self.tasks)
+
+    def release_of(self, rollout: Rollout) -> str | None:
+        return self.health_releases()[0]
+
+    def task_health(self, task_id: str, release: str) -> list[Finding]:
+        self._release(release)
+        if task_id not in self.tasks:
+            raise KeyError(f"{task_id!r} is no scenario of ToolSandbox release {release}")
+        return probe_findings(ToolSandboxProbe(self, self.scenario(task_id)))
+
+    def _release(self, release: str) -> None:
+        if release not in self.health_releases():
+            raise KeyError(f"ToolSandbox has no release {release!r} (this scenario set is {self.health_releases()[0]})")
 
 
 def list_task_ids() -> list[str]:

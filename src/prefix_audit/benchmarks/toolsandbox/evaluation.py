@@ -20,7 +20,9 @@ As in ToolSandbox:
 
 The similarity is 0 when a minefield was hit or the scenario aborted, the milestone similarity
 otherwise. Y = 1 iff every milestone matched with similarity exactly 1, in order, no minefield was
-hit and nothing aborted. Per-field similarities are 0/1 except free text, scored with a
+hit and nothing aborted. The detail names each milestone short of similarity 1 in the best in-order
+matching: the similarity it got there and at which executed call, or, unmatched, the best any call
+reaches. Per-field similarities are 0/1 except free text, scored with a
 longest-common-word-subsequence F-measure (a ROUGE-L stand-in) that is 1 only for equal words.
 ToolSandbox's milestone DAGs and custom similarity functions are not modelled: milestones form a
 chain.
@@ -135,10 +137,12 @@ class Evaluation:
     milestones: int
     minefield: str | None
     aborted: str | None
+    shortfalls: tuple[str, ...] = ()  # each milestone short of similarity 1 in the best in-order matching
 
     def detail(self) -> str:
         parts = [f"milestones {self.matched}/{self.milestones} matched in order",
-                 f"milestone similarity {self.milestone_similarity:.4f}", f"similarity {self.similarity:.4f}"]
+                 f"milestone similarity {self.milestone_similarity:.4f}", f"similarity {self.similarity:.4f}",
+                 *self.shortfalls]
         if self.minefield:
             parts.append(f"minefield hit: {self.minefield}")
         if self.aborted:
@@ -162,10 +166,9 @@ def _milestone_similarity(target: Target, position: Position, start: World, guar
     return target.similarity(position.world)
 
 
-def _best_chain(similarity: list[list[float]]) -> tuple[float, int]:
-    """Max summed similarity of milestones matched to strictly increasing positions (a milestone
-    may stay unmatched at 0), and how many milestones are matched with similarity 1 in that best
-    assignment."""
+def _chain_table(similarity: list[list[float]]) -> list[list[tuple[float, int]]]:
+    """``best[i][p]``: (summed similarity, exact matches) of the best in-order matching of the first
+    ``i`` milestones to positions before ``p`` (a milestone may stay unmatched at 0)."""
     m, n = len(similarity), len(similarity[0]) if similarity else 0
     # best[i][p]: (sum, exact matches) for the first i milestones using positions < p
     best = [[(0.0, 0)] * (n + 1)] + [[(0.0, 0)] * (n + 1) for _ in range(m)]
@@ -174,7 +177,53 @@ def _best_chain(similarity: list[list[float]]) -> tuple[float, int]:
             s = similarity[i - 1][p - 1]
             take = (best[i - 1][p - 1][0] + s, best[i - 1][p - 1][1] + (s == 1.0))
             best[i][p] = max(best[i][p - 1], best[i - 1][p], take)
-    return best[m][n]
+    return best
+
+
+def _best_chain(similarity: list[list[float]]) -> tuple[float, int]:
+    """Max summed similarity of milestones matched to strictly increasing positions (a milestone
+    may stay unmatched at 0), and how many milestones are matched with similarity 1 in that best
+    assignment."""
+    return _chain_table(similarity)[-1][-1]
+
+
+def _assignment(similarity: list[list[float]]) -> list[int | None]:
+    """Per milestone, the position the best in-order matching gives it (None: left unmatched)."""
+    best = _chain_table(similarity)
+    i, p = len(similarity), len(best[0]) - 1
+    out: list[int | None] = [None] * i
+    while i > 0 and p > 0:
+        if best[i][p] == best[i][p - 1]:
+            p -= 1
+        elif best[i][p] == best[i - 1][p]:
+            i -= 1
+        else:
+            out[i - 1] = p - 1
+            i, p = i - 1, p - 1
+    return out
+
+
+def _shortfalls(milestones: Sequence[Target], similarity: list[list[float]],
+                trajectory: Sequence[Position]) -> tuple[str, ...]:
+    """Each milestone below 1 in the best in-order matching, said with its similarity and call (1-based
+    over the executed calls), or — unmatched — the best similarity any call reaches, out of order."""
+    out = []
+    for k, (target, at) in enumerate(zip(milestones, _assignment(similarity), strict=True)):
+        row = similarity[k]
+        if at is not None and row[at] == 1.0:
+            continue
+        kind = "tool trace" if isinstance(target, TraceTarget) else "database state"
+        head = f"milestone {k + 1} of {len(milestones)} ({kind}: {target.describe()})"
+        if at is not None:
+            out.append(f"{head}: best {row[at]:.4f} at call {at + 1} ({trajectory[at].tool})")
+            continue
+        top = max(range(len(row)), key=row.__getitem__, default=None)
+        if top is None or row[top] == 0.0:
+            out.append(f"{head}: unmatched, no call reaches it")
+        else:
+            out.append(f"{head}: unmatched, best {row[top]:.4f} at call {top + 1} ({trajectory[top].tool}) "
+                       f"out of order")
+    return tuple(out)
 
 
 def evaluate(milestones: Sequence[Target], minefields: Sequence[Target], start: World,
@@ -182,6 +231,7 @@ def evaluate(milestones: Sequence[Target], minefields: Sequence[Target], start: 
     guarded = [t for t in TABLES if not any(isinstance(m, StateTarget) and m.table == t for m in milestones)]
     table = [[_milestone_similarity(m, pos, start, guarded) for pos in trajectory] for m in milestones]
     total, matched = _best_chain(table) if milestones else (0.0, 0)
+    shortfalls = _shortfalls(milestones, table, trajectory) if matched < len(milestones) else ()
     milestone_similarity = total / len(milestones) if milestones else 1.0
     hit = None
     for mine in minefields:
@@ -194,4 +244,4 @@ def evaluate(milestones: Sequence[Target], minefields: Sequence[Target], start: 
             break
     success = matched == len(milestones) and hit is None and aborted is None
     similarity = 0.0 if hit or aborted else milestone_similarity
-    return Evaluation(success, similarity, milestone_similarity, matched, len(milestones), hit, aborted)
+    return Evaluation(success, similarity, milestone_similarity, matched, len(milestones), hit, aborted, shortfalls)

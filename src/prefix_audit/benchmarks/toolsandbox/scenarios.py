@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -432,14 +432,23 @@ def all_scenarios() -> dict[str, Scenario]:
     return {s.id: s for s in _all()}
 
 
-def scenario_set_sha256() -> str:
-    """A digest of the whole scenario set (provenance for task lists)."""
+def scenario_set_sha256(scenarios: Iterable[Scenario] | None = None) -> str:
+    """A digest of a scenario set, by default the whole generated one (provenance for task lists)."""
+    return _generated_sha256() if scenarios is None else _sha256(scenarios)
+
+
+@lru_cache(maxsize=1)
+def _generated_sha256() -> str:
+    return _sha256(_all())
+
+
+def _sha256(scenarios: Iterable[Scenario]) -> str:
     def default(obj: Any) -> Any:
         if isinstance(obj, ToolCall):
             return {"name": obj.name, "arguments": obj.kwargs}
         return repr(obj)
 
-    fields = [{f: getattr(s, f) for f in s.__dataclass_fields__} for s in _all()]
+    fields = [{f: getattr(s, f) for f in s.__dataclass_fields__} for s in scenarios]
     return hashlib.sha256(json.dumps(fields, default=default, sort_keys=True).encode()).hexdigest()
 
 
