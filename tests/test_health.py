@@ -255,9 +255,9 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, tmp_path):
         ("multi_turn_base_10", "2025.9.29", False), ("multi_turn_base_4", "2025.9.29", False),
         ("multi_turn_base_9", "2025.9.29", True)]
     assert episodes.filter(pl.col("task_id") == "multi_turn_base_10")["task_health"].to_list() == [
-        ["answer_unreachable", "unchecked_required_action", "changed_between_releases"]]
+        ["answer_unreachable", "changed_between_releases"]]
     g1 = (out / "tables" / "table_G1.md").read_text()
-    assert "| bfcl_v3 | m | imported | 3 | 2 of 3 (answer_unreachable 2, unchecked_required_action 1) |" in g1
+    assert "| bfcl_v3 | m | imported | 3 | 2 of 3 (answer_unreachable 2) |" in g1
     assert "Unsound tasks: those benchmark health found a defect in" in (out / "tables" / "table_G1.tex").read_text()
     health = (out / "tables" / "table_task_health.md").read_text()
     assert "| bfcl_v3 | 2025.9.29 | answer_unreachable | defect | 2 of 3 | 2 | multi_turn_base_4, multi_turn_base_10 |" \
@@ -269,8 +269,8 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, tmp_path):
     left = tmp_path / "left"
     assert main(["audit", str(log), "-o", str(left), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",
                  "--resources", str(RESOURCES), "--workers", "1", "--exclude-unsound"]) == 0
-    assert ("| bfcl_v3 | m | imported | 1 | left out 2 of 3 (answer_unreachable 2, unchecked_required_action 1) |"
-            in (left / "tables" / "table_G1.md").read_text())
+    assert "| bfcl_v3 | m | imported | 1 | left out 2 of 3 (answer_unreachable 2) |" in \
+        (left / "tables" / "table_G1.md").read_text()
     assert pl.read_parquet(left / "fed" / "episodes.parquet").height == 3  # the FED table keeps every episode
 
     site = tmp_path / "site"
@@ -285,5 +285,5 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, tmp_path):
     assert rollout.count('class="user-request"') == len(bfcl.entry("multi_turn_base_10").question)
     assert "Hey, can you set up a new directory named" in rollout
     page = (site / "health.html").read_text()
-    assert f'id="{anchor}"' in page and "unchecked_required_action" in page
+    assert f'id="{anchor}"' in page and "the same text but 1 character changed" in page
     assert '<svg class="pec"' in (site / "index.html").read_text()

@@ -140,19 +140,36 @@ def _touch_then_echo(release: str) -> Entry:
                   _files(**{"a.txt": "x"}), release=release)
 
 
-def test_unchecked_required_action_where_a_later_call_makes_the_same_change(made):
-    """2025.9.29's echo creates a missing file (2026.3.23's refuses): there the touch before it is
-    not needed, and BFCL's checker cannot tell — its response check finds the touch's result (None)
-    in mkdir's."""
+def test_a_write_a_later_call_makes_again_is_superseded_not_unchecked(made):
+    """2025.9.29's echo creates a missing file (2026.3.23's refuses): there the touch before it is not
+    needed — the ground truth without it leaves every attribute as the whole ground truth does
+    (BfclProbe.final_state) — so BFCL's checker passing it says nothing against the task."""
     bench = made([_touch_then_echo(NEW)], [_touch_then_echo(OLD)])
-    (evidence,) = _found(bench, _touch_then_echo(OLD), "unchecked_required_action")
-    assert evidence.startswith("the ground truth without turn 2, action 2: touch(file_name='notes.txt') (a write: "
-                               "GorillaFileSystem.root.contents['notes.txt'] added")
-    assert "_current_dir" not in evidence  # the directory's contents changed, it did not move
-    assert ("without it, turn 2, action 3: echo(content='hello', file_name='notes.txt') makes "
-            "GorillaFileSystem.root.contents['notes.txt'] added (.name='notes.txt', .content='hello')") in evidence
-    assert "its result 'None' is also the result of turn 1, action 1: mkdir(dir_name='d')" in evidence
+    probe = BfclProbe(bench, _touch_then_echo(OLD))
+    gold = replay(probe.gold(), bench)
+    (touch,) = [c for c in probe.without_required(gold) if "touch(" in c.label]
+    assert replay(touch.rollout, bench).Y == 1 and probe.final_state(touch.rollout) == probe.final_state(gold.rollout)
+    assert "without it, turn 2, action 3: echo(content='hello', file_name='notes.txt') makes " in touch.cause
+    assert not _found(bench, _touch_then_echo(OLD), "unchecked_required_action")
     assert not _found(bench, _touch_then_echo(NEW), "unchecked_required_action")
+
+
+def test_unchecked_required_action_where_the_write_changes_only_private_attributes(made):
+    """A round trip through a folder: without the last ``cd`` the file system ends in another current
+    directory (a private attribute BFCL's state check does not compare), and the result it would have
+    given is already among the earlier results (BFCL's response check compares all results so far)."""
+    config = {"GorillaFileSystem": {"root": {"alex": {"type": "directory", "contents": {
+        "d": {"type": "directory", "contents": {}}}}}}}
+    round_trip = _entry("health_cd_1", ["go into d", "go up and back into d"],
+                        [["cd(folder='d')"], ["cd(folder='..')", "cd(folder='d')"]], config)
+    one_way = _entry("health_cd_2", ["go into d", "list it"], [["cd(folder='d')"], ["ls()"]], config)
+    bench = made([round_trip, one_way])
+    (evidence,) = _found(bench, round_trip, "unchecked_required_action")
+    assert evidence.startswith("the ground truth without turn 2, action 3: cd(folder='d') (a write: "
+                               "GorillaFileSystem._current_dir")
+    assert "it changes only private attributes, which BFCL's state check does not compare" in evidence
+    assert "its result '{\"current_working_directory\": \"d\"}' is also the result of turn 1, action 1" in evidence
+    assert not _found(bench, one_way, "unchecked_required_action")
 
 
 def test_answer_unreachable_when_the_gold_reorders_what_the_environment_returned(made):
@@ -349,12 +366,8 @@ def test_every_entry_of_both_releases(both):
         with_code = lambda code: {t for t, fs in by_task.items() if any(f.code == code for f in fs)}  # noqa: E731
         assert with_code("answer_unreachable") == UNREACHABLE[release]
         assert not with_code("passes_doing_nothing")
-        unneeded = [f.evidence for fs in by_task.values() for f in fs if f.code == "unchecked_required_action"]
-        if release == OLD:  # a touch the echo after it makes unneeded, in 12 entries
-            assert len(unneeded) == 20 and all("touch(" in e and "makes GorillaFileSystem.root" in e
-                                               and "_current_dir" not in e for e in unneeded)
-        else:
-            assert not unneeded
+        # 2025.9.29's 20 touches in 12 entries that an echo after them makes again are superseded, not unchecked
+        assert not with_code("unchecked_required_action")
         changed = with_code("changed_between_releases")
         assert len(changed) == 447  # 392 entries whose data differ, 55 whose calls' results differ
         assert all((f.evidence.count(OLD if release == NEW else NEW) > 0)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections import Counter
 
 import pytest
@@ -170,12 +169,17 @@ def test_unjudged_nl_assertions_withhold_the_claims(constructed_retail, tmp_path
     assert "the NL assertions as the configured judge decides them (not tau2's)" in idle
 
 
-def test_a_write_undone_or_repeated_is_unchecked(constructed_retail):
-    found = [f.evidence for f in _health(constructed_retail, "double") if f.code == "unchecked_required_action"]
-    assert len(found) == 2
-    first, second = sorted(found, key=lambda e: int(re.search(r"action (\d+)", e).group(1)))
-    assert first.endswith("reward basis DB, COMMUNICATE: without the write the database still ends with the gold's hash")
-    assert second.endswith("reward basis DB, COMMUNICATE: the write leaves the DB hash unchanged")
+def test_a_write_repeated_is_superseded_not_unchecked(constructed_retail):
+    """The same address change twice: either alone leaves the database (and the hand-offs) as the whole gold
+    leaves them, so neither is a required action the reward fails to check (TauProbe.final_state)."""
+    bench = constructed_retail
+    probe = _probe(bench, "double")
+    gold = replay(probe.gold(), bench)
+    repeated = [c for c in probe.without_required(gold) if "modify_user_address" in c.label]
+    assert len(repeated) == 2
+    assert all(replay(c.rollout, bench).Y == 1 and probe.final_state(c.rollout) == probe.final_state(gold.rollout)
+               for c in repeated)
+    assert not [f for f in _health(bench, "double") if f.code == "unchecked_required_action"]
 
 
 def test_changes_between_releases(constructed_retail, tau):
@@ -234,11 +238,16 @@ def test_telecom_health_of_every_base_task(telecom):
     release = telecom.health_releases()[0]
     found = {t: telecom.task_health(t, release) for t in telecom.release_tasks(release)}
     per_task = Counter(c for f in found.values() for c in {x.code for x in f})
-    assert per_task == {"unchecked_required_action": 5, "gold_no_effect": 20}
-    unchecked = [x.evidence for f in found.values() for x in f if x.code == "unchecked_required_action"]
-    assert len(unchecked) == 7 and all("the gold without the user's call reboot_device()" in e or
-                                       "the gold without turn" in e for e in unchecked)
-    assert all("reward basis ENV_ASSERTION" in e and "env assertions hold without" in e for e in unchecked)
+    assert per_task == {"gold_no_effect": 20}
+    # Seven of the user's reboot_device calls (in five tasks) can go and the task still scores 1, but the
+    # phone and the provider's records then end as the whole gold leaves them: superseded, not unchecked.
+    passing = []
+    for task_id in found:
+        probe = _probe(telecom, task_id)
+        gold = replay(probe.gold(), telecom)
+        passing += [(probe.final_state(c.rollout) == probe.final_state(gold.rollout), c.label)
+                    for c in probe.without_required(gold) if replay(c.rollout, telecom).Y == 1]
+    assert len(passing) == 7 and all(same and "the user's call reboot_device()" in label for same, label in passing)
     # The 20 tasks whose gold changes no checked state are told apart by their ACTION check.
     no_effect = [x.evidence for f in found.values() for x in f if x.code == "gold_no_effect"]
     assert all(e.startswith("reward basis ENV_ASSERTION, ACTION: ENV_ASSERTION: the same") and
@@ -377,9 +386,12 @@ def test_packaged_airline_and_retail(tau):
     assert all(any(x.code == "gold_no_effect" for x in f) for f in found.values()
                if any(x.code == "passes_doing_nothing" for x in f))
     found, tasks, findings = _domain_counts(tau["tau_retail"])
-    assert tasks == {"gold_fails": 18, "passes_doing_nothing": 7, "unchecked_required_action": 6,
+    assert tasks == {"gold_fails": 18, "passes_doing_nothing": 7, "unchecked_required_action": 4,
                      "gold_not_prefix_executable": 47, "gold_no_effect": 11}
-    assert findings["gold_fails"] == 23 and findings["unchecked_required_action"] == 6
+    assert findings["gold_fails"] == 23 and findings["unchecked_required_action"] == 4
+    # Each an unchecked hand-off (the writes whose removal still scores 1 are superseded by later ones).
+    assert all("transfer_to_human_agents" in x.evidence for f in found.values() for x in f
+               if x.code == "unchecked_required_action")
 
 
 @pytest.mark.slow
@@ -388,7 +400,7 @@ def test_tau3_airline_and_retail(tau3):
     assert tasks == {"passes_doing_nothing": 23, "unchecked_required_action": 1, "gold_not_prefix_executable": 11,
                      "gold_no_effect": 24, "changed_between_releases": 29}
     found, tasks, findings = _domain_counts(tau3["tau_retail"])
-    assert tasks == {"gold_fails": 16, "passes_doing_nothing": 6, "unchecked_required_action": 5,
+    assert tasks == {"gold_fails": 16, "passes_doing_nothing": 6, "unchecked_required_action": 4,
                      "gold_not_prefix_executable": 47, "gold_no_effect": 11, "changed_between_releases": 114}
     assert findings["gold_fails"] == 21
     # No claim on a task whose NL assertions no judge decided.

@@ -151,27 +151,30 @@ def test_passes_doing_nothing_when_nothing_is_required():
     assert "passes_doing_nothing" not in codes(health(SEND)["send"])
 
 
-def test_declining_without_a_call_is_no_defect_but_declining_after_a_look_up_unchecked_is(bench):
+def test_a_scenario_scored_by_minefields_alone_is_passed_by_doing_nothing(bench):
     mine = [TraceTarget("send_message_with_phone_number")]
     outright = scenario("outright", [[]], [], minefields=mine, categories=(INSUFFICIENT,), reply=SORRY,
                         extra=("send_message_with_phone_number",))
     looks_first = scenario("looks_first", [[call("search_contacts", name="Xavier Quinn")]], [], minefields=mine,
                            categories=(INSUFFICIENT,), reply=SORRY, extra=("send_message_with_phone_number",))
-    found = health(outright, looks_first)
-    # the reference itself makes no call: doing nothing is the scenario's own answer (the shared checks skip it)
-    assert codes(found["outright"]) == {"gold_no_effect"}
-    assert "scores 1 by design (not passes_doing_nothing)" in only(found["outright"], "gold_no_effect").evidence
+    guarded = scenario("guarded", [[call("search_contacts", name="Xavier Quinn")]],
+                       [TraceTarget("search_contacts", (("name", exact("Xavier Quinn")),))], minefields=mine,
+                       categories=(INSUFFICIENT,), reply=SORRY, extra=("send_message_with_phone_number",))
+    found = health(outright, looks_first, guarded)
+    # the reference declines outright: a refusal task, which cannot tell a considered refusal from an ignored request
+    assert codes(found["outright"]) == {"gold_no_effect", "passes_doing_nothing"}
+    assert only(found["outright"], "passes_doing_nothing").evidence.endswith(
+        "the reference declines without a call too, so the scenario cannot tell its refusal from an agent that "
+        "ignores the request")
     # the reference looks the person up before it declines; an agent that never looks scores 1 all the same
-    evidence = only(found["looks_first"], "passes_doing_nothing").evidence
-    assert evidence.endswith("it has no milestone: it is scored by its minefields alone, which an agent that calls "
-                             "no tool cannot hit; what the reference does first (search_contacts) is checked by nothing")
-    # The generated insufficient-information scenarios: those that decline outright are sound, those that look
-    # something up first are passed by doing nothing (the same class as τ's refusal tasks).
+    assert only(found["looks_first"], "passes_doing_nothing").evidence.endswith(
+        "it has no milestone: it is scored by its minefields alone, which an agent that calls no tool cannot hit; "
+        "what the reference does first (search_contacts) is checked by nothing")
+    assert "passes_doing_nothing" not in codes(found["guarded"])  # a milestone asks for the look-up
     release = bench.health_releases()[0]
-    for task_id, sound in (("remove_contact_no_search_01_all_tools", True), ("message_unknown_person_01", False),
-                           ("holiday_wifi_locked_01", False)):
+    for task_id in ("remove_contact_no_search_01_all_tools", "message_unknown_person_01", "holiday_wifi_locked_01"):
         assert replay(bench.reference_rollout(task_id), bench).Y == 1
-        assert is_sound(codes(bench.task_health(task_id, release))) is sound, task_id
+        assert "passes_doing_nothing" in codes(bench.task_health(task_id, release)), task_id
 
 
 def test_unchecked_required_action_when_no_milestone_sees_a_write():
@@ -223,9 +226,8 @@ def test_the_whole_scenario_set(bench):
     # up before they decline, which an agent that never calls a tool passes.
     assert {f.code for fs in found.values() for f in fs} == {"gold_no_effect", "passes_doing_nothing"}
     idle = [t for t, fs in found.items() if "passes_doing_nothing" in codes(fs)]
-    assert len(idle) == 16
-    assert all(bench.scenario(t).insufficient_information and not bench.scenario(t).milestones
-               and ToolSandboxProbe(bench, bench.scenario(t)).calls for t in idle)
+    assert len(idle) == 22
+    assert all(bench.scenario(t).insufficient_information and not bench.scenario(t).milestones for t in idle)
     # Writes found by execution agree with the tools the sandbox runs on a scratch copy.
     for task_id in found:
         probe = ToolSandboxProbe(bench, bench.scenario(task_id))

@@ -14,8 +14,8 @@ found, and the evidence:
   predicate, why);
 * ``answer_unreachable``: the gold itself does not score 1;
 * ``gold_no_effect``: the probe's evidence that the gold leaves the checked state as it was;
-* ``passes_doing_nothing``: the idle trajectory scores 1 — unless the gold itself makes no call (then
-  doing nothing is the task's own answer, not a way around it);
+* ``passes_doing_nothing``: the idle trajectory scores 1 — also where the gold itself makes no call
+  (a refusal task): the reward then cannot tell a considered refusal from an ignored request;
 * ``unchecked_required_action``: the gold (scoring 1) without one write or hand-off still scores 1 —
   unless the trajectory leaves everything as the gold does (``final_state``, where the probe has it:
   the action was superseded by a later one, not unchecked).
@@ -127,8 +127,7 @@ def probe_findings(probe: HealthProbe) -> list[Finding]:
     effect = probe.gold_effect(gold)
     if effect is not None:
         found.append(Finding("gold_no_effect", effect))
-    acts = any(v.action.call is not None for v in gold.verdicts)
-    idle = _still_passes(probe, probe.idle()) if acts else None
+    idle = _still_passes(probe, probe.idle())
     if idle is not None:
         found.append(Finding("passes_doing_nothing", idle))
     if gold.Y == 1:

@@ -14,11 +14,10 @@ Per scenario (:class:`ToolSandboxProbe`, run by :func:`prefix_audit.replay.healt
 * ``gold_no_effect``: no reference call is a write, so the state history is the start throughout;
   the evidence says what the scenario is scored on instead (its tool-trace milestones, or its
   minefields alone);
-* the idle agent answers each user turn with a reply and no call. Where the reference itself makes
-  no call (an insufficient-information scenario that declines outright), the shared checks skip it:
-  doing nothing is the scenario's own answer. A reference that looks something up before it declines
-  is not doing nothing: an idle agent that scores 1 there skips what the reference checks, and the
-  scenario cannot tell (``passes_doing_nothing``), as in τ's refusal tasks;
+* the idle agent answers each user turn with a reply and no call. An insufficient-information scenario
+  scored by minefields alone passes it: whether its reference declines outright or looks something up
+  first, the scenario cannot tell a considered refusal from an ignored request (``passes_doing_nothing``,
+  the class of τ's refusal tasks; the evidence says which);
 * the required actions are the writes, each left out once.
 """
 
@@ -109,6 +108,9 @@ class ToolSandboxProbe:
                  "cannot hit" if not s.milestones else "its milestones hold without a call")
         if self.calls:
             cause += f"; what the reference does first ({_listed([c.name or '?' for c in self.calls])}) is checked by nothing"
+        elif s.reference_reply is not None:
+            cause += ("; the reference declines without a call too, so the scenario cannot tell its refusal from an "
+                      "agent that ignores the request")
         return Counterfactual(f"an agent that answers each of the {turns} user turn(s) with a reply and no call",
                               rollout, cause)
 
@@ -159,8 +161,7 @@ class ToolSandboxProbe:
                 f"never: {_listed(mines)})" if mines else
                 "it has none either: any trajectory that does not abort scores 1)")
         if not self.calls and s.reference_reply is not None:
-            how += (f"; its reference declines without a call ({s.reference_reply!r}): an agent that does the same "
-                    f"scores 1 by design (not passes_doing_nothing)")
+            how += f"; its reference declines without a call ({s.reference_reply!r})"
         return f"{head}; {how}"
 
     def confirm(self, trajectory: Counterfactual, episode: EpisodeResult) -> str | None:
