@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import RESOURCES
+from test_view import browser  # noqa: F401  (the real browser of the site's tests)
 
 from prefix_audit.cli import main
 from prefix_audit.core.health import CODES, DEFECT, Finding, is_sound
@@ -236,20 +237,31 @@ def test_the_health_table_counts_tasks_per_code_with_examples_in_natural_order()
         ("check failed", "1 of 13", 0, "t_13")]
 
 
-@pytest.mark.slow
-def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, tmp_path):
-    """A BFCL result file scored on the v3-era data: the health of its three tasks on that release, each
-    episode marked, G.1 saying how many tasks are unsound (or left out), and the browser marking the
-    rollouts of unsound tasks, in natural task order, each turn opening with the user's request."""
+@pytest.fixture(scope="module")
+def health_audit(bfcl, tmp_path_factory):
+    """A BFCL result file scored on the v3-era data, audited (with its tasks' health) and viewed."""
     import bfcl_logs
 
-    from prefix_audit.reports.view import health_anchor, view_results
+    from prefix_audit.reports.view import view_results
 
+    tmp_path = tmp_path_factory.mktemp("health-audit")
     log = bfcl_logs.write_result_file(tmp_path / "BFCL_v3_multi_turn_base_result.json", [
         bfcl_logs.gold_entry(bfcl, t) for t in ("multi_turn_base_10", "multi_turn_base_4", "multi_turn_base_9")])
     out = tmp_path / "audit"
     assert main(["audit", str(log), "-o", str(out), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",
                  "--resources", str(RESOURCES), "--workers", "1"]) == 0
+    view_results(out, tmp_path / "site")
+    return log, out, tmp_path / "site"
+
+
+@pytest.mark.slow
+def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, health_audit, tmp_path):
+    """The health of the file's three tasks on that release, each episode marked, G.1 saying how many tasks
+    are unsound (or left out), and the browser marking the rollouts of unsound tasks, in natural task order,
+    each turn opening with the user's request."""
+    from prefix_audit.reports.view import health_anchor
+
+    log, out, site = health_audit
     episodes = pl.read_parquet(out / "fed" / "episodes.parquet")
     assert episodes.select("task_id", "release", "task_sound").sort("task_id").rows() == [
         ("multi_turn_base_10", "2025.9.29", False), ("multi_turn_base_4", "2025.9.29", False),
@@ -273,8 +285,6 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, tmp_path):
         (left / "tables" / "table_G1.md").read_text()
     assert pl.read_parquet(left / "fed" / "episodes.parquet").height == 3  # the FED table keeps every episode
 
-    site = tmp_path / "site"
-    view_results(out, site)
     block = (site / "blocks" / "bfcl_v3" / "m" / "imported" / "index.html").read_text()
     order = [block.index(f">multi_turn_base_{n}</a>") for n in (4, 9, 10)]
     assert order == sorted(order)  # natural order: 9 before 10
@@ -287,3 +297,30 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, tmp_path):
     page = (site / "health.html").read_text()
     assert f'id="{anchor}"' in page and "the same text but 1 character changed" in page
     assert '<svg class="pec"' in (site / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_in_a_browser_unsound_tasks_filter_sort_in_natural_order_and_lead_to_their_findings(health_audit, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    _, _, site = health_audit
+    browser.get((site / "blocks" / "bfcl_v3" / "m" / "imported" / "index.html").as_uri())
+    rows = browser.find_elements(By.CSS_SELECTOR, "#rollouts tbody tr")
+    Select(browser.find_element(By.ID, "filter-health")).select_by_value("unsound")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows if r.is_displayed()] == [
+        "multi_turn_base_4", "multi_turn_base_10"]
+    Select(browser.find_element(By.ID, "filter-health")).select_by_value("")
+    task_header = browser.find_element(By.CSS_SELECTOR, "#rollouts th:nth-child(2)")
+    task_header.click()
+    task_header.click()  # descending, then ascending again: the order of the numbers in the names
+    task_header.click()
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text
+            for r in browser.find_elements(By.CSS_SELECTOR, "#rollouts tbody tr")] == [
+        "multi_turn_base_4", "multi_turn_base_9", "multi_turn_base_10"]
+    next(r for r in browser.find_elements(By.CSS_SELECTOR, "#rollouts tbody tr")
+         if r.find_elements(By.TAG_NAME, "td")[1].text == "multi_turn_base_10") \
+        .find_element(By.CSS_SELECTOR, "a.badge.unsound").click()
+    assert "health.html#task-" in browser.current_url
+    target = browser.find_element(By.ID, browser.current_url.rsplit("#", 1)[1])
+    assert "multi_turn_base_10" in target.text and "answer_unreachable" in target.text

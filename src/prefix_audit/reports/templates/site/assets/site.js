@@ -16,7 +16,8 @@
     var rows = Array.prototype.slice.call(body.rows);
     rows.sort(function (a, b) {
       var x = cellValue(a, index, numeric), y = cellValue(b, index, numeric);
-      var order = x < y ? -1 : x > y ? 1 : 0;
+      // Text in natural order: the numbers inside names by value (multi_turn_base_9 before multi_turn_base_10).
+      var order = numeric ? (x < y ? -1 : x > y ? 1 : 0) : x.localeCompare(y, "en", {numeric: true});
       return ascending ? order : -order;
     });
     rows.forEach(function (row) { body.appendChild(row); });
