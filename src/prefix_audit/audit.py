@@ -37,6 +37,7 @@ from .health.tasks import (
     HealthReport,
     add_findings,
     audit_tasks,
+    audited_releases,
     check_release,
     health_contents,
     health_tables,
@@ -242,8 +243,8 @@ def _task_health(out: Path, episodes: Sequence[Path], pool: WorkerPool,
     under ``out/health/<dataset>/``; the report and the per-task tables."""
     open_dataset = pool.shared
     scored = scored_tasks(episodes)
-    with_health = {d: "health" in registry.dataset(d).capabilities for d in scored["dataset"].unique().to_list()}
-    report = audit_tasks(list(requests_of(scored, with_health)), open_dataset, pool, progress=progress)
+    releases = audited_releases(open_dataset, sorted(scored["dataset"].unique().to_list()))
+    report = audit_tasks(list(requests_of(scored, releases)), open_dataset, pool, progress=progress)
     files = []
     for dataset in sorted({r.dataset for r in report.results}):
         part = HealthReport([r for r in report.results if r.dataset == dataset])

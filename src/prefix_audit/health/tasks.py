@@ -194,15 +194,23 @@ def read_tasks(paths: Sequence[str | Path]) -> pl.DataFrame:
     return pl.concat(frames) if frames else pl.DataFrame(schema=pl.Schema(TASKS_SCHEMA))
 
 
-def requests_of(episodes: pl.DataFrame, health_of: Mapping[str, bool]) -> Iterator[tuple[str, str, list[str]]]:
-    """The (dataset, release, task ids) an audit's FED table needs the health of: every dataset that
-    offers it (``health_of``), each release its episodes were scored on."""
+def requests_of(episodes: pl.DataFrame, releases: Mapping[str, Sequence[str]]) -> Iterator[tuple[str, str, list[str]]]:
+    """The (dataset, release, task ids) an audit's FED table needs the health of: each release its episodes
+    were scored on that their dataset audits (``releases``: dataset → the releases its benchmark audits,
+    :meth:`~prefix_audit.replay.contract.Benchmark.health_releases`; a dataset without health has none)."""
     if "release" not in episodes.columns:
         return
     known = episodes.filter(pl.col("release").is_not_null()).select("dataset", "release", "task_id").unique()
     for (dataset, release), frame in sorted(known.partition_by(["dataset", "release"], as_dict=True).items()):
-        if health_of.get(dataset):
+        if release in releases.get(dataset, ()):
             yield dataset, release, sorted(frame["task_id"].to_list(), key=natural_key)
+
+
+def audited_releases(open_dataset: Callable[[str], Benchmark], datasets: Sequence[str]) -> dict[str, list[str]]:
+    """Per dataset, the releases its benchmark audits (none for one without the capability, which is not
+    opened)."""
+    return {d: list(open_dataset(d).health_releases()) if "health" in registry.dataset(d).capabilities else []
+            for d in datasets}
 
 
 def scored_tasks(episodes: Sequence[str | Path]) -> pl.DataFrame:
@@ -232,7 +240,8 @@ def write_run_health(task_lists: Sequence[str | Path], episodes: Sequence[str | 
         default = check_release(resolve(dataset), None)
         for path in task_lists:
             wanted.setdefault(default, set()).update(json.loads(Path(path).read_text(encoding="utf-8"))["task_ids"])
-    for _, release, ids in requests_of(scored_tasks(episodes).filter(pl.col("dataset") == dataset), {dataset: True}):
+    for _, release, ids in requests_of(scored_tasks(episodes).filter(pl.col("dataset") == dataset),
+                                       audited_releases(resolve, [dataset])):
         wanted.setdefault(release, set()).update(ids)
     requests = [(dataset, release, sorted(ids, key=natural_key)) for release, ids in sorted(wanted.items())]
     with WorkerPool(workers, resolve, preload=[*registry.modules(), __name__]) as pool:
