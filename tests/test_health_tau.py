@@ -10,7 +10,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import RESOURCES
+from conftest import RESOURCES, TAU3
 
 from prefix_audit.core.health import CODES, Finding
 from prefix_audit.replay.checker import replay
@@ -369,9 +369,19 @@ def test_health_is_deterministic(tau, tau_data):
 # --- whole domains (slow) --------------------------------------------------------------------------------------
 
 
-def _domain_counts(bench):
-    release = bench.health_releases()[0]
-    found = {t: bench.task_health(t, release) for t in bench.release_tasks(release)}
+def _domain_counts(bench, data_dir=None):
+    """Every task's findings of a whole domain, the tasks spread over the cores as `prefix-audit tasks`
+    spreads them (the same findings whatever the workers, tests/test_health.py)."""
+    from prefix_audit.core.parallel import WorkerPool, default_workers
+    from prefix_audit.health.tasks import audit_tasks
+    from prefix_audit.replay import registry
+
+    settings = {bench.dataset: {"data_dir": str(data_dir)}} if data_dir is not None else {}
+    resolve = registry.resolver(RESOURCES, settings)
+    with WorkerPool(default_workers(), resolve, preload=registry.modules()) as pool:
+        report = audit_tasks([(bench.dataset, bench.health_releases()[0], None)], resolve, pool)
+    assert not report.errors
+    found = {r.task_id: list(r.findings) for r in report.results}
     per_task = Counter(c for f in found.values() for c in {x.code for x in f})
     per_finding = Counter(x.code for f in found.values() for x in f)
     return found, per_task, per_finding
@@ -396,10 +406,10 @@ def test_packaged_airline_and_retail(tau):
 
 @pytest.mark.slow
 def test_tau3_airline_and_retail(tau3):
-    found, tasks, findings = _domain_counts(tau3["tau_airline"])
+    found, tasks, findings = _domain_counts(tau3["tau_airline"], TAU3)
     assert tasks == {"passes_doing_nothing": 23, "unchecked_required_action": 1, "gold_not_prefix_executable": 11,
                      "gold_no_effect": 24, "changed_between_releases": 29}
-    found, tasks, findings = _domain_counts(tau3["tau_retail"])
+    found, tasks, findings = _domain_counts(tau3["tau_retail"], TAU3)
     assert tasks == {"gold_fails": 16, "passes_doing_nothing": 6, "unchecked_required_action": 4,
                      "gold_not_prefix_executable": 47, "gold_no_effect": 11, "changed_between_releases": 114}
     assert findings["gold_fails"] == 21
