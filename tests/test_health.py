@@ -324,3 +324,35 @@ def test_in_a_browser_unsound_tasks_filter_sort_in_natural_order_and_lead_to_the
     assert "health.html#task-" in browser.current_url
     target = browser.find_element(By.ID, browser.current_url.rsplit("#", 1)[1])
     assert "multi_turn_base_10" in target.text and "answer_unreachable" in target.text
+
+
+def test_the_workflow_stage_fails_when_no_task_could_be_checked_but_keeps_a_single_failure(toy, tmp_path,
+                                                                                          monkeypatch):
+    """A check that fails for every task is the set-up's fault (a release not fetched, say): the job fails
+    saying so rather than leaving every episode unaudited; one task's failure is that task's row."""
+    import json
+
+    from prefix_audit.health.tasks import HealthError, write_run_health
+
+    tb, _ = toy
+    tasks = tmp_path / "toy_lights.json"
+    tasks.write_text(json.dumps({"task_ids": ["kitchen-on", "all-on"]}))
+    outputs = [tmp_path / "h" / name for name in ("findings.parquet", "tasks.parquet", "summary.json")]
+    healthy = tb.ToyLights.task_health
+
+    def broken(self, task_id, release):
+        if task_id == "all-on" or self.broken_everywhere:
+            raise FileNotFoundError("no data for that release; fetch it first")
+        return healthy(self, task_id, release)
+
+    monkeypatch.setattr(tb.ToyLights, "task_health", broken)
+    monkeypatch.setattr(tb.ToyLights, "broken_everywhere", True, raising=False)
+    with pytest.raises(HealthError, match="the check of every task of toy_lights toy-1 failed, the first with "
+                                          "FileNotFoundError: no data"):
+        write_run_health([tasks], [], *outputs, resources=RESOURCES, dataset="toy_lights", plugins=["toy_bench"])
+    assert not outputs[0].exists()
+    monkeypatch.setattr(tb.ToyLights, "broken_everywhere", False, raising=False)
+    write_run_health([tasks], [], *outputs, resources=RESOURCES, dataset="toy_lights", plugins=["toy_bench"])
+    rows = pl.read_parquet(outputs[1]).select("task_id", "sound", "error").rows()
+    assert rows == [("all-on", None, "FileNotFoundError: no data for that release; fetch it first"),
+                    ("kitchen-on", True, None)]  # natural order

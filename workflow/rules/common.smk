@@ -202,10 +202,9 @@ def health_inputs(wildcards):
 
 
 def dataset_packages(wildcards):
-    """The fetched packages the blocks of the job's dataset were scored with."""
-    if any(dataset == wildcards.dataset for dataset, _, _ in IMPORTS):
-        return _markers(registry.packages(wildcards.dataset, benchmark_entry(wildcards.dataset)))
-    return fetched_marker(wildcards.dataset)
+    """Every pinned package of the job's dataset: its task health compares the releases it pins (BFCL's
+    changed_between_releases reads both bfcl-eval releases' data)."""
+    return _markers(registry.packages(wildcards.dataset, benchmark_entry(wildcards.dataset)))
 
 
 def health_outputs(name):

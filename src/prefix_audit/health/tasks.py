@@ -246,7 +246,13 @@ def write_run_health(task_lists: Sequence[str | Path], episodes: Sequence[str | 
     requests = [(dataset, release, sorted(ids, key=natural_key)) for release, ids in sorted(wanted.items())]
     with WorkerPool(workers, resolve, preload=[*registry.modules(), __name__]) as pool:
         report = audit_tasks(requests, resolve, pool)
-    commit_files(health_contents(report, out))
     for line in report.lines():
         log.info(line)
+    failed = {(r.dataset, r.release) for r in report.results if r.error is not None}
+    for dataset_release in sorted(failed):
+        results = [r for r in report.results if (r.dataset, r.release) == dataset_release]
+        if all(r.error is not None for r in results):  # not one task: the cause is the set-up, not a task
+            raise HealthError(f"task_health: the check of every task of {' '.join(dataset_release)} failed, the "
+                              f"first with {results[0].error}")
+    commit_files(health_contents(report, out))
     return report
