@@ -3,10 +3,11 @@
 Usage: python bench/real_log_trust.py [--shared ../shared] [--work DIR] [--resources resources]
                                       [--only TEXT] [--json FILE]
 
-Each log of ``fixtures/real-logs/`` (in place) and of ``fixtures/real-logs-3/`` (unpacked as its
-repositories published it, ``tests/real_logs.py``) is audited alone, as a user would:
-``prefix-audit audit LOG -o DIR`` (and ``--bfcl-score`` for a score file of the corpus that is not
-where ``bfcl evaluate`` writes it). Companion files (a result file's BFCL score file, a runner's
+Each log of ``fixtures/real-logs/`` (in place), of ``fixtures/real-logs-3/`` (unpacked as its
+repositories published it, ``tests/real_logs.py``) and of ``fixtures/real-logs-5/`` (gzipped as
+published, read as they are) is audited alone, as a user would: ``prefix-audit audit LOG -o DIR``
+(and ``--bfcl-score`` for a score file of the corpus that is not where ``bfcl evaluate`` writes it;
+``--tau-data`` for a run on τ³ tasks, as its README says). Companion files (a result file's BFCL score file, a runner's
 verdict log) are read beside their log, never audited as logs. Per log it prints one Markdown row:
 entries (episodes + quarantined records), quarantined, Y = the recorded verdict (of the episodes with
 both), replay agreement (recorded tool results reproduced), entries flagged (any ``log_issue``) and by
@@ -109,8 +110,13 @@ def audit(log: Path, name: str, diagnosis: str | None, work: Path, resources: st
     return row
 
 
+# Logs of ``fixtures/real-logs-5`` (all faithful runs) made on τ³ tasks, as its README says: the end
+# of the file's name → the task data of ``shared/benchmarks`` to audit it with (``--tau-data``).
+FIFTH_CORPUS_TAU_DATA = {"adaptive-agent_airline_claude-opus-4-6_1trial.json.gz": "tau3-v1.0.1"}
+
+
 def plans(shared: Path, work: Path) -> list[tuple[Path, str, str | None, list[str]]]:
-    """(log, name, why it is not clean or None, extra audit options) for every log of both corpora."""
+    """(log, name, why it is not clean or None, extra audit options) for every log of the corpora."""
     first = shared / "fixtures" / "real-logs"
     out = [(first / rel, f"real-logs:{rel}", None, []) for rel in FIRST_CORPUS_LOGS if (first / rel).exists()]
     corpus = shared / "fixtures" / "real-logs-3"
@@ -122,6 +128,16 @@ def plans(shared: Path, work: Path) -> list[tuple[Path, str, str | None, list[st
             score = real_logs.score_file_of(log, logs)
             extra = ["--bfcl-score", str(score)] if score is not None else []
             out.append((log.path, f"real-logs-3:{log.name}", real_logs.NOT_CLEAN.get(log.repo_path), extra))
+    for log in sorted((shared / "fixtures" / "real-logs-5").glob("*/*.gz")):
+        name = f"real-logs-5:{log.parent.name}/{log.name.split('__')[-1]}"
+        data = next((data for suffix, data in FIFTH_CORPUS_TAU_DATA.items() if log.name.endswith(suffix)), None)
+        if data is None:
+            out.append((log, name, None, []))
+            continue
+        # Audited as its README says, and as a user without the task data would: the flags then say
+        # which release the run was made on and how to give it (data_version), so it is not clean.
+        out.append((log, name, None, ["--tau-data", str(shared / "benchmarks" / data)]))
+        out.append((log, f"{name} without --tau-data", f"a run on {data} tasks audited without them", []))
     return out
 
 
