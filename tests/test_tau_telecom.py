@@ -386,7 +386,7 @@ def test_the_users_simulator_model_may_use_the_phone(telecom):
     assert convo.meta(None)["user_calls"] == [{"turn": 0, "name": "check_status_bar", "arguments": {}, "id": "u1"}]
 
 
-def test_the_workflow_policy_variant_is_telecom_and_a_solo_run_is_refused_per_simulation(tau, telecom, tmp_path):
+def test_the_workflow_policy_variant_is_telecom_and_phone_calls_outside_solo_mode_refused(tau, telecom, tmp_path):
     path = _results_file(telecom, tmp_path, telecom.task_ids()[:2])
     doc = json.loads(path.read_text())
     doc["info"]["environment_info"]["domain_name"] = "telecom-workflow"
@@ -395,7 +395,8 @@ def test_the_workflow_policy_variant_is_telecom_and_a_solo_run_is_refused_per_si
     assert bad == [] and [e.rollout.dataset for e in episodes] == ["tau_telecom"] * 2
     assert "tau2 domain telecom-workflow: telecom with another agent policy" in episodes[0].rollout.meta["reading"]
     assert all(e.Y == e.rollout.recorded.y == 1 and check_record(e).log_issue is None for e in episodes)
-    # Solo mode: the agent itself calls the phone's tools, and they run (tau2 routes them to the phone).
+    # The agent itself calls the phone's tools, and they run, as tau2 routes them only in solo mode; the
+    # file does not say its run is one (its simulations have the user's messages): that simulation is refused.
     solo = doc["simulations"][0]
     for m in solo["messages"]:
         if m["role"] == "user" and m.get("tool_calls"):
@@ -406,7 +407,7 @@ def test_the_workflow_policy_variant_is_telecom_and_a_solo_run_is_refused_per_si
             m["requestor"] = "assistant"
     path.write_text(json.dumps(doc))
     episodes, bad = _audit(tau, [path])
-    assert len(episodes) == 1 and len(bad) == 1 and "a solo-mode run" in bad[0].reason
+    assert len(episodes) == 1 and len(bad) == 1 and "the file does not say its run is one" in bad[0].reason
 
 
 def test_the_audit_browser_shows_the_users_calls_in_their_turns(telecom, tmp_path):

@@ -5,7 +5,9 @@ agent's messages until the next one (the orchestrator's fixed greeting is no age
 user's messages are part of the rollout (``meta["user_turns"]``, one per turn); a rollout without
 them is taken to follow the reference conversation that the scripted user produces (that is how
 the reference rollout and its mutants are built). ``meta["termination_reason"]`` (tau2's names;
-absent = ``user_stop``) says how the conversation ended.
+absent = ``user_stop``) says how the conversation ended. A rollout of tau2's solo mode
+(``meta["solo_mode"]``: no user, the agent works from the task's ticket) is telecom's only
+(:mod:`.telecom`); airline and retail refuse it, as tau2's environments of theirs refuse solo mode.
 
 A rollout may carry its task definition (``meta["embedded_task"]``, :mod:`..domain.embedded`: ``import tau
 --tasks-from-results``, and every τ-bench v1 rollout); it is then scored against that definition, not
@@ -86,10 +88,21 @@ INSPECT_EVALS_RULE = "inspect_evals"
 # tau2's hash of the final database the log recorded (inspect_evals keeps it in the sample's store, and
 # its scorer compares that one): the DB check of inspect_evals' rule reads it where present.
 RECORDED_DB_KEY = "recorded_db_sha256"
+# ``meta["solo_mode"]``: a run of tau2's solo mode — no user; the agent is given the task's ticket and
+# calls the user's tools itself (telecom only: :class:`.telecom.TelecomSoloSession`).
+SOLO_MODE_KEY = "solo_mode"
 
 
 def dataset_of(domain: str) -> str:
     return f"tau_{domain}"
+
+
+def solo_mode(meta: Mapping[str, Any]) -> bool:
+    """Whether a rollout is a run of tau2's solo mode (``meta["solo_mode"]``, absent: not)."""
+    value = meta.get(SOLO_MODE_KEY, False)
+    if not isinstance(value, bool):
+        raise UnscorableRollout(f"meta.{SOLO_MODE_KEY} must be true or false, got {value!r}")
+    return value
 
 
 class NlJudge(Protocol):
@@ -341,11 +354,18 @@ class TauSession:
 
     termination_reasons = sem.TERMINATION_REASONS  # the names meta["termination_reason"] may take
     normal_terminations = sem.NORMAL_TERMINATIONS  # those after which the reward is computed
+    solo = False  # a session of tau2's solo mode (telecom's TelecomSoloSession)
+    # The agent messages of τ's trajectory before the agent's first action: the orchestrator's greeting
+    # (no scored action; tau2's communicate check reads it).
+    opening_messages: tuple[str, ...] = (sem.FIRST_AGENT_MESSAGE,)
 
     def __init__(self, bench: TauBenchmark, task: TauTask, rollout: Rollout) -> None:
         self.bench = bench
         self.task = task
-        self.user_turns = _user_turns(bench, task, rollout)
+        if solo_mode(rollout.meta) and not self.solo:
+            raise UnscorableRollout(f"a solo-mode rollout, but tau2's {bench.domain.name} has no solo mode "
+                                    f"(its get_environment refuses solo_mode)")
+        self.user_turns = self._turn_texts(rollout)
         self.facts = task_facts(task, self.user_turns)
         self._rollout = rollout
         self._live = bench.live_environment(rollout, task)
@@ -365,6 +385,10 @@ class TauSession:
             if key in rollout.meta and rollout.meta[key] != bench.domain.provenance[key]:
                 raise UnscorableRollout(f"rollout was made against {key} {str(rollout.meta[key])[:12]}, "
                                         f"this {bench.dataset} data has {bench.domain.provenance[key][:12]}")
+
+    def _turn_texts(self, rollout: Rollout) -> tuple[str, ...]:
+        """The text that opens each turn: the user's message."""
+        return _user_turns(self.bench, self.task, rollout)
 
     @property
     def live(self) -> LiveEnvironment:
@@ -418,9 +442,9 @@ class TauSession:
 
     # final success --------------------------------------------------------------------------------
     def _agent_texts(self) -> list[str]:
-        """Every agent message with text, the orchestrator's greeting first: it is no scored action,
-        but it is an agent message of τ's trajectory, which tau2's communicate check reads."""
-        return [sem.FIRST_AGENT_MESSAGE] + [step.text for turn in self._rollout.turns for step in turn if step.text]
+        """Every agent message with text, the opening ones (:attr:`opening_messages`) first: they are
+        no scored actions, but agent messages of τ's trajectory, which tau2's communicate check reads."""
+        return [*self.opening_messages] + [step.text for turn in self._rollout.turns for step in turn if step.text]
 
     def _transcript(self) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []

@@ -12,6 +12,14 @@ Each rollout's environment is tau2's ``TelecomEnvironment`` on fresh copies of t
 database and the user's device, set up by the task's initialization actions
 (:mod:`..domain.telecom`).
 
+**Solo mode** (``meta["solo_mode"]``, tau2's ``llm_agent_solo`` with its ``dummy_user``;
+:class:`TelecomSoloSession`): there is no user. tau2 gives the agent the task's ticket and both tool
+lists, the provider's and the phone's, and runs it on an environment in solo mode, which sends the
+agent's call of a phone tool to the phone. Such a call is the agent's own action: exposed, validated
+against the phone tool's schema, run, scored and counted in T and FED like a provider call. The
+ticket opens the rollout's one turn (what it states is known from the start); no greeting precedes
+the agent's first call.
+
 Y is tau2's reward on the replayed environment, both parties' calls applied: 0 unless the
 conversation ended with the user's or the agent's stop; otherwise the product over the reward basis
 (telecom: ENV_ASSERTION on every task, ACTION too on 32) of: ENV_ASSERTION — every env assertion of
@@ -19,17 +27,20 @@ the task holds on the replayed environment (run as tau2 runs them, each followed
 parties' sync); ACTION — every gold action (the agent's and the user's) matches some call of either
 party (:meth:`~..domain.data.GoldAction.matches`); DB — both databases' hashes equal those of a
 fresh environment after the initial state and the gold actions (run as tau2's evaluator runs them:
-each by its requestor, no sync between them).
+each by its requestor, no sync between them). In solo mode tau2's evaluator replays the trajectory
+on a solo environment and builds its gold one as usual (the gold's user actions by the user): the
+same checks, Y computed the same way.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall, structured_call
 from prefix_audit.core.records import Rollout
 from prefix_audit.models.base import ModelBackend, ToolSchema
-from prefix_audit.replay.contract import PartyCall, UnscorableRollout
+from prefix_audit.replay.contract import PartyCall, ToolSpec, UnscorableRollout
 
 from ..domain.data import GoldAction, TauTask
 from ..domain.environment import tau2_agent_tools
@@ -40,12 +51,13 @@ from ..generation.telecom import (
     USER_CALLS_KEY,
     DeviceUser,
     ToolModelUser,
+    UserCall,
     UserCallsError,
     phone_number,
     read_user_calls,
     telecom_reference,
 )
-from .replay import TauBenchmark, TauSession
+from .replay import TauBenchmark, TauSession, solo_mode
 
 # tau2's user-simulator guidelines for a user with tools (beside the plain ones).
 TOOL_GUIDELINES = "simulation_guidelines_tools.md"
@@ -64,8 +76,14 @@ class TelecomBenchmark(TauBenchmark):
         return TelecomBackend(self.domain)
 
     def live_environment(self, rollout: Rollout | None = None, task: TauTask | None = None) -> TelecomLive:
-        """A fresh environment with ``task``'s initial state (the gold's: the task given)."""
-        return TelecomLive(self.backend, task)
+        """A fresh environment with ``task``'s initial state (the gold's: the task given), in tau2's
+        solo mode for a solo-mode rollout."""
+        return TelecomLive(self.backend, task, solo=rollout is not None and solo_mode(rollout.meta))
+
+    @cached_property
+    def solo_tools(self) -> dict[str, ToolSpec]:
+        """The tools of a solo-mode agent: the provider's and the phone's."""
+        return {name: info.spec for name, info in self.backend.solo_tools.items()}
 
     def _gold_environment(self, task: TauTask) -> TelecomLive:
         live = TelecomLive(self.backend, task)
@@ -98,7 +116,8 @@ class TelecomBenchmark(TauBenchmark):
         return telecom_reference(task, lookups, TelecomLive(self.backend, task))
 
     def open_session(self, rollout: Rollout) -> TelecomSession:
-        return TelecomSession(self, self.rollout_task(rollout), rollout)
+        session = TelecomSoloSession if solo_mode(rollout.meta) else TelecomSession
+        return session(self, self.rollout_task(rollout), rollout)
 
     # live episodes ---------------------------------------------------------------------------------
     def agent_environment(self, task_id: str) -> TauAgentEnvironment:
@@ -126,14 +145,17 @@ class TelecomSession(TauSession):
     def __init__(self, bench: TelecomBenchmark, task: TauTask, rollout: Rollout) -> None:
         super().__init__(bench, task, rollout)
         try:
-            if USER_CALLS_KEY in rollout.meta or "user_turns" in rollout.meta or task.embedded_sha256 is not None:
-                self._pending = list(read_user_calls(rollout.meta, len(rollout.turns)))
-            else:  # a rollout following the reference conversation (a mutant of it): the user acts as there
-                self._pending = [c for c in bench.reference_conversation(task.id).user_calls
-                                 if c.turn <= len(rollout.turns)]
+            self._pending = list(self._recorded_user_calls(bench, rollout))
         except UserCallsError as exc:
             raise UnscorableRollout(str(exc)) from None
         self.party_calls: list[PartyCall] = []
+
+    def _recorded_user_calls(self, bench: TelecomBenchmark, rollout: Rollout) -> tuple[UserCall, ...]:
+        """The user's calls to replay, in order: those the rollout carries, or — for a rollout following
+        the reference conversation (a mutant of it) — the reference's."""
+        if USER_CALLS_KEY in rollout.meta or "user_turns" in rollout.meta or self.task.embedded_sha256 is not None:
+            return read_user_calls(rollout.meta, len(rollout.turns))
+        return tuple(c for c in bench.reference_conversation(self.task.id).user_calls if c.turn <= len(rollout.turns))
 
     def _apply_user_calls(self, before_turn: int | None) -> None:
         """Replay the user's calls that came before ``before_turn`` (None: all that are left)."""
@@ -184,6 +206,33 @@ class TelecomSession(TauSession):
     def _trajectory_calls(self) -> list[tuple[str, dict[str, Any]]]:
         """The agent's calls and the user's, as tau2's ACTION check reads a trajectory."""
         return super()._trajectory_calls() + self._user_calls()
+
+
+class TelecomSoloSession(TelecomSession):
+    """One rollout of tau2's solo mode: no user, so neither user messages nor user calls; the task's
+    ticket opens the one turn; the agent's tools are the provider's and the phone's, its calls run on
+    an environment in solo mode (:meth:`TelecomBenchmark.live_environment`)."""
+
+    solo = True
+    opening_messages = ()  # the solo agent's first message is its own first action: no greeting
+
+    def __init__(self, bench: TelecomBenchmark, task: TauTask, rollout: Rollout) -> None:
+        super().__init__(bench, task, rollout)
+        self._tools = bench.solo_tools
+
+    def _turn_texts(self, rollout: Rollout) -> tuple[str, ...]:
+        """The ticket, as the text that opens the one turn: what the agent is given from the start."""
+        if rollout.meta.get("user_turns"):
+            raise UnscorableRollout("a solo-mode rollout has no user messages (meta.user_turns must be empty)")
+        if len(rollout.turns) > 1:
+            raise UnscorableRollout(f"a solo-mode rollout is one turn (no user message opens another), "
+                                    f"got {len(rollout.turns)}")
+        return (self.task.ticket or "",)[:len(rollout.turns)]
+
+    def _recorded_user_calls(self, bench: TelecomBenchmark, rollout: Rollout) -> tuple[UserCall, ...]:
+        if rollout.meta.get(USER_CALLS_KEY):
+            raise UnscorableRollout(f"a solo-mode rollout has no user, so no user calls (meta.{USER_CALLS_KEY})")
+        return ()
 
 
 def equal_unordered(a: Any, b: Any) -> bool:

