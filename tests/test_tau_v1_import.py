@@ -801,3 +801,21 @@ def test_a_fourth_booking_takes_v1s_third_reservation_id_again(benches, tmp_path
     assert held["passengers"][0]["first_name"] == "Di"
     assert (check.replay_agreement, check.log_issue, episode.Y) == (1.0, None, 1)
 
+
+def test_a_call_written_as_text_is_a_message_to_the_user_as_in_v1(benches, tmp_path, retail_case):
+    """v1's tool-calling agent runs a message's first tool call; a message without one — even text
+    that looks like a call, as a thinking model's ``<tool_call>`` leaks — is said to the user and runs
+    nothing. Read so: a text step, no undecoded step, its message listed in meta.call_like_messages."""
+    case = retail_case
+    leaked = '<tool_call>\n{"name": "cancel_pending_order", "arguments": {"order_id": "' + case["order_id"]
+    traj = [_u(f"Cancel my order {case['order_id']}, my email is {case['email']}."),
+            *_call("c1", "find_user_id_by_email", {"email": case["email"]}, case["user_id"]),
+            _a(leaked), _u("Sorry, could you go on?"), _a("Nothing was changed."), _u("###STOP###")]
+    [rollout], bad = _import(_write(tmp_path, [_entry(0, traj, _gold(case), reward=0.0)]), benches)
+    assert not bad and rollout.recorded.undecoded_count == 0
+    assert rollout.meta["call_like_messages"] == [4]  # traj[4]: the system prompt is traj[0]
+    assert [(s.calls, s.text) for s in rollout.turns[0]] == [(rollout.turns[0][0].calls, None), ((), leaked)]
+    episode, check = _checked(rollout, benches)
+    assert [v.action.call.name for v in episode.verdicts if not v.action.terminal] == ["find_user_id_by_email"]
+    assert (episode.Y, check.log_issue) == (0, None)
+
