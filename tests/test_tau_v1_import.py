@@ -819,3 +819,26 @@ def test_a_call_written_as_text_is_a_message_to_the_user_as_in_v1(benches, tmp_p
     assert [v.action.call.name for v in episode.verdicts if not v.action.terminal] == ["find_user_id_by_email"]
     assert (episode.Y, check.log_issue) == (0, None)
 
+
+THINKING_FILE = (SHARED / "fixtures" / "real-logs-5" / "tau-bench-v1" /
+                 "jibf__agent_hard_benchmark__tau-bench__results__tool-calling-airline-Qwen3-235B-A22B-Thinking-2507-"
+                 "FP8-0.0_range_0--1_user-openai-gpt-4o-20240806-llm_0816084901.json.gz")
+
+
+def test_shared_thinking_airline_file_replays_as_v1_ran_it(benches, tmp_path):
+    """A thinking model's v1 airline run (four bookings in one entry, ``<tool_call>`` text left in
+    messages, runs that raised on the model server): every entry read, each run that raised a rollout
+    with its own error, every recorded reply reproduced, Y = the recorded reward, nothing flagged."""
+    if not THINKING_FILE.is_file():
+        pytest.skip(f"no τ-bench v1 log at {THINKING_FILE}")
+    import gzip
+
+    doc = json.loads(gzip.decompress(THINKING_FILE.read_bytes()))
+    good, bad = _import(_write(tmp_path, doc, THINKING_FILE.name.removesuffix(".gz")), benches)
+    assert not bad and len(good) == len(doc)
+    raised = {str(e["task_id"]): e["info"]["error"].strip().splitlines()[-1] for e in doc if not e["traj"]}
+    assert raised and {r.task_id: r.infra_error for r in good if r.infra_error is not None} == raised
+    for rollout in good:
+        episode, check = _checked(rollout, benches)
+        assert rollout.recorded.undecoded_count == 0 and episode.Y == rollout.recorded.y, rollout.task_id
+        assert check.log_issue is None and check.replay_agreement in (1.0, None), (rollout.task_id, check.log_issue)
