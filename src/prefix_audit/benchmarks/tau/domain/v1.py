@@ -51,7 +51,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,6 +164,17 @@ V1_SCHEMA_CHANGES: Mapping[str, Mapping[tuple[str, ...], Mapping[str, Any]]] = {
                                                            "enum": ["no longer needed", "ordered by mistake"]},
     },
 }
+
+# The ids v1's airline ``book_reservation`` gives a new reservation: the first not yet in the database,
+# and once all are, the last one again — the booking then replaces the reservation held under it (v1
+# assumes at most three bookings per task); tau2's port refuses that booking ("Too many reservations").
+V1_RESERVATION_IDS = ("HATHAT", "HATHAU", "HATHAV")
+
+
+def new_reservation_id(reservations: Container[str]) -> str:
+    """The id v1's ``book_reservation`` gives the next reservation, given the database's ``reservations``."""
+    return next((rid for rid in V1_RESERVATION_IDS if rid not in reservations), V1_RESERVATION_IDS[-1])
+
 
 # Where v1's tools reject a transition that tau2's accept (v1 checks them first): v1 modifies an
 # order's address or payment only while its status is exactly "pending"; tau2 also while it is

@@ -5,7 +5,10 @@ The file is a JSON list of entries ``{task_id, reward, info, traj, trial}`` (:mo
 
 * turns: each user message opens a turn, except the user's stop message; the agent's messages until
   the next user message are its steps — a tool call (``function.arguments``, a JSON text, parsed as
-  JSON; text that is not JSON makes an unparseable call, a schema failure) or a message to the user;
+  JSON; text that is not JSON makes an unparseable call, a schema failure) or a message to the user
+  — any agent message without a tool call, as v1's tool-calling agent takes it (its ``respond``), even
+  one whose text looks like a call (a model's ``<tool_call>`` text v1 said to the user and ran
+  nothing of): no undecoded step, its position listed in ``meta.call_like_messages``;
   a ``role: tool`` reply answers the nearest earlier unanswered call with its ``tool_call_id`` (some
   harnesses reuse ids); the system prompt is no action;
 * ``meta``: the user's messages (``user_turns``), ``termination_reason`` (v1's: ``user_stop``,
@@ -526,9 +529,13 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     rid = rollout_id_for(bench.dataset, model, method, task.id, trial, embedded.sha256)
     if not any(convo.turns):  # no agent action: the model call failed (or never came)
         return _infra(bench, task.id, trial, model, method, meta, error or "no agent action in the trajectory", rid)
-    # a ReAct entry is read exactly as v1 reads it: text v1 took as a message is no undecoded call
-    undecoded = call_like_text_steps(convo.turns) if strategy != "react" else []
-    recorded = Recorded.of(*_verdict(reward), undecoded, issues, conditional)
+    if strategy != "react":
+        said = [convo.turns[t][s].message for t, s, _ in call_like_text_steps(convo.turns)]
+        if said:
+            meta["call_like_messages"] = said
+    # Each entry is read exactly as v1 reads it: text v1 took as a message to the user (the tool-calling
+    # agent's message without a tool call, a ReAct action that is no JSON) is no undecoded call.
+    recorded = Recorded.of(*_verdict(reward), (), issues, conditional)
     return Rollout(bench.dataset, task.id, model, method, rid, convo.turns, "import:tau-v1", meta, trial=trial,
                    recorded=recorded, message_roles=convo.roles)
 
