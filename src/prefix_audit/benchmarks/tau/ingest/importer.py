@@ -50,16 +50,20 @@ simulation by simulation; 1.0's termination reasons (``infrastructure_error``,
 ``context_window_exceeded``, ``timeout``, ``unexpected_error``) score 0 as tau2 scores them, and a
 simulation that ended so before the agent acted is an infrastructure failure.
 
-**The log checked against itself.** ``task_mismatch`` (:func:`task_mismatch`): the simulation's
-recorded evaluation — the gold actions of its action checks, its NL assertions, its communicate
-checks — is not that of its ``task_id``'s definition (permuted task ids); the task whose it is is
-named.
+**The log checked against itself.** A simulation's recorded evaluation — the gold actions of its
+action checks, its NL assertions, its communicate checks — is compared with that of its ``task_id``'s
+definition in use (the file's, else ours) and, where they differ, with the tasks of the releases we
+know (:mod:`..domain.releases`): the same task of another release is ``data_version`` (the run is
+that release's; the option that scores it on its tasks is named), another task ``task_mismatch``
+(permuted task ids; the task whose it is is named), as is an evaluation no known task has. Which
+releases the file's recorded evaluations fit is said once per file (``meta["reading"]``).
 
 In a ``BadLine`` from this importer, ``line`` is the simulation's 1-based position in ``simulations``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,7 +99,6 @@ from ..domain import semantics as sem
 from ..domain.data import (
     CRITERIA_FIELDS,
     DOMAINS,
-    GoldAction,
     TauDataError,
     criteria_differences,
     definition_criteria,
@@ -104,6 +107,7 @@ from ..domain.data import (
 from ..domain.embedded import KEY as EMBEDDED_KEY
 from ..domain.embedded import TAU2_FORMAT, EmbeddedTask
 from ..domain.environment import tau2_agent_tools
+from ..domain.releases import EvaluationCheck, evaluation_fingerprint, known_releases
 from ..generation.telecom import USER_CALLS_KEY, UserCall
 from .containers import (
     DOMAIN_FIELDS,
@@ -343,13 +347,13 @@ def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult
 @dataclass(frozen=True)
 class TaskPlan:
     """How a tau2 results file's simulations are scored, per task id: against the definition the file
-    carries (``embedded``), against ours (neither), or not at all (``refused``, with why); the file's
-    evaluations by task (``evaluations``: what each task's evaluation checks, the file's definitions
-    first, then ours) for the consistency checks; what it says, once per file."""
+    carries (``embedded``), against ours (neither), or not at all (``refused``, with why); what each
+    task's evaluation checks in use (``evaluation``: the file's definitions first, then ours), against
+    which the recorded evaluations are checked; what it says, once per file."""
 
     embedded: Mapping[str, EmbeddedTask]
     refused: Mapping[str, str]
-    evaluations: Mapping[str, Mapping[str, tuple]]
+    evaluation: EvaluationCheck
     reading: str
     users: Mapping[str, frozenset[str]] = field(default_factory=dict)  # task → the user ids its gold acts for
 
@@ -414,14 +418,16 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
         parts.append(f"{len(outside)} differ only outside their reward basis (cannot change Y): {_listed(outside)}")
     if bench.tasks_from_results:
         parts.append("every simulation scored against the file's definition (--tasks-from-results)")
-    evaluations = {t: _signature(c["gold"], c["nl_assertions"], c["communicate_info"]) for t, c in criteria.items()}
+    evaluations = {t: evaluation_fingerprint(c["gold"], c["nl_assertions"], c["communicate_info"])
+                   for t, c in criteria.items()}
     users = {t: _gold_users(c["gold"]) for t, c in criteria.items()}
     for task_id in bench.tasks:
         if task_id not in evaluations:
             task = bench.task(task_id)
-            evaluations[task_id] = _signature(task.gold, task.nl_assertions, task.communicate_info)
+            evaluations[task_id] = evaluation_fingerprint(task.gold, task.nl_assertions, task.communicate_info)
             users[task_id] = _gold_users(task.gold)
-    return TaskPlan(embedded, refused, evaluations, "; ".join(parts), users)
+    check = EvaluationCheck(bench.domain.name, evaluations, frozenset(criteria), known_releases())
+    return TaskPlan(embedded, refused, check, "; ".join(parts), users)
 
 
 def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
@@ -433,13 +439,6 @@ def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
             info.get("reward_basis"))
 
 
-def _signature(gold: Any, nl: Any, communicate: Any) -> dict[str, tuple]:
-    actions = sorted((a.name, json.dumps(a.arguments, sort_keys=True, default=str)) for a in gold)
-    return {"action checks": tuple(actions),
-            "NL assertions": tuple(sorted(" ".join(t.split()) for t in nl)),
-            "communicate checks": tuple(sorted(communicate))}
-
-
 USER_ID = "user_id"  # the argument naming the customer in airline's and retail's tools
 # Retail's look-ups whose result is the customer's user id (tau2's find_user_id_by_email/_name_zip).
 USER_LOOKUPS = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"})
@@ -447,44 +446,6 @@ USER_LOOKUPS = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"})
 
 def _gold_users(gold: Any) -> frozenset[str]:
     return frozenset(a.arguments[USER_ID] for a in gold if isinstance(a.arguments.get(USER_ID), str))
-
-
-def _recorded_signature(info: Mapping[str, Any]) -> dict[str, tuple]:
-    """What a simulation's recorded evaluation checked: the gold actions of its action checks, its NL
-    assertions and the information of its communicate checks (each only where recorded)."""
-    def items(key: str, field: str) -> list[Any]:
-        value = info.get(key)
-        return [c.get(field) for c in value if isinstance(c, dict)] if isinstance(value, list) else []
-
-    actions = [a for a in items("action_checks", "action") if isinstance(a, dict) and isinstance(a.get("name"), str)
-               and isinstance(a.get("arguments", {}), dict)]
-    found = _signature([GoldAction(a["name"], a.get("arguments", {})) for a in actions],
-                       [t for t in items("nl_assertions", "nl_assertion") if isinstance(t, str)],
-                       [t for t in items("communicate_checks", "info") if isinstance(t, str)])
-    return {k: v for k, v in found.items() if v}
-
-
-def task_mismatch(reward_info: Any, task_id: str, plan: TaskPlan) -> LogIssue | None:
-    """``task_mismatch`` when the simulation's recorded evaluation checked another task than its
-    ``task_id`` (permuted ids): its action checks, NL assertions or communicate checks are not those
-    of the task's definition (the file's, else ours); the task whose they are is named if there is one."""
-    recorded = _recorded_signature(reward_info) if isinstance(reward_info, dict) else {}
-    if not recorded:
-        return None
-    definitions = plan.evaluations
-    own = definitions.get(task_id)
-    differing = [k for k, v in recorded.items() if own is None or own[k] != v]
-    if not differing:
-        return None
-    owners = sorted((t for t, d in definitions.items() if t != task_id and all(d[k] == v for k, v in recorded.items())),
-                    key=lambda t: (len(t), t))
-    if differing == ["NL assertions"] and not owners:
-        # tau2 records an NL assertion as its judge model echoed it back (``expectedOutcome``), not as
-        # the task has it: the judge fixes typos and spacing. Unlike action and communicate checks, which
-        # tau2 copies from the task, such echoes show another task only where they are that task's.
-        return None
-    whose = f"they are task {owners[0]}'s" if owners else "they are no known task's"
-    return LogIssue("task_mismatch", f"the recorded {' and '.join(differing)} are not task {task_id}'s: {whose}")
 
 
 def conversation_user_mismatch(turns: tuple[tuple[Step, ...], ...], task_id: str, plan: TaskPlan) -> LogIssue | None:
@@ -548,9 +509,9 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
         del meta["tasks_sha256"]
         meta[EMBEDDED_KEY] = embedded.to_json()
     rid = rollout_id_for(bench.dataset, model, method, task_id, sim.get("id"), sim.get("trial"))
-    mismatch = task_mismatch(sim.get("reward_info"), task_id, plan)
-    issues = [mismatch] if mismatch is not None else []
-    other_user = conversation_user_mismatch(convo.turns, task_id, plan) if mismatch is None else None
+    evaluation_issue = plan.evaluation.issue(sim.get("reward_info"), task_id)
+    issues = [evaluation_issue] if evaluation_issue is not None else []
+    other_user = conversation_user_mismatch(convo.turns, task_id, plan) if evaluation_issue is None else None
     acted = any(convo.turns)
     infra = None if acted or termination in sem.NORMAL_TERMINATIONS else \
         f"the simulation ended ({termination}) before the agent acted"
@@ -679,6 +640,10 @@ def _import_tau2(path: Path, container: Simulations, benchmark_for: Callable[[st
     task_ids = [t for s in sims if isinstance(s, dict) and (t := _task_id(s.get("task_id"))) is not None]
     plan = task_plan(recorded_tasks, task_ids, bench, str(path), container.shape,
                      ", ".join(p for p in (choice.how, mode.how) if p), carries_tasks=container.tasks is not None)
+    releases = plan.evaluation.reading((t, s.get("reward_info")) for s in sims
+                                       if isinstance(s, dict) and (t := _task_id(s.get("task_id"))) is not None)
+    if releases is not None:
+        plan = dataclasses.replace(plan, reading=f"{plan.reading}; {releases}")
     model = model or container.agent_model() or "unknown"
     for i, sim in enumerate(sims):
         try:
