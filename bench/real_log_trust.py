@@ -153,7 +153,9 @@ def main() -> None:
     print("| log | diagnosis | entries | quarantined | Y = recorded | replay reproduces | entries flagged |")
     print("|---|---|---:|---|---|---|---|")
     for log, name, why, extra in plans(args.shared, args.work):
-        if args.only and args.only not in name and args.only not in str(log):
+        # the log's path inside the work folder (a --work path holding the text would match every log)
+        where = str(log.relative_to(args.work)) if log.is_relative_to(args.work) else str(log)
+        if args.only and args.only not in name and args.only not in where:
             continue
         row = audit(log, name, why, args.work, args.resources, extra)
         rows.append(row)
