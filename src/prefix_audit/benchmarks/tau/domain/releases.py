@@ -35,8 +35,9 @@ file's). Where they differ:
   the task's own;
 * else ``task_mismatch``: the evaluation is no known task's.
 
-Per file (:meth:`EvaluationCheck.reading`), how many recorded evaluations fit each known release's
-tasks is said once.
+Per file (:meth:`EvaluationCheck.reading`) it is said once how many recorded evaluations fit each
+known release's tasks (releases the file's evaluations fit alike named together), how many fit none
+(and of those, how many only in their NL assertions) and how many are ``data_version``.
 """
 
 from __future__ import annotations
