@@ -1,6 +1,6 @@
-"""The data release a BFCL result file was made on: chosen from the recorded runs, the file name or
---bfcl-data; an entry the chosen data contradicts is said, never dropped; two releases' environment
-classes side by side in one process."""
+"""The release a BFCL result file was made on: chosen from the recorded tool results, the recorded
+runs, the file name or --bfcl-data; an entry the chosen release contradicts is said, never dropped;
+two releases' environment classes side by side in one process."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
-from bfcl_logs import gold_entry, write_result_file
+from bfcl_logs import gold_entry, write_result_file, write_score_file
 from conftest import RESOURCES
 
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, import_result_file, load_data
 from prefix_audit.benchmarks.bfcl.data import V3_ERA_PIN, Entry
 from prefix_audit.benchmarks.bfcl.handlers import model_config
-from prefix_audit.benchmarks.bfcl.versions import RecordedRun, choose_release, misfit
+from prefix_audit.benchmarks.bfcl.versions import Reproduction, RecordedRun, choose_release, misfit
+from prefix_audit.core.records import Recorded, Rollout
 from prefix_audit.replay.checker import replay
+from prefix_audit.replay.record_check import check_record
 
 
 def _entry(entry_id: str, questions: list[str], release: str, config: dict | None = None) -> Entry:
@@ -86,6 +88,73 @@ def test_without_evidence_the_file_name_decides():
         == "old"
     by_name = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old")
     assert by_name.release == "new" and "chosen by the file name" in by_name.how
+
+
+class Replays:
+    """A stand-in for replaying a file's recorded tool results: per release, the rollouts whose
+    results it does not reproduce; it notes which releases were replayed."""
+
+    def __init__(self, compared: int, **diverged: list[str]) -> None:
+        self.compared, self.diverged, self.asked = compared, diverged, []
+
+    def __call__(self, release: str) -> Reproduction:
+        self.asked.append(release)
+        return Reproduction(self.compared, frozenset(self.diverged.get(release, [])))
+
+
+def _rollout(entry_id: str, rollout_id: str) -> Rollout:
+    return Rollout("bfcl_v3", entry_id, "m", "imported", rollout_id, (), meta={"reading": "BFCL"},
+                   recorded=Recorded.of(1, "BFCL score file: valid"))
+
+
+def test_the_release_the_data_point_to_is_the_only_one_replayed_when_it_reproduces_every_result():
+    runs = [_run("b", turns=2)]  # the data fit both releases alike
+    replays = Replays(1)
+    choice = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old",
+                            reproduce=replays)
+    assert (choice.release, replays.asked) == ("new", ["new"])  # the old one is never replayed
+    assert "chosen by the file name" in choice.how and "reproduce on its classes in 1 of 1 entries" in choice.how
+    assert choice.issue(_rollout("b", "rb")) is None
+    assert choose_release({"new": NEW, "old": OLD}, runs, "x.json", "old", given="old", reproduce=replays).release \
+        == "old" and replays.asked == ["new"]  # --bfcl-data: nothing replayed
+
+
+def test_a_file_whose_results_only_one_release_reproduces_is_scored_on_it():
+    runs = [_run("b", turns=2)]
+    replays = Replays(1, new=["rb"])
+    choice = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old",
+                            reproduce=replays)
+    assert (choice.release, replays.asked, choice.misfits) == ("old", ["new", "old"], {})
+    assert "file name" not in choice.how
+    assert "the recorded tool results reproduce on its classes in 1 of 1 entries, on new's in 0 of 1" in choice.how
+    assert choice.issue(_rollout("b", "rb")) is None
+
+
+def test_results_and_data_that_point_to_different_releases_are_both_said_and_the_results_win():
+    runs = [_run("a", ["start the market", "buy"]), _run("b", ["hi", "there"])]  # the data: old
+    choice = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old",
+                            reproduce=Replays(1, old=["rb"]))
+    assert choice.release == "new" and set(choice.misfits) == {"a"}
+    assert "reproduce on its classes in 1 of 1 entries, on old's in 0 of 1" in choice.how
+    assert "the verdict-deciding data point to old (the recorded run fits new: 1 of 2 entries" in choice.how
+    issue = choice.issue(_rollout("a", "ra"))
+    assert issue.code == "data_version" and "does not fit bfcl-eval new's data: the run has 2 turns" in issue.detail
+    assert "its classes reproduce the file's recorded tool results" in issue.detail and "point to old" in issue.detail
+    assert choice.issue(_rollout("b", "rb")) is None
+
+
+def test_where_no_release_reproduces_every_result_the_fewest_diverging_entries_decide_and_the_rest_is_said():
+    runs = [_run("b", turns=2), _run("b", turns=2)]
+    tie = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old",
+                         reproduce=Replays(2, new=["r1"], old=["r2"]))
+    assert tie.release == "new" and "chosen by the file name" in tie.how  # a tie: the data's choice stands
+    issue = tie.issue(_rollout("b", "r1"))
+    assert issue.code == "data_version" and "are bfcl-eval old's: its classes reproduce them, new's do not" \
+        in issue.detail
+    assert tie.issue(_rollout("b", "r2")) is None  # old does not reproduce it either
+    fewer = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old",
+                           reproduce=Replays(2, new=["r1", "r2"], old=["r2"]))
+    assert fewer.release == "old" and "in 1 of 2 entries, on new's in 0 of 2" in fewer.how
 
 
 def test_the_recorded_run_is_read_from_the_inference_log():
@@ -168,3 +237,81 @@ def test_an_older_release_that_cannot_be_fetched_is_said_not_fatal(bfcl, tmp_pat
     said = capsys.readouterr().err
     assert "data of bfcl-eval 2026.3.23" in said and "not considered: bfcl-eval 2025.9.29 unavailable" in said
     assert json.loads(out.read_text().splitlines()[0])["meta"]["bfcl_data"] == "2026.3.23"
+
+
+# --- the recorded tool results on the real releases --------------------------------------------------
+
+def _without_questions(line: dict) -> dict:
+    """A result line whose inference_log leaves out the user's questions (the data then fit both
+    releases alike, so only the file name or the recorded results can tell)."""
+    for item in line["inference_log"]:
+        if isinstance(item, dict):
+            item.pop("begin_of_turn_query", None)
+    return line
+
+
+def _import(bench, path, replaying: bool) -> Rollout:
+    """The one entry of ``path`` on the release chosen for it, with its recorded tool results replayed
+    on the releases (``replaying``) or without."""
+    releases = {r: bench.data_of(r) for r in bench.releases()}
+    [item] = import_result_file(path, model="m", config=model_config(bench.data.root), releases=releases,
+                                bench=bench if replaying else None)
+    return item.rollout
+
+
+def test_a_file_whose_tool_results_only_the_v3_era_reproduces_is_scored_there_with_no_flag(bench, tmp_path):
+    """multi_turn_base_6 has the same initial state and turns in both releases; its v3-era ground truth
+    ends with ``echo`` into a file that does not exist, which 2025.9.29's classes create (result None)
+    and 2026.3.23's refuse. A run of it made on 2025.9.29, with BFCL's verdict: valid."""
+    old = bench.data_of(V3_ERA_PIN.version)
+    assert old.entries["multi_turn_base_6"].initial_config == bench.entry("multi_turn_base_6").initial_config
+    line = _without_questions(gold_entry(BfclBenchmark(old), "multi_turn_base_6"))
+    path = write_result_file(tmp_path / "BFCL_v4_multi_turn_base_result.json", [line])
+    write_score_file(tmp_path / "BFCL_v4_multi_turn_base_score.json", 1, {})
+    by_data = _import(bench, path, replaying=False)  # without replaying its results: today's release, by the file name
+    assert by_data.meta["bfcl_data"] == bench.data.release
+    diverged = replay(by_data, bench)
+    assert diverged.Y == 0 and "replay_diverged" in check_record(diverged).log_issue
+    rollout = _import(bench, path, replaying=True)
+    assert rollout.meta["bfcl_data"] == V3_ERA_PIN.version and not rollout.recorded.issues
+    assert (f"the recorded tool results reproduce on its classes in 1 of 1 entries, on {bench.data.release}'s in "
+            f"0 of 1") in rollout.meta["reading"]
+    episode = replay(rollout, bench)
+    assert episode.Y == rollout.recorded.y == 1 and check_record(episode).log_issue is None
+
+
+def test_a_file_both_releases_reproduce_keeps_the_choice_of_its_data(bench, tmp_path):
+    entry = "multi_turn_base_1"  # the same data, ground truth and results in both releases
+    line = _without_questions(gold_entry(bench, entry))
+    for name, release in (("BFCL_v4_multi_turn_base_result.json", bench.data.release),
+                          ("BFCL_v3_multi_turn_base_result.json", V3_ERA_PIN.version)):
+        path = write_result_file(tmp_path / name, [line])
+        [item] = import_result_file(path, model="m", config=model_config(bench.data.root), bench=bench,
+                                    releases={r: bench.data_of(r) for r in bench.releases()})
+        reading = item.rollout.meta["reading"]
+        assert item.rollout.meta["bfcl_data"] == release and not item.rollout.recorded.issues
+        assert "chosen by the file name" in reading and "reproduce on its classes in 1 of 1 entries)" in reading
+
+
+def test_results_of_one_release_and_data_of_another_say_both(bench, tmp_path):
+    """Recorded tool results only 2026.3.23 reproduces (the v3-era ground truth of multi_turn_base_6 run
+    on 2026.3.23's classes: its ``echo`` errs), beside a TradingBot run with the v3 era's turn count: the
+    file is scored on the release that reproduces its log, and the entry its data contradicts says why."""
+    old = bench.data_of(V3_ERA_PIN.version)
+    on_today = SimpleNamespace(entry=lambda i: replace(bench.entry(i), ground_truth=old.entries[i].ground_truth),
+                               loader=bench.loader)
+    line = _without_questions(gold_entry(on_today, "multi_turn_base_6"))
+    longer = {"id": "multi_turn_base_101", "result": [[] for _ in old.entries["multi_turn_base_101"].question]}
+    path = write_result_file(tmp_path / "BFCL_v4_multi_turn_base_result.json", [longer, line])
+    releases = {r: bench.data_of(r) for r in bench.releases()}
+    items = {i.rollout.task_id: i.rollout for i in import_result_file(path, model="m", releases=releases, bench=bench,
+                                                                      config=model_config(bench.data.root))}
+    rollout = items["multi_turn_base_6"]
+    assert rollout.meta["bfcl_data"] == bench.data.release and not rollout.recorded.issues
+    assert f"the verdict-deciding data point to {V3_ERA_PIN.version}" in rollout.meta["reading"]
+    assert check_record(replay(rollout, bench)).log_issue is None
+    [issue] = items["multi_turn_base_101"].recorded.issues
+    turns = len(old.entries["multi_turn_base_101"].question)
+    assert issue.code == "data_version" and f"the run has {turns} turns, the entry {turns - 1}" in issue.detail
+    assert f"reproduce the file's recorded tool results, while the verdict-deciding data point to " \
+           f"{V3_ERA_PIN.version}" in issue.detail

@@ -278,6 +278,11 @@ def test_agentprocessbench_records_are_audited_with_their_own_labels(tmp_path, c
                  "--resamples", "200"]) == 0
     episodes = pl.read_parquet(out / "fed" / "episodes.parquet")
     assert episodes.height == entries and (episodes["Y"] == episodes["recorded_y"]).all()
+    if name.startswith("apb_bfcl"):  # mixed releases: scored on the one whose classes reproduce the tool results
+        assert (episodes["replay_agreement"] == 1.0).all()
+        flagged = episodes.filter(pl.col("log_issue").is_not_null())["log_issue"]
+        assert flagged.len() == 5 and flagged.str.starts_with("data_version: the recorded run does not fit "
+                                                              "bfcl-eval 2026.3.23's data: the recorded ground").all()
     placed = pl.read_parquet(out / "labels" / "labels.parquet")
     assert placed.height == labels and placed.filter(pl.col("landed") == "unmatched").height == 0
     assert set(placed["landed"]) == {"action", "agent_text"}  # APB labels every assistant message, nothing else

@@ -64,6 +64,7 @@ register(Registration(
                            "result file)"),
                  CliOption("--bfcl-data", "data_release",
                            "import bfcl: the bfcl-eval release whose data every result file is scored on (default: "
-                           "per file, the pinned release its recorded runs fit; "
+                           "per file, the pinned release whose classes reproduce its recorded tool results and "
+                           "whose data its recorded runs fit; "
                            f"{', '.join(p.version for p in DATA_PINS)})")),
 ))

@@ -37,6 +37,7 @@ and reason.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -68,6 +69,7 @@ from prefix_audit.core.records import (
     call_like_text_steps,
     rollout_id_for,
 )
+from prefix_audit.replay.contract import Benchmark
 from prefix_audit.replay.record_check import literal_value
 from prefix_audit.replay.registry import ImportRequest, RefusedOption
 
@@ -85,7 +87,7 @@ from .handlers import HandlerChoice, ModelEntry, check_model_key, choose_handler
 from .loader import is_error_value
 from .scores import error_type, find_score_file, is_failing_entry, is_score_file, result_file_of, summary_counts
 from .semantics import SHARED_DEFAULTS, leaves_shared_default
-from .versions import DataChoice, RecordedRun, choose_release
+from .versions import DataChoice, RecordedRun, choose_release, reproduction
 
 INFRA_ERROR_CHARS = 500
 CONTENT_SAMPLE_STEPS = 400  # steps read to choose a decoder by content
@@ -271,11 +273,11 @@ def _infra_error(result: Any) -> str:
 
 
 def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice,
-                        verdict: tuple[int | None, str] = (None, "no BFCL score file given"),
-                        data: DataChoice | None = None) -> Rollout:
+                        verdict: tuple[int | None, str] = (None, "no BFCL score file given")) -> Rollout:
     """One result line as a rollout, its steps read by the decoder of ``choice``; ``verdict`` is
-    BFCL's own (recorded Y and its words, from the score file) or None and why there is none;
-    ``data``: the release it is scored on (``meta["bfcl_data"]``; the benchmark's own when None)."""
+    BFCL's own (recorded Y and its words, from the score file) or None and why there is none. It is
+    scored on the benchmark's own release until a release is chosen for its file
+    (:meth:`.versions.DataChoice.scored`)."""
     if not isinstance(obj, dict):
         raise StepError(f"a result line must be a JSON object, got {type(obj).__name__}")
     if not isinstance(obj.get("id"), str):
@@ -285,17 +287,10 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
     result = obj.get("result")
     meta: dict[str, Any] = {"bfcl_handler": choice.to_json(), "bfcl_undecoded_steps": [],
                             "reading": f"BFCL {choice.describe()}"}
-    issues = []
-    if data is not None:
-        meta["bfcl_data"] = data.release
-        meta["reading"] += f"; {data.describe()}"
-        if task_id in data.misfits:
-            issues.append(LogIssue("data_version", f"the recorded run does not fit bfcl-eval {data.release}'s data: "
-                                                   f"{data.misfits[task_id]}"))
     if not isinstance(result, list):
         # BFCL's runner: a result that is no list is an inference error, scored 0.
         return Rollout(DATASET, task_id, model, method, rid, (), "import:bfcl", meta, infra_error=_infra_error(result),
-                       recorded=Recorded.of(*verdict, issues=issues))
+                       recorded=Recorded.of(*verdict))
     if not all(isinstance(t, list) for t in result):
         raise StepError("'result' must be a list of turns, each a list of steps")
     decoder = decoder_for(choice.handler, choice.is_fc)
@@ -328,7 +323,7 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
         meta["bfcl_steps_from_log"] = from_log
         meta["reading"] += "; steps BFCL's handler evaluated as Python read from its own decoding (inference_log)"
     return Rollout(DATASET, task_id, model, method, rid, logged_turns, "import:bfcl", meta, usage=usage,
-                   accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread, issues))
+                   accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread))
 
 
 SHARED_DEFAULT = "shared_default"
@@ -396,7 +391,7 @@ def _model_folder(path: Path) -> str:
 def import_result_file(path: str | Path, model: str | None = None, method: str = "imported",
                        score: str | Path | None = None, config: Mapping[str, ModelEntry] | None = None,
                        releases: Mapping[str, BfclData] | None = None, data_release: str | None = None,
-                       unavailable: Sequence[str] = ()) -> Iterator[Located | BadLine]:
+                       unavailable: Sequence[str] = (), bench: Benchmark | None = None) -> Iterator[Located | BadLine]:
     """Yield a located rollout per line of a BFCL result file, a :class:`BadLine` for a line that
     is no record at all.
 
@@ -408,7 +403,8 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
     found as :func:`~.scores.find_score_file` says (``score``: a score file or a folder of them).
     ``releases`` (newest first): the data releases the file may have been made on, chosen from as
     :mod:`.versions` says (``data_release``: ``--bfcl-data``; ``unavailable``: pinned releases that
-    could not be loaded, and why, said with the choice); without them nothing is chosen.
+    could not be loaded, and why, said with the choice; ``bench``: the benchmark that replays the
+    file's recorded tool results on them, which then weigh in); without them nothing is chosen.
     """
     path = Path(path)
     if model:
@@ -422,40 +418,46 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
         return scores.verdict(entry_id) if scores is not None else (None, why)
 
     yield from _entries(path, lines, verdict, scores.models if scores is not None else (), model, method, config,
-                        releases, data_release, unavailable)
+                        Releases.of(releases, data_release, unavailable, bench))
 
 
 def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[[str], tuple[int | None, str]],
              score_models: Iterable[str], model: str | None, method: str, config: Mapping[str, ModelEntry] | None,
-             releases: Mapping[str, BfclData] | None, data_release: str | None, unavailable: Sequence[str],
-             note: str | None = None) -> Iterator[Located | BadLine]:
+             releases: Releases | None, note: str | None = None) -> Iterator[Located | BadLine]:
     """The rollouts of result lines (``lines``; BadLines pass through), each with its ``verdict`` by
-    id, read by the handler chosen for the file and on its data release; ``note`` said in each
-    rollout's reading."""
+    id, read by the handler chosen for the file and on the release chosen for it from ``releases``
+    (none chosen without them); ``note`` said in each rollout's reading."""
     values = [item.value for item in lines if isinstance(item, JsonLine)]
     choice = choose_handler(config or {}, path, model, score_models)
     if choice is None:
         choice = choose_by_content(values)
     label = model or (choice.key.replace("/", "_") if choice.key else _model_folder(path))
-    data = None
-    if releases:
-        runs = [run for run in map(RecordedRun.of, values) if run is not None]
-        data = choose_release(releases, runs, path.name, V3_ERA_PIN.version, data_release, unavailable)
+    read: list[Located | BadLine] = []
     for item in lines:
         if isinstance(item, BadLine):
-            yield item
+            read.append(item)
             continue
         entry_id = item.value.get("id") if isinstance(item.value, dict) else None
         try:
             rollout = rollout_from_result(item.value, label, method, choice,
-                                          verdict(entry_id) if isinstance(entry_id, str) else (None, "no id"), data)
+                                          verdict(entry_id) if isinstance(entry_id, str) else (None, "no id"))
         except RECORD_SHAPE_ERRORS as exc:  # StepError, or a field of the wrong shape
             obj = item.value
             rid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
-            yield BadLine(item.path, item.line, f"unusable BFCL result: {shape_reason(exc)}", rid, item.excerpt)
+            read.append(BadLine(item.path, item.line, f"unusable BFCL result: {shape_reason(exc)}", rid, item.excerpt))
             continue
-        cause = shared_default_cause(rollout, releases[data.release].entries.get(rollout.task_id)
-                                     if releases and data is not None else None)
+        read.append(Located(item.path, item.line, rollout))
+    data = None
+    if releases is not None:
+        data = releases.choose([run for run in map(RecordedRun.of, values) if run is not None], path.name,
+                               [item.rollout for item in read if isinstance(item, Located)])
+    for item in read:
+        if isinstance(item, BadLine):
+            yield item
+            continue
+        rollout = data.scored(item.rollout) if data is not None else item.rollout
+        cause = shared_default_cause(rollout, releases.data[data.release].entries.get(rollout.task_id)
+                                     if releases is not None and data is not None else None)
         if cause is not None and rollout.recorded is not None:
             rollout = replace(rollout, recorded=replace(rollout.recorded,
                                                         if_y_differs=(*rollout.recorded.if_y_differs, cause)))
@@ -466,7 +468,8 @@ def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[
 
 def import_score_file(path: str | Path, model: str | None = None, method: str = "imported",
                       config: Mapping[str, ModelEntry] | None = None, releases: Mapping[str, BfclData] | None = None,
-                      data_release: str | None = None, unavailable: Sequence[str] = ()) -> Iterator[Located | BadLine]:
+                      data_release: str | None = None, unavailable: Sequence[str] = (),
+                      bench: Benchmark | None = None) -> Iterator[Located | BadLine]:
     """A BFCL score file read as the log of the entries it lists — those that failed, each with the
     model's output ``bfcl evaluate`` copied into it (``model_result_raw`` and ``inference_log``;
     ``model_result`` for an inference error), recorded Y = 0 with BFCL's error type. The entries
@@ -518,7 +521,8 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
     note = (f"BFCL score file read as a log: only the {len(seen)} entries that failed, of {total} "
             f"(the {correct} that passed are not in it)")
     yield from _entries(path, lines, lambda entry_id: (0, f"BFCL score file: {failing.get(entry_id, 'invalid')}"),
-                        models, model, method, config, releases, data_release, unavailable, note)
+                        models, model, method, config, Releases.of(releases, data_release, unavailable, bench),
+                        note)
 
 
 def is_result_file(path: Path) -> bool:
@@ -535,11 +539,25 @@ def is_bfcl_log(path: Path) -> bool:
 @dataclass(frozen=True)
 class Releases:
     """The data releases a log may have been made on (newest first), the one ``--bfcl-data`` gives
-    (None: chosen per file), and the pinned ones that could not be loaded, and why."""
+    (None: chosen per file), the pinned ones that could not be loaded, and why, and the benchmark
+    that replays a log's recorded tool results on them (None: the results do not weigh in)."""
 
     data: Mapping[str, BfclData]
     given: str | None
     unavailable: tuple[str, ...]
+    bench: Benchmark | None = None
+
+    @classmethod
+    def of(cls, data: Mapping[str, BfclData] | None, given: str | None, unavailable: Sequence[str],
+                 bench: Benchmark | None) -> Releases | None:
+        """The releases an importer's arguments name (None: none, so no release is chosen)."""
+        return cls(data, given, tuple(unavailable), bench) if data else None
+
+    def choose(self, runs: Sequence[RecordedRun], file_name: str, rollouts: Sequence[Rollout]) -> DataChoice:
+        """The release a file was made on (:func:`.versions.choose_release`): from its recorded
+        ``runs`` and, replayed on the releases, the tool results its ``rollouts`` recorded."""
+        reproduce = functools.partial(reproduction, self.bench, rollouts) if self.bench is not None else None
+        return choose_release(self.data, runs, file_name, V3_ERA_PIN.version, self.given, self.unavailable, reproduce)
 
 
 def data_releases(bench: Any) -> Releases:
@@ -556,7 +574,7 @@ def data_releases(bench: Any) -> Releases:
             if release == bench.data.release or release == given:
                 raise
             unavailable.append(f"bfcl-eval {release} unavailable ({' '.join(str(exc).split())[:200]})")
-    return Releases(releases, given, tuple(unavailable))
+    return Releases(releases, given, tuple(unavailable), bench)
 
 
 def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
@@ -564,15 +582,15 @@ def import_bfcl(request: ImportRequest) -> Iterator[Located | BadLine]:
     release it was made on (the pinned packages are fetched when absent)."""
     bench = request.open(DATASET)
     chosen = data_releases(bench)
-    releases, given, unavailable = dict(chosen.data), chosen.given, list(chosen.unavailable)
+    releases = {"releases": dict(chosen.data), "data_release": chosen.given, "unavailable": chosen.unavailable,
+                "bench": bench}
     if is_score_file(Path(request.source)):
         items = import_score_file(request.source, model=request.model, method=request.method,
-                                  config=model_config(bench.data.root), releases=releases, data_release=given,
-                                  unavailable=unavailable)
+                                  config=model_config(bench.data.root), **releases)
     else:
         items = import_result_file(request.source, model=request.model, method=request.method,
                                    score=getattr(bench, "score_file", None), config=model_config(bench.data.root),
-                                   releases=releases, data_release=given, unavailable=unavailable)
+                                   **releases)
     yield from of_known_tasks(items, bench)
 
 

@@ -12,10 +12,13 @@ them. Read message for message:
   (:func:`.decoders.tool_call_tags`); otherwise its text;
 * the tool messages after a step are the results the run recorded for its calls, in call order (a
   BFCL error is what BFCL's executor reports as one, :func:`.importer.recorded_error`);
-* ``reward_info.reward`` is BFCL's verdict (its ``BFCL_VALIDATION``, 1 or 0); the data release is
-  chosen from the records' runs as for a result file (:func:`.versions.choose_release`: turns, the
-  initial configuration in ``meta_info``, the ground truth), and a run that does not fit it is
-  flagged ``data_version``;
+* ``reward_info.reward`` is BFCL's verdict (its ``BFCL_VALIDATION``, 1 or 0); the release is
+  chosen from the records as for a result file (:func:`.versions.choose_release`: the tool results
+  they recorded, replayed on each release's classes, then their turns, the initial configuration in
+  ``meta_info`` and the ground truth), and a run that does not fit it is flagged ``data_version``.
+  The published records are a mixed case: their tool results are 2026.3.23's (``echo`` into a
+  missing file errs, as it does there), their ground truth of ``multi_turn_base_10`` is 2025.9.29's
+  — so they are scored on 2026.3.23, both said, and those entries flagged;
 * ``meta.record_id`` is the record's ``label_record_id``; each step keeps its message's position.
 """
 
@@ -29,7 +32,6 @@ from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
 from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, BadLine, JsonLine, shape_reason
 from prefix_audit.core.records import (
     Located,
-    LogIssue,
     Recorded,
     RecordedResult,
     Rollout,
@@ -39,10 +41,10 @@ from prefix_audit.core.records import (
 )
 from prefix_audit.replay.registry import ImportRequest, TrajectoryReader
 
-from .data import CATEGORIES, DATASET, V3_ERA_PIN
+from .data import CATEGORIES, DATASET
 from .decoders import tool_call_tags
 from .importer import StepError, data_releases, of_known_tasks, recorded_error
-from .versions import DataChoice, RecordedRun, choose_release
+from .versions import RecordedRun
 
 SOURCE_PREFIX = "bfcl_multi_turn_"
 _ROLES = {"system": "system", "user": "user", "assistant": "agent", "tool": "tool"}
@@ -161,25 +163,23 @@ def _verdict(record: Mapping[str, Any]) -> tuple[int | None, str]:
     return int(reward), f"AgentProcessBench reward_info: BFCL's validation {int(reward)}"
 
 
-def _rollout(line: JsonLine, request: ImportRequest, data: DataChoice, read: _Trajectory) -> Rollout:
+def _rollout(line: JsonLine, request: ImportRequest, read: _Trajectory) -> Rollout:
+    """A record as a rollout, on the benchmark's own release until one is chosen for its file."""
     record = line.value
     meta_in = record["meta"]
     entry_id, model = meta_in["bfcl_id"], request.model or str(meta_in.get("model_name") or "unknown")
     record_id = record.get("label_record_id")
     turns = tuple(tuple(t) for t in read.turns)
-    issues = [LogIssue("data_version", f"the recorded run does not fit bfcl-eval {data.release}'s data: "
-                                       f"{data.misfits[entry_id]}")] if entry_id in data.misfits else []
-    meta = {"bfcl_undecoded_steps": [], "bfcl_data": data.release,
-            "reading": f"AgentProcessBench BFCL records, calls as the run executed them; {data.describe()}",
+    meta = {"bfcl_undecoded_steps": [], "reading": "AgentProcessBench BFCL records, calls as the run executed them",
             **({"record_id": record_id} if isinstance(record_id, str) else {})}
     rid = rollout_id_for(DATASET, model, request.method, entry_id, record_id if isinstance(record_id, str) else "")
     return Rollout(DATASET, entry_id, model, request.method, rid, turns, "import:agentprocessbench", meta,
-                   recorded=Recorded.of(*_verdict(record), call_like_text_steps(turns), issues),
+                   recorded=Recorded.of(*_verdict(record), call_like_text_steps(turns)),
                    message_roles=tuple(read.roles))
 
 
 def read_records(lines: Sequence[JsonLine], request: ImportRequest) -> Iterator[Located | BadLine]:
-    """Every record as a BFCL rollout, on the data release the records' runs fit."""
+    """Every record as a BFCL rollout, on the release chosen from all of them (:func:`.versions.choose_release`)."""
     bench = request.open(DATASET)
     releases = data_releases(bench)
     read: list[tuple[JsonLine, _Trajectory] | BadLine] = []
@@ -194,11 +194,11 @@ def read_records(lines: Sequence[JsonLine], request: ImportRequest) -> Iterator[
                                 None, line.excerpt))
     runs = [_run(item[0].value["meta"]["bfcl_id"], item[0].value, item[1]) for item in read
             if not isinstance(item, BadLine)]
-    data = choose_release(releases.data, runs, request.source.name, V3_ERA_PIN.version, releases.given,
-                          releases.unavailable)
+    rollouts = [item if isinstance(item, BadLine) else Located(item[0].path, item[0].line,
+                                                               _rollout(item[0], request, item[1])) for item in read]
+    data = releases.choose(runs, request.source.name, [item.rollout for item in rollouts if isinstance(item, Located)])
     yield from of_known_tasks((item if isinstance(item, BadLine) else
-                               Located(item[0].path, item[0].line, _rollout(item[0], request, data, item[1]))
-                               for item in read), bench)
+                               Located(item.path, item.line, data.scored(item.rollout)) for item in rollouts), bench)
 
 
 TRAJECTORY_SOURCES: Mapping[str, TrajectoryReader] = {f"{SOURCE_PREFIX}{c}": read_records for c in CATEGORIES}
