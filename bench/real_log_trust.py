@@ -146,7 +146,8 @@ def main() -> None:
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--work", type=Path, default=Path("/tmp/real_log_trust"))
     parser.add_argument("--resources", default=str(ROOT / "resources"))
-    parser.add_argument("--only", default=None, help="audit only the logs whose name holds this text")
+    parser.add_argument("--only", default=None, help="audit only the logs whose name or path holds this text "
+                                                       "(in any case)")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     args = parser.parse_args()
     rows = []
@@ -155,7 +156,8 @@ def main() -> None:
     for log, name, why, extra in plans(args.shared, args.work):
         # the log's path inside the work folder (a --work path holding the text would match every log)
         where = str(log.relative_to(args.work)) if log.is_relative_to(args.work) else str(log)
-        if args.only and args.only not in name and args.only not in where:
+        # in any case: the corpus names BFCL's files BFCL_v3_…, --only bfcl means them too
+        if args.only and args.only.casefold() not in f"{name} {where}".casefold():
             continue
         row = audit(log, name, why, args.work, args.resources, extra)
         rows.append(row)
