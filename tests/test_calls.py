@@ -4,7 +4,7 @@ import pytest
 
 from prefix_audit.benchmarks.bfcl.decoders import python_call_text
 from prefix_audit.benchmarks.bfcl.importer import read_step
-from prefix_audit.core.calls import MAX_CALL_CHARS, parse_call_string, structured_call
+from prefix_audit.core.calls import MAX_CALL_CHARS, looks_like_calls, parse_call_string, structured_call
 
 
 def test_plain_call_with_positional_and_keyword_literals():
@@ -50,8 +50,7 @@ def test_deeply_nested_literal_is_a_parse_error_not_a_crash():
 
 def _prompting_calls(text: str):
     """Calls BFCL's prompting decoder reads in model text (None: it reads none)."""
-    read = read_step(text, "step", python_call_text)
-    return list(read.step.calls) if read.skipped is None else None
+    return list(read_step(text, "step", python_call_text).step.calls) or None
 
 
 def test_prompting_text_tells_prose_from_calls():
@@ -59,6 +58,19 @@ def test_prompting_text_tells_prose_from_calls():
     calls = _prompting_calls("[cd(folder='a'), ls(a=True)]")
     assert [c.name for c in calls] == ["cd", "ls"]
     assert _prompting_calls("[1, 2]") is None
+
+
+@pytest.mark.parametrize("text, call", [
+    ("[cd(folder='a')]", True), ("cd (folder='a')", True),
+    # a name that is no Python name, as models leak their channel tokens into it, before its "("
+    ("[cd<|channel|>commentary(folder='a'), ls(a=True)]", True), ("[" + "?" * 5_000 + "(x)]", True),
+    ('{"name": "cd", "arguments": {}}', True), ('```{"tool_calls": [{"name": "cd"}]}```', True),
+    ("<tool_call>\n{}\n</tool_call>", True), ("```tool_code\n[cd()]\n```", True),
+    ("I moved the file.", False), ("[see the notes] (below)", False), ("[1, 2]", False), ("", False),
+    ("Here is [the link](https://example.com)", False),
+])
+def test_text_that_looks_like_a_call_in_some_handlers_format(text, call):
+    assert looks_like_calls(text) is call
 
 
 @pytest.mark.parametrize("arguments, ok", [

@@ -19,7 +19,9 @@ from typing import Any
 # bounds call text and structured arguments (as JSON) alike.
 MAX_CALL_CHARS = 100_000
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_LOOKS_LIKE_CALLS = re.compile(r"^\s*\[?\s*[A-Za-z_]\w*\s*\(")
+# Call syntax: a name and "(", or a bracketed list whose first item is a word and "(" (a name no
+# Python name, as models leak into it, still makes a list of calls).
+_LOOKS_LIKE_CALLS = re.compile(r"^\s*(?:\[\s*[^\s()\[\],]+|[A-Za-z_]\w*)\s*\(")
 
 
 def _reason(exc: BaseException) -> str:
@@ -105,18 +107,18 @@ def parse_call_string(text: str) -> ToolCall:
 
 
 # What marks model text as an attempted tool call in the formats handlers and agents write: tagged
-# calls, fenced call code, a ReAct ``Action:`` with JSON, a JSON object or list naming a function,
-# or call syntax.
+# calls, fenced call code, a ReAct ``Action:`` with JSON, a JSON object or list naming a function or
+# listing ``tool_calls`` (fenced or not), or call syntax.
 _CALL_MARKERS = re.compile(r"<tool_call>|<function_?call>|<toolcall>|\[TOOL_CALLS\]|<\|python_tag\|>"
                            r"|```\s*(?:tool_code|tool_call|json|python)\b|\bAction:\s*[\[{]", re.IGNORECASE)
-_JSON_CALL = re.compile(r'^\s*[\[{]\s*(?:\{\s*)?"(?:name|function|tool_name|tool)"\s*:')
+_JSON_CALL = re.compile(r'^\s*(?:```\w*\s*)?[\[{]\s*(?:\{\s*)?"(?:name|function|tool_name|tool|tool_calls)"\s*:')
 
 
 def looks_like_calls(text: str) -> bool:
     """Whether model text looks like an attempt at a tool call (whatever its format), so that a
     decoder that reads no call in it has likely misread it — never whether it is one."""
-    head = text[:2000]
-    return bool(_CALL_MARKERS.search(text[:MAX_CALL_CHARS]) or _JSON_CALL.match(head) or _LOOKS_LIKE_CALLS.match(head))
+    bounded = text[:MAX_CALL_CHARS]  # a leaked name may run to thousands of characters before its "("
+    return bool(_CALL_MARKERS.search(bounded) or _JSON_CALL.match(bounded[:2000]) or _LOOKS_LIKE_CALLS.match(bounded))
 
 
 def structured_call(name: Any, arguments: Any, call_id: str | None = None) -> ToolCall:
