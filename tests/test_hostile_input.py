@@ -123,8 +123,10 @@ def test_huge_integers_lists_for_ids_and_deep_nesting_cost_one_record(bfcl, tmp_
     ]) + "\n")
     items = list(import_result_file(result))
     assert len(items) == 3
-    # The over-long integer makes that call's arguments unreadable: a schema failure, kept.
-    assert items[0].rollout.turns[0][0].calls[0].parse_error
+    # The over-long integer makes that call's arguments unreadable: BFCL's decoder fails on the step,
+    # an undecodable step (no action), kept.
+    [step] = items[0].rollout.turns[0]
+    assert not step.calls and items[0].rollout.recorded.undecoded_count == 1
     assert items[1].rollout.usage == () and "nested deeper" in items[1].rollout.accounting_error
     assert isinstance(items[2], BadLine) and "'id'" in items[2].reason
 

@@ -13,11 +13,14 @@ Every entry becomes a rollout record:
   action was observed; BFCL scores it 0);
 * each step is read by the ``decode_execute`` of the handler ``bfcl evaluate`` would use for the
   file (:mod:`.handlers`; ``meta["bfcl_handler"]`` says which and how it was chosen): the calls it
-  decodes are the step's actions. A step it cannot decode, or that decodes to nothing, executes
-  nothing in BFCL's runner: its calls as written (call objects, call strings) are still the
-  rollout's actions, judged without running, and listed in ``meta["bfcl_undecoded_steps"]``
-  (``[turn, step, reason]``), which Y follows (:mod:`.replay`); its text is the model's text.
-  A call that does not parse is a schema failure.
+  decodes are the step's actions (a call whose text does not parse is one too, which BFCL's
+  executor fails to run: a schema failure). A step it cannot decode, or that decodes to no call,
+  executes nothing and ends the turn in BFCL's runner: it holds no action, whatever the handler's
+  format, only the model's message (its text; a step of call objects as written). Such a step is
+  *undecodable* — listed in ``recorded.undecoded`` (``[turn, step, reason]``) and counted in the
+  decode health — where it holds an attempt at a call (:func:`holds_call`: a call object, or text
+  that looks like a call in any handler's format, :func:`~prefix_audit.core.calls.looks_like_calls`),
+  so a call whose arguments do not parse is the same undecodable step in every format.
 
 What the log recorded is handed over with each rollout (:class:`~prefix_audit.core.records.Recorded`),
 for the audit to check itself against: BFCL's own verdict on the entry from its score file
@@ -26,9 +29,8 @@ recorded for each call of each step (its ``tool`` messages, in call order; an er
 BFCL's executor reports as one). A step the handler would evaluate as Python (``str(round(…))``,
 which we never do) has the calls the log shows BFCL's decoder read there (its
 ``model_response_decoded``), parsed with :mod:`ast` (``meta["bfcl_steps_from_log"]`` counts them).
-A text step is listed as undecodable when the log shows BFCL's own decoder read calls in it, or —
-in a file without an ``inference_log`` — when it looks like a call
-(:func:`~prefix_audit.core.calls.looks_like_calls`).
+A step without a call is also listed as undecodable when the log shows BFCL's own decoder read
+calls in it.
 
 Nothing is evaluated; call text is parsed with :mod:`ast`. Only a line that is no record at all
 (not JSON, no string ``id``, turns that are not lists of steps) is quarantined, with its location
@@ -44,7 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
+from prefix_audit.core.calls import ToolCall, looks_like_calls, parse_call_string, structured_call
 from prefix_audit.core.decode import (
     RECORD_SHAPE_ERRORS,
     DecodeError,
@@ -66,7 +68,6 @@ from prefix_audit.core.records import (
     Rollout,
     Step,
     Usage,
-    call_like_text_steps,
     rollout_id_for,
 )
 from prefix_audit.replay.contract import Benchmark
@@ -97,54 +98,68 @@ class StepError(ValueError):
     pass
 
 
-def _as_written(raw: Any, where: str) -> Step:
-    """A step read without BFCL's decoder: call objects and call strings as calls, text as text. An
-    empty list or object is the end of a turn without a call, as a handler that keeps text writes it
-    ``""``: the same empty message in every handler's format (SPEC §2's terminal no-tool action)."""
+def _call_objects(raw: Any) -> tuple[ToolCall, ...]:
+    """The calls of a step of call objects (``{name: arguments}``, one alone or a list), as written."""
+    return tuple(structured_call(name, arguments) for item in ([raw] if isinstance(raw, dict) else raw)
+                 for name, arguments in item.items())
+
+
+def holds_call(raw: Any) -> bool:
+    """Whether a step BFCL's decoder read no call in holds an attempt at one: an item that is
+    neither text nor empty (a call object, whatever its keys), or text that looks like a call in
+    any handler's format (:func:`~prefix_audit.core.calls.looks_like_calls`). An empty step and
+    text parts without call syntax are a message."""
     if isinstance(raw, str):
-        return Step((), raw)
+        return looks_like_calls(raw)
+    return any(looks_like_calls(item) if isinstance(item, str) else item not in ({}, [], None)
+               for item in ([raw] if isinstance(raw, dict) else raw))
+
+
+def _message(raw: Any) -> str:
+    """A step without a call as the model's message: its text (a list's text parts one per line;
+    an empty step ``""``, whatever the handler's format), else the step as written, as JSON."""
+    if isinstance(raw, str):
+        return raw
     if not raw:
-        return Step((), "")
-    calls: list[ToolCall] = []
-    for i, item in enumerate([raw] if isinstance(raw, dict) else raw):
-        if isinstance(item, str):
-            calls.append(parse_call_string(item))
-        elif isinstance(item, dict):
-            calls.extend(structured_call(name, arguments) for name, arguments in item.items())
-        else:
-            calls.append(ToolCall(None, raw=excerpt_of(item), parse_error=f"{where}[{i}]: a call must be an "
-                                                                          f"object or a string"))
-    return Step(tuple(calls))
+        return ""
+    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        return "\n".join(raw)
+    return excerpt_of(raw)
 
 
 @dataclass(frozen=True)
 class ReadStep:
-    """One step as BFCL's runner reads it: the step, why it executes nothing (None: it executes),
-    and whether that is because the handler would have evaluated model text we do not."""
+    """One step as BFCL's runner reads it: the step, why it is undecodable (None: it is not), and
+    whether that is because the handler would have evaluated model text we do not."""
 
     step: Step
-    skipped: str | None = None
+    undecodable: str | None = None
     not_evaluated: bool = False
+
+
+def _no_call(raw: Any, why: str, not_evaluated: bool = False) -> ReadStep:
+    return ReadStep(Step((), _message(raw)), why if not_evaluated or holds_call(raw) else None, not_evaluated)
 
 
 def read_step(raw: Any, where: str, decoder: Decoder) -> ReadStep:
     """One BFCL step through its handler's decoder. A step the decoder reads becomes the calls it
-    decodes (parsed with :mod:`ast`); one it cannot read, or that decodes to no call, executes
-    nothing and keeps the calls it holds as written, to be judged without running."""
+    decodes (parsed with :mod:`ast`): the step's actions. A step it cannot decode, or decodes to no
+    call, executes nothing and ends the turn in BFCL's runner: it holds no action, only the model's
+    message (:func:`_message`), and is undecodable where it holds an attempt at a call
+    (:func:`holds_call`) or text the handler would have evaluated."""
     if not isinstance(raw, (str, dict, list)):
         raise StepError(f"{where}: a step must be a string, an object or a list, got {type(raw).__name__}")
     try:
         decoded = decode_step(decoder, raw)
     except Undecodable as exc:
-        return ReadStep(_as_written(raw, where), f"BFCL's decoder fails: {exc}", isinstance(exc, NotEvaluated))
+        return _no_call(raw, f"BFCL's decoder fails: {exc}", isinstance(exc, NotEvaluated))
     if not decoded:
-        step = _as_written(raw, where)
-        return ReadStep(step, "no call" if step.text is None else "the model's text, no call")
+        return _no_call(raw, "BFCL's decoder reads no call in it")
     calls = tuple(parse_call_string(text) for text in decoded)
     if decoder in CALL_OBJECT_DECODERS and not all(c.well_formed for c in calls):
         # A name or key that is no Python name makes the decoded text unparsable; the call object
         # (in the same order) keeps the call, which BFCL's executor then fails to run (loader.invoke).
-        calls = tuple(c if c.well_formed else w for c, w in zip(calls, _as_written(raw, where).calls))
+        calls = tuple(c if c.well_formed else w for c, w in zip(calls, _call_objects(raw)))
     return ReadStep(Step(calls))
 
 
@@ -244,9 +259,9 @@ def _logged_calls(seen: LoggedStep | None) -> tuple[ToolCall, ...]:
 
 def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], LoggedStep],
               unread: list[tuple[int, int, str]]) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]]]:
-    """The steps with the tool results the log recorded, and every step the decoder could not read:
-    ``unread`` (calls BFCL's runner skips, text it would have evaluated) and text steps in which
-    the log's own decoder read calls (or, without a log, that look like calls)."""
+    """The steps with the tool results the log recorded, and every undecodable step: ``unread``
+    (attempts at calls the decoder could not read, text it would have evaluated) and steps without a
+    call in which the log's own decoder read calls (this reading then differs from BFCL's)."""
     unread = list(unread)
     listed = {(t, s) for t, s, _ in unread}
     out = []
@@ -261,8 +276,6 @@ def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], Lo
                                      f"({seen.decoded[0][:80]}); this reading found none"))
             steps.append(step)
         out.append(tuple(steps))
-    if not logged:  # no record of BFCL's own decoding: text that looks like a call
-        unread += call_like_text_steps(out)
     return tuple(out), sorted(unread)
 
 
@@ -285,8 +298,7 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
     task_id = obj["id"]
     rid = rollout_id_for(DATASET, model, method, task_id)
     result = obj.get("result")
-    meta: dict[str, Any] = {"bfcl_handler": choice.to_json(), "bfcl_undecoded_steps": [],
-                            "reading": f"BFCL {choice.describe()}"}
+    meta: dict[str, Any] = {"bfcl_handler": choice.to_json(), "reading": f"BFCL {choice.describe()}"}
     if not isinstance(result, list):
         # BFCL's runner: a result that is no list is an inference error, scored 0.
         return Rollout(DATASET, task_id, model, method, rid, (), "import:bfcl", meta, infra_error=_infra_error(result),
@@ -303,13 +315,11 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
             calls = _logged_calls(logged.get((t, s))) if read.not_evaluated else ()
             if calls:  # BFCL's decoder evaluated the text as Python, which we never do: its log says what it read
                 read, from_log = ReadStep(Step(calls, raw if isinstance(raw, str) else None)), from_log + 1
-            elif read.skipped is not None and choice.chosen_by == "content" and decoded_call_strings(raw):
+            elif not read.step.calls and choice.chosen_by == "content" and decoded_call_strings(raw):
                 read, as_strings = ReadStep(Step(decoded_call_strings(raw))), as_strings + 1
             steps.append(read.step)
-            if read.skipped is not None and read.step.calls:
-                meta["bfcl_undecoded_steps"].append([t, s, read.skipped])
-            if read.skipped is not None and (read.step.calls or read.not_evaluated):
-                unread.append((t, s, read.skipped))
+            if read.undecodable is not None:
+                unread.append((t, s, read.undecodable))
         turns.append(tuple(steps))
     try:
         usage, accounting_error = _usage(obj), None

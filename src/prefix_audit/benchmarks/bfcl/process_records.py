@@ -170,7 +170,7 @@ def _rollout(line: JsonLine, request: ImportRequest, read: _Trajectory) -> Rollo
     entry_id, model = meta_in["bfcl_id"], request.model or str(meta_in.get("model_name") or "unknown")
     record_id = record.get("label_record_id")
     turns = tuple(tuple(t) for t in read.turns)
-    meta = {"bfcl_undecoded_steps": [], "reading": "AgentProcessBench BFCL records, calls as the run executed them",
+    meta = {"reading": "AgentProcessBench BFCL records, calls as the run executed them",
             **({"record_id": record_id} if isinstance(record_id, str) else {})}
     rid = rollout_id_for(DATASET, model, request.method, entry_id, record_id if isinstance(record_id, str) else "")
     return Rollout(DATASET, entry_id, model, request.method, rid, turns, "import:agentprocessbench", meta,

@@ -2,10 +2,11 @@
 
 Final success Y follows BFCL's evaluation runner and multi-turn checker: a rollout with a
 different number of turns than the entry is force-terminated (Y = 0); a step BFCL's runner cannot
-decode executes nothing (``meta["bfcl_undecoded_steps"]``, see :mod:`.importer`); per turn with a
-non-empty ground truth, the model must have a decoded step with calls; the public attributes of
-its instances must equal those of instances driven by the ground truth; and the ground truth's
-execution results must be contained (as a multiset) in the model's results so far. A rollout whose
+decode, or decodes to no call, executes nothing (the importer gives it no call, see
+:mod:`.importer`); per turn with a non-empty ground truth, the model must have a decoded step with
+calls; the public attributes of its instances must equal those of instances driven by the ground
+truth; and the ground truth's execution results must be contained (as a multiset) in the model's
+results so far. A rollout whose
 log was scored by inspect_evals' multi-turn scorer (``meta["reward_rule"]``, Inspect AI logs) gets
 that scorer's Y instead (:data:`REWARD_RULE_KEY`).
 """
@@ -53,6 +54,9 @@ INSPECT_EVALS_RULE = "inspect_evals"
 # argument objects later calls changed.
 SCORED_CALLS_KEY = "inspect_scored_calls"
 _RAISED = "Error during execution: "  # loader.invoke's words for a method that raised
+# Where rollouts imported by earlier versions listed undecodable steps that still held calls, as
+# written; such a record is refused, so those calls are never run.
+SKIPPED_CALLS_KEY = "bfcl_undecoded_steps"
 
 
 def inspect_evals_value(name: str | None, value: Any, text: str) -> Any:
@@ -245,17 +249,6 @@ def _task_facts(entry: Entry, initial: frozenset[Any]) -> TaskFacts:
     return TaskFacts(initial, texts, facts, sem.ALWAYS_AVAILABLE)
 
 
-def _step_positions(rollout: Rollout, key: str) -> set[tuple[int, int]]:
-    """(turn, step) positions listed in ``meta[key]`` as ``[turn, step, ...]`` items (written by
-    the importer; none for other rollouts)."""
-    listed = rollout.meta.get(key, [])
-    if not isinstance(listed, list) or not all(
-            isinstance(item, list) and len(item) >= 2 and all(isinstance(x, int) and not isinstance(x, bool)
-                                                              for x in item[:2]) for item in listed):
-        raise UnscorableRollout(f"meta.{key} must be a list of [turn, step, ...] items")
-    return {(item[0], item[1]) for item in listed}
-
-
 def _scored_calls(rollout: Rollout) -> list[ToolCall] | None:
     """The calls of ``meta["inspect_scored_calls"]`` in order (None where the rollout has none)."""
     listed = rollout.meta.get(SCORED_CALLS_KEY)
@@ -266,12 +259,6 @@ def _scored_calls(rollout: Rollout) -> list[ToolCall] | None:
                                            and isinstance(c.get("arguments"), dict) for c in turn) for turn in listed):
         raise UnscorableRollout(f"meta.{SCORED_CALLS_KEY} must list, per turn, {{function, arguments}} objects")
     return [ToolCall(c["function"], kwargs=dict(c["arguments"]), structured=True) for turn in listed for c in turn]
-
-
-def _calls_at(rollout: Rollout, positions: set[tuple[int, int]]) -> set[int]:
-    # By identity: the checker hands the session the rollout's own call objects.
-    return {id(call) for t, turn in enumerate(rollout.turns) for s, step in enumerate(turn)
-            if (t, s) in positions for call in step.calls}
 
 
 def _volatile_after(volatile: tuple[tuple[str, Any, str], ...], call: ToolCall, accepted: bool,
@@ -288,17 +275,18 @@ class BfclSession:
     """One rollout's fresh model-side and ground-truth-side instances.
 
     Y follows BFCL's evaluation: a rollout with another number of turns than the entry is
-    force-terminated (0); a step BFCL's runner cannot decode executes nothing (its calls are still
-    judged, on a scratch copy of the state); a turn with a non-empty ground truth needs a decoded
-    step with calls. String arguments reach the methods as BFCL's executor passes them (its
-    instance names written into call text, :func:`~.loader.invoke`); a tweet posted without
-    mentions has a list of its own, and its mentions are not compared with a recorded result
-    (:data:`~.semantics.SHARED_DEFAULTS`)."""
+    force-terminated (0); a step BFCL's runner cannot decode holds no call (the importer's
+    reading); a turn with a non-empty ground truth needs a decoded step with calls. String
+    arguments reach the methods as BFCL's executor passes them (its instance names written into
+    call text, :func:`~.loader.invoke`); a tweet posted without mentions has a list of its own, and
+    its mentions are not compared with a recorded result (:data:`~.semantics.SHARED_DEFAULTS`)."""
 
     def __init__(self, bench: BfclBenchmark, entry: Entry, rollout: Rollout) -> None:
         self.entry = entry
-        skipped = _step_positions(rollout, "bfcl_undecoded_steps")
-        self._not_executed = _calls_at(rollout, skipped)
+        if rollout.meta.get(SKIPPED_CALLS_KEY):
+            raise UnscorableRollout(f"meta.{SKIPPED_CALLS_KEY} lists steps whose calls BFCL's runner does not "
+                                    f"execute, as an import before undecodable steps held no call wrote them: "
+                                    f"import the result file again")
         self.rule = rollout.meta.get(REWARD_RULE_KEY)
         if self.rule not in (None, INSPECT_EVALS_RULE):
             raise UnscorableRollout(f"unknown {REWARD_RULE_KEY} {self.rule!r} (known: {INSPECT_EVALS_RULE}; "
@@ -307,8 +295,7 @@ class BfclSession:
         self._gt_values: list[list[Any]] = []  # per turn checked, the ground truth's
         self._scored_calls = _scored_calls(rollout)
         self._loader = bench.loader_of(entry)
-        self._decoded_steps = [sum(bool(step.calls) and (t, s) not in skipped for s, step in enumerate(turn))
-                               for t, turn in enumerate(rollout.turns)]
+        self._decoded_steps = [sum(bool(step.calls) for step in turn) for turn in rollout.turns]
         self._rollout_turns = len(rollout.turns)
         self.facts = bench.facts_of(entry)
         self._tools = bench.tools_of(entry)
@@ -371,8 +358,6 @@ class BfclSession:
         self._turn_calls += 1
         if not call.well_formed:
             return Outcome(False, None, call.parse_error)
-        if id(call) in self._not_executed:  # BFCL's runner skipped the step: the state does not change
-            return self._on_copy(call)
         deleting = call.name in sem.DELETING_METHODS
         before = set(self._live_values()) if deleting else None
         accepted, value, text = invoke(self._model_methods, call, self._instance_names)
