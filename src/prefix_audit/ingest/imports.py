@@ -26,7 +26,7 @@ from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dum
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark
 from prefix_audit.replay.scoring import __name__ as scoring_module
-from prefix_audit.replay.trust import UNDECODED_LOUD
+from prefix_audit.replay.trust import UNDECODED_CAUSES, UNDECODED_LOUD
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class RecordTally:
                f"entries without any call"]
         if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:
             out.append(f"WARNING: {self.undecoded} of {self.call_steps} call steps could not be decoded: the decoder "
-                       f"does not read this log's format")
+                       f"does not read this log's format ({UNDECODED_CAUSES})")
         return out
 
 

@@ -19,6 +19,9 @@ import polars as pl
 BLOCK_KEYS = ("dataset", "model", "method")
 DEFAULT_MIN_AGREEMENT = 0.95  # below this, agreement with the record is reported as low
 UNDECODED_LOUD = 0.5  # more than this share of call steps undecodable: the decoder does not read the format
+# Why a decoder reads so little of a log: ours is not the log's, or the model wrote its calls in a
+# format the benchmark's own decoder does not read either (its run executed none of them).
+UNDECODED_CAUSES = "a wrong decoder, or a model writing calls its benchmark's own decoder cannot read either"
 NO_CALL_LOUD = 0.5  # more than this share of entries without any call
 STRICT_SEVERITY = 2  # warnings from this severity up are WARNINGs (what `audit --strict` fails on); below, notes
 
@@ -107,8 +110,8 @@ class BlockTrust:
         out = []
         if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:
             out.append(TrustWarning(3, f"{self.undecoded} of {self.call_steps} call steps could not be decoded: the "
-                                       f"decoder does not read this log's format, so its calls are missing from "
-                                       f"every number here"))
+                                       f"decoder does not read this log's format ({UNDECODED_CAUSES}), so its "
+                                       f"calls are missing from every number here"))
         if self.y_agreement is not None and self.y_agreement < min_agreement:
             disagreeing = self.with_verdict - self.y_agrees
             flagged = f" (flagged: {self.flagged_text()})" if self.flagged else ""
