@@ -237,6 +237,29 @@ def test_a_format_the_decoder_misreads_is_said_loudly(bfcl, tmp_path, capsys):
     assert [w.severity for w in trust.warnings()][:3] == [3, 2, 2]
 
 
+def test_calls_the_benchmarks_own_run_could_not_decode_either_are_a_note_not_a_misreading(bfcl, tmp_path, capsys):
+    """The same JSON text in the same folder, but the log shows BFCL's own decoder failed on every
+    step and ran nothing (a model writing a format its handler does not read): a faithful log, so no
+    WARNING — a note saying so — while a decoder of ours that misreads (the test above) stays loud."""
+    folder = tmp_path / "result" / PROMPTING_MODEL
+    lines = [gold_entry(bfcl, i, style="json_text") for i in ENTRIES]
+    for line in lines:
+        for turn in line["inference_log"][1::2]:
+            for key in [k for k in turn if k.startswith("step_")]:
+                turn[key] = [turn[key][0], {"role": "handler_log", "content": "Error decoding the model response."}]
+    result = write_result_file(folder / "BFCL_v3_multi_turn_base_result.json", lines)
+    write_score_file(folder / "BFCL_v3_multi_turn_base_score.json", 2,
+                     dict.fromkeys(ENTRIES, "multi_turn:instance_state_mismatch"))
+    assert _audit([result], tmp_path / "out", "--strict") == 0
+    said = capsys.readouterr().err
+    steps = sum(len(t) for i in ENTRIES for t in bfcl.entry(i).ground_truth)
+    assert f"note: {steps} of {steps} call steps could not be decoded, {steps} of them by the benchmark's own run" \
+        in said and "WARNING" not in said
+    episodes = pl.read_parquet(tmp_path / "out" / "fed" / "episodes.parquet")
+    assert episodes["undecoded_confirmed"].to_list() == episodes["undecoded_steps"].to_list()
+    assert episodes["Y"].to_list() == episodes["recorded_y"].to_list() == [0, 0]
+
+
 def test_text_that_looks_like_calls_is_undecodable_without_a_log(bfcl, tmp_path):
     line = gold_entry(bfcl, ENTRIES[0], style="json_text")
     del line["inference_log"]

@@ -115,6 +115,8 @@ class Recorded:
     replay's Y does differ;
     ``undecoded``: the steps of model output the importer's decoder could not read as calls
     (``(turn, step, reason)``, at most :data:`MAX_UNDECODED_STEPS`) and ``undecoded_count`` all of them;
+    ``undecoded_confirmed``: of those, the steps the log shows the benchmark's own run could not decode
+    either (it executed nothing there) — the model's format, not a reader's fault;
     ``score``: the benchmark's own continuous score of the entry as the log recorded it, its headline
     averaged over entries (ToolSandbox's similarity), named ``score_name``; None where it records none.
     """
@@ -127,13 +129,16 @@ class Recorded:
     if_y_differs: tuple[LogIssue, ...] = ()
     score: float | None = None
     score_name: str | None = None
+    undecoded_confirmed: int = 0
 
     @classmethod
     def of(cls, y: int | None, verdict: str | None, undecoded: Sequence[tuple[int, int, str]] = (),
            issues: Sequence[LogIssue] = (), if_y_differs: Sequence[LogIssue] = (), *, score: float | None = None,
-           score_name: str | None = None) -> Recorded:
+           score_name: str | None = None, undecoded_confirmed: int = 0) -> Recorded:
         """A record with its texts and its list of undecodable steps bounded (their count kept whole).
         A ``score`` must be a finite number and comes with its ``score_name``."""
+        if not 0 <= undecoded_confirmed <= len(undecoded):
+            raise ValueError(f"{undecoded_confirmed} undecodable steps confirmed by the log, of {len(undecoded)}")
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
                                   or not math.isfinite(score) or not score_name):
             raise ValueError(f"a recorded score must be a finite number with a name, got {score!r} ({score_name!r})")
@@ -142,7 +147,7 @@ class Recorded:
                    tuple((t, s, why[:MAX_ISSUE_CHARS]) for t, s, why in undecoded[:MAX_UNDECODED_STEPS]),
                    len(undecoded), tuple(LogIssue(i.code[:60], i.detail[:MAX_ISSUE_CHARS]) for i in if_y_differs),
                    float(score) if score is not None else None,
-                   score_name[:60] if score is not None and score_name else None)
+                   score_name[:60] if score is not None and score_name else None, undecoded_confirmed)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"y": self.y, "verdict": self.verdict}
@@ -155,6 +160,8 @@ class Recorded:
         if self.undecoded_count:
             out["undecoded_steps"] = [list(u) for u in self.undecoded]
             out["undecoded_count"] = self.undecoded_count
+        if self.undecoded_confirmed:
+            out["undecoded_confirmed"] = self.undecoded_confirmed
         return out
 
 
@@ -491,6 +498,9 @@ def _recorded_from_json(obj: Any) -> Recorded | None:
     total = obj.get("undecoded_count", len(steps))
     if isinstance(total, bool) or not isinstance(total, int) or total < len(steps):
         raise RecordError(f"{where}.undecoded_count must be a whole number of at least the steps listed")
+    confirmed = obj.get("undecoded_confirmed", 0)
+    if isinstance(confirmed, bool) or not isinstance(confirmed, int) or not 0 <= confirmed <= total:
+        raise RecordError(f"{where}.undecoded_confirmed must be a whole number from 0 to undecoded_count")
     score, score_name = obj.get("score"), obj.get("score_name")
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
                               or not isinstance(score_name, str) or not score_name):
@@ -499,7 +509,7 @@ def _recorded_from_json(obj: Any) -> Recorded | None:
                          [LogIssue(i["code"], i.get("detail", "")) for i in issues],
                          [LogIssue(i["code"], i.get("detail", "")) for i in conditional],
                          score=score, score_name=score_name if score is not None else None)
-    return dataclasses.replace(record, undecoded_count=total)
+    return dataclasses.replace(record, undecoded_count=total, undecoded_confirmed=confirmed)
 
 
 def _retries_from_json(items: Any, where: str) -> tuple[Retry, ...]:

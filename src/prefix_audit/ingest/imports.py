@@ -26,7 +26,7 @@ from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dum
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark
 from prefix_audit.replay.scoring import __name__ as scoring_module
-from prefix_audit.replay.trust import UNDECODED_CAUSES, UNDECODED_LOUD
+from prefix_audit.replay.trust import undecoded_warning
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ class RecordTally:
     results: int = 0  # tool results the logs recorded
     call_steps: int = 0
     undecoded: int = 0
+    undecoded_confirmed: int = 0  # of those, the ones the log shows its own run could not read either
     acted: int = 0  # entries that are not infrastructure failures
     no_call: int = 0  # of those, entries without any call
     readings: Counter = field(default_factory=Counter)  # how the importer read the entries (meta "reading")
@@ -63,6 +64,7 @@ class RecordTally:
                                 + party_results(rollout))
         self.call_steps += sign * steps
         self.undecoded += sign * undecoded
+        self.undecoded_confirmed += sign * rollout.recorded.undecoded_confirmed
         self.acted += sign * acted
         self.no_call += sign * (acted and not any(step.calls for turn in rollout.turns for step in turn))
         reading = rollout.meta.get("reading")
@@ -80,9 +82,9 @@ class RecordTally:
         out += [f"recorded: a verdict for {self.verdicts} of {self.entries} entries, {self.results} tool results; "
                f"decode: {self.undecoded} of {self.call_steps} call steps undecodable, {self.no_call} of {self.acted} "
                f"entries without any call"]
-        if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:
-            out.append(f"WARNING: {self.undecoded} of {self.call_steps} call steps could not be decoded: the decoder "
-                       f"does not read this log's format ({UNDECODED_CAUSES})")
+        warning = undecoded_warning(self.call_steps, self.undecoded, self.undecoded_confirmed)
+        if warning is not None:
+            out.append(f"{warning.label}: {warning.text}")
         return out
 
 

@@ -56,6 +56,7 @@ EPISODE_SCHEMA = pa.schema([
     # Decode health of the imported log (null for generated rollouts).
     pa.field("call_steps", pa.int32()),  # model responses with a call, or that the decoder could not read
     pa.field("undecoded_steps", pa.int32()),  # of those, the ones the decoder could not read
+    pa.field("undecoded_confirmed", pa.int32()),  # of those, the ones the log shows its own run could not read either
     pa.field("tool_calls", pa.int32()),  # calls read (T without the terminal action)
     pa.field("unknown_tool_calls", pa.int32()),  # calls with an empty name or one the task does not know
     # Benchmark health (SPEC §3): the data release the rollout was scored on (null: one the benchmark does not

@@ -110,7 +110,7 @@ def _record_columns(ep: EpisodeResult, check: RecordCheck | None) -> dict:
         return dict.fromkeys(("recorded_y", "recorded_verdict", "recorded_score", "recorded_score_name",
                               "replay_agreement", "results_compared",
                               "results_reproduced", "results_same_verdict", "log_issue", "call_steps",
-                              "undecoded_steps", "tool_calls", "unknown_tool_calls"))
+                              "undecoded_steps", "undecoded_confirmed", "tool_calls", "unknown_tool_calls"))
     steps, undecoded = call_steps(ep.rollout)
     return {
         "recorded_y": recorded.y, "recorded_verdict": recorded.verdict,
@@ -118,7 +118,7 @@ def _record_columns(ep: EpisodeResult, check: RecordCheck | None) -> dict:
         "replay_agreement": check.replay_agreement, "results_compared": check.compared,
         "results_reproduced": check.reproduced, "results_same_verdict": check.same_verdict,
         "log_issue": check.log_issue,
-        "call_steps": steps, "undecoded_steps": undecoded,
+        "call_steps": steps, "undecoded_steps": undecoded, "undecoded_confirmed": recorded.undecoded_confirmed,
         "tool_calls": sum(v.action.call is not None for v in ep.verdicts),
         "unknown_tool_calls": ep.unknown_tool_calls,
     }

@@ -36,6 +36,23 @@ class TrustWarning:
         return "WARNING" if self.severity >= STRICT_SEVERITY else "note"
 
 
+def undecoded_warning(call_steps: int, undecoded: int, confirmed: int) -> TrustWarning | None:
+    """What it means that ``undecoded`` of ``call_steps`` call steps could not be decoded, ``confirmed``
+    of them where the log shows the benchmark's own run could not decode them either: over
+    :data:`UNDECODED_LOUD` of the steps unread *without* that confirmation, the decoder likely does not
+    read the log's format (a WARNING); as many read by neither, the model wrote calls its benchmark
+    cannot read — a faithful log, which the numbers count as the benchmark does (a note)."""
+    if not call_steps or undecoded / call_steps <= UNDECODED_LOUD:
+        return None
+    if (undecoded - confirmed) / call_steps > UNDECODED_LOUD:
+        return TrustWarning(3, f"{undecoded} of {call_steps} call steps could not be decoded: the decoder does not "
+                               f"read this log's format ({UNDECODED_CAUSES}), so its calls are missing from every "
+                               f"number here")
+    return TrustWarning(1, f"{undecoded} of {call_steps} call steps could not be decoded, {confirmed} of them by the "
+                           f"benchmark's own run either (its log shows nothing executed there): the model wrote calls "
+                           f"its benchmark cannot read, and they count as the benchmark counts them (no action)")
+
+
 @dataclass(frozen=True)
 class BlockTrust:
     """One block's audit against its logs' records (only the entries that carry a record count)."""
@@ -61,6 +78,7 @@ class BlockTrust:
     score_name: str | None = None  # the benchmark's own score the log recorded (ToolSandbox: similarity)
     score_n: int = 0  # entries that record it
     score_mean: float | None = None  # its mean over them: the benchmark's own headline
+    undecoded_confirmed: int = 0  # of the undecodable steps, those the log shows its own run could not read either
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -107,11 +125,7 @@ class BlockTrust:
 
     def warnings(self, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> list[TrustWarning]:
         """What is low, worst first."""
-        out = []
-        if self.call_steps and self.undecoded / self.call_steps > UNDECODED_LOUD:
-            out.append(TrustWarning(3, f"{self.undecoded} of {self.call_steps} call steps could not be decoded: the "
-                                       f"decoder does not read this log's format ({UNDECODED_CAUSES}), so its "
-                                       f"calls are missing from every number here"))
+        out = [w for w in (undecoded_warning(self.call_steps, self.undecoded, self.undecoded_confirmed),) if w]
         if self.y_agreement is not None and self.y_agreement < min_agreement:
             disagreeing = self.with_verdict - self.y_agrees
             flagged = f" (flagged: {self.flagged_text()})" if self.flagged else ""
@@ -174,7 +188,8 @@ def _block(key: tuple[str, str, str], rows: pl.DataFrame) -> BlockTrust:
                       total("call_steps"), total("undecoded_steps"),
                       int((acted["tool_calls"].fill_null(0) == 0).sum()), acted.height,
                       total("unknown_tool_calls"), dict(sorted(flagged.items())),
-                      known.height, int((known["Y"] == 1).sum()), name, scored, mean)
+                      known.height, int((known["Y"] == 1).sum()), name, scored, mean,
+                      total("undecoded_confirmed") if "undecoded_confirmed" in rows.columns else 0)
 
 
 def _score(rows: pl.DataFrame) -> tuple[str | None, int, float | None]:

@@ -258,12 +258,15 @@ def _logged_calls(seen: LoggedStep | None) -> tuple[ToolCall, ...]:
 
 
 def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], LoggedStep],
-              unread: list[tuple[int, int, str]]) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]]]:
-    """The steps with the tool results the log recorded, and every undecodable step: ``unread``
+              unread: list[tuple[int, int, str]]) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]], int]:
+    """The steps with the tool results the log recorded, every undecodable step — ``unread``
     (attempts at calls the decoder could not read, text it would have evaluated) and steps without a
-    call in which the log's own decoder read calls (this reading then differs from BFCL's)."""
+    call in which the log's own decoder read calls (this reading then differs from BFCL's) — and how
+    many of ``unread`` the log shows BFCL's own run could not decode either (no call decoded, no tool
+    run there: the model's format, not this reading's)."""
     unread = list(unread)
     listed = {(t, s) for t, s, _ in unread}
+    confirmed = sum(not seen.decoded and not seen.results for seen in map(logged.get, listed) if seen is not None)
     out = []
     for t, turn in enumerate(turns):
         steps = []
@@ -276,7 +279,7 @@ def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], Lo
                                      f"({seen.decoded[0][:80]}); this reading found none"))
             steps.append(step)
         out.append(tuple(steps))
-    return tuple(out), sorted(unread)
+    return tuple(out), sorted(unread), confirmed
 
 
 def _infra_error(result: Any) -> str:
@@ -325,7 +328,7 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
         usage, accounting_error = _usage(obj), None
     except (StepError, DecodeError) as exc:  # bad accounting costs the accounting, not the entry
         usage, accounting_error = (), str(exc)
-    logged_turns, unread = _with_log(turns, logged, unread)
+    logged_turns, unread, confirmed = _with_log(turns, logged, unread)
     if as_strings:  # a custom runner's own format: said, so the summary counts the entries read so
         meta["bfcl_steps_as_call_strings"] = as_strings
         meta["reading"] += "; steps that are lists of call strings (already decoded) read as those calls"
@@ -333,7 +336,7 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
         meta["bfcl_steps_from_log"] = from_log
         meta["reading"] += "; steps BFCL's handler evaluated as Python read from its own decoding (inference_log)"
     return Rollout(DATASET, task_id, model, method, rid, logged_turns, "import:bfcl", meta, usage=usage,
-                   accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread))
+                   accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread, undecoded_confirmed=confirmed))
 
 
 SHARED_DEFAULT = "shared_default"
