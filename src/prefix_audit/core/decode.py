@@ -62,17 +62,38 @@ def excerpt_of(value: Any) -> str:
 
 @dataclass(frozen=True)
 class BadLine:
-    """A quarantined input entry: where it was and why it could not be used."""
+    """A quarantined input entry: where it was and why it could not be used.
+
+    ``reason`` says it all for this entry. ``cause`` is what is wrong without what names the entry —
+    the same text for every entry it befalls, which summaries group by (None: the reason names no
+    entry, so it is the cause itself) —, and ``entry`` names the entry in its log's terms for those
+    summaries (``("task", "12")``; None: by its rollout id, else its line, else its log)."""
 
     path: str
     line: int  # 1-based line or position in the log; 0 for the log as a whole
     reason: str
     rollout_id: str | None = None
     excerpt: str = ""
+    cause: str | None = None
+    entry: tuple[str, str] | None = None
+
+    @property
+    def grouped_by(self) -> str:
+        """The cause the summaries count this entry under."""
+        return self.cause if self.cause is not None else self.reason
+
+    @property
+    def named(self) -> tuple[str, str]:
+        """(what the entry is, its id): ``entry``, else its rollout id, line or log."""
+        if self.entry is not None:
+            return self.entry
+        if self.rollout_id is not None:
+            return "entry", self.rollout_id
+        return ("line", str(self.line)) if self.line else ("log", Path(self.path).name)
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "reason": self.reason,
-                "rollout_id": self.rollout_id, "excerpt": self.excerpt}
+        return {"path": self.path, "line": self.line, "reason": self.reason, "rollout_id": self.rollout_id,
+                "excerpt": self.excerpt, "cause": self.grouped_by, "entry": list(self.named)}
 
 
 @dataclass(frozen=True)
@@ -118,7 +139,8 @@ def raw_json_lines(path: str | Path) -> Iterator[tuple[int, bytes] | BadLine]:
 
 def over_limit(path: str, lineno: int, size: int) -> BadLine:
     """The quarantine record of a line longer than :data:`MAX_LINE_BYTES`."""
-    return BadLine(path, lineno, f"a line of {size:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
+    return BadLine(path, lineno, f"a line of {size:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit",
+                   cause=f"a line over the {MAX_LINE_BYTES:,}-byte limit")
 
 
 def decode_json_line(path: str, lineno: int, raw: bytes) -> JsonLine | BadLine:
@@ -127,9 +149,9 @@ def decode_json_line(path: str, lineno: int, raw: bytes) -> JsonLine | BadLine:
     try:  # json.loads itself, not loads(): JSON's nesting counts against the stack's depth, kept as it was
         return JsonLine(path, lineno, json.loads(raw.decode("utf-8"), parse_int=_integer), excerpt)
     except UnicodeDecodeError as exc:
-        return BadLine(path, lineno, f"not UTF-8: {exc}", excerpt=excerpt)
+        return BadLine(path, lineno, f"not UTF-8: {exc}", excerpt=excerpt, cause="not UTF-8")
     except (ValueError, RecursionError) as exc:
-        return BadLine(path, lineno, f"invalid JSON: {exc}", excerpt=excerpt)
+        return BadLine(path, lineno, f"invalid JSON: {exc}", excerpt=excerpt, cause="invalid JSON")
 
 
 def _bounded_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:

@@ -3,7 +3,8 @@
 Every entry of a log ends up in one place: a rollout record, or a quarantine record with its
 location and reason. A log that cannot be read at all (no such file, a format no importer
 recognises, a file its importer refuses whole) is one quarantine record for the log, so one bad
-log never costs the others.
+log never costs the others. The summaries count quarantined records by cause
+(:mod:`prefix_audit.core.quarantine`).
 
 ``prefix-audit import`` writes one log's records; ``prefix-audit audit`` and the workflow's
 ``import_logs`` rule write one rollout file per block (dataset × model × method) under
@@ -22,6 +23,7 @@ from typing import Any
 
 from prefix_audit.core.io import atomic_write_text, commit_files, path_label
 from prefix_audit.core.parallel import WorkerPool
+from prefix_audit.core.quarantine import QuarantineTally
 from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dumps, party_results
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark
@@ -88,30 +90,30 @@ class RecordTally:
 
 @dataclass
 class ImportReport:
-    """What the import of some logs gave: records per log, quarantined entries and their reasons."""
+    """What the import of some logs gave: records per log, quarantined entries by cause."""
 
     logs: dict[str, str] = field(default_factory=dict)  # log path → format
     rollouts: int = 0
-    quarantined: int = 0
-    reasons: Counter = field(default_factory=Counter)
+    quarantine: QuarantineTally = field(default_factory=QuarantineTally)
     record: RecordTally = field(default_factory=RecordTally)
 
+    @property
+    def quarantined(self) -> int:
+        return self.quarantine.total
+
     def summary(self) -> str:
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items())) or "none"
-        return (f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; "
-                f"quarantined: {self.quarantined} ({reasons})")
+        return f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; quarantined: {self.quarantined}"
 
     def merge(self, other: ImportReport) -> None:
         """Count ``other`` (the import of other logs) in."""
         self.logs.update(other.logs)
         self.rollouts += other.rollouts
-        self.quarantined += other.quarantined
-        self.reasons += other.reasons
+        self.quarantine.merge(other.quarantine)
         self.record.merge(other.record)
 
     def lines(self) -> list[str]:
-        """The summary, then what the logs recorded and the decode health."""
-        return [self.summary(), *self.record.lines()]
+        """The summary and a line per cause of quarantine, then what the logs recorded and the decode health."""
+        return [self.summary(), *(f"  {line}" for line in self.quarantine.lines()), *self.record.lines()]
 
 
 def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchmark], *, kind: str | None = None,
@@ -134,19 +136,16 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
         except (OSError, ValueError) as exc:  # the rest of the log is unusable; what it gave, and other logs, count
             report.logs.setdefault(str(path), kind or "unrecognised")
             rest = f" after its first {len(items)} entries" if items else ""
-            items.append(BadLine(str(path), 0, f"unusable log{rest}: {exc}"))
+            # the summaries name the log by its file name (the site holds no absolute path)
+            items.append(BadLine(str(path), 0, f"unusable log{rest}: {exc}",
+                                 cause=f"unusable log: {exc}".replace(str(path), path.name)))
         for item in items:
             if isinstance(item, BadLine):
-                report.quarantined += 1
-                report.reasons[_reason_kind(item.reason)] += 1
+                report.quarantine.add(item)
             else:
                 report.rollouts += 1
                 report.record.add(item.rollout)
             yield item
-
-
-def _reason_kind(reason: str) -> str:
-    return reason.split(":", 1)[0][:60]
 
 
 def write_records(items: Iterable[Located | BadLine], rollouts: str | Path, quarantine: str | Path) -> tuple[int, int]:
@@ -178,8 +177,7 @@ def of_dataset(items: Iterable[Located | BadLine], dataset: str, report: ImportR
                            f"{dataset}", item.rollout.rollout_id)
             report.rollouts -= 1
             report.record.add(item_rollout, -1)
-            report.quarantined += 1
-            report.reasons[_reason_kind(item.reason)] += 1
+            report.quarantine.add(item)
         yield item
 
 

@@ -267,17 +267,23 @@ def read_inspect_log(request: ImportRequest) -> Iterator[Located | BadLine]:
         line = position.get(key, len(wanted) + len(seen) + 1)
         seen.add(key)
         label = f"Inspect sample {key[0]!r} epoch {key[1]}"
+        entry = ("sample", f"{key[0]} epoch {key[1]}")
         if isinstance(sample, Exception):
-            yield BadLine(where, line, f"unreadable {label}: {type(sample).__name__}: {_message_of(sample)}")
+            why = f"{type(sample).__name__}: {_message_of(sample)}"
+            yield BadLine(where, line, f"unreadable {label}: {why}", cause=f"unreadable Inspect sample: {why}",
+                          entry=entry)
             continue
         try:
             yield Located(where, line, read(_plain(sample, where, task, model, line), request))
         except RECORD_SHAPE_ERRORS as exc:
-            yield BadLine(where, line, f"unusable {label} ({task}): {shape_reason(exc)}")
+            why = shape_reason(exc)
+            yield BadLine(where, line, f"unusable {label} ({task}): {why}", cause=f"unusable Inspect sample ({task}): {why}",
+                          entry=entry)
     why = stopped or f"the log (status {header.status}) does not hold it"
     for key in wanted:
         if key not in seen:
-            yield BadLine(where, position[key], f"missing Inspect sample {key[0]!r} epoch {key[1]}: {why}")
+            yield BadLine(where, position[key], f"missing Inspect sample {key[0]!r} epoch {key[1]}: {why}",
+                          cause=f"missing Inspect sample: {why}", entry=("sample", f"{key[0]} epoch {key[1]}"))
 
 
 registry.register(registry.Registration(__name__, (), importers={FORMAT: read_inspect_log},

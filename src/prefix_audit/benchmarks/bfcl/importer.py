@@ -501,7 +501,8 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
             continue
         if obj["id"] in seen:
             lines.append(BadLine(item.path, item.line, f"listed again in BFCL's score file: entry {obj['id']!r} "
-                                                       f"(its first line is read)", obj["id"], item.excerpt))
+                                                       f"(its first line is read)", obj["id"], item.excerpt,
+                                 "listed again in BFCL's score file (its first line is read)"))
             continue
         seen.add(obj["id"])
         if isinstance(obj.get("model_name"), str):
@@ -581,5 +582,5 @@ def of_known_tasks(items: Iterable[Located | BadLine], bench: Any) -> Iterator[L
     for item in items:
         if not isinstance(item, BadLine) and not bench.has_task(item.rollout.task_id):
             item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
-                           item.rollout.task_id)
+                           item.rollout.task_id, cause="unknown BFCL multi-turn id")
         yield item

@@ -748,5 +748,6 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
             seen[rollout.rollout_id] = i
             yield Located(str(path), i, rollout)
         except RECORD_SHAPE_ERRORS as exc:  # BadEntry, or a field of the wrong shape
-            yield BadLine(str(path), i, f"unusable τ-bench v1 entry (task {task}): {shape_reason(exc)}", None,
-                          excerpt_of(entry))
+            why = shape_reason(exc)
+            yield BadLine(str(path), i, f"unusable τ-bench v1 entry (task {task}): {why}", None, excerpt_of(entry),
+                          f"unusable τ-bench v1 entry: {why}", ("task", task))
