@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .decode import BadLine
+from .decode import BadLine, open_bytes
 
 SHOWN_ENTRIES = 3  # entries named per cause; the count says how many there are
 _ID_CHARS = 60  # an entry's id as shown (a hostile log's ids may be long)
@@ -82,7 +82,7 @@ def tally(bad: Iterable[BadLine]) -> QuarantineTally:
 def read_quarantine(path: str | Path) -> Iterator[BadLine]:
     """The records of a quarantine file as this package writes them (a record an older version wrote
     has no cause: its reason is its cause); a line that does not read is a record saying so."""
-    with open(path, "rb") as fh:
+    with open_bytes(path) as fh:
         for number, raw in enumerate(fh, start=1):
             if raw.strip():
                 yield _record(str(path), number, raw)

@@ -83,7 +83,15 @@ from .decoders import (
 )
 from .handlers import HandlerChoice, ModelEntry, check_model_key, choose_handler, model_config
 from .loader import is_error_value
-from .scores import error_type, find_score_file, is_failing_entry, is_score_file, result_file_of, summary_counts
+from .scores import (
+    SCORE_FILE_KEY,
+    error_type,
+    find_score_file,
+    is_failing_entry,
+    is_score_file,
+    result_file_of,
+    summary_counts,
+)
 from .semantics import SHARED_DEFAULTS, leaves_shared_default
 from .versions import DataChoice, RecordedRun, choose_release
 
@@ -422,16 +430,17 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
         return scores.verdict(entry_id) if scores is not None else (None, why)
 
     yield from _entries(path, lines, verdict, scores.models if scores is not None else (), model, method, config,
-                        releases, data_release, unavailable)
+                        releases, data_release, unavailable,
+                        meta={SCORE_FILE_KEY: scores.provenance()} if scores is not None else {})
 
 
 def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[[str], tuple[int | None, str]],
              score_models: Iterable[str], model: str | None, method: str, config: Mapping[str, ModelEntry] | None,
              releases: Mapping[str, BfclData] | None, data_release: str | None, unavailable: Sequence[str],
-             note: str | None = None) -> Iterator[Located | BadLine]:
+             note: str | None = None, meta: Mapping[str, Any] | None = None) -> Iterator[Located | BadLine]:
     """The rollouts of result lines (``lines``; BadLines pass through), each with its ``verdict`` by
     id, read by the handler chosen for the file and on its data release; ``note`` said in each
-    rollout's reading."""
+    rollout's reading, ``meta`` added to each rollout's."""
     values = [item.value for item in lines if isinstance(item, JsonLine)]
     choice = choose_handler(config or {}, path, model, score_models)
     if choice is None:
@@ -461,6 +470,8 @@ def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[
                                                         if_y_differs=(*rollout.recorded.if_y_differs, cause)))
         if note is not None:
             rollout = replace(rollout, meta={**rollout.meta, "reading": f"{rollout.meta['reading']}; {note}"})
+        if meta:
+            rollout = replace(rollout, meta={**rollout.meta, **meta})
         yield Located(item.path, item.line, rollout)
 
 
