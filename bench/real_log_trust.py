@@ -27,6 +27,8 @@ from pathlib import Path
 
 import polars as pl
 
+from prefix_audit.core.quarantine import read_quarantine
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -70,17 +72,9 @@ class Row:
                 f"{replay} | {flagged} |")
 
 
-def _reason_kind(reason: str) -> str:
-    """A quarantine reason without what differs from entry to entry (the task, the simulation)."""
-    text = reason.split("): ", 1)[-1] if reason.startswith("unusable") else reason
-    return text.split(":", 1)[0][:80]
-
-
 def _quarantined(out: Path) -> list[str]:
-    reasons = []
-    for path in out.rglob("*quarantine.jsonl"):
-        reasons += [json.loads(line)["reason"] for line in path.read_text(encoding="utf-8").splitlines() if line]
-    return reasons
+    """The cause of every quarantined record of an audit (the reason without what names the entry)."""
+    return [bad.grouped_by for path in sorted(out.rglob("*quarantine.jsonl")) for bad in read_quarantine(path)]
 
 
 def audit(log: Path, name: str, diagnosis: str | None, work: Path, resources: str, extra: list[str]) -> Row:
@@ -89,9 +83,9 @@ def audit(log: Path, name: str, diagnosis: str | None, work: Path, resources: st
                            "--resources", resources, "--resamples", "100", *extra],
                           capture_output=True, text=True, check=False)
     row = Row(name, diagnosis is None, diagnosis or "a faithful run")
-    reasons = _quarantined(out)
-    row.quarantined = len(reasons)
-    row.quarantine_reasons = dict(Counter(map(_reason_kind, reasons)).most_common(3))
+    causes = _quarantined(out)
+    row.quarantined = len(causes)
+    row.quarantine_reasons = dict(Counter(causes).most_common(3))
     episodes_file = out / "fed" / "episodes.parquet"
     if done.returncode != 0 or not episodes_file.is_file():
         row.refused = (done.stderr.strip().splitlines() or ["?"])[-1][:300]

@@ -180,6 +180,28 @@ def test_tau2_json_log_streams_sample_by_sample(inspect_logs, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_compressed_json_log_reads_as_the_plain_one(inspect_logs, tmp_path):
+    """inspect-ai's reader opens logs by name: a compressed .json is unpacked for it, its records
+    still naming the file given."""
+    import gzip
+
+    import zstandard
+
+    plain = inspect_logs["tau2_json"]
+    packed = [tmp_path / f"{plain.name}.gz", tmp_path / f"{plain.name}.zst"]
+    packed[0].write_bytes(gzip.compress(plain.read_bytes()))
+    packed[1].write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    records = {}
+    for log in (plain, *packed):
+        assert is_inspect_log(log)
+        rollouts = tmp_path / f"{log.name}.jsonl"
+        assert main(["import", "inspect", str(log), "-o", str(rollouts), "--resources", str(RESOURCES)]) == 0
+        records[log] = rollouts.read_text()
+        assert str(log) in records[log]
+    assert records[plain] and all(records[p].replace(str(p), str(plain)) == records[plain] for p in packed)
+
+
+@pytest.mark.slow
 def test_bad_logs_cost_their_samples_only(inspect_logs, tmp_path):
     """A sample without metadata and one without its store are quarantined with their reasons; a truncated
     .eval is one line; a .json cut short keeps the samples before the cut; a log of another task is one line."""

@@ -124,6 +124,34 @@ def test_the_index_lists_every_block_with_its_figures(site):
                      "1", "0", "0", "0", "0"]
 
 
+def test_quarantined_records_are_one_line_per_cause(results_root, site, tmp_path):
+    react = (site / "blocks" / "bfcl_v3" / "m" / "react" / "index.html").read_text()
+    section = react.split('<section class="quarantine">')[1].split("</section>")[0]
+    assert re.findall(r"<li>([^<]*)</li>", section) == [
+        "1 × duplicate rollout_id in block bfcl_v3/m/react (the first of each counts) (entry gold)"]
+    assert 'class="quarantine"' not in (site / "blocks" / "bfcl_v3" / "m" / "plan_conditioned" / "index.html").read_text()
+    # what an import quarantined, by cause on the index: three entries of one cause, and a record an
+    # older version wrote (no cause: its reason is its cause)
+    from prefix_audit.core.records import BadLine
+
+    root = tmp_path / "results"
+    shutil.copytree(results_root, root)
+    imported = root / "rollouts" / "imported" / "quarantine.jsonl"
+    imported.parent.mkdir(parents=True)
+    records = [BadLine("log.json", n, f"unusable τ simulation (task '{n}'): tau2 domain 'x' is not one this release "
+                       f"replays", cause="unusable τ simulation: tau2 domain 'x' is not one this release replays",
+                       entry=("task", str(n))).to_json() for n in (3, 1, 2, 4)]
+    records.append({"path": "old.json", "line": 7, "reason": "invalid JSON: Expecting value", "rollout_id": None,
+                    "excerpt": ""})
+    imported.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["view", str(root), "-o", str(tmp_path / "site")]) == 0
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert re.findall(r"<li>([^<]*)</li>", index.split('<h2 id="quarantine">')[1]) == [
+        "4 × unusable τ simulation: tau2 domain &#39;x&#39; is not one this release replays (tasks 3, 1, 2, …)",
+        "1 × invalid JSON: Expecting value (line 7)"]
+    assert 'id="quarantine"' not in (site / "index.html").read_text()
+
+
 def test_a_rollout_page_shows_the_first_failure_highlighted_with_its_predicates(site):
     page = _rollout_page(site, "react", "bad-tool")
     first = page.split('<tr id="first-failure" class="first-failure v-fail">')[1].split("</tr>")[0]

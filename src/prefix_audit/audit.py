@@ -81,7 +81,7 @@ class AuditReport:
         (then the warnings, worst first); then where the human labels went."""
         out = self.imported.lines()
         for key, report in sorted(self.blocks.items()):
-            out.append(f"{'/'.join(key)}: {report.summary()}")
+            out += [f"{'/'.join(key)}: {report.summary()}", *report.quarantine_lines()]
             recorded = [h for b in report.trust if b.key == key and (h := b.headline()) is not None]
             if key in self.headlines:
                 # The benchmark's own headline as the logs recorded it, next to final success.
@@ -115,7 +115,8 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
                workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
                labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring); raises ValueError when no entry
-    of any log could be imported (after committing the quarantine that says why). ``labels``: files
+    of any log could be imported (after committing the quarantine that says why; the message counts
+    its records by cause). ``labels``: files
     of human step labels to set beside FED. ``health``: audit the health of every task the logs ran, on
     the release each was scored on (``health/<dataset>/``, ``tables/table_task_health.*``), and mark each
     episode with it (``task_sound``, ``task_health``); ``exclude_unsound``: the statistics and tables over
@@ -133,7 +134,8 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
                              health=health, exclude_unsound=exclude_unsound)
     report.min_agreement = min_agreement
     if not report.blocks:
-        raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported "
+        raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported: "
+                         f"{'; '.join(report.imported.quarantine.lines())} "
                          f"(see {out / 'rollouts' / IMPORTED / 'quarantine.jsonl'})")
     report.tables = [out / path.relative_to(stage) for path in report.tables]
     return report

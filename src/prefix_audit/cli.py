@@ -40,7 +40,6 @@ def _resolver(args: argparse.Namespace):
 
 
 def _import(args: argparse.Namespace) -> int:
-    from .core.records import BadLine
     from .ingest.imports import ImportReport, read_logs, write_records
 
     if not Path(args.source).exists():
@@ -53,11 +52,8 @@ def _import(args: argparse.Namespace) -> int:
                            report=report))
     good, n_bad = write_records(items, out, quarantine)
     print(f"imported {good} rollouts; quarantined {n_bad} (see {quarantine})", file=sys.stderr)
-    for line in report.record.lines():
+    for line in [*(f"  {cause}" for cause in report.quarantine.lines()), *report.record.lines()]:
         print(line, file=sys.stderr)
-    for b in items:
-        if isinstance(b, BadLine):
-            print(f"  {b.path}:{b.line}: {b.reason}", file=sys.stderr)
     return 0 if good else 1
 
 
@@ -122,7 +118,7 @@ def _score(args: argparse.Namespace) -> int:
         return 2
     report = score_file(args.rollouts, ScoreOutputs.in_dir(args.output), _resolver(args),
                         workers=args.workers or workers_for([args.rollouts]))
-    for line in [report.summary(), *report.trust_lines()]:
+    for line in [report.summary(), *report.quarantine_lines(), *report.trust_lines()]:
         print(line, file=sys.stderr)
     return 0 if report.scored else 1
 

@@ -217,6 +217,11 @@ def block_actions():
     return _block_files("actions.parquet")
 
 
+def import_quarantines():
+    """The quarantine file of each import block: what its import could not read (the site says it by cause)."""
+    return [str(imported_rollouts_path(RESULTS, *key).with_suffix(".quarantine.jsonl")) for key in sorted(IMPORTS)]
+
+
 def scored_root(wildcards, input):
     """The folder of every block's scoring, as the job sees its inputs (a storage plugin may place
     them elsewhere than the workflow names them): four levels above a block's episodes.parquet."""

@@ -8,4 +8,5 @@ with logging_to(snakemake.log[0]):
                stats_path=snakemake.input.stats, pools=dict(snakemake.params.pools),
                labels_dir=Path(snakemake.input.label_entries).parent if "label_entries" in snakemake.input.keys()
                else None,
-               health_dir=Path(snakemake.input.health[0]).parents[1] if snakemake.input.health else None)
+               health_dir=Path(snakemake.input.health[0]).parents[1] if snakemake.input.health else None,
+               import_quarantine=snakemake.input.import_quarantine)

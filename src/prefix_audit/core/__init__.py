@@ -3,7 +3,9 @@
 Holds :mod:`.records` (the rollout record, one JSON object per line, and the located ``BadLine`` of a
 record that cannot be read), :mod:`.calls` (model-emitted tool calls parsed with :mod:`ast`, never
 evaluated), :mod:`.decode` (external bytes → values, with located errors: the one boundary every
-importer uses), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
+importer uses, where compressed files read as the plain ones), :mod:`.archives` (a tar of a run
+folder, or a compressed file a reader must open by name, unpacked safely), :mod:`.quarantine`
+(quarantined records summed up by cause), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
 :mod:`.taxonomy` (the five first-failure categories), :mod:`.health` (benchmark health's finding codes
 and the schemas of its tables), :mod:`.labels` (human step labels, read as
 published), :mod:`.framework_samples` (a sample of an

@@ -4,7 +4,12 @@
   is a located :class:`BadLine` and the other lines go on;
 * :func:`read_json_document` — one JSON document (a τ results file, a ToolSandbox summary), or a
   :class:`DecodeError` naming the file and why;
-* :func:`first_json_key` and :func:`first_json_line` — what a format's detector looks at;
+* :func:`first_json_key`, :func:`first_json_line` and :func:`first_json_lines` — what a format's
+  detector looks at;
+* :func:`open_bytes` — the bytes a file holds, for everything above: a file compressed with gzip,
+  bzip2, xz or zstd (told by its first bytes, never by its name) reads as the plain file, streamed;
+  a corrupt or truncated stream is a :class:`DecodeError` naming the file and what is wrong, never
+  the part before it taken for the whole (:func:`check_compressed` reads a stream to its end first);
 * :func:`count` and :func:`seconds` — the accounting numbers logs carry (token counts, latencies),
   checked with the field's location in the message.
 
@@ -14,10 +19,16 @@ validate its shape.
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import hashlib
+import io
 import json
+import lzma
 import math
 import re
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,17 +73,38 @@ def excerpt_of(value: Any) -> str:
 
 @dataclass(frozen=True)
 class BadLine:
-    """A quarantined input entry: where it was and why it could not be used."""
+    """A quarantined input entry: where it was and why it could not be used.
+
+    ``reason`` says it all for this entry. ``cause`` is what is wrong without what names the entry —
+    the same text for every entry it befalls, which summaries group by (None: the reason names no
+    entry, so it is the cause itself) —, and ``entry`` names the entry in its log's terms for those
+    summaries (``("task", "12")``; None: by its rollout id, else its line, else its log)."""
 
     path: str
     line: int  # 1-based line or position in the log; 0 for the log as a whole
     reason: str
     rollout_id: str | None = None
     excerpt: str = ""
+    cause: str | None = None
+    entry: tuple[str, str] | None = None
+
+    @property
+    def grouped_by(self) -> str:
+        """The cause the summaries count this entry under."""
+        return self.cause if self.cause is not None else self.reason
+
+    @property
+    def named(self) -> tuple[str, str]:
+        """(what the entry is, its id): ``entry``, else its rollout id, line or log."""
+        if self.entry is not None:
+            return self.entry
+        if self.rollout_id is not None:
+            return "entry", self.rollout_id
+        return ("line", str(self.line)) if self.line else ("log", Path(self.path).name)
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "reason": self.reason,
-                "rollout_id": self.rollout_id, "excerpt": self.excerpt}
+        return {"path": self.path, "line": self.line, "reason": self.reason, "rollout_id": self.rollout_id,
+                "excerpt": self.excerpt, "cause": self.grouped_by, "entry": list(self.named)}
 
 
 @dataclass(frozen=True)
@@ -108,7 +140,7 @@ def raw_json_lines(path: str | Path) -> Iterator[tuple[int, bytes] | BadLine]:
     """(line number, bytes) of every non-blank line of a JSON Lines file, undecoded (for
     :func:`decode_json_line`, maybe in another process); a line over the limit is a BadLine."""
     path = Path(path)
-    with path.open("rb") as fh:
+    with open_bytes(path) as fh:
         for lineno, raw, size in _bounded_lines(fh):
             if raw is None:
                 yield over_limit(str(path), lineno, size)
@@ -118,7 +150,8 @@ def raw_json_lines(path: str | Path) -> Iterator[tuple[int, bytes] | BadLine]:
 
 def over_limit(path: str, lineno: int, size: int) -> BadLine:
     """The quarantine record of a line longer than :data:`MAX_LINE_BYTES`."""
-    return BadLine(path, lineno, f"a line of {size:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
+    return BadLine(path, lineno, f"a line of {size:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit",
+                   cause=f"a line over the {MAX_LINE_BYTES:,}-byte limit")
 
 
 def decode_json_line(path: str, lineno: int, raw: bytes) -> JsonLine | BadLine:
@@ -127,9 +160,9 @@ def decode_json_line(path: str, lineno: int, raw: bytes) -> JsonLine | BadLine:
     try:  # json.loads itself, not loads(): JSON's nesting counts against the stack's depth, kept as it was
         return JsonLine(path, lineno, json.loads(raw.decode("utf-8"), parse_int=_integer), excerpt)
     except UnicodeDecodeError as exc:
-        return BadLine(path, lineno, f"not UTF-8: {exc}", excerpt=excerpt)
+        return BadLine(path, lineno, f"not UTF-8: {exc}", excerpt=excerpt, cause="not UTF-8")
     except (ValueError, RecursionError) as exc:
-        return BadLine(path, lineno, f"invalid JSON: {exc}", excerpt=excerpt)
+        return BadLine(path, lineno, f"invalid JSON: {exc}", excerpt=excerpt, cause="invalid JSON")
 
 
 def _bounded_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:
@@ -148,13 +181,22 @@ def _bounded_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:
 
 
 def read_json_document(path: str | Path) -> Any:
-    """One JSON document of at most :data:`MAX_DOCUMENT_BYTES`; :class:`DecodeError` (with the
+    """One JSON document of at most :data:`MAX_DOCUMENT_BYTES` (a compressed file's content: read
+    whole, so a corrupt stream fails before anything is parsed); :class:`DecodeError` (with the
     file's name and the cause) otherwise."""
     path = Path(path)
     try:
-        if (size := path.stat().st_size) > MAX_DOCUMENT_BYTES:
+        compressed = compression_of(path)
+        if compressed is None and (size := path.stat().st_size) > MAX_DOCUMENT_BYTES:
             raise DecodeError(f"{path.name} is {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,}-byte limit of one document")
-        return loads(path.read_bytes().decode("utf-8"))
+        with open_bytes(path) as fh:
+            data = _read_at_most(fh, MAX_DOCUMENT_BYTES)
+        if data is None:
+            raise DecodeError(f"{path.name} decompresses ({compressed}) to over the {MAX_DOCUMENT_BYTES:,}-byte "
+                              f"limit of one document")
+        return loads(data.decode("utf-8"))
+    except DecodeError:
+        raise
     except FileNotFoundError:
         raise DecodeError(f"missing {path.name}") from None
     except OSError as exc:  # a folder in its place, no permission, ...
@@ -173,22 +215,195 @@ def first_json_key(path: str | Path, head: int = 4096) -> str | None:
     (None: no object, or its first key is not there): what a detector looks at before parsing a
     document that may be large."""
     try:
-        with Path(path).open("rb") as fh:
+        with open_bytes(path) as fh:
             match = _FIRST_KEY.match(fh.read(head).decode("utf-8", errors="replace"))
-    except OSError:
+    except (OSError, DecodeError):
         return None
     return match.group(1) if match else None
 
 
-def first_json_line(path: str | Path) -> Any:
-    """The value of a file's first non-blank line as JSON, or None (no file, not JSON, a line over
-    :data:`MAX_LINE_BYTES`): what a detector of a JSON Lines format looks at."""
+def first_json_lines(path: str | Path, lines: int) -> list[Any] | None:
+    """The values of a file's first ``lines`` non-blank lines as JSON (fewer where it has fewer), or
+    None (no file, a line that is not JSON or over :data:`MAX_LINE_BYTES`): what a detector of a JSON
+    Lines format looks at."""
+    values: list[Any] = []
     try:
-        with Path(path).open("rb") as fh:
-            first = next((raw for raw in fh if raw.strip()), b"")
-        return json.loads(first) if len(first) <= MAX_LINE_BYTES else None
-    except (OSError, ValueError, RecursionError):
+        with open_bytes(path) as fh:
+            for _, raw, _ in _bounded_lines(fh):
+                if raw is None:
+                    return None
+                if raw.strip():
+                    values.append(json.loads(raw))
+                    if len(values) == lines:
+                        break
+    except (OSError, ValueError, RecursionError):  # a DecodeError (a corrupt stream) too
         return None
+    return values
+
+
+def first_json_line(path: str | Path) -> Any:
+    """The value of a file's first non-blank line as JSON, or None (see :func:`first_json_lines`)."""
+    values = first_json_lines(path, 1)
+    return values[0] if values else None
+
+
+# --- compressed files --------------------------------------------------------------------------
+
+# A file's compression as its first bytes tell it (never its name: logs are passed around renamed).
+MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
+# The names compressed files are given: a file's plain name is its name without one (BFCL finds a
+# result file's score file by name, and either may be compressed).
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
+_CHUNK = 2**20  # bytes read at a time where a whole stream is read
+# zstd input fed at a time: zstd expands at most about 32,768-fold (a run-length block), so one
+# step never holds more than ~32 MiB of output, however hostile the file.
+_ZSTD_INPUT = 1024
+
+
+def _magic(head: bytes) -> str | None:
+    return next((kind for magic, kind in MAGIC.items() if head.startswith(magic)), None)
+
+
+def compression_of(path: str | Path) -> str | None:
+    """The compression of the file at ``path`` (``gzip``, ``bzip2``, ``xz``, ``zstd``) from its
+    first bytes; None for a plain file, a folder or no file."""
+    try:
+        with open(path, "rb") as fh:
+            return _magic(fh.read(6))
+    except OSError:
+        return None
+
+
+def plain_name(name: str) -> str:
+    """A file's name without the suffix of a compressed file (``x_result.json.gz`` →
+    ``x_result.json``); other names as they are."""
+    return next((name[: -len(s)] for s in COMPRESSED_SUFFIXES if name.endswith(s) and len(name) > len(s)), name)
+
+
+def open_bytes(path: str | Path) -> BinaryIO:
+    """The bytes a file holds, as a stream: as stored, or decompressed where its first bytes say it
+    is compressed (:data:`MAGIC`). Reading a stream that is corrupt or ends early raises a
+    :class:`DecodeError` naming the file and what is wrong."""
+    path = Path(path)
+    fh = path.open("rb")
+    try:
+        kind = _magic(fh.peek(6)[:6])
+        return fh if kind is None else io.BufferedReader(_Decompressed(fh, kind, path.name), _CHUNK)
+    except BaseException:
+        fh.close()
+        raise
+
+
+def check_compressed(path: str | Path) -> None:
+    """Read a compressed file to the end of its stream, so that a corrupt or truncated one is one
+    :class:`DecodeError` before any of its content is used (a reader that stops early would read a
+    truncated stream's first entries as if they were all); a plain file is not read."""
+    if compression_of(path) is not None:
+        with open_bytes(path) as fh:
+            while fh.read(_CHUNK):
+                pass
+
+
+def content_sha256(path: str | Path) -> str:
+    """The sha256 of the bytes a file holds — a compressed file's content, not its compressed
+    bytes, so a log and its compressed copy have one digest (the plain file's ``sha256sum``)."""
+    digest = hashlib.sha256()
+    with open_bytes(path) as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _read_at_most(fh: BinaryIO, limit: int) -> bytes | None:
+    """The rest of ``fh``, or None where it holds more than ``limit`` bytes (never read beyond)."""
+    parts, size = [], 0
+    while chunk := fh.read(min(_CHUNK, limit + 1 - size)):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return None
+    return b"".join(parts)
+
+
+class _Decompressed(io.RawIOBase):
+    """A compressed file's content; the decompressor's errors as a :class:`DecodeError` naming the
+    file and what is wrong."""
+
+    def __init__(self, file: BinaryIO, kind: str, name: str) -> None:
+        self._file, self._kind, self._name = file, kind, name
+        if kind == "gzip":
+            self._stream: Any = gzip.GzipFile(fileobj=file, mode="rb")
+        elif kind == "bzip2":
+            self._stream = bz2.BZ2File(file)
+        elif kind == "xz":
+            self._stream = lzma.LZMAFile(file)
+        else:
+            self._stream = _ZstdFrames(file, name)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            return self._stream.readinto(buffer)
+        except EOFError:
+            raise DecodeError(f"{self._name} is truncated: its {self._kind} stream ends before its end "
+                              f"marker") from None
+        except (OSError, lzma.LZMAError, zlib.error) as exc:  # each decompressor's own word for bad data
+            raise DecodeError(f"{self._name}: its {self._kind} stream is corrupt "
+                              f"({' '.join(str(exc).split())[:200]})") from None
+
+    def close(self) -> None:
+        try:
+            self._stream.close()
+        finally:
+            self._file.close()
+            super().close()
+
+
+class _ZstdFrames(io.RawIOBase):
+    """zstd frames one after another, decompressed (zstandard's own stream reader ends silently
+    where a file is cut off: here that is an EOFError, as for the other compressions)."""
+
+    def __init__(self, file: BinaryIO, name: str) -> None:
+        try:
+            import zstandard
+        except ImportError:
+            raise DecodeError(f"{name} is zstd-compressed: reading it needs the zstandard package "
+                              f"(pip install zstandard)") from None
+        self._zstd, self._file = zstandard, file
+        self._frame: Any = None  # the decompressor of the frame being read; None between frames
+        self._pending = b""  # input after a frame's end: the next frame's start
+        self._out, self._at = memoryview(b""), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._at == len(self._out):
+            if not self._decompress_more():
+                return 0
+        n = min(len(buffer), len(self._out) - self._at)
+        buffer[:n] = self._out[self._at:self._at + n]
+        self._at += n
+        return n
+
+    def _decompress_more(self) -> bool:
+        """Decompress the next piece of input; False at the end of the file between frames."""
+        data, self._pending = self._pending or self._file.read(_ZSTD_INPUT), b""
+        if not data:
+            if self._frame is not None:
+                raise EOFError("the file ends inside a frame")
+            return False
+        if self._frame is None:
+            self._frame = self._zstd.ZstdDecompressor().decompressobj()
+        try:
+            self._out, self._at = memoryview(self._frame.decompress(data)), 0
+        except self._zstd.ZstdError as exc:
+            raise OSError(str(exc)) from None
+        if self._frame.eof:
+            self._pending, self._frame = self._frame.unused_data, None
+        return True
 
 
 def count(value: Any, where: str) -> int:

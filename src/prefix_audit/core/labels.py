@@ -38,6 +38,7 @@ from .decode import (
     DecodeError,
     excerpt_of,
     iter_json_lines,
+    open_bytes,
     read_json_document,
     shape_reason,
 )
@@ -237,7 +238,7 @@ def _agentrx_entry(obj: Any, source: str) -> tuple[LabelledEntry, list[tuple[str
 
 def _entries(path: str) -> Iterator[tuple[str, Any] | LabelProblem]:
     """(source, decoded entry) of a labels file, or a problem where one cannot be decoded."""
-    with open(path, "rb") as fh:
+    with open_bytes(path) as fh:  # a compressed labels file too
         head = fh.read(4096).lstrip()
     if head.startswith(b"["):  # one JSON document: AgentRx's list
         document = read_json_document(path)

@@ -3,7 +3,15 @@
 Every entry of a log ends up in one place: a rollout record, or a quarantine record with its
 location and reason. A log that cannot be read at all (no such file, a format no importer
 recognises, a file its importer refuses whole) is one quarantine record for the log, so one bad
-log never costs the others.
+log never costs the others. The summaries count quarantined records by cause
+(:mod:`prefix_audit.core.quarantine`).
+
+A log may be compressed (gzip, bzip2, xz, zstd: :func:`~prefix_audit.core.decode.open_bytes`, which
+every importer reads through) or a tar of a run folder (plain or compressed). A compressed log is
+read to its end before anything else, so a corrupt or truncated one is one quarantine record for
+the log, never its first entries taken for all of them; a tar is unpacked safely into a temporary
+folder (:mod:`prefix_audit.core.archives`) and read there, every place in its records named inside
+the archive (``runs.tar.gz/<member path>``), so its records are those of the unpacked folder.
 
 ``prefix-audit import`` writes one log's records; ``prefix-audit audit`` and the workflow's
 ``import_logs`` rule write one rollout file per block (dataset × model × method) under
@@ -12,16 +20,22 @@ log never costs the others.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from prefix_audit.core.archives import is_tar, unpack_tar
+from prefix_audit.core.decode import check_compressed
 from prefix_audit.core.io import atomic_write_text, commit_files, path_label
 from prefix_audit.core.parallel import WorkerPool
+from prefix_audit.core.quarantine import QuarantineTally
 from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dumps, party_results
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark
@@ -90,30 +104,30 @@ class RecordTally:
 
 @dataclass
 class ImportReport:
-    """What the import of some logs gave: records per log, quarantined entries and their reasons."""
+    """What the import of some logs gave: records per log, quarantined entries by cause."""
 
     logs: dict[str, str] = field(default_factory=dict)  # log path → format
     rollouts: int = 0
-    quarantined: int = 0
-    reasons: Counter = field(default_factory=Counter)
+    quarantine: QuarantineTally = field(default_factory=QuarantineTally)
     record: RecordTally = field(default_factory=RecordTally)
 
+    @property
+    def quarantined(self) -> int:
+        return self.quarantine.total
+
     def summary(self) -> str:
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items())) or "none"
-        return (f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; "
-                f"quarantined: {self.quarantined} ({reasons})")
+        return f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; quarantined: {self.quarantined}"
 
     def merge(self, other: ImportReport) -> None:
         """Count ``other`` (the import of other logs) in."""
         self.logs.update(other.logs)
         self.rollouts += other.rollouts
-        self.quarantined += other.quarantined
-        self.reasons += other.reasons
+        self.quarantine.merge(other.quarantine)
         self.record.merge(other.record)
 
     def lines(self) -> list[str]:
-        """The summary, then what the logs recorded and the decode health."""
-        return [self.summary(), *self.record.lines()]
+        """The summary and a line per cause of quarantine, then what the logs recorded and the decode health."""
+        return [self.summary(), *(f"  {line}" for line in self.quarantine.lines()), *self.record.lines()]
 
 
 def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchmark], *, kind: str | None = None,
@@ -127,28 +141,70 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
     importers = registry.importers()
     for path in map(Path, paths):
         items: list[Located | BadLine] = []
+        named = _as_read
         try:
-            fmt = kind or registry.detect_format(path)
-            if fmt not in importers:
-                raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(sorted(importers))})")
-            report.logs[str(path)] = fmt
-            items.extend(importers[fmt](registry.ImportRequest(path, model, method, open_dataset)))
+            with _readable(path) as (source, named):
+                fmt = kind or registry.detect_format(source)
+                if fmt not in importers:
+                    raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(sorted(importers))})")
+                report.logs[str(path)] = fmt
+                items.extend(map(named, importers[fmt](registry.ImportRequest(source, model, method, open_dataset))))
         except (OSError, ValueError) as exc:  # the rest of the log is unusable; what it gave, and other logs, count
             report.logs.setdefault(str(path), kind or "unrecognised")
             rest = f" after its first {len(items)} entries" if items else ""
-            items.append(BadLine(str(path), 0, f"unusable log{rest}: {exc}"))
+            bad = named(BadLine(str(path), 0, f"unusable log{rest}: {exc}", cause=f"unusable log: {exc}"))
+            # the summaries name the log by its file name (the site holds no absolute path)
+            items.append(dataclasses.replace(bad, cause=str(bad.cause).replace(str(path), path.name)))
         for item in items:
             if isinstance(item, BadLine):
-                report.quarantined += 1
-                report.reasons[_reason_kind(item.reason)] += 1
+                report.quarantine.add(item)
             else:
                 report.rollouts += 1
                 report.record.add(item.rollout)
             yield item
 
 
-def _reason_kind(reason: str) -> str:
-    return reason.split(":", 1)[0][:60]
+Item = Located | BadLine
+
+
+@contextmanager
+def _readable(path: Path) -> Iterator[tuple[Path, Callable[[Item], Item]]]:
+    """The log at ``path`` as its importer reads it, and how its items name their places: a tar
+    unpacked into a temporary folder (kept while the log is read), whose places are then named inside
+    the archive; a compressed file checked to its stream's end first; else the log as it is."""
+    if not is_tar(path):
+        check_compressed(path)
+        yield path, _as_read
+        return
+    with tempfile.TemporaryDirectory(prefix="prefix-audit-unpacked-") as folder:
+        held = unpack_tar(path, folder)
+        yield held, lambda item: _renamed(item, str(Path(folder).resolve()), str(path))
+
+
+def _as_read(item: Item) -> Item:
+    return item
+
+
+def _renamed(item: Item, folder: str, archive: str) -> Item:
+    """``item`` of a log unpacked into ``folder`` with every place in it — its path, its texts, its
+    rollout's metadata and record — named inside ``archive`` instead."""
+    def swap(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(folder, archive)
+        if isinstance(value, dict):
+            return {swap(k): swap(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(swap(v) for v in value)
+        if dataclasses.is_dataclass(value):
+            return dataclasses.replace(value, **{f.name: swap(getattr(value, f.name)) for f in fields(value)})
+        return value
+
+    if isinstance(item, BadLine):
+        return swap(item)
+    rollout = item.rollout
+    return Located(swap(item.path), item.line, dataclasses.replace(
+        rollout, meta=swap(rollout.meta), extra=swap(rollout.extra), recorded=swap(rollout.recorded),
+        infra_error=swap(rollout.infra_error), accounting_error=swap(rollout.accounting_error)))
 
 
 def write_records(items: Iterable[Located | BadLine], rollouts: str | Path, quarantine: str | Path) -> tuple[int, int]:
@@ -180,8 +236,7 @@ def of_dataset(items: Iterable[Located | BadLine], dataset: str, report: ImportR
                            f"{dataset}", item.rollout.rollout_id)
             report.rollouts -= 1
             report.record.add(item_rollout, -1)
-            report.quarantined += 1
-            report.reasons[_reason_kind(item.reason)] += 1
+            report.quarantine.add(item)
         yield item
 
 

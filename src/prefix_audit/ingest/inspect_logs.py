@@ -20,6 +20,10 @@ Every sample × epoch the header lists comes out as a rollout or a quarantine re
 its position in the header's order): one the benchmark cannot use (no store, no metadata, another
 shape), one the log does not hold (a run that ended early, a truncated file), one that does not
 read. A log of a task no benchmark registered, or one whose header does not read, is one line.
+
+A compressed ``.json`` (``.json.gz``, …: :func:`~prefix_audit.core.decode.open_bytes`) is unpacked
+into a temporary file first (:func:`~prefix_audit.core.archives.unpack_file`), since inspect-ai's
+reader opens logs by name; its records still name the compressed file.
 """
 
 from __future__ import annotations
@@ -27,13 +31,15 @@ from __future__ import annotations
 import io
 import re
 import struct
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, loads, shape_reason
+from prefix_audit.core.archives import unpack_file
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, compression_of, loads, open_bytes, plain_name, shape_reason
 from prefix_audit.core.framework_samples import FrameworkSample, chat_messages
 from prefix_audit.core.records import BadLine, Located
 from prefix_audit.replay import registry
@@ -61,18 +67,18 @@ def _api() -> Any:
 
 
 def is_inspect_log(path: Path) -> bool:
-    """An Inspect log: a ``.eval`` zip, or a ``.json`` whose object opens with Inspect's ``version``
-    and ``status`` (read from its first bytes only)."""
+    """An Inspect log: a ``.eval`` zip, or a ``.json`` (compressed or not) whose object opens with
+    Inspect's ``version`` and ``status`` (read from its first bytes only)."""
     if not path.is_file():
         return False
     if path.suffix == ".eval":
         return zipfile.is_zipfile(path)
-    if path.suffix != ".json":
+    if not plain_name(path.name).endswith(".json"):
         return False
     try:
-        with path.open("rb") as fh:
+        with open_bytes(path) as fh:
             return bool(_JSON_HEAD.match(fh.read(HEAD_BYTES)))
-    except OSError:
+    except (OSError, ValueError):  # a corrupt stream (DecodeError): said when the log is read
         return False
 
 
@@ -237,8 +243,17 @@ def _json_samples(api: Any, path: Path) -> Iterator[tuple[tuple[str, int] | None
 
 def read_inspect_log(request: ImportRequest) -> Iterator[Located | BadLine]:
     """Every sample × epoch of an Inspect log as a located rollout or a quarantine record."""
+    if compression_of(request.source) is None:
+        yield from _read_log(request, Path(request.source))
+        return
+    with tempfile.TemporaryDirectory(prefix="prefix-audit-inspect-") as folder:
+        yield from _read_log(request, unpack_file(request.source, folder))
+
+
+def _read_log(request: ImportRequest, path: Path) -> Iterator[Located | BadLine]:
+    """The samples of the log ``request`` names, read from ``path`` (the log itself, or its
+    content unpacked)."""
     api = _api()
-    path = request.source
     try:
         header = api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # inspect-ai raises zip, JSON, validation and runtime errors alike
@@ -256,7 +271,7 @@ def read_inspect_log(request: ImportRequest) -> Iterator[Located | BadLine]:
     if not ids and path.suffix != ".json":  # a log written before headers listed their sample ids
         wanted = [(str(s.id), s.epoch) for s in api.read_eval_log_sample_summaries(str(path))]
     position = {key: n + 1 for n, key in enumerate(wanted)}
-    where = str(path)
+    where = str(request.source)
     samples = _json_samples(api, path) if path.suffix == ".json" else _eval_samples(api, path, wanted)
     seen: set[tuple[str, int]] = set()
     stopped = None
@@ -267,17 +282,23 @@ def read_inspect_log(request: ImportRequest) -> Iterator[Located | BadLine]:
         line = position.get(key, len(wanted) + len(seen) + 1)
         seen.add(key)
         label = f"Inspect sample {key[0]!r} epoch {key[1]}"
+        entry = ("sample", f"{key[0]} epoch {key[1]}")
         if isinstance(sample, Exception):
-            yield BadLine(where, line, f"unreadable {label}: {type(sample).__name__}: {_message_of(sample)}")
+            why = f"{type(sample).__name__}: {_message_of(sample)}"
+            yield BadLine(where, line, f"unreadable {label}: {why}", cause=f"unreadable Inspect sample: {why}",
+                          entry=entry)
             continue
         try:
             yield Located(where, line, read(_plain(sample, where, task, model, line), request))
         except RECORD_SHAPE_ERRORS as exc:
-            yield BadLine(where, line, f"unusable {label} ({task}): {shape_reason(exc)}")
+            why = shape_reason(exc)
+            yield BadLine(where, line, f"unusable {label} ({task}): {why}", cause=f"unusable Inspect sample ({task}): {why}",
+                          entry=entry)
     why = stopped or f"the log (status {header.status}) does not hold it"
     for key in wanted:
         if key not in seen:
-            yield BadLine(where, position[key], f"missing Inspect sample {key[0]!r} epoch {key[1]}: {why}")
+            yield BadLine(where, position[key], f"missing Inspect sample {key[0]!r} epoch {key[1]}: {why}",
+                          cause=f"missing Inspect sample: {why}", entry=("sample", f"{key[0]} epoch {key[1]}"))
 
 
 registry.register(registry.Registration(__name__, (), importers={FORMAT: read_inspect_log},

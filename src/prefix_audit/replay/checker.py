@@ -347,7 +347,7 @@ def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
     """Replay one rollout on a fresh session; FED, all verdicts, and Y. An infrastructure failure
     (``rollout.infra_error``) opens no session: T and FED are None, Y the benchmark's score of it."""
     if not benchmark.has_task(rollout.task_id):
-        raise UnscorableRollout(f"unknown task_id {rollout.task_id!r} for dataset {rollout.dataset!r}")
+        raise UnscorableRollout.unknown_task(rollout)
     if rollout.infra_error is not None:
         return EpisodeResult(rollout, None, None, benchmark.infra_error_success(rollout), (),
                              f"infrastructure failure: {rollout.infra_error}")

@@ -113,7 +113,18 @@ class UnknownDataset(KeyError):
 
 
 class UnscorableRollout(ValueError):
-    """A rollout that is well-formed JSON but cannot be scored against its task."""
+    """A rollout that is well-formed JSON but cannot be scored against its task. ``cause``: what is
+    wrong without what names the rollout, for the summaries that count quarantined records by cause
+    (None: the message names no rollout, so it is the cause)."""
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+    @classmethod
+    def unknown_task(cls, rollout: Rollout) -> UnscorableRollout:
+        return cls(f"unknown task_id {rollout.task_id!r} for dataset {rollout.dataset!r}",
+                   f"unknown task_id for dataset {rollout.dataset!r}")
 
 
 class MissingCapability(NotImplementedError):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import pyarrow as pa
 from prefix_audit.core.decode import decode_json_line, finite_json, raw_json_lines
 from prefix_audit.core.io import commit_files, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
+from prefix_audit.core.quarantine import QuarantineTally, tally
 from prefix_audit.core.records import AGENT_ROLES, BadLine, Located, Rollout, call_steps, located_rollout
 
 from . import registry
@@ -40,31 +40,27 @@ class ScoreReport:
     lines_read: int = 0
     scored: int = 0
     infra_errors: int = 0  # of the scored: entries whose model call failed before any action
-    quarantined: int = 0
-    quarantine_reasons: Counter = field(default_factory=Counter)
+    quarantine: QuarantineTally = field(default_factory=QuarantineTally)
     datasets: Counter = field(default_factory=Counter)
     trust: list[BlockTrust] = field(default_factory=list)  # blocks of imported rollouts against their logs
 
+    @property
+    def quarantined(self) -> int:
+        return self.quarantine.total
+
     def summary(self) -> str:
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(self.quarantine_reasons.items())) or "none"
         return (f"rollout records read: {self.lines_read}; scored: {self.scored} "
-                f"({self.infra_errors} infrastructure failures: T/FED null); "
-                f"quarantined: {self.quarantined} ({reasons})")
+                f"({self.infra_errors} infrastructure failures: T/FED null); quarantined: {self.quarantined}")
+
+    def quarantine_lines(self) -> list[str]:
+        """One line per cause of quarantine: its count and first entries."""
+        return [f"  {line}" for line in self.quarantine.lines()]
 
     def trust_lines(self, min_agreement: float = DEFAULT_MIN_AGREEMENT) -> list[str]:
         """Per block of imported rollouts: agreement with its logs' records and the warnings."""
         many = len(self.trust) > 1
         return [f"{'/'.join(b.key) + ': ' if many else ''}{line}"
                 for b in self.trust for line in b.lines(min_agreement)]
-
-
-_REASON_KINDS = re.compile(r"^(duplicate rollout_id|unknown task_id|replay error: \w+)")
-
-
-def _reason_kind(reason: str) -> str:
-    """A reason's kind for the counts: without the ids and places that make each one unique."""
-    known = _REASON_KINDS.match(reason)
-    return known.group(1) if known else reason.split(":", 1)[0].split(" (")[0][:60]
 
 
 def _accounting(rollout: Rollout) -> dict:
@@ -181,10 +177,11 @@ def _replay_entry(item: Located, benchmark_for: Callable[[str], Benchmark]) -> E
         return replay(rollout, benchmark_for(rollout.dataset))
     except (UnscorableRollout, UnknownDataset) as exc:
         message = exc.args[0] if exc.args else str(exc)
-        return BadLine(item.path, item.line, str(message), rollout.rollout_id)
+        return BadLine(item.path, item.line, str(message), rollout.rollout_id, cause=getattr(exc, "cause", None))
     except Exception as exc:
         log.debug("replay of %s:%s failed", item.path, item.line, exc_info=True)
-        return BadLine(item.path, item.line, f"replay error: {type(exc).__name__}: {exc}", rollout.rollout_id)
+        return BadLine(item.path, item.line, f"replay error: {type(exc).__name__}: {exc}", rollout.rollout_id,
+                       cause=f"replay error: {type(exc).__name__}")
 
 
 def _block_key(rollout: Rollout) -> tuple[str, str, str, str]:
@@ -195,14 +192,14 @@ def _duplicate(path: str, line: int, key: tuple[str, str, str, str], seen: dict[
     """A rollout id seen before in its block (the first one counts); else None, and ``key`` is seen."""
     if key in seen:
         return BadLine(path, line, f"duplicate rollout_id {key[3]!r} in block {'/'.join(key[:3])} "
-                       f"(first on line {seen[key]})", key[3])
+                       f"(first on line {seen[key]})", key[3],
+                       cause=f"duplicate rollout_id in block {'/'.join(key[:3])} (the first of each counts)")
     seen[key] = line
     return None
 
 
 def _count_bad(report: ScoreReport, bad: list[BadLine]) -> None:
-    report.quarantined = len(bad)
-    report.quarantine_reasons.update(_reason_kind(b.reason) for b in bad)
+    report.quarantine = tally(bad)
 
 
 def score_rollouts(items: Iterable[Located | BadLine], benchmark_for: Callable[[str], Benchmark],
@@ -343,10 +340,10 @@ class BlockScoring:
                                                   for b in self.bad).encode("utf-8")})
         report.trust = block_trust(pl.from_arrow(ep_table))
         log.info(report.summary())
+        for line in report.quarantine_lines():
+            log.warning(line)
         for line in report.trust_lines():
             log.info(line)
-        for b in self.bad:
-            log.warning("quarantined %s:%s: %s", b.path, b.line, b.reason)
         return report
 
 

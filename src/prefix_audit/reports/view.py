@@ -5,11 +5,14 @@
 statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when present. The site:
 
 * ``index.html`` — the blocks, with N, TER, PEC@1..4, final success, infrastructure failures and
-  first-failure categories (point estimates from the episodes), each linking to its block; and for
+  first-failure categories (point estimates from the episodes), each linking to its block; for
   blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`prefix_audit.replay.trust`);
+  and the entries of the logs the import quarantined (``rollouts/imported/**/*quarantine.jsonl``),
+  one line per cause with its count and first entries (:mod:`prefix_audit.core.quarantine`);
 * ``tables.html`` — G.1 and F.1 with their intervals, each cell linking to its block(s);
 * ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
-  the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure;
+  the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure, and
+  the records its scoring quarantined, one line per cause;
 * ``blocks/<scored path>/r/<n>.html`` — one rollout: its actions by turn with V_j, the first
   failure highlighted with every failing predicate, the observations, the planning trace, Y's detail;
   for an imported one, the log's own verdict, its ``log_issue`` and, beside each call whose replay
@@ -40,6 +43,7 @@ from markupsafe import Markup
 
 from prefix_audit.core.health import CODES, FINDINGS_SCHEMA, TASKS_SCHEMA
 from prefix_audit.core.io import natural_key, path_label, read_parquet, staged_tree
+from prefix_audit.core.quarantine import QuarantineTally, read_quarantine
 from prefix_audit.core.records import PARTY_CALLS_KEY, RecordError, call_from_json
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA, with_task_health
@@ -73,6 +77,7 @@ class Block:
     episodes: pl.DataFrame
     actions: pl.DataFrame
     quarantined: int = 0  # records of its scoring run that are not episodes (quarantine.jsonl)
+    quarantine: tuple[str, ...] = ()  # those records, one line per cause
     # Human step labels of its rollouts and the labelled entries (:mod:`prefix_audit.statistics.labels`);
     # None: no labels were given.
     labels: pl.DataFrame | None = None
@@ -129,8 +134,8 @@ def read_blocks(episodes_paths: Sequence[str | os.PathLike[str]], scored_root: s
             raise ValueError(f"{path}: not an episodes table (as `prefix-audit score` writes it): no column(s) "
                              f"{', '.join(missing)}")
         episodes = _typed(episodes, EPISODE_SCHEMA)
-        quarantine = path.with_name("quarantine.jsonl")
-        quarantined = sum(1 for line in quarantine.open("rb") if line.strip()) if quarantine.is_file() else 0
+        quarantine = quarantine_tally([path.with_name("quarantine.jsonl")])
+        quarantined = quarantine.total
         actions_path = path.with_name("actions.parquet")
         if actions_path.is_file():
             actions = _typed(read_parquet(actions_path), ACTION_SCHEMA)
@@ -145,12 +150,22 @@ def read_blocks(episodes_paths: Sequence[str | os.PathLike[str]], scored_root: s
             blocks.append(Block(dataset, model, method, sub, natural_order(part),
                                 actions.filter(pl.col("dataset") == dataset, pl.col("model") == model,
                                                pl.col("method") == method),
-                                quarantined if len(parts) == 1 else 0))
+                                quarantined if len(parts) == 1 else 0,
+                                tuple(quarantine.lines()) if len(parts) == 1 else ()))
         if not parts:
             log.warning("%s: no episodes (%d quarantined records beside it)", path, quarantined)
             report_empty.append(f"{path.parent.relative_to(scored_root).as_posix()}: no episodes "
                                 f"({quarantined} quarantined records)")
     return sorted(blocks, key=lambda b: (b.key, b.folder))
+
+
+def quarantine_tally(paths: Sequence[Path]) -> QuarantineTally:
+    """The records of the quarantine files among ``paths`` (one missing counts none), by cause."""
+    tally = QuarantineTally()
+    for path in paths:
+        for bad in read_quarantine(path) if path.is_file() else ():
+            tally.add(bad)
+    return tally
 
 
 def natural_order(episodes: pl.DataFrame) -> pl.DataFrame:
@@ -486,10 +501,12 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
 
 def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | None,
                 pools: Mapping[str, Sequence[str]] = TAU_POOL, report: SiteReport | None = None,
-                health: tuple[pl.DataFrame, pl.DataFrame] | None = None) -> dict[str, bytes]:
-    """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given, and
-    the health page of ``health``: the per-task and findings tables of :func:`read_health`), by
-    site-relative POSIX path; notes go to ``report``."""
+                health: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+                import_quarantine: Sequence[str] = ()) -> dict[str, bytes]:
+    """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given, the
+    health page of ``health``: the per-task and findings tables of :func:`read_health`, and on the
+    index the lines of ``import_quarantine``: what the import quarantined, by cause), by site-relative
+    POSIX path; notes go to ``report``."""
     report = report if report is not None else SiteReport()
     env = _environment()
     files: dict[str, bytes] = {}
@@ -545,7 +562,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
             page(row["href"], "pool.html.j2", row=row, table=table, blocks=members, categories=CATEGORIES,
                  k_max=K_MAX)
     page("index.html", "index.html.j2", blocks=summaries, categories=CATEGORIES, k_max=K_MAX,
-         has_tables=tables is not None, notes=report.notes, trust=trusts)
+         has_tables=tables is not None, notes=report.notes, trust=trusts, import_quarantine=import_quarantine)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
     if health_pages:
         page("health.html", "health.html.j2", releases=health_pages, codes=CODES)
@@ -571,18 +588,20 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
                scored_root: str | os.PathLike[str], stats_path: str | os.PathLike[str] | None = None,
                pools: Mapping[str, Sequence[str]] = TAU_POOL,
                labels_dir: str | os.PathLike[str] | None = None,
-               health_dir: str | os.PathLike[str] | None = None) -> SiteReport:
+               health_dir: str | os.PathLike[str] | None = None,
+               import_quarantine: Sequence[str | os.PathLike[str]] = ()) -> SiteReport:
     """Render the site of these episodes files (see :func:`read_blocks`) and the statistics into
-    ``site`` as one commit, with the human step labels of ``labels_dir`` and the task health under
+    ``site`` as one commit, with the human step labels of ``labels_dir``, the task health under
     ``health_dir`` (:func:`read_health`: each rollout marked with its task's health, the findings on a
-    page of their own) where given; return its counts and sizes."""
+    page of their own) and the import's quarantine files ``import_quarantine`` where given; return its
+    counts and sizes."""
     report = SiteReport()
     blocks = read_blocks(episodes_paths, scored_root, report.notes)
     health = read_health(health_dir)
     if health[0].height:
         blocks = [dataclasses.replace(b, episodes=with_task_health(b.episodes, health[0])) for b in blocks]
     files = render_site(with_labels(blocks, labels_dir) if labels_dir is not None else blocks, stats_path, pools,
-                        report, health)
+                        report, health, quarantine_tally([Path(p) for p in import_quarantine]).lines())
     report.blocks = sum(1 for p in files if p.endswith("/index.html") and p.startswith("blocks/"))
     report.rollouts = sum(1 for p in files if "/r/" in p)
     report.pages = sum(p.endswith(".html") for p in files)
@@ -604,6 +623,7 @@ def view_results(root: str | os.PathLike[str], site: str | os.PathLike[str],
     # `tasks -o DIR` writes the health of a release on its own: a site of its health page alone
     health_dir = root if (root / "tasks.parquet").is_file() and not (root / "scored").is_dir() else root / "health"
     episodes = [] if health_dir == root else scored_blocks(root)
+    imported = root / "rollouts" / "imported"
     return write_site(episodes, site, scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
                       pools=pools, labels_dir=labels if (labels / LABEL_FILES[1]).is_file() else None,
-                      health_dir=health_dir)
+                      health_dir=health_dir, import_quarantine=sorted(imported.rglob("*quarantine.jsonl")))

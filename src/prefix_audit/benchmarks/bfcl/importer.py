@@ -86,7 +86,15 @@ from .decoders import (
 )
 from .handlers import HandlerChoice, ModelEntry, check_model_key, choose_handler, model_config
 from .loader import is_error_value
-from .scores import error_type, find_score_file, is_failing_entry, is_score_file, result_file_of, summary_counts
+from .scores import (
+    SCORE_FILE_KEY,
+    error_type,
+    find_score_file,
+    is_failing_entry,
+    is_score_file,
+    result_file_of,
+    summary_counts,
+)
 from .semantics import SHARED_DEFAULTS, leaves_shared_default
 from .versions import DataChoice, RecordedRun, choose_release, reproduction
 
@@ -431,15 +439,18 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
         return scores.verdict(entry_id) if scores is not None else (None, why)
 
     yield from _entries(path, lines, verdict, scores.models if scores is not None else (), model, method, config,
-                        Releases.of(releases, data_release, unavailable, bench))
+                        Releases.of(releases, data_release, unavailable, bench),
+                        meta={SCORE_FILE_KEY: scores.provenance()} if scores is not None else {})
 
 
 def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[[str], tuple[int | None, str]],
              score_models: Iterable[str], model: str | None, method: str, config: Mapping[str, ModelEntry] | None,
-             releases: Releases | None, note: str | None = None) -> Iterator[Located | BadLine]:
+             releases: Releases | None, note: str | None = None,
+             meta: Mapping[str, Any] | None = None) -> Iterator[Located | BadLine]:
     """The rollouts of result lines (``lines``; BadLines pass through), each with its ``verdict`` by
     id, read by the handler chosen for the file and on the release chosen for it from ``releases``
-    (none chosen without them); ``note`` said in each rollout's reading."""
+    (none chosen without them); ``note`` said in each rollout's reading, ``meta`` added to each
+    rollout's."""
     values = [item.value for item in lines if isinstance(item, JsonLine)]
     choice = choose_handler(config or {}, path, model, score_models)
     if choice is None:
@@ -476,6 +487,8 @@ def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[
                                                         if_y_differs=(*rollout.recorded.if_y_differs, cause)))
         if note is not None:
             rollout = replace(rollout, meta={**rollout.meta, "reading": f"{rollout.meta['reading']}; {note}"})
+        if meta:
+            rollout = replace(rollout, meta={**rollout.meta, **meta})
         yield Located(item.path, item.line, rollout)
 
 
@@ -517,7 +530,8 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
             continue
         if obj["id"] in seen:
             lines.append(BadLine(item.path, item.line, f"listed again in BFCL's score file: entry {obj['id']!r} "
-                                                       f"(its first line is read)", obj["id"], item.excerpt))
+                                                       f"(its first line is read)", obj["id"], item.excerpt,
+                                 "listed again in BFCL's score file (its first line is read)"))
             continue
         seen.add(obj["id"])
         if isinstance(obj.get("model_name"), str):
@@ -612,5 +626,5 @@ def of_known_tasks(items: Iterable[Located | BadLine], bench: Any) -> Iterator[L
     for item in items:
         if not isinstance(item, BadLine) and not bench.has_task(item.rollout.task_id):
             item = BadLine(item.path, item.line, f"unknown BFCL multi-turn id {item.rollout.task_id!r}",
-                           item.rollout.task_id)
+                           item.rollout.task_id, cause="unknown BFCL multi-turn id")
         yield item

@@ -222,7 +222,8 @@ class BfclBenchmark(Benchmark):
                                     f"({', '.join(self.releases())})")
         entry = self.data_of(release).entries.get(rollout.task_id)
         if entry is None:
-            raise UnscorableRollout(f"{rollout.task_id!r} is not in bfcl-eval {release}'s data")
+            raise UnscorableRollout(f"{rollout.task_id!r} is not in bfcl-eval {release}'s data",
+                                    f"not in bfcl-eval {release}'s data")
         return BfclSession(self, entry, rollout)
 
 

@@ -10,21 +10,36 @@ result file, or take the file (or a folder to search) given with ``--bfcl-score`
 A score file is used only when it fits the result file: the same category, a total equal to the
 result file's entries, and as many failing lines as its summary says failed. Otherwise no entry
 gets a recorded verdict, and the reason says why.
+
+Either file may be compressed (:func:`~prefix_audit.core.decode.open_bytes`): names are matched
+without a compressed file's suffix (``x_result.json.gz`` is the result file ``x_result.json``), and
+each place is tried with the plain name first, then with every compressed suffix. The score file
+used is recorded with each rollout (``meta["bfcl_score_file"]``: its name and the sha256 of its
+content — the plain file's ``sha256sum`` whether or not it is compressed, so a log and its
+compressed copy give the same records).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.decode import BadLine, DecodeError, iter_json_lines
+from prefix_audit.core.decode import (
+    COMPRESSED_SUFFIXES,
+    BadLine,
+    DecodeError,
+    content_sha256,
+    first_json_lines,
+    iter_json_lines,
+    plain_name,
+)
 
 RESULT_SUFFIX = "_result.json"
 SCORE_SUFFIX = "_score.json"
+SCORE_FILE_KEY = "bfcl_score_file"  # a rollout's meta: the score file its recorded verdict came from
 _CATEGORY = re.compile(r"BFCL_v\d+_(?P<category>\w+?)_(?:result|score)\.json$")
 
 
@@ -38,6 +53,11 @@ class ScoreFile:
     failing: dict[str, str]
     categories: frozenset[str]  # the test categories its failing entries name (from their ids when absent)
     models: frozenset[str] = frozenset()  # the model names (BFCL's folder form) its failing entries record
+    sha256: str = ""  # of its content (a compressed file's decompressed bytes)
+
+    def provenance(self) -> dict[str, str]:
+        """Which file the verdicts came from, as each rollout records it."""
+        return {"name": self.path.name, "sha256": self.sha256}
 
     def verdict(self, entry_id: str) -> tuple[int, str]:
         """(recorded Y, the verdict in BFCL's words) of one entry of the result file it scores."""
@@ -52,7 +72,7 @@ def category_of(entry_id: str) -> str:
 
 
 def _name_category(path: Path) -> str | None:
-    match = _CATEGORY.search(path.name)
+    match = _CATEGORY.search(plain_name(path.name))
     return match.group("category") if match else None
 
 
@@ -79,7 +99,7 @@ def read_score_file(path: Path) -> ScoreFile:
     if named is not None:
         categories.add(named)
     correct, total = summary
-    return ScoreFile(path, total, correct, failing, frozenset(categories), frozenset(models))
+    return ScoreFile(path, total, correct, failing, frozenset(categories), frozenset(models), content_sha256(path))
 
 
 def summary_counts(value: Any, path: Path) -> tuple[int, int]:
@@ -104,13 +124,7 @@ def error_type(value: Mapping[str, Any]) -> str:
 def is_score_file(path: Path) -> bool:
     """A BFCL multi-turn score file: JSON Lines whose first line is the summary (``correct_count``,
     ``total_count``) and that scores a multi-turn category (its name, else its first failing line)."""
-    if not path.is_file():
-        return False
-    try:
-        with path.open("rb") as fh:
-            lines = [json.loads(raw) for raw, _ in zip((raw for raw in fh if raw.strip()), range(2))]
-    except (OSError, ValueError, RecursionError):
-        return False
+    lines = first_json_lines(path, 2) if path.is_file() else None
     if not lines or not isinstance(lines[0], dict) or not {"correct_count", "total_count"} <= set(lines[0]):
         return False
     named = _name_category(path)
@@ -122,39 +136,49 @@ def is_score_file(path: Path) -> bool:
 
 def result_file_of(score: Path) -> Path | None:
     """The result file a score file scores, where ``bfcl evaluate`` reads it (``result/`` for
-    ``score/``) or beside it; None when neither exists."""
-    if not score.name.endswith(SCORE_SUFFIX):
+    ``score/``) or beside it, plain or compressed; None when neither exists."""
+    name = _counterpart(score, SCORE_SUFFIX, RESULT_SUFFIX)
+    if name is None:
         return None
-    name = score.name[: -len(SCORE_SUFFIX)] + RESULT_SUFFIX
     parts = score.resolve().parts
     places = []
     if "score" in parts[:-1]:
         at = len(parts) - 1 - parts[::-1].index("score")
         places.append(Path(*parts[:at], "result", *parts[at + 1:-1], name))
     places.append(score.with_name(name))
-    return next((p for p in places if p.is_file()), None)
+    return next((p for p in _compressed_too(places) if p.is_file()), None)
+
+
+def _counterpart(path: Path, suffix: str, other: str) -> str | None:
+    """The plain name of the file of the other kind (``other``) that goes with ``path`` (named with
+    ``suffix``, maybe compressed); None when its name does not end so."""
+    name = plain_name(path.name)
+    return name[: -len(suffix)] + other if name.endswith(suffix) else None
+
+
+def _compressed_too(places: list[Path]) -> list[Path]:
+    """Each place as named, then with every compressed file's suffix."""
+    return [p.with_name(p.name + suffix) for p in places for suffix in ("", *COMPRESSED_SUFFIXES)]
 
 
 def _candidates(result: Path, given: Path | None) -> list[Path]:
     """Where the score file of ``result`` may be, in order."""
-    if not result.name.endswith(RESULT_SUFFIX):
-        name = None
-    else:
-        name = result.name[: -len(RESULT_SUFFIX)] + SCORE_SUFFIX
+    name = _counterpart(result, RESULT_SUFFIX, SCORE_SUFFIX)
     out: list[Path] = []
     if given is not None:
         if given.is_dir():
-            out += sorted(given.rglob(name)) if name else []
+            out += sorted(p for p in given.rglob(f"{name}*") if plain_name(p.name) == name) if name else []
         else:
             out.append(given)
     if name is None:
         return out
     parts = result.resolve().parts
+    places = []
     if "result" in parts:  # bfcl evaluate's layout: result/<model>/... → score/<model>/...
         at = len(parts) - 1 - parts[::-1].index("result")
-        out.append(Path(*parts[:at], "score", *parts[at + 1:-1], name))
-    out.append(result.with_name(name))
-    return out
+        places.append(Path(*parts[:at], "score", *parts[at + 1:-1], name))
+    places.append(result.with_name(name))
+    return out + _compressed_too(places)
 
 
 def score_file_candidates(result: Path, settings: Mapping[str, Any]) -> list[Path]:

@@ -460,9 +460,10 @@ def import_runs(source: str | Path, model: str | None = None, method: str = "imp
                 seen.add(label)  # type: ignore[arg-type]
                 yield Located(str(summary_path), position, rollout)
             except RECORD_SHAPE_ERRORS as exc:  # ScenarioError, or a field of the wrong shape
-                yield BadLine(str(summary_path), position,
-                              f"unusable ToolSandbox scenario {label!r}: {shape_reason(exc)}",
-                              excerpt=str(label or "")[:200])
+                why = shape_reason(exc)
+                yield BadLine(str(summary_path), position, f"unusable ToolSandbox scenario {label!r}: {why}",
+                              excerpt=str(label or "")[:200], cause=f"unusable ToolSandbox scenario: {why}",
+                              entry=("scenario", label) if label is not None else None)
 
 
 def import_toolsandbox(request: ImportRequest) -> Iterator[Located | BadLine]:

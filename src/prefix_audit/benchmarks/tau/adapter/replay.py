@@ -170,7 +170,7 @@ class TauBenchmark(Benchmark):
         if task is not None:
             return task
         if rollout.task_id not in self.tasks:
-            raise UnscorableRollout(f"unknown task_id {rollout.task_id!r} for dataset {rollout.dataset!r}")
+            raise UnscorableRollout.unknown_task(rollout)
         return self.task(rollout.task_id)
 
     @property

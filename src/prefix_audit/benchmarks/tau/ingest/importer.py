@@ -656,7 +656,8 @@ def _import_tau2(path: Path, container: Simulations, benchmark_for: Callable[[st
 def _bad_simulation(path: Path, i: int, sim: Any, reason: str) -> BadLine:
     sid = sim.get("id") if isinstance(sim, dict) and isinstance(sim.get("id"), str) else None
     task = _task_id(sim.get("task_id")) if isinstance(sim, dict) else None
-    return BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {reason}", sid, excerpt_of(sim))
+    return BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {reason}", sid, excerpt_of(sim),
+                   f"unusable τ simulation: {reason}", ("task", task) if task is not None else ("simulation", str(i + 1)))
 
 
 def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:

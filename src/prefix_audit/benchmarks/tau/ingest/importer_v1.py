@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.calls import MAX_CALL_CHARS, ToolCall, structured_call
-from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, excerpt_of, shape_reason
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, excerpt_of, plain_name, shape_reason
 from prefix_audit.core.records import (
     BadLine,
     Located,
@@ -741,10 +741,10 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
     assert isinstance(bench, TauV1Benchmark)
     era, era_text = detect_era(doc, strategies, domain)
     current = shows_current_rule(doc)
-    rule, rule_text = v1.dated_rule(path.name, era, current)
+    rule, rule_text = v1.dated_rule(plain_name(path.name), era, current)
     summary = f"{_summary(shown, default, era_text)}; Y by v1's reward rule {rule} ({rule_text})"
     file = FileReading(default, era, current, rule, summary)
-    model = model or path.stem
+    model = model or Path(plain_name(path.name)).stem  # a compressed copy's too
     seen: dict[str, int] = {}
     for i, entry in enumerate(doc, start=1):
         task = excerpt_of(entry.get("task_id"))[:40] if isinstance(entry, dict) else "?"
@@ -755,5 +755,6 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
             seen[rollout.rollout_id] = i
             yield Located(str(path), i, rollout)
         except RECORD_SHAPE_ERRORS as exc:  # BadEntry, or a field of the wrong shape
-            yield BadLine(str(path), i, f"unusable τ-bench v1 entry (task {task}): {shape_reason(exc)}", None,
-                          excerpt_of(entry))
+            why = shape_reason(exc)
+            yield BadLine(str(path), i, f"unusable τ-bench v1 entry (task {task}): {why}", None, excerpt_of(entry),
+                          f"unusable τ-bench v1 entry: {why}", ("task", task))
