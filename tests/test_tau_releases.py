@@ -170,6 +170,21 @@ def test_a_file_without_tasks_run_on_another_release_is_flagged_data_version(tau
         "1 are another release's than the tasks in use (data_version: rerun with --tau-data <v2>/data)")
 
 
+def test_a_task_only_another_release_has_is_refused_naming_that_release(tau, releases, tmp_path, monkeypatch):
+    """A simulation of a task id the tasks in use lack but a known release defines: quarantined, the
+    reason naming the release and how to score on it."""
+    known, v1_tasks, new_gold = releases
+    v3, v3_file = _release("v3", {**v1_tasks, "999": evaluation_fingerprint(new_gold, (), ())}, "<v3>/data")
+    monkeypatch.setattr(importer, "known_releases",
+                        lambda: KnownReleases((*known.releases, v3), {**known.task_files, v3_file.sha256: v3_file}))
+    path = tmp_path / "submission.json"
+    path.write_text(json.dumps({"info": {"environment_info": {"domain_name": "airline"}}, "simulations": [
+        simulation("only-v3", "999", [GREETING, user_says("Hi."), agent_says("Done."), STOP])]}))
+    [bad] = list(importer.import_results(path, tau.__getitem__))
+    assert isinstance(bad, BadLine) and "unknown tau_airline task id '999'" in bad.reason
+    assert bad.reason.endswith("it is a task of test-bench v3: rerun with --tau-data <v3>/data")
+
+
 # --- the real leaderboard submission made on τ³ v1.0.x tasks ----------------------------------------
 
 def _audit(path, benches):

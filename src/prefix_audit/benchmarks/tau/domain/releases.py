@@ -210,6 +210,10 @@ class KnownReleases:
     def names(self, releases: Sequence[Release]) -> str:
         return release_names(releases, self.releases)
 
+    def defining(self, domain: str, task_id: str) -> tuple[Release, ...]:
+        """The releases whose ``domain`` tasks include ``task_id``, in release order."""
+        return tuple(r for file, releases in self.shipping(domain) if task_id in file.tasks for r in releases)
+
 
 @cache
 def known_releases() -> KnownReleases:

@@ -107,7 +107,7 @@ from ..domain.data import (
 from ..domain.embedded import KEY as EMBEDDED_KEY
 from ..domain.embedded import TAU2_FORMAT, EmbeddedTask
 from ..domain.environment import tau2_agent_tools
-from ..domain.releases import EvaluationCheck, evaluation_fingerprint, known_releases
+from ..domain.releases import EvaluationCheck, evaluation_fingerprint, known_releases, rerun_hint
 from ..generation.telecom import USER_CALLS_KEY, UserCall
 from .containers import (
     DOMAIN_FIELDS,
@@ -381,8 +381,11 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
     for task_id in sorted(set(task_ids) - set(refused)):
         if task_id not in criteria:
             if task_id not in bench.tasks:
+                releases = known_releases().defining(bench.domain.name, task_id)
+                elsewhere = (f"; it is a task of {known_releases().names(releases)}: {rerun_hint(releases)}"
+                             if releases else "")
                 refused[task_id] = (f"unknown {bench.dataset} task id {task_id!r} in {bench.domain.files.tasks}, "
-                                    f"and the results file does not define it")
+                                    f"and the results file does not define it{elsewhere}")
             continue
         if task_id in bench.tasks:
             ours = bench.task(task_id)
