@@ -90,15 +90,27 @@ def _message_of(error: Any) -> str:
     return " ".join(str(getattr(error, "message", error)).split())[:500]
 
 
+def framework_sample(log: str, task: str, model: str, sample_id: Any, epoch: int, position: int, *,
+                     metadata: Any, store: Any, messages: Any, scores: Any, error: Any,
+                     limit: tuple[str, float] | None) -> FrameworkSample:
+    """One sample × epoch as plain values, from inspect-ai's objects: its messages, scores (``Score``
+    by scorer name) and error (``EvalError``) as a log's sample or a scorer's ``TaskState`` hold them;
+    ``limit`` the limit it hit (type, value). The one reading of both ``prefix-audit import inspect``
+    and the Inspect scorer (:mod:`prefix_audit.inspect_scorer`)."""
+    return FrameworkSample(
+        log, task, model, str(sample_id), int(epoch), position,
+        metadata=metadata or {}, store=store or {},
+        messages=chat_messages([m.model_dump(mode="json", exclude_none=True) for m in messages], "messages"),
+        scores={name: score.model_dump(mode="json") for name, score in (scores or {}).items()},
+        error=_message_of(error) if error is not None else None,
+        limit=f"{limit[0]} limit {limit[1]:g}" if limit is not None else None)
+
+
 def _plain(sample: Any, log: str, task: str, model: str, position: int) -> FrameworkSample:
     limit = sample.limit
-    return FrameworkSample(
-        log, task, model, str(sample.id), int(sample.epoch), position,
-        metadata=sample.metadata or {}, store=sample.store or {},
-        messages=chat_messages([m.model_dump(mode="json", exclude_none=True) for m in sample.messages], "messages"),
-        scores={name: score.model_dump(mode="json") for name, score in (sample.scores or {}).items()},
-        error=_message_of(sample.error) if sample.error is not None else None,
-        limit=f"{limit.type} limit {limit.limit:g}" if limit is not None else None)
+    return framework_sample(log, task, model, sample.id, sample.epoch, position, metadata=sample.metadata,
+                            store=sample.store, messages=sample.messages, scores=sample.scores, error=sample.error,
+                            limit=(limit.type, limit.limit) if limit is not None else None)
 
 
 ZIP_ZSTANDARD = 93  # the ZIP compression method inspect-ai writes sample members with

@@ -128,6 +128,9 @@ class Registration:
     # Inspect AI task name (without its package: ``tau2_airline``) → how one of its samples reads as a
     # rollout of this benchmark (``prefix-audit import inspect``, :mod:`prefix_audit.ingest.inspect_logs`).
     inspect_tasks: Mapping[str, SampleReader] = field(default_factory=dict)
+    # The name each of those tasks' own scorer records its score under → the task (``airline_scorer`` →
+    # ``tau2_airline``): how the Inspect scorer, which sees a sample and not its log's header, knows the task.
+    inspect_scorers: Mapping[str, str] = field(default_factory=dict)
     # AgentProcessBench data source → how its trajectory records read as rollouts of this benchmark
     # (``prefix-audit import agentprocessbench``, :mod:`prefix_audit.ingest.agentprocessbench`).
     trajectory_sources: Mapping[str, TrajectoryReader] = field(default_factory=dict)
@@ -254,6 +257,11 @@ def importers() -> dict[str, Importer]:
 def inspect_tasks() -> dict[str, SampleReader]:
     """Every Inspect AI task a benchmark reads, by task name."""
     return {name: read for r in registrations() for name, read in sorted(r.inspect_tasks.items())}
+
+
+def inspect_task_scorers() -> dict[str, str]:
+    """Every registered Inspect task's own scorer name → the task's name."""
+    return {name: task for r in registrations() for name, task in sorted(r.inspect_scorers.items())}
 
 
 def trajectory_sources() -> dict[str, TrajectoryReader]:

@@ -264,7 +264,9 @@ LINES_PER_CHUNK = 4  # a few entries per message to a worker: small enough to sh
 Chunk = tuple[Any, str, list[tuple[int, bytes] | BadLine]]
 
 
-def _score_line(benchmark_for: Callable[[str], Benchmark], path: str, raw: tuple[int, bytes] | BadLine) -> ScoredLine:
+def score_line(benchmark_for: Callable[[str], Benchmark], path: str, raw: tuple[int, bytes] | BadLine) -> ScoredLine:
+    """One line of a rollouts file (its number and bytes) decoded, replayed on fresh state and checked
+    against its log's record: the one scoring of ``score``, ``audit`` and the Inspect scorer."""
     if isinstance(raw, BadLine):
         return ScoredLine(raw.line, bad=raw)
     item = decode_json_line(path, *raw)
@@ -284,7 +286,7 @@ def _score_line(benchmark_for: Callable[[str], Benchmark], path: str, raw: tuple
 def _score_chunk(benchmark_for: Callable[[str], Benchmark], chunk: Chunk) -> tuple[Any, list[ScoredLine]]:
     """A worker's call: some lines of one file, each replayed on fresh state."""
     key, path, lines = chunk
-    return key, [_score_line(benchmark_for, path, raw) for raw in lines]
+    return key, [score_line(benchmark_for, path, raw) for raw in lines]
 
 
 def file_chunks(key: Any, path: str | Path) -> Iterator[Chunk]:

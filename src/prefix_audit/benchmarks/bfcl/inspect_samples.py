@@ -221,3 +221,4 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
 
 
 INSPECT_TASKS = {"bfcl": read_sample}
+INSPECT_SCORERS = {SCORER: "bfcl"}  # the task's own scorer, whose verdict read_sample reads

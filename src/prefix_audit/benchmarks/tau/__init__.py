@@ -45,7 +45,7 @@ from .domain.data import (
 )
 from .generation.conversation import ModelUser, ScriptedUser, TauAgentEnvironment
 from .ingest.importer import import_results, import_tau, is_results_file
-from .ingest.inspect_samples import INSPECT_TASKS
+from .ingest.inspect_samples import INSPECT_SCORERS, INSPECT_TASKS
 from .ingest.process_records import TRAJECTORY_SOURCES
 
 DATASETS = tuple(dataset_of(d) for d in DOMAINS)
@@ -120,6 +120,7 @@ register(Registration(
     importers={"tau": import_tau},
     detectors={"tau": is_results_file},
     inspect_tasks=INSPECT_TASKS,
+    inspect_scorers=INSPECT_SCORERS,
     trajectory_sources=TRAJECTORY_SOURCES,
     cli_options=(
         CliOption("--tau2", "tau2", "τ datasets: 'installed' or a directory holding the tau2 package "

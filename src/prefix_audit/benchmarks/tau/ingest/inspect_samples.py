@@ -244,3 +244,5 @@ def read_sample(domain: str) -> SampleReader:
 INSPECT_TASKS: Mapping[str, Callable[[FrameworkSample, ImportRequest], Rollout]] = {
     "tau2_airline": read_sample("airline"), "tau2_retail": read_sample("retail"),
     "tau2_telecom": read_sample("telecom")}
+# Each task's own scorer (inspect_evals' ``<domain>_scorer``), as read_sample reads its verdict.
+INSPECT_SCORERS: Mapping[str, str] = {f"{domain}_scorer": f"tau2_{domain}" for domain in ("airline", "retail", "telecom")}
