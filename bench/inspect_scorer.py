@@ -1,0 +1,80 @@
+"""Time of scoring an Inspect AI log with the FED scorer against ``prefix-audit audit`` of the same log.
+
+Writes real logs of inspect_evals' ``tau2_airline`` and ``bfcl`` tasks with the test suite's generators
+(tests/inspect_tau2_logs.py, tests/inspect_bfcl_logs.py: the default scenarios, two epochs, ``.eval``),
+then, each in a child process and ``--repeat`` times (the best counts), runs
+
+* the audit: ``prefix-audit audit LOG -o DIR --resamples N`` (the default 10,000 resamples, or ``--resamples``);
+* the scorer: what ``inspect score LOG --scorer prefix_audit/fed --output-file F`` runs — inspect-ai's
+  ``score`` with :func:`prefix_audit.inspect_scorer.fed` on the log, then the rescored log written —
+  through Inspect's Python API, so that the bench needs no reinstall for the entry point;
+
+and prints both wall times and their ratio (the goal: the scorer at most 1.5× the audit):
+
+    .venv/bin/python bench/inspect_scorer.py [--work DIR] [--epochs 2] [--repeat 1] [--resamples 10000]
+
+Needs the ``inspect`` extra (``pip install -e '.[inspect]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import inspect_bfcl_logs  # noqa: E402  (the test suite's generators)
+import inspect_tau2_logs  # noqa: E402
+
+RESOURCES = ROOT / "resources"
+
+_SCORE = ("import sys; from inspect_ai import score; from inspect_ai.log import read_eval_log, write_eval_log; "
+          "from prefix_audit.inspect_scorer import fed; "
+          "log = score(read_eval_log(sys.argv[1]), fed(resources=sys.argv[3]), action='append', display='none'); "
+          "write_eval_log(log, sys.argv[2])")
+
+
+def _logs(work: Path, epochs: int) -> dict[str, Path]:
+    out = {}
+    for name, write in (("tau2_airline", lambda d: inspect_tau2_logs.write_tau2_log(d, epochs=epochs)),
+                        ("bfcl", lambda d: inspect_bfcl_logs.write_bfcl_log(d, work / "bfcl_cache", RESOURCES,
+                                                                            epochs=epochs))):
+        folder = work / name
+        found = sorted(folder.glob("*.eval")) if folder.is_dir() else []
+        out[name] = found[0] if found else write(folder)
+    return out
+
+
+def _timed(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, help="keep the logs here (reused by a later run)")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--resamples", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-inspect-scorer-") as tmp:
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        print("log | audit s | scorer s | scorer / audit")
+        for name, log in _logs(work, args.epochs).items():
+            audit = min(_timed([sys.executable, "-m", "prefix_audit.cli", "audit", str(log), "-o",
+                                str(work / f"audit-{name}"), "--resamples", str(args.resamples),
+                                "--resources", str(RESOURCES)]) for _ in range(args.repeat))
+            scored = min(_timed([sys.executable, "-c", _SCORE, str(log), str(work / f"scored-{name}.eval"),
+                                 str(RESOURCES)]) for _ in range(args.repeat))
+            print(f"{name} | {audit:.2f} | {scored:.2f} | {scored / audit:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""FED as an Inspect AI scorer: ``inspect score LOG --scorer prefix_audit/fed``.
+
+Registered with Inspect through its ``inspect_ai`` entry-point group (``prefix_audit =
+"prefix_audit.inspect_scorer"`` in pyproject.toml): Inspect resolves ``prefix_audit/fed`` by loading
+the entry point named like the name's package, which imports this module and so registers the
+decorated scorer, reducer and metric. ``from prefix_audit.inspect_scorer import fed`` works in a
+``Task(scorer=[...])`` too.
+
+Per sample × epoch the scorer reads the sample as ``prefix-audit import inspect`` reads it
+(:func:`prefix_audit.ingest.inspect_logs.framework_sample`, then the reader of the benchmark that
+registered the task), writes the rollout as the audit writes it and scores that line with the audit's
+own scoring (:func:`prefix_audit.replay.scoring.score_line`: replay, FED, Y, the check against the
+log's record). So FED, T, category and Y are those of ``prefix-audit audit`` of the same log.
+
+What a scorer sees is the sample, not the log: the task is the one whose own scorer recorded a score
+on the sample (its score, or the ``ScoreEvent`` the log kept: ``Registration.inspect_scorers``), or
+the ``task`` argument; the sample's error and limit are its ``ErrorEvent`` and ``SampleLimitEvent``.
+
+The value is a dict: ``FED``, ``T``, ``fully_executable``, ``category``, ``Y``, ``replayed``, and the
+per-rollout tallies the metric reads (``prefix``: in the prefix-metric cohort — replayed and no
+infrastructure failure; ``executable``, ``E1``..``E4``: 1{FED = T + 1}, 1{FED > k} in that cohort;
+``FED_in_prefix``; ``final``: replayed, and ``Y``; ``eligible``, ``recovered``: a prefix failure, and
+success after one). A sample that cannot be replayed (another task, a sample the benchmark cannot
+read, a replay error) is a score with ``replayed`` false, zero tallies and the reason as explanation:
+outside every denominator, as the audit quarantines it.
+
+The metric (:func:`fed_metrics`) is a ratio of the tallies' sums, so it is the audit's point estimate
+over all rollouts whether Inspect reduces epochs by its default mean (every sample has as many
+epochs, so each ratio is unchanged) or not; :func:`fed_epochs` is the reducer to name in a Task's
+``Epochs``: it sums the tallies and drops FED and T, which have no meaning averaged over epochs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.event import ErrorEvent, SampleLimitEvent, ScoreEvent
+from inspect_ai.log import transcript
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, score_reducer, scorer
+from inspect_ai.solver import TaskState
+
+from .core.decode import RECORD_SHAPE_ERRORS, shape_reason
+from .core.records import dumps
+from .ingest.imports import IMPORTED
+from .ingest.inspect_logs import framework_sample
+from .replay import registry
+from .replay.registry import ImportRequest
+from .replay.scoring import ScoredLine, score_line
+
+K_MAX = 4  # PEC@1..4, as the audit's tables
+TALLIES = ("prefix", "executable", *(f"E{k}" for k in range(1, K_MAX + 1)), "FED_in_prefix", "final", "Y_final",
+           "eligible", "recovered")
+SOURCE = "inspect-scorer"  # the path a scored line names (a scorer sees no log path)
+
+
+def _task_of(state: TaskState, task: str | None, recorded: Mapping[str, Any]) -> str:
+    if task is not None:
+        return task
+    owners = registry.inspect_task_scorers()
+    found = sorted({owners[name] for name in recorded if name in owners})
+    if len(found) != 1:
+        raise ValueError(f"cannot tell the sample's task from its scores ({', '.join(sorted(recorded)) or 'none'}); "
+                         f"name it: -S task=<{'|'.join(sorted(registry.inspect_tasks()))}>")
+    return found[0]
+
+
+def _recorded_scores(state: TaskState, events: Sequence[Any]) -> dict[str, Any]:
+    """The sample's own scores by scorer name: as Inspect kept them on the state (``--action append``),
+    else the last score each scorer's event recorded in the sample's transcript."""
+    scores = {event.scorer: event.score for event in events if isinstance(event, ScoreEvent) and event.scorer}
+    return {**scores, **(state.scores or {})}
+
+
+def _scored(state: TaskState, task: str | None, open_dataset: registry.Resolver) -> ScoredLine | str:
+    """The sample scored as the audit scores it, or why it cannot be."""
+    events = list(transcript().events)
+    recorded = _recorded_scores(state, events)
+    error = next((e.error for e in events if isinstance(e, ErrorEvent)), None)
+    limit = next(((e.type, e.limit) for e in events if isinstance(e, SampleLimitEvent) and e.limit is not None),
+                 None)
+    name = _task_of(state, task, recorded)
+    readers = registry.inspect_tasks()
+    if name not in readers:
+        return f"an Inspect sample of task {name!r}; prefix-audit reads {', '.join(sorted(readers))}"
+    sample = framework_sample(SOURCE, name, str(state.model), state.sample_id, state.epoch, 1,
+                              metadata=state.metadata, store=dict(state.store.items()), messages=state.messages,
+                              scores=recorded, error=error, limit=limit)
+    try:
+        rollout = readers[name](sample, ImportRequest(Path(SOURCE), None, IMPORTED, open_dataset))
+    except RECORD_SHAPE_ERRORS as exc:
+        return f"unusable Inspect sample ({name}): {shape_reason(exc)}"
+    scored = score_line(open_dataset, SOURCE, (1, dumps(rollout).encode("utf-8")))
+    return scored.bad.reason if scored.bad is not None else scored
+
+
+def _tallies(episode: Mapping[str, Any] | None) -> dict[str, int]:
+    if episode is None:
+        return dict.fromkeys(TALLIES, 0)
+    fed, t, y = episode["FED"], episode["T"], episode["Y"]
+    prefix = int(t is not None)
+    failed = bool(prefix and fed <= t)
+    return {"prefix": prefix, "executable": int(prefix and fed == t + 1),
+            **{f"E{k}": int(prefix and fed > k) for k in range(1, K_MAX + 1)},
+            "FED_in_prefix": fed if prefix else 0, "final": int(y is not None), "Y_final": int(y or 0),
+            "eligible": int(failed), "recovered": int(failed and y == 1)}
+
+
+def _first_failure(actions: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    return next((a for a in actions if a["V"] is False), None)
+
+
+def _explanation(episode: Mapping[str, Any], failing: Mapping[str, Any] | None) -> str:
+    if episode["T"] is None:
+        return f"not in the prefix metrics: an infrastructure failure ({episode['infra_error']})"
+    if failing is None:
+        return f"every one of the {episode['T']} actions was executable (FED = T + 1 = {episode['FED']})"
+    return (f"action {failing['j']} ({failing['call']}) failed {episode['category']} "
+            f"[{episode['failure_code']}]: {episode['failure_detail']}")
+
+
+def _action_verdicts(actions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{key: a[key] for key in ("j", "turn", "tool", "call", "V", "failure_categories", "failure_codes",
+                                     "failure_details", "record_match")} for a in actions]
+
+
+def _score_of(result: ScoredLine | str) -> Score:
+    if isinstance(result, str):
+        value = {"replayed": False, "FED": None, "T": None, "fully_executable": None, "category": None, "Y": None,
+                 **_tallies(None)}
+        return Score(value=value, explanation=f"not replayed: {result}")
+    episode, actions = result.episode, result.actions
+    failing = _first_failure(actions)
+    value = {"replayed": True, "FED": episode["FED"], "T": episode["T"],
+             "fully_executable": None if episode["T"] is None else episode["FED"] == episode["T"] + 1,
+             "category": episode["category"], "Y": episode["Y"], **_tallies(episode)}
+    return Score(value=value, answer=failing["call"] if failing is not None else None,
+                 explanation=_explanation(episode, failing),
+                 metadata={"dataset": episode["dataset"], "task_id": episode["task_id"], "trial": episode["trial"],
+                           "failure_code": episode["failure_code"], "log_issue": episode["log_issue"],
+                           "replay_agreement": episode["replay_agreement"], "actions": _action_verdicts(actions)})
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else math.nan
+
+
+def _stderr(values: Sequence[float]) -> float:
+    """Inspect's usual standard error of a mean (sample standard deviation over √n), per rollout."""
+    n = len(values)
+    if n < 2:
+        return math.nan
+    mean = sum(values) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
+
+
+@metric
+def fed_metrics() -> Metric:
+    """TER, mean FED and PEC@1..4 over the prefix cohort, final success over every replayed rollout, and
+    the recovery rate over the rollouts with a prefix failure (NaN where a cohort is empty), with
+    stderrs; and the cohorts' sizes."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        sums = dict.fromkeys(TALLIES, 0.0)
+        values = [s.score.value for s in scores if isinstance(s.score.value, dict)]
+        for value in values:
+            for key in TALLIES:
+                sums[key] += float(value.get(key) or 0)
+        # Per-rollout indicators for the stderrs (one entry per sample: exact without epochs).
+        prefix = [v for v in values if v.get("prefix")]
+        final = [v for v in values if v.get("final")]
+        eligible = [v for v in values if v.get("eligible")]
+        out = {"TER": _ratio(sums["executable"], sums["prefix"]),
+               "TER_stderr": _stderr([float(v["executable"]) / float(v["prefix"]) for v in prefix]),
+               "mean_FED": _ratio(sums["FED_in_prefix"], sums["prefix"]),
+               "mean_FED_stderr": _stderr([float(v["FED_in_prefix"]) / float(v["prefix"]) for v in prefix]),
+               **{f"PEC@{k}": _ratio(sums[f"E{k}"], sums["prefix"]) for k in range(1, K_MAX + 1)},
+               "final_success": _ratio(sums["Y_final"], sums["final"]),
+               "final_success_stderr": _stderr([float(v["Y_final"]) / float(v["final"]) for v in final]),
+               "recovery": _ratio(sums["recovered"], sums["eligible"]),
+               "recovery_stderr": _stderr([float(v["recovered"]) / float(v["eligible"]) for v in eligible]),
+               "n_prefix": sums["prefix"], "n_final": sums["final"], "n_recovery_eligible": sums["eligible"],
+               "n_not_replayed": float(sum(not v.get("replayed") for v in values))}
+        return out
+
+    return compute
+
+
+@score_reducer(name="fed_epochs")
+def fed_epochs() -> Any:
+    """A sample's epochs as the sums of their tallies (what :func:`fed_metrics` reads), without FED, T,
+    category and Y, which an average over epochs would make meaningless."""
+
+    def reduce(scores: list[Score]) -> Score:
+        values = [s.value for s in scores if isinstance(s.value, dict)]
+        value = {key: sum(int(v.get(key) or 0) for v in values) for key in TALLIES}
+        value["replayed"] = any(v.get("replayed") for v in values)
+        return Score(value=value, explanation=f"{len(values)} epoch(s): the per-epoch FED scores are in the samples")
+
+    return reduce
+
+
+@scorer(metrics=[fed_metrics()])
+def fed(task: str | None = None, resources: str = "resources") -> Scorer:
+    """First Error Depth of each sample, replayed as ``prefix-audit audit`` replays it.
+
+    Args:
+        task: the Inspect task the samples are of (``tau2_airline``, ``bfcl``, ...); by default the one
+            whose own scorer scored the sample.
+        resources: where the pinned benchmark packages are (``prefix-audit --resources``).
+    """
+    registry.load()
+    open_dataset = registry.resolver(resources)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        try:
+            return _score_of(_scored(state, task, open_dataset))
+        except Exception as exc:  # one sample that cannot be replayed costs that sample only
+            return _score_of(f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}")
+
+    return score
