@@ -56,7 +56,7 @@ TALLIES = ("prefix", "executable", *(f"E{k}" for k in range(1, K_MAX + 1)), "FED
 SOURCE = "inspect-scorer"  # the path a scored line names (a scorer sees no log path)
 
 
-def _task_of(state: TaskState, task: str | None, recorded: Mapping[str, Any]) -> str:
+def _task_of(task: str | None, recorded: Mapping[str, Any]) -> str:
     if task is not None:
         return task
     owners = registry.inspect_task_scorers()
@@ -81,7 +81,7 @@ def _scored(state: TaskState, task: str | None, open_dataset: registry.Resolver)
     error = next((e.error for e in events if isinstance(e, ErrorEvent)), None)
     limit = next(((e.type, e.limit) for e in events if isinstance(e, SampleLimitEvent) and e.limit is not None),
                  None)
-    name = _task_of(state, task, recorded)
+    name = _task_of(task, recorded)
     readers = registry.inspect_tasks()
     if name not in readers:
         return f"an Inspect sample of task {name!r}; prefix-audit reads {', '.join(sorted(readers))}"
