@@ -5,15 +5,17 @@ Writes real logs of inspect_evals' ``tau2_airline`` and ``bfcl`` tasks with the 
 then, each in a child process and ``--repeat`` times (the best counts), runs
 
 * the audit: ``prefix-audit audit LOG -o DIR --resamples N`` (the default 10,000 resamples, or ``--resamples``);
-* the scorer: what ``inspect score LOG --scorer prefix_audit/fed --output-file F`` runs — inspect-ai's
-  ``score`` with :func:`prefix_audit.inspect_scorer.fed` on the log, then the rescored log written —
-  through Inspect's Python API, so that the bench needs no reinstall for the entry point;
+* the scorer: ``inspect score LOG --scorer prefix_audit/fed --action append --output-file F``, Inspect's own
+  command finding the scorer through the installed entry point;
+* Inspect's floor: the same command with a scorer that does nothing (``noop.py@noop``, written to the
+  work folder), i.e. what ``inspect score`` costs on that log whatever the scorer;
 
-and prints both wall times and their ratio (the goal: the scorer at most 1.5× the audit):
+and prints the wall times, the scorer's ratio to the audit (the goal: at most 1.5×) and what the scorer
+adds over Inspect's floor:
 
     .venv/bin/python bench/inspect_scorer.py [--work DIR] [--epochs 2] [--repeat 1] [--resamples 10000]
 
-Needs the ``inspect`` extra (``pip install -e '.[inspect]'``).
+Needs the ``inspect`` extra, installed (``pip install -e '.[inspect]'``: the entry point).
 """
 
 from __future__ import annotations
@@ -33,10 +35,16 @@ import inspect_tau2_logs  # noqa: E402
 
 RESOURCES = ROOT / "resources"
 
-_SCORE = ("import sys; from inspect_ai import score; from inspect_ai.log import read_eval_log, write_eval_log; "
-          "from prefix_audit.inspect_scorer import fed; "
-          "log = score(read_eval_log(sys.argv[1]), fed(resources=sys.argv[3]), action='append', display='none'); "
-          "write_eval_log(log, sys.argv[2])")
+NOOP = """from inspect_ai.scorer import Score, mean, scorer
+
+
+@scorer(metrics=[mean()])
+def noop():
+    async def score(state, target):
+        return Score(value=0)
+
+    return score
+"""
 
 
 def _logs(work: Path, epochs: int) -> dict[str, Path]:
@@ -66,15 +74,20 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-inspect-scorer-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        print("log | audit s | scorer s | scorer / audit")
+        noop = work / "noop.py"
+        noop.write_text(NOOP)
+        print("log | audit s | scorer s | scorer / audit | inspect score floor s | scorer − floor s")
         for name, log in _logs(work, args.epochs).items():
             audit = min(_timed([sys.executable, "-m", "prefix_audit.cli", "audit", str(log), "-o",
                                 str(work / f"audit-{name}"), "--resamples", str(args.resamples),
                                 "--resources", str(RESOURCES)]) for _ in range(args.repeat))
-            scored = min(_timed([sys.executable, "-c", _SCORE, str(log), str(work / f"scored-{name}.eval"),
-                                 str(RESOURCES)]) for _ in range(args.repeat))
-            print(f"{name} | {audit:.2f} | {scored:.2f} | {scored / audit:.2f}")
-
+            rescore = [sys.executable, "-m", "inspect_ai", "score", str(log), "--action", "append", "--display",
+                       "none", "--overwrite"]
+            scored = min(_timed([*rescore, "--scorer", "prefix_audit/fed", "-S", f"resources={RESOURCES}",
+                                 "--output-file", str(work / f"scored-{name}.eval")]) for _ in range(args.repeat))
+            floor = min(_timed([*rescore, "--scorer", f"{noop}@noop", "--output-file", str(work / f"noop-{name}.eval")])
+                        for _ in range(args.repeat))
+            print(f"{name} | {audit:.2f} | {scored:.2f} | {scored / audit:.2f} | {floor:.2f} | {scored - floor:.2f}")
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,7 @@
 Registered with Inspect through its ``inspect_ai`` entry-point group (``prefix_audit =
 "prefix_audit.inspect_scorer"`` in pyproject.toml): Inspect resolves ``prefix_audit/fed`` by loading
 the entry point named like the name's package, which imports this module and so registers the
-decorated scorer, reducer and metric. ``from prefix_audit.inspect_scorer import fed`` works in a
+decorated scorer and metric. ``from prefix_audit.inspect_scorer import fed`` works in a
 ``Task(scorer=[...])`` too.
 
 Per sample × epoch the scorer reads the sample as ``prefix-audit import inspect`` reads it
@@ -13,21 +13,24 @@ own scoring (:func:`prefix_audit.replay.scoring.score_line`: replay, FED, Y, the
 log's record). So FED, T, category and Y are those of ``prefix-audit audit`` of the same log.
 
 What a scorer sees is the sample, not the log: the task is the one whose own scorer recorded a score
-on the sample (its score, or the ``ScoreEvent`` the log kept: ``Registration.inspect_scorers``), or
-the ``task`` argument; the sample's error and limit are its ``ErrorEvent`` and ``SampleLimitEvent``.
+on the sample (its score, or the ``ScoreEvent`` the log kept: ``Registration.inspect_scorers``), else
+the one its metadata shows (``Registration.inspect_sample_task``: a sample that errored has no score),
+or the ``task`` argument; the sample's error and limit are its ``ErrorEvent`` and ``SampleLimitEvent``.
 
-The value is a dict: ``FED``, ``T``, ``fully_executable``, ``category``, ``Y``, ``replayed``, and the
-per-rollout tallies the metric reads (``prefix``: in the prefix-metric cohort — replayed and no
+The value is a dict: ``FED``, ``T``, ``fully_executable``, ``category``, ``Y``, ``replayed``; the
+metadata holds every action's verdict and the per-rollout tallies the metric reads (``metadata.tallies``,
+out of the value so that Inspect's viewer shows the six fields, not seventeen: (``prefix``: in the prefix-metric cohort — replayed and no
 infrastructure failure; ``executable``, ``E1``..``E4``: 1{FED = T + 1}, 1{FED > k} in that cohort;
 ``FED_in_prefix``; ``final``: replayed, and ``Y``; ``eligible``, ``recovered``: a prefix failure, and
-success after one). A sample that cannot be replayed (another task, a sample the benchmark cannot
+success after one)). A sample that cannot be replayed (another task, a sample the benchmark cannot
 read, a replay error) is a score with ``replayed`` false, zero tallies and the reason as explanation:
 outside every denominator, as the audit quarantines it.
 
-The metric (:func:`fed_metrics`) is a ratio of the tallies' sums, so it is the audit's point estimate
-over all rollouts whether Inspect reduces epochs by its default mean (every sample has as many
-epochs, so each ratio is unchanged) or not; :func:`fed_epochs` is the reducer to name in a Task's
-``Epochs``: it sums the tallies and drops FED and T, which have no meaning averaged over epochs.
+The metric (:func:`fed_metrics`) reads every sample-epoch's score (``@metric(scores="unreduced")``: no
+epoch reducer ever sees FED, so Inspect's default mean cannot average it into a number no rollout has):
+each figure is a ratio of the tallies' sums over rollouts, the audit's point estimate, and each stderr
+is over rollouts too (the audit's bootstrap resamples tasks instead; ``prefix-audit audit`` has those
+intervals).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any
 
 from inspect_ai.event import ErrorEvent, SampleLimitEvent, ScoreEvent
 from inspect_ai.log import transcript
-from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, score_reducer, scorer
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
 from .core.decode import RECORD_SHAPE_ERRORS, shape_reason
@@ -56,15 +59,17 @@ TALLIES = ("prefix", "executable", *(f"E{k}" for k in range(1, K_MAX + 1)), "FED
 SOURCE = "inspect-scorer"  # the path a scored line names (a scorer sees no log path)
 
 
-def _task_of(task: str | None, recorded: Mapping[str, Any]) -> str:
+def _task_of(task: str | None, recorded: Mapping[str, Any], metadata: Mapping[str, Any]) -> str:
+    """The named task, else the one whose own scorer scored the sample, else the one its metadata shows
+    (a sample that errored has no score)."""
     if task is not None:
         return task
     owners = registry.inspect_task_scorers()
-    found = sorted({owners[name] for name in recorded if name in owners})
+    found = {owners[name] for name in recorded if name in owners} or registry.inspect_tasks_of_metadata(metadata)
     if len(found) != 1:
-        raise ValueError(f"cannot tell the sample's task from its scores ({', '.join(sorted(recorded)) or 'none'}); "
-                         f"name it: -S task=<{'|'.join(sorted(registry.inspect_tasks()))}>")
-    return found[0]
+        raise ValueError(f"cannot tell the sample's task from its scores ({', '.join(sorted(recorded)) or 'none'}) "
+                         f"or its metadata; name it: -S task=<{'|'.join(sorted(registry.inspect_tasks()))}>")
+    return found.pop()
 
 
 def _recorded_scores(state: TaskState, events: Sequence[Any]) -> dict[str, Any]:
@@ -81,7 +86,7 @@ def _scored(state: TaskState, task: str | None, open_dataset: registry.Resolver)
     error = next((e.error for e in events if isinstance(e, ErrorEvent)), None)
     limit = next(((e.type, e.limit) for e in events if isinstance(e, SampleLimitEvent) and e.limit is not None),
                  None)
-    name = _task_of(task, recorded)
+    name = _task_of(task, recorded, state.metadata or {})
     readers = registry.inspect_tasks()
     if name not in readers:
         return f"an Inspect sample of task {name!r}; prefix-audit reads {', '.join(sorted(readers))}"
@@ -128,19 +133,19 @@ def _action_verdicts(actions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any
 
 def _score_of(result: ScoredLine | str) -> Score:
     if isinstance(result, str):
-        value = {"replayed": False, "FED": None, "T": None, "fully_executable": None, "category": None, "Y": None,
-                 **_tallies(None)}
-        return Score(value=value, explanation=f"not replayed: {result}")
+        value = {"replayed": False, "FED": None, "T": None, "fully_executable": None, "category": None, "Y": None}
+        return Score(value=value, explanation=f"not replayed: {result}", metadata={"tallies": _tallies(None)})
     episode, actions = result.episode, result.actions
     failing = _first_failure(actions)
     value = {"replayed": True, "FED": episode["FED"], "T": episode["T"],
              "fully_executable": None if episode["T"] is None else episode["FED"] == episode["T"] + 1,
-             "category": episode["category"], "Y": episode["Y"], **_tallies(episode)}
+             "category": episode["category"], "Y": episode["Y"]}
     return Score(value=value, answer=failing["call"] if failing is not None else None,
                  explanation=_explanation(episode, failing),
                  metadata={"dataset": episode["dataset"], "task_id": episode["task_id"], "trial": episode["trial"],
                            "failure_code": episode["failure_code"], "log_issue": episode["log_issue"],
-                           "replay_agreement": episode["replay_agreement"], "actions": _action_verdicts(actions)})
+                           "replay_agreement": episode["replay_agreement"], "tallies": _tallies(episode),
+                           "actions": _action_verdicts(actions)})
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -156,7 +161,7 @@ def _stderr(values: Sequence[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
 
 
-@metric
+@metric(scores="unreduced")
 def fed_metrics() -> Metric:
     """TER, mean FED and PEC@1..4 over the prefix cohort, final success over every replayed rollout, and
     the recovery rate over the rollouts with a prefix failure (NaN where a cohort is empty), with
@@ -164,42 +169,30 @@ def fed_metrics() -> Metric:
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         sums = dict.fromkeys(TALLIES, 0.0)
-        values = [s.score.value for s in scores if isinstance(s.score.value, dict)]
+        values = [(s.score.metadata or {}).get("tallies") for s in scores]
+        values = [v for v in values if isinstance(v, dict)]  # a score of the fed scorer has its tallies
         for value in values:
             for key in TALLIES:
                 sums[key] += float(value.get(key) or 0)
-        # Per-rollout indicators for the stderrs (one entry per sample: exact without epochs).
+        # Per-rollout indicators for the stderrs: one score per sample-epoch (``scores="unreduced"``).
         prefix = [v for v in values if v.get("prefix")]
         final = [v for v in values if v.get("final")]
         eligible = [v for v in values if v.get("eligible")]
         out = {"TER": _ratio(sums["executable"], sums["prefix"]),
-               "TER_stderr": _stderr([float(v["executable"]) / float(v["prefix"]) for v in prefix]),
+               "TER_stderr": _stderr([float(v["executable"]) for v in prefix]),
                "mean_FED": _ratio(sums["FED_in_prefix"], sums["prefix"]),
-               "mean_FED_stderr": _stderr([float(v["FED_in_prefix"]) / float(v["prefix"]) for v in prefix]),
+               "mean_FED_stderr": _stderr([float(v["FED_in_prefix"]) for v in prefix]),
                **{f"PEC@{k}": _ratio(sums[f"E{k}"], sums["prefix"]) for k in range(1, K_MAX + 1)},
                "final_success": _ratio(sums["Y_final"], sums["final"]),
-               "final_success_stderr": _stderr([float(v["Y_final"]) / float(v["final"]) for v in final]),
+               "final_success_stderr": _stderr([float(v["Y_final"]) for v in final]),
                "recovery": _ratio(sums["recovered"], sums["eligible"]),
-               "recovery_stderr": _stderr([float(v["recovered"]) / float(v["eligible"]) for v in eligible]),
+               "recovery_stderr": _stderr([float(v["recovered"]) for v in eligible]),
                "n_prefix": sums["prefix"], "n_final": sums["final"], "n_recovery_eligible": sums["eligible"],
-               "n_not_replayed": float(sum(not v.get("replayed") for v in values))}
+               "n_not_replayed": float(sum(isinstance(s.score.value, dict) and s.score.value.get("replayed") is False
+                                           for s in scores))}
         return out
 
     return compute
-
-
-@score_reducer(name="fed_epochs")
-def fed_epochs() -> Any:
-    """A sample's epochs as the sums of their tallies (what :func:`fed_metrics` reads), without FED, T,
-    category and Y, which an average over epochs would make meaningless."""
-
-    def reduce(scores: list[Score]) -> Score:
-        values = [s.value for s in scores if isinstance(s.value, dict)]
-        value = {key: sum(int(v.get(key) or 0) for v in values) for key in TALLIES}
-        value["replayed"] = any(v.get("replayed") for v in values)
-        return Score(value=value, explanation=f"{len(values)} epoch(s): the per-epoch FED scores are in the samples")
-
-    return reduce
 
 
 @scorer(metrics=[fed_metrics()])

@@ -131,6 +131,9 @@ class Registration:
     # The name each of those tasks' own scorer records its score under → the task (``airline_scorer`` →
     # ``tau2_airline``): how the Inspect scorer, which sees a sample and not its log's header, knows the task.
     inspect_scorers: Mapping[str, str] = field(default_factory=dict)
+    # Where a sample holds no such score (Inspect records none on a sample that errored): the task its
+    # metadata shows it is of (the task's name, maybe one this benchmark does not read), or None.
+    inspect_sample_task: Callable[[Mapping[str, Any]], str | None] | None = None
     # AgentProcessBench data source → how its trajectory records read as rollouts of this benchmark
     # (``prefix-audit import agentprocessbench``, :mod:`prefix_audit.ingest.agentprocessbench`).
     trajectory_sources: Mapping[str, TrajectoryReader] = field(default_factory=dict)
@@ -262,6 +265,12 @@ def inspect_tasks() -> dict[str, SampleReader]:
 def inspect_task_scorers() -> dict[str, str]:
     """Every registered Inspect task's own scorer name → the task's name."""
     return {name: task for r in registrations() for name, task in sorted(r.inspect_scorers.items())}
+
+
+def inspect_tasks_of_metadata(metadata: Mapping[str, Any]) -> set[str]:
+    """The Inspect tasks the registered benchmarks recognise a sample's metadata as one of."""
+    named = (r.inspect_sample_task(metadata) for r in registrations() if r.inspect_sample_task is not None)
+    return {task for task in named if task is not None}
 
 
 def trajectory_sources() -> dict[str, TrajectoryReader]:

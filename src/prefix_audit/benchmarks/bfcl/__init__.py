@@ -20,7 +20,7 @@ from prefix_audit.replay.registry import CliOption, DatasetSpec, OpenRequest, Re
 
 from .data import CATEGORIES, DATA_PINS, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
 from .importer import import_bfcl, import_result_file, is_bfcl_log
-from .inspect_samples import INSPECT_SCORERS, INSPECT_TASKS
+from .inspect_samples import INSPECT_SCORERS, INSPECT_TASKS, inspect_sample_task
 from .process_records import TRAJECTORY_SOURCES
 from .replay import BfclBenchmark, BfclSession
 from .scores import score_file_candidates
@@ -57,6 +57,7 @@ register(Registration(
     companions={"bfcl": score_file_candidates},
     inspect_tasks=INSPECT_TASKS,
     inspect_scorers=INSPECT_SCORERS,
+    inspect_sample_task=inspect_sample_task,
     trajectory_sources=TRAJECTORY_SOURCES,
     packages=_packages,
     cli_options=(CliOption("--bfcl-score", "score_file",

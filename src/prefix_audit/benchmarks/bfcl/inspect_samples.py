@@ -222,3 +222,8 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
 
 INSPECT_TASKS = {"bfcl": read_sample}
 INSPECT_SCORERS = {SCORER: "bfcl"}  # the task's own scorer, whose verdict read_sample reads
+
+
+def inspect_sample_task(metadata: Mapping[str, Any]) -> str | None:
+    """``bfcl`` where the metadata holds a BFCL entry as inspect_evals' bfcl keeps it."""
+    return "bfcl" if {"category_name", "involved_classes", "initial_config"} <= set(metadata) else None

@@ -45,7 +45,7 @@ from .domain.data import (
 )
 from .generation.conversation import ModelUser, ScriptedUser, TauAgentEnvironment
 from .ingest.importer import import_results, import_tau, is_results_file
-from .ingest.inspect_samples import INSPECT_SCORERS, INSPECT_TASKS
+from .ingest.inspect_samples import INSPECT_SCORERS, INSPECT_TASKS, inspect_sample_task
 from .ingest.process_records import TRAJECTORY_SOURCES
 
 DATASETS = tuple(dataset_of(d) for d in DOMAINS)
@@ -121,6 +121,7 @@ register(Registration(
     detectors={"tau": is_results_file},
     inspect_tasks=INSPECT_TASKS,
     inspect_scorers=INSPECT_SCORERS,
+    inspect_sample_task=inspect_sample_task,
     trajectory_sources=TRAJECTORY_SOURCES,
     cli_options=(
         CliOption("--tau2", "tau2", "τ datasets: 'installed' or a directory holding the tau2 package "

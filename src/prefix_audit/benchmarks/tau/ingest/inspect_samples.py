@@ -246,3 +246,12 @@ INSPECT_TASKS: Mapping[str, Callable[[FrameworkSample, ImportRequest], Rollout]]
     "tau2_telecom": read_sample("telecom")}
 # Each task's own scorer (inspect_evals' ``<domain>_scorer``), as read_sample reads its verdict.
 INSPECT_SCORERS: Mapping[str, str] = {f"{domain}_scorer": f"tau2_{domain}" for domain in ("airline", "retail", "telecom")}
+
+
+def inspect_sample_task(metadata: Mapping[str, Any]) -> str | None:
+    """The task a sample's metadata shows (inspect_evals' ``tau2_<domain>`` names its agent instance
+    ``<Domain>Agent`` and keeps the τ task beside it): ``tau2_banking`` too, which is not read."""
+    instance = metadata.get("instance")
+    if isinstance(instance, str) and instance.endswith("Agent") and isinstance(metadata.get("task"), dict):
+        return f"tau2_{instance.removesuffix('Agent').lower()}"
+    return None
