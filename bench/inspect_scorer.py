@@ -35,12 +35,12 @@ import inspect_tau2_logs  # noqa: E402
 
 RESOURCES = ROOT / "resources"
 
-NOOP = """from inspect_ai.scorer import Score, mean, scorer
+NOOP = """from inspect_ai.scorer import Score, Scorer, mean, scorer
 
 
 @scorer(metrics=[mean()])
-def noop():
-    async def score(state, target):
+def noop() -> Scorer:
+    async def score(state, target) -> Score:
         return Score(value=0)
 
     return score
