@@ -91,9 +91,15 @@ def fetch_wheel(pin: PackagePin, resources: str | Path) -> Path:
             zf.extractall(unpacked)
         atomic_write_text(unpacked / MARKER, json.dumps(
             {"name": pin.name, "version": pin.version, "sha256": digest, "wheel": wheels[0].name}, indent=2) + "\n")
-        if target.exists():
+        if is_fetched(resources, pin):  # another process (a parallel job or test worker) finished first
+            return target
+        if target.exists():  # a leftover without its marker
             shutil.rmtree(target)
-        unpacked.rename(target)
+        try:
+            unpacked.rename(target)
+        except OSError:  # another process renamed its copy in meanwhile
+            if not is_fetched(resources, pin):
+                raise
     return target
 
 
