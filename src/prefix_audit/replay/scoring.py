@@ -400,9 +400,9 @@ def score_block(rollouts: str | Path, actions: str | Path, episodes: str | Path,
 # lines; the block's one score_rollouts job adds them up in line order, as score_file does.
 
 SCORED_LINES_FORMAT = "prefix-audit scored lines 1"
-# The default of config score_chunk_mib. Measured on one core (the fixtures' real logs, imported and
-# replayed): τ results 1-2 s per MiB of logs, BFCL result files 0.2-0.4 s; a 64 MiB part of τ logs is
-# 30-60 s of replay on two cores, of BFCL logs 15-25 s on one, against about a second to start a job.
+# The default of config score_chunk_mib (config/README.md says how it was chosen): replay measured on
+# one core at 1-2 s per MiB of τ logs and 0.2-0.4 s per MiB of BFCL logs, 3-5 s to start a job; a
+# 64 MiB chunk of τ logs is 30-60 s of replay on two cores.
 DEFAULT_SCORE_CHUNK_MIB = 64
 
 
