@@ -10,7 +10,7 @@ from snakemake.common.configfile import load_configfile
 from snakemake.utils import validate
 
 from prefix_audit.core.io import path_label
-from prefix_audit.core.parallel import MAX_DEFAULT_WORKERS, workers_for
+from prefix_audit.core.parallel import MAX_DEFAULT_WORKERS, input_bytes, workers_for, workers_for_bytes
 from prefix_audit.generation.grid import (
     blocks,
     condition_pairs,
@@ -26,6 +26,7 @@ from prefix_audit.generation.grid import (
 from prefix_audit.ingest.imports import imported_rollouts_path
 from prefix_audit.pipeline.fingerprint import code_fingerprint
 from prefix_audit.replay import registry
+from prefix_audit.replay.scoring import DEFAULT_SCORE_CHUNK_MIB, score_parts
 from prefix_audit.health.tasks import FILES as HEALTH_FILES
 from prefix_audit.reports.tables import FORMATS, HEALTH_TABLE, table_files
 from prefix_audit.statistics.labels import LABEL_FILES
@@ -165,6 +166,41 @@ def block_threads(wildcards):
     return workers_for(block.files, MAX_DEFAULT_WORKERS) if block is not None else 1
 
 
+# An imported block of more than score_chunk_mib MiB of logs is scored in chunks: one score_chunk job
+# per chunk (ceil(its files' bytes / score_chunk_mib MiB) of them), gathered by its score_rollouts job.
+SCORE_CHUNK_MIB = config.get("score_chunk_mib", DEFAULT_SCORE_CHUNK_MIB)
+
+
+@functools.cache
+def _block_bytes(dataset, model, method):
+    block = IMPORTS.get((dataset, model, method))
+    return input_bytes(block.files) if block is not None else 0
+
+
+def block_chunks(wildcards):
+    """The chunks a block is scored in (1: one score_rollouts job scores it whole)."""
+    size = _block_bytes(wildcards.dataset, block_model(wildcards), wildcards.method)
+    return score_parts(size, SCORE_CHUNK_MIB) if size else 1
+
+
+def block_chunk_files(wildcards):
+    """The scored lines of each chunk of a block, in order ([] for a block scored whole)."""
+    chunks = block_chunks(wildcards)
+    folder = f"{RESULTS}/score_chunks/{wildcards.dataset}/{wildcards.model}/{wildcards.method}"
+    return [f"{folder}/{chunk}.jsonl" for chunk in range(chunks)] if chunks > 1 else []
+
+
+def score_threads(wildcards):
+    """Processes of a block's score_rollouts job: one to gather a chunked block, else block_threads."""
+    return 1 if block_chunks(wildcards) > 1 else block_threads(wildcards)
+
+
+def chunk_threads(wildcards):
+    """Processes of a score_chunk job: one per 4 MiB of its share of the block's logs (at most 8)."""
+    size = _block_bytes(wildcards.dataset, block_model(wildcards), wildcards.method)
+    return workers_for_bytes(size // block_chunks(wildcards), MAX_DEFAULT_WORKERS)
+
+
 def import_block(wildcards):
     return IMPORTS[(wildcards.dataset, block_model(wildcards), wildcards.method)]
 
@@ -258,3 +294,4 @@ wildcard_constraints:
     dataset="|".join(sorted(map(re.escape, {*DATASETS, *(d for d, _, _ in IMPORTS)}))),
     model="|".join(sorted(map(re.escape, MODEL_OF_LABEL))),
     method="|".join(sorted({re.escape(method) for method in [*(m for _, m in BLOCKS), *(m for _, _, m in IMPORTS)]})),
+    chunk=r"\d+",

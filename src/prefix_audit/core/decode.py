@@ -26,6 +26,7 @@ import io
 import json
 import lzma
 import math
+import os
 import re
 import sys
 import zlib
@@ -146,6 +147,53 @@ def raw_json_lines(path: str | Path) -> Iterator[tuple[int, bytes] | BadLine]:
                 yield over_limit(str(path), lineno, size)
             elif raw.strip():
                 yield lineno, raw
+
+
+def raw_json_line_range(path: str | Path, part: int, parts: int) -> Iterator[tuple[int, bytes] | BadLine]:
+    """The lines of :func:`raw_json_lines` that start in part ``part`` (from 0) of ``parts`` equal
+    byte ranges of a plain (uncompressed) file, with their numbers in the whole file. Each boundary
+    moves forward to the next line's start, so every line is in exactly one part and the parts, in
+    order, are the file's lines in order; a part may have none. Decided from the file alone: no
+    part needs to know another's."""
+    if not 0 <= part < parts:
+        raise ValueError(f"part {part} of {parts}: want 0 <= part < parts")
+    path = Path(path)
+    if compression_of(path) is not None:
+        raise ValueError(f"{path}: a compressed file cannot be read by byte range")
+    with path.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        start, end = (_line_start(fh, size * k // parts) for k in (part, part + 1))
+        before = _newlines_before(fh, start)
+        fh.seek(start)
+        position = start
+        for lineno, raw, length in _bounded_lines(fh):
+            if position >= end:
+                break
+            position += length
+            if raw is None:
+                yield over_limit(str(path), before + lineno, length)
+            elif raw.strip():
+                yield before + lineno, raw
+
+
+def _line_start(fh: BinaryIO, offset: int) -> int:
+    """The offset of the first line that starts at or after ``offset``."""
+    if offset <= 0:
+        return 0
+    fh.seek(offset - 1)
+    while (raw := fh.readline(2**20)) and not raw.endswith(b"\n"):
+        pass
+    return fh.tell()
+
+
+def _newlines_before(fh: BinaryIO, offset: int) -> int:
+    """The line breaks in the file's first ``offset`` bytes."""
+    fh.seek(0)
+    count = 0
+    while offset > 0 and (block := fh.read(min(offset, 2**24))):
+        count += block.count(b"\n")
+        offset -= len(block)
+    return count
 
 
 def over_limit(path: str, lineno: int, size: int) -> BadLine:

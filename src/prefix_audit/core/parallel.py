@@ -47,16 +47,26 @@ def default_workers() -> int:
 BYTES_PER_WORKER = 4 * 2**20  # a worker costs about a second to start and open its benchmarks
 
 
-def workers_for(paths: Iterable[str | os.PathLike], most: int | None = None) -> int:
-    """Processes worth starting for inputs of these files and folders: one per
-    :data:`BYTES_PER_WORKER` of them, at least one, at most ``most`` (default: the cores, at most
-    :data:`MAX_DEFAULT_WORKERS`). Below a few megabytes a second process costs more than it saves."""
+def input_bytes(paths: Iterable[str | os.PathLike]) -> int:
+    """The bytes of these files and of every file inside these folders."""
     size = 0
     for path in map(Path, paths):
         if path.is_dir():
             size += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
         elif path.is_file():
             size += path.stat().st_size
+    return size
+
+
+def workers_for(paths: Iterable[str | os.PathLike], most: int | None = None) -> int:
+    """Processes worth starting for inputs of these files and folders: one per
+    :data:`BYTES_PER_WORKER` of them, at least one, at most ``most`` (default: the cores, at most
+    :data:`MAX_DEFAULT_WORKERS`). Below a few megabytes a second process costs more than it saves."""
+    return workers_for_bytes(input_bytes(paths), most)
+
+
+def workers_for_bytes(size: int, most: int | None = None) -> int:
+    """:func:`workers_for` inputs of ``size`` bytes."""
     return max(1, min(most or default_workers(), 1 + size // BYTES_PER_WORKER))
 
 
