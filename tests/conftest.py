@@ -7,6 +7,32 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The suite runs on every core (pytest-xdist, `--dist loadgroup` in pyproject's addopts). Each worker
+# builds the fixtures its tests use, so tests sharing a costly one are sent to one worker: those of a
+# session fixture that takes a minute (the Inspect logs, written by running inspect_evals' tasks) form
+# one group, and those of a module- or class-scoped fixture their module's group.
+COSTLY_SESSION_FIXTURES = {"inspect_logs": "inspect-logs", "inspect_tau2_airline_log": "inspect-logs",
+                           "inspect_tau2_telecom_log": "inspect-logs"}
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    names = set(getattr(item, "fixturenames", ()))
+    costly = sorted({COSTLY_SESSION_FIXTURES[n] for n in names & set(COSTLY_SESSION_FIXTURES)})
+    if costly:
+        return costly[0]
+    info = getattr(item, "_fixtureinfo", None)
+    scoped = info is not None and any(defs[-1].scope in ("module", "class")
+                                      for name, defs in info.name2fixturedefs.items() if name in names and defs)
+    return item.module.__name__ if scoped else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = _xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 RESOURCES = ROOT / "resources"
 SHARED = ROOT.parent / "shared"
 
