@@ -29,10 +29,18 @@ def _xdist_group(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
+    """The long fuzz runs only when asked for with ``-m fuzz`` (the default run has shorter ones); the
+    xdist groups; and the slow tests first, so that the workers end together (the longest last would
+    leave one worker running it alone)."""
+    fuzz = "fuzz" in (config.option.markexpr or "")
+    skip = pytest.mark.skip(reason="a long fuzz run: pytest -m fuzz")
     for item in items:
+        if not fuzz and "fuzz" in item.keywords:
+            item.add_marker(skip)
         group = _xdist_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 RESOURCES = ROOT / "resources"
 SHARED = ROOT.parent / "shared"
 
@@ -134,12 +142,3 @@ def inspect_tau2_telecom_log(tmp_path_factory):
     return inspect_tau2_logs.write_tau2_log(tmp_path_factory.mktemp("inspect") / "telecom", domain="telecom",
                                             epochs=1)
 
-
-def pytest_collection_modifyitems(config, items):
-    """The long fuzz runs only when asked for with ``-m fuzz`` (the default run has shorter ones)."""
-    if "fuzz" in (config.option.markexpr or ""):
-        return
-    skip = pytest.mark.skip(reason="a long fuzz run: pytest -m fuzz")
-    for item in items:
-        if "fuzz" in item.keywords:
-            item.add_marker(skip)
