@@ -64,14 +64,23 @@ def corpus(shared: Path, work: Path) -> dict[str, list[Path]]:
     return dict(groups)
 
 
+AUDIT_ENV = {"PYTHONHASHSEED": "0"}  # over the environment, for every audit a bench runs
+AUDIT_OK = (0, 3)  # the audit's exit codes with outputs: done, and done with a trust warning (--strict)
+
+
+def audit_command(logs: list[Path], out: Path, workers: int, resources: str) -> list[str]:
+    """The ``prefix-audit audit`` of ``logs`` into ``out`` with ``workers`` processes, as a command line."""
+    return [sys.executable, "-m", "prefix_audit.cli", "audit", *map(str, logs), "-o", str(out),
+            "--workers", str(workers), "--resources", resources]
+
+
 def audit(logs: list[Path], out: Path, workers: int, resources: str) -> float:
     """Wall seconds of one ``prefix-audit audit`` of ``logs`` into ``out``."""
-    cli = [sys.executable, "-m", "prefix_audit.cli", "audit", *map(str, logs), "-o", str(out),
-           "--workers", str(workers), "--resources", resources]
     start = time.perf_counter()
-    done = subprocess.run(cli, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    done = subprocess.run(audit_command(logs, out, workers, resources), capture_output=True, text=True,
+                          env={**os.environ, **AUDIT_ENV})
     wall = time.perf_counter() - start
-    if done.returncode not in (0, 3):
+    if done.returncode not in AUDIT_OK:
         raise SystemExit(f"audit failed ({done.returncode}): {done.stderr[-2000:]}")
     return wall
 
