@@ -15,10 +15,22 @@ a stream that chunk boundaries do not cut.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from prefix_audit.statistics.metrics import FloatArray
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """The matrix products on one BLAS thread each: the statistics' own threads (``workers``) are the
+    parallelism, and OpenBLAS would add a thread per core to each product, whose spinning waits cost
+    most when another process shares the cores (bench/RESULTS.md, statistics under load)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
 
 # Per-chunk working set (index draw, row codes, counts); small chunks stay in cache.
 _CHUNK_BYTES = 2 * 2**20

@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from prefix_audit.core.io import atomic_write_bytes, frame_parquet_bytes, read_parquet
-from prefix_audit.statistics.bootstrap import percentile_bounds, ratio, resampled_sums
+from prefix_audit.statistics.bootstrap import one_blas_thread, percentile_bounds, ratio, resampled_sums
 from prefix_audit.statistics.metrics import validate_block, validate_outcomes
 from prefix_audit.statistics.stats import (
     COST_METRICS,
@@ -319,7 +319,7 @@ def paired_differences(
     rows_of = partial(
         _pair_rows, episodes, pools or {}, resamples=resamples, seed=seed, confidence=confidence
     )
-    with ThreadPoolExecutor(max_workers=workers) as executor:
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as executor:
         rows = [row for pair_rows in executor.map(rows_of, pairs) for row in pair_rows]
     return pl.DataFrame(rows, schema=PAIRED_SCHEMA)
 

@@ -28,7 +28,7 @@ import polars as pl
 
 from prefix_audit.core.io import atomic_write_bytes, frame_parquet_bytes, read_parquet
 from prefix_audit.statistics.aggregates import RR_SPEC, MetricSpec, TaskAggregates, task_aggregates
-from prefix_audit.statistics.bootstrap import percentile_bounds, ratio, resampled_sums
+from prefix_audit.statistics.bootstrap import one_blas_thread, percentile_bounds, ratio, resampled_sums
 from prefix_audit.statistics.intervals import clustered_wilson_interval
 from prefix_audit.statistics.metrics import BlockMetrics, FloatArray, block_metrics, check_identities, validate_outcomes
 
@@ -525,7 +525,7 @@ def compute_stats(
         members, pairs = groups[group]
         return _group_rows(group[0], group[1], members, pairs, resamples=resamples, seed=seed, confidence=confidence)
 
-    with ThreadPoolExecutor(max_workers=workers) as executor:
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as executor:
         results = list(executor.map(rows_of, sorted(groups)))
     block_rows = sorted([*(r for rows, _ in results for r in rows), *health_rows], key=_block_order)
     pair_rows = sorted((r for _, rows in results for r in rows), key=_pair_order)
