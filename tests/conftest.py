@@ -30,8 +30,8 @@ def _xdist_group(item: pytest.Item) -> str | None:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """The long fuzz runs only when asked for with ``-m fuzz`` (the default run has shorter ones); the
-    xdist groups; and the slow tests first, so that the workers end together (the longest last would
-    leave one worker running it alone)."""
+    xdist groups; and the modules holding slow tests first, so that the workers end together (the
+    longest last would leave one worker running it alone)."""
     fuzz = "fuzz" in (config.option.markexpr or "")
     skip = pytest.mark.skip(reason="a long fuzz run: pytest -m fuzz")
     for item in items:
@@ -40,7 +40,9 @@ def pytest_collection_modifyitems(config, items):
         group = _xdist_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # Whole modules move, so a module's tests stay together and its module-scoped fixtures are built once.
+    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.module.__name__ not in slow_modules)
 RESOURCES = ROOT / "resources"
 SHARED = ROOT.parent / "shared"
 
