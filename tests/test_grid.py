@@ -24,7 +24,9 @@ def test_the_default_config_is_valid_and_asks_for_the_paper_methods(config):
     base = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     schema = registry.config_schema(base)  # with each registered benchmark's own fragment
     jsonschema.Draft202012Validator(schema).validate(config)
-    assert set(schema["properties"]["benchmarks"]["properties"]) == set(config["benchmarks"])
+    # Every benchmark this package registers has its entry (a test plugin loaded in this process has none).
+    ours = {d.name for r in registry.registrations() if r.package.startswith("prefix_audit.") for d in r.datasets}
+    assert set(schema["properties"]["benchmarks"]["properties"]) & ours == set(config["benchmarks"])
     assert selected_datasets(config) == ["bfcl_v3", "tau_airline", "tau_retail", "toolsandbox"]  # telecom is opt-in
     with pytest.raises(jsonschema.ValidationError, match="unexpected"):  # still strict
         jsonschema.Draft202012Validator(schema).validate({**config, "benchmarks": {"bfcl_v4": {}}})
