@@ -290,16 +290,20 @@ def _score_chunk(benchmark_for: Callable[[str], Benchmark], chunk: Chunk) -> tup
     return key, [score_line(benchmark_for, path, raw) for raw in lines]
 
 
-def file_chunks(key: Any, path: str | Path) -> Iterator[Chunk]:
-    """A rollouts file's lines in chunks, read as they are sent."""
+def _chunks(key: Any, path: str | Path, raws: Iterable[tuple[int, bytes] | BadLine]) -> Iterator[Chunk]:
     lines: list = []
-    for raw in raw_json_lines(path):
+    for raw in raws:
         lines.append(raw)
         if len(lines) == LINES_PER_CHUNK:
             yield key, str(path), lines
             lines = []
     if lines:
         yield key, str(path), lines
+
+
+def file_chunks(key: Any, path: str | Path) -> Iterator[Chunk]:
+    """A rollouts file's lines in chunks, read as they are sent."""
+    return _chunks(key, path, raw_json_lines(path))
 
 
 @dataclass
@@ -409,14 +413,7 @@ DEFAULT_SCORE_CHUNK_MIB = 64
 def range_chunks(key: Any, path: str | Path, part: int, parts: int) -> Iterator[Chunk]:
     """The lines of ``path`` in part ``part`` of ``parts`` (:func:`raw_json_line_range`), in
     chunks for the workers, as :func:`file_chunks`."""
-    lines: list = []
-    for raw in raw_json_line_range(path, part, parts):
-        lines.append(raw)
-        if len(lines) == LINES_PER_CHUNK:
-            yield key, str(path), lines
-            lines = []
-    if lines:
-        yield key, str(path), lines
+    return _chunks(key, path, raw_json_line_range(path, part, parts))
 
 
 def score_line_range(rollouts: str | Path, part: int, parts: int, benchmark_for: Callable[[str], Benchmark], *,
