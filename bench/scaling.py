@@ -43,9 +43,9 @@ and as many duplicates (of the published logs themselves) each. The run stops if
 **(a) The audit.** ``prefix-audit audit <every replica's logs> -o DIR --workers N`` for each N, in a
 child process each, in turn: wall time; peak memory of the process tree (the sum of the resident
 set sizes of the audit and its worker processes, sampled every 0.2 s with psutil — or ``/proc`` —,
-so a peak shorter than that can be missed); the largest single process's peak RSS
-(``getrusage(RUSAGE_CHILDREN).ru_maxrss`` after the run, valid when it grows over the previous runs'
-— else said as "≤"); speed-up over the first N; parallel efficiency (speed-up / (N / first N));
+so a peak shorter than that can be missed); the peak RSS of the main process and of the largest of the
+others (a worker; in a workflow run, the largest job), from the same samples; speed-up over the first N;
+parallel efficiency (speed-up / (N / first N));
 whether ``fed/episodes.parquet`` and every file of ``tables/`` are byte-identical to the first N's.
 
 **(b) The workflow.** ``snakemake --cores N`` from the repository root, each N into a fresh results
@@ -75,7 +75,6 @@ import math
 import os
 import platform
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -300,18 +299,21 @@ def _bfcl_config(resources: str) -> dict:
 
 
 def measured(cmd: list[str], *, cwd: Path = ROOT, env: dict | None = None, log: Path | None = None) -> dict:
-    """Run ``cmd`` to its end: its exit code, wall seconds, the peak of its process tree's summed RSS
-    (sampled every 0.2 s) and the largest single child's peak RSS (``ru_maxrss``, see the docstring)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Run ``cmd`` to its end: its exit code, wall seconds, and from RSS samples every 0.2 s the peak
+    of its process tree's sum, of its main process and of the largest other process."""
     out = open(log, "w") if log is not None else subprocess.DEVNULL
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT)
-    peak = [0]
+    tree_peak = [0]
+    peaks: dict[int, int] = {}
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            now = _tree_rss(proc.pid)
+            tree_peak[0] = max(tree_peak[0], sum(now.values()))
+            for pid, rss in now.items():
+                peaks[pid] = max(peaks.get(pid, 0), rss)
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -322,13 +324,13 @@ def measured(cmd: list[str], *, cwd: Path = ROOT, env: dict | None = None, log: 
     sampler.join()
     if log is not None:
         out.close()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return {"rc": rc, "wall": wall, "tree_peak_rss": peak[0], "max_process_rss": after,
-            "max_process_rss_exact": after > before * 1024}
+    others = [rss for pid, rss in peaks.items() if pid != proc.pid]
+    return {"rc": rc, "wall": wall, "tree_peak_rss": tree_peak[0], "main_peak_rss": peaks.get(proc.pid, 0),
+            "largest_other_peak_rss": max(others, default=0)}
 
 
-def _tree_rss(pid: int) -> int:
-    """Summed RSS (bytes) of ``pid`` and its descendants, now."""
+def _tree_rss(pid: int) -> dict[int, int]:
+    """RSS (bytes) of ``pid`` and each of its descendants, now, by process id."""
     try:
         import psutil
     except ImportError:
@@ -337,17 +339,17 @@ def _tree_rss(pid: int) -> int:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except psutil.Error:
-        return 0
-    total = 0
+        return {}
+    out = {}
     for p in procs:
         try:
-            total += p.memory_info().rss
+            out[p.pid] = p.memory_info().rss
         except psutil.Error:
             pass
-    return total
+    return out
 
 
-def _proc_tree_rss(pid: int) -> int:
+def _proc_tree_rss(pid: int) -> dict[int, int]:
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     page = os.sysconf("SC_PAGE_SIZE")
@@ -361,12 +363,13 @@ def _proc_tree_rss(pid: int) -> int:
             rss[int(entry.name)] = int(fields[21]) * page
         except (OSError, ValueError, IndexError):
             continue
-    total, todo = 0, [pid]
+    out, todo = {}, [pid]
     while todo:
         p = todo.pop()
-        total += rss.get(p, 0)
+        if p in rss:
+            out[p] = rss[p]
         todo += children.get(p, [])
-    return total
+    return out
 
 
 def outputs_identical(first: Path, other: Path) -> dict[str, bool]:
@@ -473,8 +476,9 @@ def audit_scaling(logs: list[Path], work: Path, workers: list[int], resources: s
                            log=work / f"audit-w{n}.log")
         if runs[n]["rc"] not in audit_throughput.AUDIT_OK:
             raise SystemExit(f"audit --workers {n} failed ({runs[n]['rc']}): see {work / f'audit-w{n}.log'}")
-        print(f"audit --workers {n}: {runs[n]['wall']:.1f} s, tree peak {runs[n]['tree_peak_rss'] / 2**20:.0f} MiB",
-              flush=True)
+        print(f"audit --workers {n}: {runs[n]['wall']:.1f} s, tree peak {runs[n]['tree_peak_rss'] / 2**20:.0f} MiB, "
+              f"main {runs[n]['main_peak_rss'] / 2**20:.0f} MiB, largest other "
+              f"{runs[n]['largest_other_peak_rss'] / 2**20:.0f} MiB", flush=True)
     entries = audit_throughput.entries(outs[workers[0]])
     return {"logs": len(logs), "entries": entries, "rows": _scaling_rows(runs, outs)}
 
@@ -701,12 +705,12 @@ def _mib(b: int) -> str:
 def markdown(title: str, unit: str, result: dict) -> str:
     out = [f"**{title}** ({result.get('logs', result.get('blocks'))} {'logs' if 'logs' in result else 'blocks'}, "
            f"{result['entries']:,} {'entries' if 'logs' in result else 'episodes'})", "",
-           f"| {unit} | wall | speed-up | efficiency | peak RSS, process tree | largest process | FED identical | "
-           "tables identical |", "|---:|---:|---:|---:|---:|---:|---|---|"]
+           f"| {unit} | wall | speed-up | efficiency | peak RSS, process tree | main process | largest other process "
+           "| FED identical | tables identical |", "|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in result["rows"]:
-        single = ("" if r["max_process_rss_exact"] else "≤ ") + _mib(r["max_process_rss"])
         out.append(f"| {r['n']} | {r['wall']:.1f} s | {r['speedup']:.2f}× | {r['efficiency']:.0%} | "
-                   f"{_mib(r['tree_peak_rss'])} | {single} | {'yes' if r['fed_identical'] else 'NO'} | "
+                   f"{_mib(r['tree_peak_rss'])} | {_mib(r['main_peak_rss'])} | {_mib(r['largest_other_peak_rss'])} | "
+                   f"{'yes' if r['fed_identical'] else 'NO'} | "
                    f"{'yes' if r['tables_identical'] else 'NO'} |")
     return "\n".join(out)
 

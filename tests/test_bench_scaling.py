@@ -1,4 +1,5 @@
-"""bench/scaling.py's replicas: each names its model apart and keeps its companions where the importer looks."""
+"""bench/scaling.py: its replicas name their model apart and keep their companions where the importer looks; its
+memory figures tell the main process from the others."""
 
 from __future__ import annotations
 
@@ -53,3 +54,15 @@ def test_a_replica_names_every_model_apart_and_leaves_the_logs_alone(tmp_path):
     assert [p.parent.name for p in score_file_candidates(result, {})] == ["some-model__r2"]
     # The originals are untouched: replicas write new files, never through their hard links.
     assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before
+
+
+def test_memory_is_told_per_process():
+    """A parent of ~40 MB whose child holds ~300 MB for a second: the child is the largest other process, the
+    main process stays small, and the tree's peak holds both."""
+    child = "import time; block = bytearray(300 * 2**20); block[::4096] = b'x' * len(block[::4096]); time.sleep(1.5)"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}], check=True)"
+    run = scaling.measured([sys.executable, "-c", parent])
+    assert run["rc"] == 0
+    assert run["largest_other_peak_rss"] >= 280 * 2**20
+    assert run["main_peak_rss"] < 100 * 2**20
+    assert run["tree_peak_rss"] >= run["largest_other_peak_rss"] + run["main_peak_rss"] // 2

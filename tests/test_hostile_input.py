@@ -455,12 +455,28 @@ def test_outputs_of_a_command_are_replaced_together(tmp_path, monkeypatch):
     assert (a.read_bytes(), b.read_bytes()) == (b"new a", b"old b")  # torn, until someone looks
     io.recover(tmp_path)
     assert (a.read_bytes(), b.read_bytes()) == (b"new a", b"new b")
-    assert not (tmp_path / io.JOURNAL).exists()
+    assert not io.journals(tmp_path)
 
-    (tmp_path / f".{a.name}.staged").write_bytes(b"a write that never reached its commit point")
+    (tmp_path / f".{a.name}.{2**22 + 7}.staged").write_bytes(b"a write that never reached its commit point")
     (tmp_path / f".{a.name}.{2**22 + 7}.tmp").write_bytes(b"an atomic write of a process that died")
     io.commit_files({a: b"third a", b: b"third b"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.parquet", "quarantine.jsonl"]
+
+
+def test_processes_committing_into_one_folder_at_once_each_land_their_own_files(tmp_path):
+    """Snakemake runs jobs whose outputs share a folder at once (the chunks of a big block, the tables and
+    the task-health table): each commit's journal and staged files are its own, so none is lost."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom prefix_audit.core.io import commit_files\nfolder, name = sys.argv[1:]\n"
+              "for i in range(300):\n"
+              "    commit_files({f'{folder}/{name}.a': f'{i}'.encode(), f'{folder}/{name}.b': f'{i}'.encode()})\n")
+    writers = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), name]) for name in ("one", "two", "three")]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0, 0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.{x}" for n in ("one", "two", "three")
+                                                                for x in "ab")
+    assert {p.read_text() for p in tmp_path.iterdir()} == {"299"}
 
 
 def test_a_commit_across_folders_is_finished_by_a_reader_of_any_of_them(tmp_path, monkeypatch):
@@ -485,7 +501,7 @@ def test_a_commit_across_folders_is_finished_by_a_reader_of_any_of_them(tmp_path
     monkeypatch.setattr(io.os, "replace", real_replace)
     assert first.is_file() and not second.is_file()
     assert io.read_parquet(second).equals(frame)  # the journal at the common root is found from below
-    assert not (tmp_path / io.JOURNAL).exists()
+    assert not io.journals(tmp_path)
 
 
 def _two_methods(bfcl, tmp_path: Path) -> tuple[Path, Path]:
@@ -504,9 +520,9 @@ def test_stats_commits_its_set_and_drops_an_earlier_runs_paired_file(bfcl, tmp_p
     out = tmp_path / "stats"
     common = ["stats", str(episodes), "-o", str(out), "--resamples", "50", "--paired-resamples", "50"]
     assert main([*common, "--pairs", str(pairs)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["paired.parquet", "stats.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == ["categories.parquet", "paired.parquet", "stats.parquet"]
     assert main(common) == 0  # without pairs, tables must not read the earlier run's paired.parquet
-    assert sorted(p.name for p in out.iterdir()) == ["stats.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == ["categories.parquet", "stats.parquet"]
 
 
 def test_a_failed_audit_leaves_the_previous_one_whole_and_a_new_one_replaces_it(bfcl, tmp_path, monkeypatch):

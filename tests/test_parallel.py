@@ -63,6 +63,58 @@ def test_a_worker_that_dies_is_one_error_naming_the_way_out():
         list(pool.map(_dies, range(10)))
 
 
+BUSY_WORKER = """
+import os, time
+from pathlib import Path
+
+def sleep_long(folder, item):
+    Path(folder, str(os.getpid())).touch()
+    time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_workers_end_when_the_process_that_started_them_is_killed(tmp_path, signal_name):
+    """``timeout``, Slurm's scancel or the out-of-memory killer end an audit's main process alone: its
+    workers, mid-call, must not run on (and, their result queue unread, hang for ever)."""
+    import signal
+    import time
+
+    (tmp_path / "busy.py").write_text(BUSY_WORKER)
+    started = tmp_path / "started"
+    started.mkdir()
+    main = subprocess.Popen(
+        [sys.executable, "-c", "import sys, busy\nfrom prefix_audit.core.parallel import WorkerPool\n"
+         f"with WorkerPool(2, {str(started)!r}) as pool:\n    list(pool.map(busy.sleep_long, range(4)))\n"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "src")])})
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(started.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = [int(p.name) for p in started.iterdir()]
+        assert len(workers) == 2 and all(map(_running, workers))
+        main.send_signal(getattr(signal, signal_name))
+        main.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while any(map(_running, workers)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(map(_running, workers)), f"workers {workers} still running after their parent's {signal_name}"
+    finally:
+        main.kill()
+        for pid in (int(p.name) for p in started.iterdir()):
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_workers_are_bounded():
     assert 1 <= default_workers() <= 8
     with pytest.raises(ValueError, match="at least 1"):

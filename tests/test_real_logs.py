@@ -48,11 +48,12 @@ class Audited:
 def audited(tmp_path_factory) -> dict[str, Audited]:
     logs = real_logs.unpack(tmp_path_factory.mktemp("real-logs-3"))
     out = {}
+    plain = registry.resolver(RESOURCES, {})  # its benchmarks opened once, as one audit of many logs does
     for log in logs:
         if real_logs.is_companion(log):
             continue
         score = real_logs.score_file_of(log, logs)
-        resolve = registry.resolver(RESOURCES, {"bfcl_v3": {"score_file": str(score)}} if score else {}, fetch=False)
+        resolve = registry.resolver(RESOURCES, {"bfcl_v3": {"score_file": str(score)}}) if score else plain
         items = list(read_logs([log.path], resolve))
         episodes, bad = score_rollouts(iter(items), resolve, ScoreReport())
         out[log.repo_path] = Audited(log, episodes, bad)

@@ -34,6 +34,22 @@ def _run(tmp_path: Path, name: str, *extra: str, hash_seed: str = "0", library: 
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
 
 
+def _run_imports_only(tmp_path: Path, name: str, *extra: str, imports: list) -> subprocess.CompletedProcess:
+    """Snakemake on a config of the default's BFCL entry and ``imports`` alone (no sources, no agents:
+    nothing generated; the smoke run's statistics settings), in place of the default config."""
+    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    smoke = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(yaml.safe_dump({
+        **base, "results_dir": str(tmp_path / name), "resources_dir": str(ROOT / "resources"),
+        "benchmarks": {"bfcl_v3": base["benchmarks"]["bfcl_v3"]}, "datasets": ["bfcl_v3"], "sources": {},
+        "models": {}, "agents": {"models": [], "methods": [], "verifier_conditions": None},
+        "stats": smoke["stats"] | {"pools": {}, "pairs": []}, "imports": imports}))
+    cmd = [SNAKEMAKE, "--cores", "2", *extra, "--replace-workflow-config", "--configfile", str(config)]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+
+
 def _edited_library(tmp_path: Path, module: str) -> Path:
     """A copy of src/ in which one module (a path below prefix_audit/) has an extra comment line."""
     copy_root = tmp_path / f"src-{module.replace('/', '-')}"
@@ -48,9 +64,9 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     for name, hash_seed in (("a", "1"), ("b", "2")):
         proc = _run(tmp_path, name, hash_seed=hash_seed)
         assert proc.returncode == 0, proc.stderr[-3000:]
-    outputs = ["fed/episodes.parquet", "stats/stats.parquet", "stats/paired.parquet",
-               *(f"tables/table_{t}.{ext}" for t in ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust",
-                                                    "task_health") for ext in ("csv", "md", "tex")),
+    outputs = ["fed/episodes.parquet", "stats/stats.parquet", "stats/categories.parquet", "stats/paired.parquet",
+               *(f"tables/table_{t}.{ext}" for t in ("G1", "task_categories", "F1", "F2", "F3", "pairs", "consistency",
+                                                    "trust", "task_health") for ext in ("csv", "md", "tex")),
                *(f"health/{d}/{name}" for d in ("bfcl_v3", "tau_airline", "tau_retail", "toolsandbox")
                  for name in ("findings.parquet", "tasks.parquet", "summary.json"))]
     for rel in outputs:
@@ -58,6 +74,13 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     table = (tmp_path / "a" / "tables" / "table_G1.md").read_text()
     assert "| bfcl_v3 | mutator | mutation | 12 |" in table
     assert "| bfcl_v3 | reference | reference | 12 |" in table
+    # Beside G.1, each BFCL block per category (3 sampled tasks each); generated blocks record no BFCL score.
+    categories = pl.read_csv(tmp_path / "a" / "tables" / "table_task_categories.csv")
+    reference = categories.filter(pl.col("model") == "reference")
+    assert reference["category"].to_list() == ["base", "long_context", "miss_func", "miss_param"]
+    assert reference["rollouts"].to_list() == [3, 3, 3, 3]
+    assert set(categories["dataset"].to_list()) == {"bfcl_v3"}
+    assert set(categories["recorded accuracy"].to_list()) == {"none recorded"}
     # Benchmark health of the run's tasks (rule task_health): every sampled task audited, every episode marked.
     episodes = pl.read_parquet(tmp_path / "a" / "fed" / "episodes.parquet")
     assert episodes["task_sound"].null_count() == 0 and episodes["release"].null_count() == 0
@@ -118,8 +141,8 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     stats = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["stats"] | {"seed": 99}
     dry = _run(tmp_path, "a", "--dry-run", stats=stats)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert _planned_jobs(dry.stdout) == {"statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 1,
-                                         "view": 1, "all": 1}, dry.stdout
+    assert _planned_jobs(dry.stdout) == {"statistics": 1, "category_statistics": 1, "paired_statistics": 1,
+                                         "tables": 1, "figures": 1, "view": 1, "all": 1}, dry.stdout
     redrawn = [line.rsplit("/", 1)[-1] for line in dry.stdout.splitlines()
                if line.strip().startswith("output:") and "/figures/" in line]
     assert redrawn == ["curves"], dry.stdout
@@ -132,8 +155,8 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     dry = _run(tmp_path, "a", "--dry-run", models=models)
     assert dry.returncode == 0, dry.stderr[-3000:]
     # A model's blocks are no input of the task health: it is not rerun.
-    downstream = {"fed_table": 1, "statistics": 1, "paired_statistics": 1, "tables": 1, "figures": 2, "view": 1,
-                  "all": 1}
+    downstream = {"fed_table": 1, "statistics": 1, "category_statistics": 1, "paired_statistics": 1, "tables": 1,
+                  "figures": 2, "view": 1, "all": 1}
     assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
     assert "rollouts/bfcl_v3/sim-medium/dual_loop.verifier-sim-weak.jsonl" in dry.stdout
 
@@ -174,8 +197,8 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
         ("replay/health.py", {"sample_tasks": 4, "generate_rollouts": 4 * 9, "score_rollouts": 4 * 9,
                               "task_health": 4, **health, **downstream}),
         # the health stage alone: the health of every dataset, nothing of the agents
-        ("health/tasks.py", {"task_health": 4, **health, "fed_table": 1, "statistics": 1, "paired_statistics": 1,
-                             "tables": 1, "figures": 2, "view": 1, "all": 1}),
+        ("health/tasks.py", {"task_health": 4, **health, "fed_table": 1, "statistics": 1, "category_statistics": 1,
+                             "paired_statistics": 1, "tables": 1, "figures": 2, "view": 1, "all": 1}),
     ):
         dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
         assert dry.returncode == 0, dry.stderr[-3000:]
@@ -298,13 +321,14 @@ def test_an_imported_block_with_labels_gets_them_beside_fed_in_tables_figures_an
     imports = [{"dataset": "bfcl_v3", "model": "example-model",
                 "files": [str(examples / "BFCL_v4_multi_turn_base_result.json")],
                 "labels": [str(examples / "BFCL_v4_multi_turn_base_labels.jsonl")]}]
-    dry = _run(tmp_path, "lab", "--dry-run", imports=imports)
+    dry = _run(tmp_path, "lab", "--dry-run", imports=imports)  # beside the smoke grid's blocks
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
     jobs = _planned_jobs(dry.stdout)
     assert jobs["compare_labels"] == 1 and jobs["figures"] == 3  # curves, categories and labels
-    results = tmp_path / "lab"
+    # Run on the imported block alone (the labels read its block only; the grid would add 80 jobs).
+    results = tmp_path / "lab-only"
     targets = [str(results / "tables" / "table_labels.csv"), str(results / "figures" / "labels")]
-    proc = _run(tmp_path, "lab", *targets, imports=imports)
+    proc = _run_imports_only(tmp_path, "lab-only", *targets, imports=imports)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = pl.read_csv(results / "tables" / "table_labels.csv").row(0, named=True)
     # FED fires on the entry that answered nothing; the other's only malformed call is no action

@@ -4,7 +4,8 @@ Detect each log's format, import it, score every block, merge the FED table, com
 statistics and write the tables — into ``DIR`` laid out as the workflow's ``results/``:
 
 * ``rollouts/imported/<dataset>/<model>/<method>.jsonl`` per block, ``rollouts/imported/quarantine.jsonl``
-  for entries no block could take;
+  for entries no block could take, ``rollouts/imported/skipped.jsonl`` (where some were) for the files of folders named as
+  logs that are no log (each with its cause: :mod:`prefix_audit.replay.log_folders`);
 * ``scored/<dataset>/<model>/<method>/{actions.parquet, episodes.parquet, quarantine.jsonl}``;
 * ``fed/episodes.parquet``, ``stats/stats.parquet``, ``tables/table_*.{csv,md,tex}``;
 * with ``labels``: ``labels/{labels.parquet, entries.parquet, quarantine.jsonl}``, human step labels
@@ -21,9 +22,10 @@ does not write are removed in the same step — other files in ``DIR`` are never
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -52,16 +54,18 @@ from .ingest.imports import (
     imported_rollouts_path,
     worker_modules,
     write_quarantine,
+    write_skipped,
 )
 from .replay import registry
 from .replay.contract import Benchmark
 from .replay.fed import merge_episodes
-from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, ScoreOutputs, ScoreReport, score_chunks
+from .replay.log_folders import LogExpansion, LogSource, expand_logs
+from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, RowStore, ScoreOutputs, ScoreReport, score_chunks
 from .replay.trust import DEFAULT_MIN_AGREEMENT, worst
 from .reports.figures import write_figures
 from .reports.tables import table_files, task_health_texts, write_tables
 from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
-from .statistics.stats import TAU_POOL, write_stats
+from .statistics.stats import TAU_POOL, write_category_stats, write_stats
 
 log = logging.getLogger(__name__)
 
@@ -110,11 +114,14 @@ def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
 
 
 def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
-               kind: str | None = None, model: str | None = None, method: str = IMPORTED,
+               kind: str | None = None, options: Mapping[str, Any] | None = None, model: str | None = None,
+               method: str = IMPORTED,
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
                workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
                labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False) -> AuditReport:
-    """Audit ``logs`` into ``out_dir`` (see the module docstring); raises ValueError when no entry
+    """Audit ``logs`` into ``out_dir`` (see the module docstring): files, folders that are one log,
+    folders of logs (:func:`~prefix_audit.replay.log_folders.expand_logs`, with the importer
+    ``options``; a folder without any log raises first); raises ValueError when no entry
     of any log could be imported (after committing the quarantine that says why; the message counts
     its records by cause). ``labels``: files
     of human step labels to set beside FED. ``health``: audit the health of every task the logs ran, on
@@ -128,8 +135,9 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     is not a terminal)."""
     out = Path(out_dir)
     labels = [read_labels(path) for path in labels]  # a labels file that cannot be read stops the audit first
+    expansion = expand_logs(logs, kind, options)  # so does a folder without any log
     with staged_tree(out) as stage, WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
-        report = _audit_into(stage, out, logs, pool, kind=kind, model=model, method=method, resamples=resamples,
+        report = _audit_into(stage, out, expansion, pool, model=model, method=method, resamples=resamples,
                              seed=seed, k_max=k_max, confidence=confidence, progress=progress, labels=labels,
                              health=health, exclude_unsound=exclude_unsound)
     report.min_agreement = min_agreement
@@ -150,8 +158,8 @@ class _BlockFile:
     lines: int = 0
 
 
-def _chunks_of_logs(out: Path, final: Path, logs: Sequence[str | Path], pool: WorkerPool, report: ImportReport,
-                    blocks: dict[tuple[str, str, str], _BlockFile], *, kind: str | None, model: str | None,
+def _chunks_of_logs(out: Path, final: Path, logs: Sequence[LogSource], pool: WorkerPool, report: ImportReport,
+                    blocks: dict[tuple[str, str, str], _BlockFile], store: RowStore, *, model: str | None,
                     method: str, progress: Progress) -> Iterator[Chunk]:
     """Every log's records appended to its blocks' rollout files (under the staging folder ``out``),
     in the logs' order, as each log comes back from a worker, and handed on to be replayed (no
@@ -159,7 +167,7 @@ def _chunks_of_logs(out: Path, final: Path, logs: Sequence[str | Path], pool: Wo
     record's place is named where it will be (``final``), not in the staging folder. Entries no
     block could take go to the audit's quarantine."""
     unplaced: list[BadLine] = []
-    requests = [LogRequest(str(path), kind, model, method) for path in logs]
+    requests = [LogRequest(str(source.path), source.format, model, method) for source in logs]
     for request, imported in zip(requests, import_logs(requests, pool)):
         report.merge(imported.report)
         progress.part_done(f"{request.path}: {imported.report.summary()}")
@@ -173,7 +181,8 @@ def _chunks_of_logs(out: Path, final: Path, logs: Sequence[str | Path], pool: Wo
             block = blocks.get(key)
             if block is None:
                 path = imported_rollouts_path(out, *key)
-                block = blocks[key] = _BlockFile(path, BlockScoring(str(imported_rollouts_path(final, *key))))
+                block = blocks[key] = _BlockFile(path, BlockScoring(str(imported_rollouts_path(final, *key)),
+                                                                     store=store))
                 block.path.parent.mkdir(parents=True, exist_ok=True)
                 block.path.with_suffix(".quarantine.jsonl").write_bytes(b"")  # its own, empty, as `import` writes
             with block.path.open("ab") as fh:
@@ -195,10 +204,13 @@ def _score_outputs(out: Path, key: tuple[str, str, str]) -> ScoreOutputs:
     return ScoreOutputs.in_dir(out / "scored" / dataset / path_label(model) / path_label(method))
 
 
-def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: WorkerPool, *, kind: str | None,
+def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPool, *,
                 model: str | None, method: str, resamples: int, seed: int, k_max: int, confidence: float,
                 progress: bool, labels: Sequence[LabelsFile], health: bool, exclude_unsound: bool) -> AuditReport:
     report = AuditReport(ImportReport())
+    report.imported.skipped.merge(expansion.tally())
+    if expansion.skipped:  # only a folder's walk skips files: a file named by hand is a log
+        write_skipped(expansion.skipped, out / "rollouts" / IMPORTED / "skipped.jsonl")
     blocks: dict[tuple[str, str, str], _BlockFile] = {}
     bar = Progress("audit", 0, enabled=progress)
     written: dict[tuple[str, str, str], ScoreReport] = {}
@@ -207,16 +219,17 @@ def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: Worker
         written[key] = blocks[key].scoring.write(_score_outputs(out, key))
         bar.part_done(f"{'/'.join(key)}: {written[key].summary()}")
 
-    score_chunks(_chunks_of_logs(out, final, logs, pool, report.imported, blocks, kind=kind, model=model,
-                                 method=method, progress=bar), lambda key: blocks[key].scoring, pool, bar,
-                 on_complete=write)
-    bar.close()
+    with RowStore(out) as store:  # the blocks' scored rows, on disk until each is written
+        score_chunks(_chunks_of_logs(out, final, expansion.logs, pool, report.imported, blocks, store, model=model,
+                                     method=method, progress=bar), lambda key: blocks[key].scoring, pool, bar,
+                     on_complete=write)
+        bar.close()
+        for key in sorted(blocks):
+            if key not in written:
+                write(key)
+            report.blocks[key] = written[key]
     if not blocks:
         return report
-    for key in sorted(blocks):
-        if key not in written:
-            write(key)
-        report.blocks[key] = written[key]
     episodes = [_score_outputs(out, key).episodes for key in sorted(blocks)]
     health_files: list[Path] = []
     if health:
@@ -226,13 +239,16 @@ def _audit_into(out: Path, final: Path, logs: Sequence[str | Path], pool: Worker
                         seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=pool.workers,
                         exclude_unsound=exclude_unsound)
     report.headlines = _headlines(pl.read_parquet(stats))
+    per_category = write_category_stats(out / "fed" / "episodes.parquet", out / "stats" / "categories.parquet",
+                                        registry.task_categories(), resamples=resamples, seed=seed, k_max=k_max,
+                                        confidence=confidence, workers=pool.workers, exclude_unsound=exclude_unsound)
     labels_dir = out / "labels" if labels else None
     if labels_dir is not None:
         every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
         report.labels = write_label_comparison([every_block], out / "fed" / "episodes.parquet", labels_dir)
         write_figures("labels", labels_dir / "entries.parquet", out / "figures" / "labels")
     report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet",
-                                 labels_dir=labels_dir)
+                                 labels_dir=labels_dir, categories_path=per_category)
     if report.health is not None:
         findings, tasks = health_tables(report.health)
         report.tables += commit_files(task_health_texts(pl.from_arrow(tasks), pl.from_arrow(findings), out / "tables"))

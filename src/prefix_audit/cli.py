@@ -29,6 +29,15 @@ def _dataset_settings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return settings
 
 
+def _importer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The config keys the registered options on the command line set (``--bfcl-score`` → ``score_file``):
+    what a log's companions follow in a folder of logs."""
+    from .replay import registry
+
+    return {o.key: getattr(args, _dest(o.flag)) for o in registry.cli_options()
+            if getattr(args, _dest(o.flag), None) is not None}
+
+
 def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
@@ -49,10 +58,11 @@ def _import(args: argparse.Namespace) -> int:
     quarantine = out.with_name(out.name + ".quarantine.jsonl")
     report = ImportReport()
     items = list(read_logs([args.source], _resolver(args), kind=args.kind, model=args.model, method=args.method,
-                           report=report))
+                           options=_importer_options(args), report=report))
     good, n_bad = write_records(items, out, quarantine)
     print(f"imported {good} rollouts; quarantined {n_bad} (see {quarantine})", file=sys.stderr)
-    for line in [*(f"  {cause}" for cause in report.quarantine.lines()), *report.record.lines()]:
+    for line in [*(f"  {cause}" for cause in [*report.quarantine.lines(), *report.skipped_lines()]),
+                 *report.record.lines()]:
         print(line, file=sys.stderr)
     return 0 if good else 1
 
@@ -64,7 +74,8 @@ def _audit(args: argparse.Namespace) -> int:
 
     if not 0 <= args.min_agreement <= 1:
         raise ValueError(f"--min-agreement must be in [0, 1], got {args.min_agreement}")
-    report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, model=args.model,
+    report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, options=_importer_options(args),
+                        model=args.model,
                         method=args.method, resamples=args.resamples, seed=args.seed,
                         workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True,
                         labels=args.labels, health=not args.no_health, exclude_unsound=args.exclude_unsound)
@@ -127,8 +138,9 @@ def _stats(args: argparse.Namespace) -> int:
     import yaml
 
     from .core.io import commit_files, frame_parquet_bytes, read_parquet
+    from .replay import registry
     from .statistics.paired import pair_specs, paired_differences
-    from .statistics.stats import TAU_POOL, compute_stats, sound_only
+    from .statistics.stats import TAU_POOL, compute_category_stats, compute_stats, sound_only
 
     out = Path(args.output)
     pairs = None
@@ -141,7 +153,11 @@ def _stats(args: argparse.Namespace) -> int:
     stats = compute_stats(episodes, resamples=args.resamples, seed=args.seed, k_max=args.k_max,
                           confidence=args.confidence, pools=TAU_POOL, workers=args.workers,
                           exclude_unsound=args.exclude_unsound)
-    contents = {out / "stats.parquet": frame_parquet_bytes(stats)}
+    per_category = compute_category_stats(episodes, registry.task_categories(), resamples=args.resamples,
+                                          seed=args.seed, k_max=args.k_max, confidence=args.confidence,
+                                          workers=args.workers, exclude_unsound=args.exclude_unsound)
+    contents = {out / "stats.parquet": frame_parquet_bytes(stats),
+                out / "categories.parquet": frame_parquet_bytes(per_category)}
     if pairs is not None:
         contents[out / "paired.parquet"] = frame_parquet_bytes(paired_differences(
             sound_only(episodes) if args.exclude_unsound else episodes, pairs, resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
@@ -156,17 +172,20 @@ def _tables(args: argparse.Namespace) -> int:
     from .reports.tables import table_files, write_tables
 
     # STATS is stats.parquet or the directory holding it; F.3 reads the paired.parquet beside it, the
-    # trust table the FED table of the same results layout (or --episodes), the labels tables its labels/.
+    # task_categories table the categories.parquet beside it, the trust table the FED table of the same
+    # results layout (or --episodes), the labels tables its labels/.
     given = Path(args.stats)
     stats = given / "stats.parquet" if given.is_dir() else given
     paired = stats.parent / "paired.parquet"
+    per_category = stats.parent / "categories.parquet"
     episodes = Path(args.episodes) if args.episodes else stats.parent.parent / "fed" / "episodes.parquet"
     if args.episodes and not episodes.is_file():
         raise FileNotFoundError(f"--episodes: no such file: {episodes}")
     labels = stats.parent.parent / "labels"
     for path in write_tables(stats, table_files(args.output), paired if paired.is_file() else None,
                              episodes_path=episodes if episodes.is_file() else None,
-                             labels_dir=labels if (labels / "entries.parquet").is_file() else None):
+                             labels_dir=labels if (labels / "entries.parquet").is_file() else None,
+                             categories_path=per_category if per_category.is_file() else None):
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -256,7 +275,8 @@ def _benchmark_commands(sub: Any) -> None:
 
     imp = sub.add_parser("import", help="external logs → rollout records (JSONL)")
     imp.add_argument("kind", choices=sorted(registry.importers()))
-    imp.add_argument("source")
+    imp.add_argument("source", help="a log: a file, a run folder, or a folder of logs (walked: every log in it "
+                                    "read as KIND, what is no log skipped and counted)")
     imp.add_argument("-o", "--output", required=True)
     imp.add_argument("--model", help="model name (default: the result file's folder name; for toolsandbox the "
                                      "agent named in the run folder)")
@@ -266,9 +286,13 @@ def _benchmark_commands(sub: Any) -> None:
 
     au = sub.add_parser("audit", help="logs → import, score, stats and tables in one go, laid out as results/")
     au.add_argument("logs", nargs="+", metavar="LOG",
-                    help="BFCL result files, τ results files, ToolSandbox run folders")
+                    help="logs, or the folders your runners wrote: BFCL result files (score files found in the "
+                         "score/ tree beside result/), τ results files and tau2 run folders, ToolSandbox run "
+                         "folders, Inspect logs; a folder is walked and every log in it read, what is no log "
+                         "skipped and counted by cause")
     au.add_argument("-o", "--output", required=True, help="the audit's results directory")
-    au.add_argument("--format", choices=sorted(registry.importers()), help="the logs' format (default: detected)")
+    au.add_argument("--format", choices=sorted(registry.importers()),
+                    help="the logs' format, every file of a folder included (default: detected)")
     au.add_argument("--model", help="model name of every log (default: what each log says)")
     au.add_argument("--method", default="imported")
     au.add_argument("--resamples", type=int, default=10_000)

@@ -39,14 +39,15 @@ from prefix_audit.replay.registry import (
     OpenRequest,
     RefusedOption,
     Registration,
+    TaskCategories,
     register,
 )
 
 __all__ = ["CAPABILITIES", "AgentEnvironment", "BadLine", "Benchmark", "CliOption", "Conversation", "Counterfactual",
            "DatasetSpec", "DecodeError", "EpisodeResult", "Finding", "HealthProbe", "ImportRequest", "Located",
            "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "Recorded", "RecordedResult",
-           "RefusedOption", "Registration", "ReplaySession", "Rollout", "ScriptedEnvironment", "Step", "TaskFacts",
-           "TaskIndex", "ToolCall", "ToolSchema", "ToolSpec", "UnscorableRollout", "Usage", "bind_arguments",
+           "RefusedOption", "Registration", "ReplaySession", "Rollout", "ScriptedEnvironment", "Step", "TaskCategories",
+           "TaskFacts", "TaskIndex", "ToolCall", "ToolSchema", "ToolSpec", "UnscorableRollout", "Usage", "bind_arguments",
            "call_text", "count", "iter_json_lines", "parse_call_string", "probe_findings", "read_json_document",
            "register", "rollout_id_for", "seconds", "structured_call", "unreadable_call_observation",
            "without_action"]

@@ -22,6 +22,31 @@ rule statistics:
         "../scripts/statistics.py"
 
 
+rule category_statistics:
+    """The statistics rule's block rows per task category, for the datasets whose benchmark names
+    task categories (BFCL-v3 multi-turn's), with the benchmark's own accuracy of each category as its
+    logs recorded it (table task_categories)."""
+    input:
+        f"{RESULTS}/fed/episodes.parquet",
+    output:
+        f"{RESULTS}/stats/categories.parquet",
+    params:
+        categories=registry.task_categories(),
+        resamples=config["stats"]["resamples"],
+        seed=config["stats"]["seed"],
+        k_max=config["stats"]["k_max"],
+        confidence=config["stats"]["confidence"],
+        exclude_unsound=config["stats"]["exclude_unsound"],
+        code=code("category_statistics"),
+    threads: 2
+    log:
+        f"{RESULTS}/logs/categories.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/categories.tsv"
+    script:
+        "../scripts/category_statistics.py"
+
+
 rule paired_statistics:
     """Paired task-level bootstrap of condition − baseline on shared tasks (Table F.3)."""
     input:
@@ -67,12 +92,13 @@ rule compare_labels:
 
 
 rule tables:
-    """Tables G.1, F.1, F.2, F.3, pairs, consistency, trust, labels and label_categories as CSV,
-    Markdown and LaTeX (the trust table of imported blocks reads the FED table; the labels tables the
-    label comparison, empty without labels)."""
+    """Tables G.1, task_categories, F.1, F.2, F.3, pairs, consistency, trust, labels and label_categories
+    as CSV, Markdown and LaTeX (the trust table of imported blocks reads the FED table; the labels tables
+    the label comparison, empty without labels)."""
     input:
         unpack(lambda wc: label_entries()),
         stats=f"{RESULTS}/stats/stats.parquet",
+        categories=f"{RESULTS}/stats/categories.parquet",
         paired=f"{RESULTS}/stats/paired.parquet",
         fed=f"{RESULTS}/fed/episodes.parquet",
     output:

@@ -1,12 +1,13 @@
 rule view:
     """The audit browser: a static HTML site of every scored block, rollout by rollout, with the
-    site's own Tables G.1 and F.1, the task health and what the imports quarantined (prefix-audit view)."""
+    site's own Tables G.1 (and per BFCL category) and F.1, the task health and what the imports quarantined (prefix-audit view)."""
     input:
         unpack(lambda wc: label_entries()),
         episodes=block_episodes(),
         actions=block_actions(),
         import_quarantine=import_quarantines(),
         stats=f"{RESULTS}/stats/stats.parquet",
+        categories=f"{RESULTS}/stats/categories.parquet",  # read beside stats.parquet
         health=health_outputs("tasks.parquet"),
         findings=health_outputs("findings.parquet"),
     output:

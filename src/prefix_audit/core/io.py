@@ -89,7 +89,10 @@ def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> Path:
     return atomic_write_bytes(path, parquet_bytes(table))
 
 
-JOURNAL = ".prefix-audit-commit.json"
+# A commit's journal and staged files carry its process id: jobs that commit into one folder at once (two
+# chunks of a block, the tables and the task-health table) each finish and clean only their own, and those
+# of processes that died.
+JOURNAL = ".prefix-audit-commit"  # .<pid>.json
 _STAGED = ".staged"
 
 
@@ -101,7 +104,19 @@ def frame_parquet_bytes(frame: pl.DataFrame) -> bytes:
 
 
 def _staged(path: Path) -> Path:
-    return path.with_name(f".{path.name}{_STAGED}")
+    return path.with_name(f".{path.name}.{os.getpid()}{_STAGED}")
+
+
+def journals(directory: str | os.PathLike[str]) -> list[Path]:
+    """The commit journals in ``directory`` (of commits under way, or cut short by a crash)."""
+    return sorted(Path(directory).glob(f"{JOURNAL}.*.json"))
+
+
+def _left_by_us_or_the_dead(path: Path) -> bool:
+    """Whether ``path`` (named ``….<pid>.<suffix>``) was left by this process or by one that ended —
+    not by another writer still at work beside us."""
+    pid = path.name.rsplit(".", 2)[-2]
+    return not pid.isdigit() or int(pid) == os.getpid() or not _running(int(pid))
 
 
 def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
@@ -115,7 +130,8 @@ def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
     — the commit point — then they are carried out and the journal removed. A crash before the
     journal leaves the old set (staged leftovers are removed by the next commit there); after it,
     :func:`recover` — which every commit and :func:`read_parquet` run first — finishes the job, so
-    no reader sees a new file beside an old one."""
+    no reader sees a new file beside an old one. Processes may commit other files into one folder at
+    once (each journal and staged file names its process); one process commits one set at a time."""
     paths = [Path(p) for p in contents]
     if not paths and not remove:
         return []
@@ -137,7 +153,7 @@ def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
                 os.fsync(fh.fileno())
         moves.append([os.path.relpath(source, base), os.path.relpath(path, base)])
     gone = [os.path.relpath(p, base) for p in map(Path, remove) if Path(p) not in set(paths)]
-    atomic_write_text(base / JOURNAL, json.dumps({"replace": moves, "remove": gone}))
+    atomic_write_text(base / f"{JOURNAL}.{os.getpid()}.json", json.dumps({"replace": moves, "remove": gone}))
     recover(base)
     return paths
 
@@ -145,8 +161,9 @@ def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
 def recover(directory: str | os.PathLike[str]) -> None:
     """Finish a commit that a crash interrupted after its commit point, or drop one from before it."""
     directory = Path(directory)
-    journal = directory / JOURNAL
-    if journal.is_file():
+    for journal in journals(directory):
+        if not _left_by_us_or_the_dead(journal):  # another writer's, still at work: it finishes its own
+            continue
         steps = json.loads(journal.read_text())
         for staged, final in steps["replace"]:
             if (directory / staged).exists():
@@ -163,7 +180,7 @@ def recover_around(path: str | os.PathLike[str]) -> None:
     above it (a command whose outputs span folders journals at their common root)."""
     parent = Path(path).absolute().parent
     for above in parent.parents:
-        if (above / JOURNAL).is_file():
+        if journals(above):
             recover(above)
     recover(parent)
 
@@ -172,7 +189,8 @@ def _clean(directory: Path) -> None:
     """Remove what crashed writers left in ``directory``: staged files of commits that never
     reached their commit point, and atomic writes of processes no longer running."""
     for leftover in directory.glob(f".*{_STAGED}"):
-        leftover.unlink(missing_ok=True)
+        if _left_by_us_or_the_dead(leftover):
+            leftover.unlink(missing_ok=True)
     for leftover in directory.glob(".*.*.tmp"):
         if dead_writer(leftover):
             leftover.unlink(missing_ok=True)

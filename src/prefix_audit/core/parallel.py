@@ -15,8 +15,10 @@ parent sets another. ``workers`` 1 runs every call in this process.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -33,6 +35,7 @@ IN_FLIGHT_PER_WORKER = 3  # enough to keep a worker busy while the parent takes 
 
 START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 _shared: Any = None  # in a worker: the object every call receives
+EXIT_PARENT_GONE = 75  # a worker's exit status when its parent ended before it
 
 
 def default_workers() -> int:
@@ -73,6 +76,24 @@ def workers_for_bytes(size: int, most: int | None = None) -> int:
 def _set_shared(shared: Any) -> None:
     global _shared
     _shared = shared
+    exit_with_parent()
+
+
+def exit_with_parent() -> None:
+    """In a worker: end this process when the one that started the pool ends. Killed (a SIGTERM from
+    ``timeout``, Slurm or a user, the out-of-memory killer), the parent takes no worker down with it,
+    and a worker left behind runs on, then blocks for ever writing its result to a queue no one reads
+    (the other workers hold its pipe open) — with its benchmarks' memory held. The parent's sentinel,
+    a pipe multiprocessing keeps for this, reads end-of-file when the parent is gone."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(EXIT_PARENT_GONE)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _call_with_shared(fn: Callable[[Any, T], R], item: T) -> R:

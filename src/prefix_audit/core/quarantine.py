@@ -36,6 +36,11 @@ class QuarantineTally:
     def add(self, bad: BadLine) -> None:
         self._count(bad.grouped_by, 1, [bad.named])
 
+    def count(self, cause: str, entry: tuple[str, str]) -> None:
+        """Count one more of ``cause``, befalling ``entry`` (what it is, its id): a tally of other
+        things than quarantined records (the files a folder of logs holds that are no log)."""
+        self._count(cause, 1, [entry])
+
     def merge(self, other: QuarantineTally) -> None:
         """Count ``other``'s records in, after this tally's own."""
         for cause, n in other.counts.items():

@@ -39,6 +39,7 @@ from prefix_audit.core.quarantine import QuarantineTally
 from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dumps, party_results
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark
+from prefix_audit.replay.log_folders import SkippedFile, expand_logs
 from prefix_audit.replay.scoring import __name__ as scoring_module
 from prefix_audit.replay.trust import undecoded_warning
 
@@ -104,19 +105,23 @@ class RecordTally:
 
 @dataclass
 class ImportReport:
-    """What the import of some logs gave: records per log, quarantined entries by cause."""
+    """What the import of some logs gave: records per log, quarantined entries by cause, and the
+    files of folders named as logs that are no log, by cause."""
 
     logs: dict[str, str] = field(default_factory=dict)  # log path → format
     rollouts: int = 0
     quarantine: QuarantineTally = field(default_factory=QuarantineTally)
     record: RecordTally = field(default_factory=RecordTally)
+    skipped: QuarantineTally = field(default_factory=QuarantineTally)
 
     @property
     def quarantined(self) -> int:
         return self.quarantine.total
 
     def summary(self) -> str:
-        return f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; quarantined: {self.quarantined}"
+        skipped = f"; files skipped in the folders (not logs): {self.skipped.total}" if self.skipped.total else ""
+        return (f"logs read: {len(self.logs)}; rollouts imported: {self.rollouts}; quarantined: {self.quarantined}"
+                f"{skipped}")
 
     def merge(self, other: ImportReport) -> None:
         """Count ``other`` (the import of other logs) in."""
@@ -124,33 +129,46 @@ class ImportReport:
         self.rollouts += other.rollouts
         self.quarantine.merge(other.quarantine)
         self.record.merge(other.record)
+        self.skipped.merge(other.skipped)
+
+    def skipped_lines(self) -> list[str]:
+        """A line per cause a file of a folder was skipped for, the most frequent first."""
+        return [f"skipped {line}" for line in self.skipped.lines()]
 
     def lines(self) -> list[str]:
-        """The summary and a line per cause of quarantine, then what the logs recorded and the decode health."""
-        return [self.summary(), *(f"  {line}" for line in self.quarantine.lines()), *self.record.lines()]
+        """The summary and a line per cause of quarantine and of skipping, then what the logs recorded
+        and the decode health."""
+        return [self.summary(), *(f"  {line}" for line in [*self.quarantine.lines(), *self.skipped_lines()]),
+                *self.record.lines()]
 
 
 def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchmark], *, kind: str | None = None,
-              model: str | None = None, method: str = IMPORTED,
+              model: str | None = None, method: str = IMPORTED, options: Mapping[str, Any] | None = None,
               report: ImportReport | None = None) -> Iterator[Located | BadLine]:
-    """Every entry of every log in ``paths``, in order, as a located rollout or a quarantine record.
+    """Every entry of every log in ``paths``, in order, as a located rollout or a quarantine record;
+    a folder of logs is every log it holds (:func:`~prefix_audit.replay.log_folders.expand_logs`, which
+    raises for a folder without any; ``options``: the importer options its companions follow), the
+    files in it that are no log counted in ``report.skipped``.
 
     ``kind`` names the format of all of them (detected per log when None); ``model`` and
     ``method`` label the rollouts (the importer's default model when None)."""
     report = report if report is not None else ImportReport()
+    expansion = expand_logs(paths, kind, options)
+    report.skipped.merge(expansion.tally())
     importers = registry.importers()
-    for path in map(Path, paths):
+    for log_source in expansion.logs:
+        path = log_source.path
         items: list[Located | BadLine] = []
         named = _as_read
         try:
             with _readable(path) as (source, named):
-                fmt = kind or registry.detect_format(source)
+                fmt = log_source.format or registry.detect_format(source)
                 if fmt not in importers:
                     raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(sorted(importers))})")
                 report.logs[str(path)] = fmt
                 items.extend(map(named, importers[fmt](registry.ImportRequest(source, model, method, open_dataset))))
         except (OSError, ValueError) as exc:  # the rest of the log is unusable; what it gave, and other logs, count
-            report.logs.setdefault(str(path), kind or "unrecognised")
+            report.logs.setdefault(str(path), log_source.format or "unrecognised")
             rest = f" after its first {len(items)} entries" if items else ""
             bad = named(BadLine(str(path), 0, f"unusable log{rest}: {exc}", cause=f"unusable log: {exc}"))
             # the summaries name the log by its file name (the site holds no absolute path)
@@ -226,6 +244,12 @@ def write_quarantine(bad: Iterable[BadLine], path: str | Path) -> None:
     atomic_write_text(path, _quarantine_text(bad))
 
 
+def write_skipped(skipped: Iterable[SkippedFile], path: str | Path) -> None:
+    """The files of folders named as logs that are no log, one JSON line each: path and cause."""
+    atomic_write_text(path, "".join(json.dumps(s.to_json(), ensure_ascii=False, sort_keys=True) + "\n"
+                                    for s in skipped))
+
+
 def of_dataset(items: Iterable[Located | BadLine], dataset: str, report: ImportReport) -> Iterator[Located | BadLine]:
     """``items`` with each rollout of another dataset than ``dataset`` quarantined (a block's logs
     must all be of its dataset)."""
@@ -288,14 +312,18 @@ def import_block(logs: Sequence[str | Path], rollouts: str | Path, quarantine: s
                  dataset: str, model: str, method: str, resources: str | Path,
                  settings: Mapping[str, Mapping[str, Any]] | None = None, plugins: Sequence[str] = (),
                  workers: int = 1) -> ImportReport:
-    """The ``import_logs`` stage: one block's logs → its rollout file and quarantine file (the logs
-    read by ``workers`` processes)."""
+    """The ``import_logs`` stage: one block's logs — files, folders that are one log, folders of logs
+    (:func:`~prefix_audit.replay.log_folders.expand_logs`) — → its rollout file and quarantine file
+    (the logs read by ``workers`` processes)."""
     registry.load(plugins)
     report = ImportReport()
-    resolve = registry.resolver(resources, settings or {}, fetch=False)
+    settings = settings or {}
+    expansion = expand_logs(logs, kind, settings.get(dataset))
+    report.skipped.merge(expansion.tally())
+    resolve = registry.resolver(resources, settings, fetch=False)
     lines: list[str] = []
     bad: list[BadLine] = []
-    requests = [LogRequest(str(path), kind, model, method, dataset) for path in logs]
+    requests = [LogRequest(str(source.path), source.format, model, method, dataset) for source in expansion.logs]
     with WorkerPool(min(workers, len(requests)) or 1, resolve, preload=worker_modules()) as pool:
         for imported in import_logs(requests, pool):
             report.merge(imported.report)

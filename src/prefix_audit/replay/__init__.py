@@ -1,7 +1,8 @@
 """Replay: each action's V_j, FED, Y and the log checked against itself (SPEC §2, §3).
 
 Holds :mod:`.contract` (what a benchmark adapter is), :mod:`.registry` (where benchmark packages
-register, and how they are found), :mod:`.checker` (the generic replay checker), :mod:`.record_check`
+register, and how they are found), :mod:`.log_folders` (the logs a folder holds, each as the registered
+detectors tell it, and what else it holds by cause), :mod:`.checker` (the generic replay checker), :mod:`.record_check`
 (an episode's replay against what its log recorded), :mod:`.trust` (a block's episodes against their
 logs), :mod:`.health` (the benchmark-health checks every benchmark shares, on replays of a task's gold and
 counterfactual trajectories), :mod:`.fed` (the FED table's typed schemas) and :mod:`.scoring` (the ``score`` stage: a file

@@ -68,6 +68,8 @@ class ImportRequest:
 Importer = Callable[[ImportRequest], Iterable["Located | BadLine"]]
 # Whether a file or folder is a log its importer reads (cheap, and never raising on other input).
 Detector = Callable[[Path], bool]
+# ``Registration.folder_logs``: whether a folder is itself one log of the importer (a run folder), as a
+# walk of a folder of logs asks it — where the detector also takes a folder that merely holds logs.
 # The files besides a log that its importer reads (a BFCL result file's score file), given the log and
 # the dataset's config entry: what a workflow block of that log depends on too.
 Companions = Callable[[Path, Mapping[str, Any]], list[Path]]
@@ -97,17 +99,42 @@ class CliOption:
 
 
 @dataclass(frozen=True)
+class TaskCategories:
+    """How a dataset's task ids name the benchmark's own task categories (the per-category table,
+    :func:`prefix_audit.statistics.stats.compute_category_stats`).
+
+    ``pattern`` is a regular expression whose group ``category`` is the category of every task id it
+    matches in full (BFCL: ``multi_turn_miss_func_3`` → ``miss_func``). ``recorded`` is the key under
+    which an imported rollout's meta records the benchmark's own summary of its category — an object
+    with ``name``, ``accuracy``, ``correct_count`` and ``total_count`` (BFCL: its score file's first
+    line) — or None where the logs record none."""
+
+    pattern: str
+    recorded: str | None = None
+
+    def __post_init__(self) -> None:
+        if "category" not in re.compile(self.pattern).groupindex:
+            raise RegistryError(f"task category pattern {self.pattern!r} has no group named 'category'")
+
+    def settings(self) -> dict[str, str | None]:
+        """As plain data (a workflow rule's param)."""
+        return {"pattern": self.pattern, "recorded": self.recorded}
+
+
+@dataclass(frozen=True)
 class DatasetSpec:
     """One dataset id of a benchmark.
 
     ``config_schema`` is the JSON Schema of its entry under ``benchmarks:`` in the workflow config;
     it may refer to the base schema's ``$defs`` (``package_pin``, ``sample``, ``openai_backend``).
-    None makes it a dataset of imported logs only (no workflow blocks)."""
+    None makes it a dataset of imported logs only (no workflow blocks). ``categories``: how its task
+    ids name the benchmark's task categories, or None where it has none."""
 
     name: str
     adapter: type[Benchmark]
     open: Callable[[OpenRequest], Benchmark]
     config_schema: Mapping[str, Any] | None = None
+    categories: TaskCategories | None = None
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -124,7 +151,13 @@ class Registration:
     importers: Mapping[str, Importer] = field(default_factory=dict)
     cli_options: tuple[CliOption, ...] = ()
     detectors: Mapping[str, Detector] = field(default_factory=dict)  # importer name → its log detector
+    # importer name → whether a folder is itself one log of it, not a folder of its logs to walk
+    # (ToolSandbox: a run folder, where its detector takes any folder holding one); default its detector
+    folder_logs: Mapping[str, Detector] = field(default_factory=dict)
     companions: Mapping[str, Companions] = field(default_factory=dict)  # importer name → files it reads besides a log
+    # Why a file this benchmark's runner writes is no log to audit (BFCL's single-turn result files), or
+    # None: the cause a folder's walk skips it with, and the error naming it by hand gets.
+    not_audited: Callable[[Path], str | None] | None = None
     # Inspect AI task name (without its package: ``tau2_airline``) → how one of its samples reads as a
     # rollout of this benchmark (``prefix-audit import inspect``, :mod:`prefix_audit.ingest.inspect_logs`).
     inspect_tasks: Mapping[str, SampleReader] = field(default_factory=dict)
@@ -165,7 +198,8 @@ def register(registration: Registration) -> Registration:
         if taken:
             raise RegistryError(f"{registration.package} registers Inspect task(s) {sorted(taken)}, "
                                 f"already registered by {other.package}")
-    stray = (set(registration.detectors) | set(registration.companions)) - set(registration.importers)
+    stray = (set(registration.detectors) | set(registration.folder_logs) | set(registration.companions)) \
+        - set(registration.importers)
     if stray:
         raise RegistryError(f"{registration.package} registers detector(s) or companions {sorted(stray)} without "
                             f"an importer")
@@ -231,6 +265,12 @@ def workflow_datasets() -> list[str]:
     return sorted(name for name, (spec, _) in _datasets().items() if spec.config_schema is not None)
 
 
+def task_categories() -> dict[str, dict[str, str | None]]:
+    """Every registered dataset with task categories → its :meth:`TaskCategories.settings`, by name."""
+    return {name: spec.categories.settings() for name, (spec, _) in sorted(_datasets().items())
+            if spec.categories is not None}
+
+
 def dataset(name: str) -> DatasetSpec:
     return _entry(name)[0]
 
@@ -287,10 +327,37 @@ def detect_format(path: str | Path) -> str:
     found = sorted(name for r in registrations() for name, detect in r.detectors.items() if detect(path))
     if len(found) == 1:
         return found[0]
+    if not found and (why := not_audited(path)) is not None:
+        raise ValueError(f"{path}: {why}")
     if not found:
         raise ValueError(f"{path}: not a log any importer recognises (formats: {', '.join(sorted(importers()))}); "
                          "name the format if it is one of them")
     raise ValueError(f"{path}: recognised as {' and '.join(found)}; name the format")
+
+
+def file_formats(path: Path) -> list[str]:
+    """The importers whose detectors recognise the file at ``path``, sorted (one: its format)."""
+    return sorted(name for r in registrations() for name, detect in r.detectors.items() if detect(path))
+
+
+def not_audited(path: Path) -> str | None:
+    """Why the file at ``path``, which a registered benchmark's runner writes, is no log to audit; None
+    when no benchmark says so."""
+    for r in registrations():
+        why = r.not_audited(path) if r.not_audited is not None else None
+        if why is not None:
+            return why
+    return None
+
+
+def folder_format(path: Path, kind: str | None = None) -> str | None:
+    """The importer of which the folder at ``path`` is itself one log (a run folder; ``kind``: that
+    importer only), or None: a folder of logs to walk (:mod:`.log_folders`), or no folder."""
+    if not path.is_dir():
+        return None
+    found = sorted(name for r in registrations() for name, detect in {**r.detectors, **r.folder_logs}.items()
+                   if (kind is None or name == kind) and detect(path))
+    return found[0] if len(found) == 1 else None
 
 
 def companion_files(fmt: str, log: str | Path, settings: Mapping[str, Any]) -> list[Path]:

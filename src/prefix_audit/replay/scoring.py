@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import logging
 import math
+import pickle
+import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +259,7 @@ class ScoredLine:
     episode: dict | None = None
     actions: list[dict] = field(default_factory=list)
     bad: BadLine | None = None
+    stored: tuple[int, int] | None = None  # where a RowStore keeps its episode and actions (offset, length)
 
 
 LINES_PER_CHUNK = 4  # a few entries per message to a worker: small enough to share a block's tail out
@@ -306,9 +310,46 @@ def file_chunks(key: Any, path: str | Path) -> Iterator[Chunk]:
     return _chunks(key, path, raw_json_lines(path))
 
 
+class RowStore:
+    """Scored rows kept on disk while their blocks are open. An audit holds every block open until its
+    last log is read (any later log may add to a block), so rows held in memory grow with the corpus
+    (~14 KiB an entry measured, bench/RESULTS.md); stored, a row costs its sort key and place. One
+    unnamed file in ``folder`` (gone when it is closed or the process ends, however), each row's episode
+    and actions pickled and compressed; only this process's own rows are ever read back."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self._file = tempfile.TemporaryFile(dir=folder, prefix=".scored-rows.")
+        self._end = 0
+
+    def __enter__(self) -> RowStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    def put(self, scored: ScoredLine) -> ScoredLine:
+        """``scored`` without its rows, which are on disk."""
+        data = zlib.compress(pickle.dumps((scored.episode, scored.actions), protocol=pickle.HIGHEST_PROTOCOL), 1)
+        self._file.seek(self._end)
+        self._file.write(data)
+        at = (self._end, len(data))
+        self._end += len(data)
+        return replace(scored, episode=None, actions=[], stored=at)
+
+    def load(self, scored: ScoredLine) -> ScoredLine:
+        """``scored`` with its rows again."""
+        if scored.stored is None:
+            return scored
+        offset, length = scored.stored
+        self._file.seek(offset)
+        episode, actions = pickle.loads(zlib.decompress(self._file.read(length)))
+        return replace(scored, episode=episode, actions=actions, stored=None)
+
+
 @dataclass
 class BlockScoring:
-    """What a rollouts file's scored lines add up to, kept while its lines come back (in line order)."""
+    """What a rollouts file's scored lines add up to, kept while its lines come back (in line order);
+    their rows in ``store`` when one is given, else in memory."""
 
     path: str
     report: ScoreReport = field(default_factory=ScoreReport)
@@ -316,6 +357,7 @@ class BlockScoring:
     rows: list[ScoredLine] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
     expected: int | None = None  # the file's lines, once it is known no more will come
+    store: RowStore | None = None
 
     @property
     def complete(self) -> bool:
@@ -329,13 +371,15 @@ class BlockScoring:
         if bad is not None:
             self.bad.append(bad)
             return
-        self.rows.append(scored)
+        self.rows.append(scored if self.store is None else self.store.put(scored))
         self.report.datasets[scored.key[0]] += 1
 
     def write(self, outputs: ScoreOutputs) -> ScoreReport:
         """Write the three files of one scoring as one set; the report, with the block's trust."""
         report = self.report
         rows = sorted(self.rows, key=lambda s: s.sort_key)
+        if self.store is not None:
+            rows = [self.store.load(s) for s in rows]
         report.scored = len(rows)
         report.infra_errors = sum(s.episode["T"] is None for s in rows)
         _count_bad(report, self.bad)

@@ -37,6 +37,7 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from prefix_audit.core.io import atomic_write, atomic_write_text, read_parquet
+from prefix_audit.core.parallel import exit_with_parent
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.statistics.intervals import hoeffding_bound, hoeffding_sample_size
 from prefix_audit.statistics.stats import cohort_size
@@ -434,6 +435,8 @@ _FRAME: list[pl.DataFrame] = []  # the one table a drawing process works from
 
 
 def _load_frame(path: str | os.PathLike[str]) -> None:
+    """A drawing worker's start: the table, and an end with the job's process (see exit_with_parent)."""
+    exit_with_parent()
     _FRAME[:] = [pl.read_parquet(path)]
 
 

@@ -17,9 +17,11 @@ from prefix_audit.statistics.paired import INTERVAL_METRICS, PAIRED_SCHEMA
 from prefix_audit.statistics.stats import (
     ACCOUNTING_METRICS,
     BLOCK_KEYS,
+    CATEGORY_STATS_SCHEMA,
     COST_METRICS,
     HEALTH_METRICS,
     METHOD_ORDER,
+    RECORDED_ACCURACY,
     STATS_SCHEMA,
     TAU_POOL,
     cohort_size,
@@ -27,7 +29,8 @@ from prefix_audit.statistics.stats import (
 )
 
 EMPTY_NOTE = "No blocks were present."
-TABLES = ("G1", "F1", "F2", "F3", "pairs", "consistency", "trust", "labels", "label_categories")
+CATEGORY_TABLE = "task_categories"  # G.1 per task category, beside it
+TABLES = ("G1", CATEGORY_TABLE, "F1", "F2", "F3", "pairs", "consistency", "trust", "labels", "label_categories")
 FORMATS = ("csv", "md", "tex")
 F2_BASELINES = ("react", "plan_conditioned")
 _MISSING = "n/a"
@@ -156,6 +159,69 @@ def table_g1(stats: pl.DataFrame, k_max: int = 4, health: Mapping[tuple[str, ...
             row[f"PEC@{k}"] = _fmt_ci(*(row.get(f"pec_{k}{suffix}") for suffix in ("", "_lo", "_hi")))
         rows.append(row)
     return pl.DataFrame(rows, schema=schema)
+
+
+CATEGORY_METRICS = (("final success", "final_success"), ("TER", "ter"), ("mean FED", "mean_fed"))
+RECORDED_COLUMN = "recorded accuracy"
+
+
+def table_task_categories(categories: pl.DataFrame, k_max: int = 4) -> pl.DataFrame:
+    """G.1 per task category, beside G.1: one row per block and category of the per-category statistics
+    (:func:`prefix_audit.statistics.stats.compute_category_stats`) — the category's G.1 row
+    (:func:`table_g1` of its rows), then final success, TER and mean FED with their intervals, and beside
+    final success the benchmark's own accuracy of the category as its logs recorded it (BFCL: the score
+    file's first line, ``"0.475 (95/200)"``; ``"none recorded"``); where benchmark health was audited, the
+    category's unsound tasks (their reasons are G.1's). The numeric columns are kept for CSV
+    (``recorded_accuracy`` where one summary was recorded; every summary's file in ``recorded_files``).
+    """
+    g1_schema = table_g1(categories.clear().drop("category", "source"), k_max).schema
+    pec = {c: dt for c, dt in g1_schema.items() if c not in BLOCK_KEYS and c not in _SIZE_SCHEMA}
+    schema: dict[str, pl.DataType] = {key: pl.Utf8() for key in BLOCK_KEYS} | {"category": pl.Utf8()} | _SIZE_SCHEMA
+    audited = (categories["metric"] == "unsound_tasks").any()
+    if audited:
+        schema[HEALTH_COLUMN] = pl.Utf8()
+    schema |= {CATEGORY_METRICS[0][0]: pl.Utf8(), RECORDED_COLUMN: pl.Utf8()}
+    schema |= {title: pl.Utf8() for title, _ in CATEGORY_METRICS[1:]}
+    schema |= {c: dt for c, dt in pec.items() if dt == pl.Utf8}
+    for _, m in CATEGORY_METRICS:
+        schema |= {m: pl.Float64(), f"{m}_lo": pl.Float64(), f"{m}_hi": pl.Float64()}
+    schema |= {"recorded_accuracy": pl.Float64(), "recorded_correct": pl.Int64(), "recorded_total": pl.Int64(),
+               "recorded_files": pl.Utf8()}
+    schema |= {c: dt for c, dt in pec.items() if dt != pl.Utf8}
+
+    rows = []
+    for (category,), part in categories.partition_by("category", as_dict=True).items():
+        stats = part.drop("category", "source")
+        metrics = _estimates(stats)
+        recorded: dict[tuple[str, ...], list[dict]] = {}
+        for r in part.filter(pl.col("metric") == RECORDED_ACCURACY).iter_rows(named=True):
+            recorded.setdefault(tuple(r[key] for key in BLOCK_KEYS), []).append(r)
+        # How many of the category's tasks are unsound; why is G.1's (over the block's tasks).
+        for g1 in table_g1(stats, k_max, health=health_cells(stats) if audited else None).iter_rows(named=True):
+            key = tuple(g1[key] for key in BLOCK_KEYS)
+            row = g1 | {"category": category}
+            for title, m in CATEGORY_METRICS:
+                r = metrics[key][m]
+                row |= {m: r["estimate"], f"{m}_lo": r["ci_low"], f"{m}_hi": r["ci_high"]}
+                row[title] = _fmt_ci(r["estimate"], r["ci_low"], r["ci_high"])
+            rows.append(row | _recorded_cells(recorded.get(key, [])))
+    rows.sort(key=lambda row: (*(row[key] for key in BLOCK_KEYS), row["category"]))  # G.1's order
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _recorded_cells(summaries: Sequence[Mapping[str, Any]]) -> dict[str, object]:
+    """The recorded-accuracy cells of a block's category: each summary its logs recorded, as recorded."""
+    def text(r: Mapping[str, Any]) -> str:
+        counts = f" ({r['successes']}/{r['n_rollouts']})" if r["n_rollouts"] is not None else ""
+        return (_MISSING if r["estimate"] is None else f"{r['estimate']:.3f}") + counts
+
+    if not summaries:
+        return {RECORDED_COLUMN: "none recorded"}
+    one = summaries[0] if len(summaries) == 1 else None
+    shown = text(one) if one is not None else "; ".join(f"{text(r)} in {r['source']}" for r in summaries)
+    return {RECORDED_COLUMN: shown, "recorded_files": "; ".join(r["source"] for r in summaries)} | (
+        {} if one is None else {"recorded_accuracy": one["estimate"], "recorded_correct": one["successes"],
+                                "recorded_total": one["n_rollouts"]})
 
 
 def blocks_only(stats: pl.DataFrame) -> pl.DataFrame:
@@ -735,14 +801,17 @@ def write_tables(
     pools: Mapping[str, Sequence[str]] = TAU_POOL,
     episodes_path: str | os.PathLike[str] | None = None,
     labels_dir: str | os.PathLike[str] | None = None,
+    categories_path: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
-    """Write tables G.1, F.1, F.2, F.3, pairs, consistency, trust, labels and label_categories (CSV,
-    Markdown, LaTeX each) to ``outputs`` (keys ``{table}_{format}``, see :func:`table_files`) as one set;
-    return the 27 paths.
+    """Write tables G.1, task_categories, F.1, F.2, F.3, pairs, consistency, trust, labels and
+    label_categories (CSV, Markdown, LaTeX each) to ``outputs`` (keys ``{table}_{format}``, see
+    :func:`table_files`) as one set; return the 30 paths.
 
     F.3 reads ``paired_path`` (no paired differences when None), the trust table the FED table
     ``episodes_path`` (none when None), the labels tables the comparison in ``labels_dir``
-    (:func:`prefix_audit.statistics.labels.write_label_comparison`; none when None). Every table is
+    (:func:`prefix_audit.statistics.labels.write_label_comparison`; none when None), the task_categories
+    table the per-category statistics ``categories_path``
+    (:func:`prefix_audit.statistics.stats.write_category_stats`; none when None). Every table is
     always written; an empty one carries a note on which blocks were absent.
     """
     expected = set(table_files("."))
@@ -769,6 +838,24 @@ def write_tables(
         "per dataset, model and method block." + health_note
     )
     contents = table_texts(g1, files("G1"), "table_G1", caption, display=_display(g1))
+
+    per_category = read_parquet(categories_path) if categories_path is not None else \
+        pl.DataFrame(schema=CATEGORY_STATS_SCHEMA)
+    missing = [c for c in CATEGORY_STATS_SCHEMA if c not in per_category.columns]
+    if missing:
+        raise ValueError(f"{categories_path}: not a per-category stats table (as `prefix-audit stats` writes it): "
+                         f"no column(s) {', '.join(missing[:6])}")
+    by_category = table_task_categories(per_category)
+    contents |= table_texts(
+        by_category, files(CATEGORY_TABLE), f"table_{CATEGORY_TABLE}",
+        "G.1 per task category of the blocks whose benchmark names task categories (BFCL-v3 multi-turn: base, "
+        "miss_func, miss_param, long_context): final success, beside it the benchmark's own accuracy of the "
+        "category as its logs recorded it (BFCL's score file, not recomputed), TER, mean FED and PEC@k, with "
+        f"{_confidence_text(per_category) if per_category.height else conf}percentile-bootstrap intervals over "
+        "the category's tasks drawn with the stats table's seed (a block of one category has its G.1 row).",
+        display=[c for c in _display(by_category) if c != "recorded_files"],
+        note=("No per-category statistics were given." if categories_path is None
+              else "No block of a dataset with task categories (BFCL) in the FED table."))
 
     pool = "tau"
     f1 = table_f1(stats, pool, health=health)

@@ -9,7 +9,8 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
   blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`prefix_audit.replay.trust`);
   and the entries of the logs the import quarantined (``rollouts/imported/**/*quarantine.jsonl``),
   one line per cause with its count and first entries (:mod:`prefix_audit.core.quarantine`);
-* ``tables.html`` — G.1 and F.1 with their intervals, each cell linking to its block(s);
+* ``tables.html`` — G.1, G.1 per BFCL task category (``stats/categories.parquet``, where present) and
+  F.1 with their intervals, each cell linking to its block(s);
 * ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
   the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure, and
   the records its scoring quarantined, one line per cause;
@@ -54,7 +55,7 @@ from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHE
 from prefix_audit.statistics.metrics import block_metrics
 from prefix_audit.statistics.stats import TAU_POOL, cohort_size
 
-from .tables import LABEL_SHARES, STATS_SCHEMA, table_f1, table_g1
+from .tables import CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, table_f1, table_g1, table_task_categories
 
 log = logging.getLogger(__name__)
 
@@ -477,7 +478,8 @@ def _readable_stats(stats_path: Path | None) -> pl.DataFrame | None:
 
 def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str, Sequence[str]],
             report: SiteReport) -> dict[str, Any] | None:
-    """G.1 and F.1 of ``stats_path`` with their links; None (and a note) when there are none."""
+    """G.1, G.1 per BFCL task category (from the ``categories.parquet`` beside ``stats_path``, where there is
+    one) and F.1 of ``stats_path`` with their links; None (and a note) when there are none."""
     if stats_path is None or not stats_path.is_file():
         report.notes.append("no stats/stats.parquet in the results root: the site has no intervals")
         return None
@@ -490,7 +492,19 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
     by_key = {b.key: b for b in blocks}
     g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))), K_MAX)
     g1_columns = ["dataset", "model", "method", "N", *(f"PEC@{k}" for k in range(1, K_MAX + 1))]
-    out = {"g1": {"columns": g1_columns, "rows": _table_links(g1, by_key, pools, None)}, "f1": []}
+    out = {"g1": {"columns": g1_columns, "rows": _table_links(g1, by_key, pools, None)}, "f1": [],
+           "categories": None}
+    per_category = stats_path.parent / "categories.parquet"
+    if per_category.is_file():
+        categories = read_parquet(per_category)
+        if all(c in categories.columns for c in CATEGORY_STATS_SCHEMA):
+            table = table_task_categories(categories, K_MAX)
+            columns = ["dataset", "model", "method", "category", "N", "final success", "recorded accuracy", "TER",
+                       "mean FED", *(f"PEC@{k}" for k in range(1, K_MAX + 1))]
+            out["categories"] = {"columns": columns, "rows": _table_links(table, by_key, pools, None)}
+        else:
+            report.notes.append(f"{per_category} is not a per-category stats table of this version: run "
+                                "`prefix-audit stats` again for G.1 per task category")
     for pool in sorted(pools):
         f1 = table_f1(stats, pool)
         columns = ["model", "method", "N", "TER", "mean FED", "AUC-PEC", "final success", "RR"]

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -462,9 +463,10 @@ def compute_stats(
     pools: Mapping[str, Sequence[str]] | None = None,
     workers: int = 1,
     exclude_unsound: bool = False,
+    pairs: bool = True,
 ) -> pl.DataFrame:
     """Long table (``STATS_SCHEMA``) of every metric, interval and denominator per block, then
-    every within-model method difference per dataset.
+    every within-model method difference per dataset (none with ``pairs`` false).
 
     ``pools`` maps a pool name to member datasets, e.g. ``TAU_POOL``: every (model, method)
     with rows in a member dataset also gets a block with dataset = pool name over the union
@@ -513,7 +515,7 @@ def compute_stats(
     groups: dict[tuple[str, tuple[str, ...]], tuple[list[_Block], list[_Pair]]] = {}
     for block in blocks:
         groups.setdefault((block.key[0], tuple(block.aggregates.units.tolist())), ([], []))[0].append(block)
-    for dataset in sorted({b.key[0] for b in blocks}):
+    for dataset in sorted({b.key[0] for b in blocks}) if pairs else ():
         for pair in _pairs_of(blocks, dataset):
             a, v = pair.method.aggregates.units, pair.versus.aggregates.units
             shared = tuple(np.intersect1d(a, v).tolist())
@@ -599,3 +601,112 @@ def write_stats(
         workers=workers, exclude_unsound=exclude_unsound,
     )
     return atomic_write_bytes(out, frame_parquet_bytes(stats))
+
+
+# The per-category view of blocks (datasets whose benchmark names task categories, BFCL's): the stats
+# table's rows per category, then the benchmark's own accuracy of each category as its logs recorded it.
+RECORDED_ACCURACY = "recorded_accuracy"
+CATEGORY_STATS_SCHEMA = pl.Schema({"category": pl.Utf8, **STATS_SCHEMA, "source": pl.Utf8})
+
+
+def tasks_by_category(episodes: pl.DataFrame, dataset: str, pattern: str) -> dict[str, list[str]]:
+    """The task ids of ``dataset`` by category, both sorted: the group ``category`` of ``pattern``
+    matched in full against each id. ValueError naming a task id it does not match."""
+    regex = re.compile(pattern)
+    out: dict[str, list[str]] = {}
+    for task_id in sorted(set(episodes.filter(pl.col("dataset") == dataset)["task_id"].to_list())):
+        match = regex.fullmatch(task_id)
+        if match is None or not match.group("category"):
+            raise ValueError(f"{dataset} task {task_id!r} names no task category: its id does not match {pattern!r}")
+        out.setdefault(match.group("category"), []).append(task_id)
+    return dict(sorted(out.items()))
+
+
+def _recorded_rows(frame: pl.DataFrame, key: str, common: Mapping[str, object]) -> list[dict[str, object]]:
+    """Per block of ``frame`` (one category's episodes), one :data:`RECORDED_ACCURACY` row per distinct
+    summary its rollouts' meta records under ``key``: the summary's own accuracy, ``successes`` its
+    correct count, ``n_rollouts`` its total and ``source`` the file it was read from."""
+    summaries: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    for r in frame.select(*BLOCK_KEYS, "rollout_id", "meta_json").iter_rows(named=True):
+        summary = json.loads(r["meta_json"]).get(key)
+        if summary is None:
+            continue
+        block = tuple(r[c] for c in BLOCK_KEYS)
+        _check_summary(summary, f"{'/'.join(block)} rollout {r['rollout_id']}: meta {key}")
+        summaries.setdefault(block, {})[json.dumps(summary, sort_keys=True)] = summary
+    rows = []
+    for block in sorted(summaries):
+        for _, summary in sorted(summaries[block].items(), key=lambda item: (item[1]["name"], item[0])):
+            head = dict(zip(BLOCK_KEYS, block)) | {"versus": None} | dict(common)
+            row = _row(RECORDED_ACCURACY, None, summary.get("accuracy"), None, None,
+                       (None, summary.get("total_count"), None, None), "none", successes=summary.get("correct_count"))
+            rows.append(head | row | {"source": summary["name"]})
+    return rows
+
+
+def _check_summary(summary: Any, where: str) -> None:
+    """ValueError (saying ``where``) unless ``summary`` is an object with a ``name`` and, where given, a
+    numeric ``accuracy`` and integer ``correct_count`` and ``total_count``."""
+    if not isinstance(summary, dict) or not isinstance(summary.get("name"), str):
+        raise ValueError(f"{where} is no object with a file name: {summary!r}"[:300])
+    accuracy = summary.get("accuracy")
+    if accuracy is not None and (isinstance(accuracy, bool) or not isinstance(accuracy, int | float)):
+        raise ValueError(f"{where}: accuracy is no number: {accuracy!r}"[:300])
+    for count in ("correct_count", "total_count"):
+        value = summary.get(count)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"{where}: {count} is no integer: {value!r}"[:300])
+
+
+def compute_category_stats(
+    episodes: pl.DataFrame,
+    categories: Mapping[str, Mapping[str, str | None]],
+    *,
+    resamples: int,
+    seed: int,
+    k_max: int = 4,
+    confidence: float = 0.95,
+    workers: int = 1,
+    exclude_unsound: bool = False,
+) -> pl.DataFrame:
+    """The per-category view (``CATEGORY_STATS_SCHEMA``) of the blocks of every dataset ``categories``
+    names (dataset → ``{"pattern", "recorded"}``, a registered ``TaskCategories``' settings).
+
+    Per category (:func:`tasks_by_category`), the block rows of :func:`compute_stats` over the episodes
+    of that category's tasks, with the same seed and settings: a task set's draw depends only on the
+    seed, the dataset and its tasks, so a block all of whose tasks are of one category gets exactly
+    the rows the stats table holds for it. ``k_max`` is capped where a category's rollouts are short
+    (PEC@k of higher k is 0). Where ``recorded`` names a meta key, the rows of
+    :data:`RECORDED_ACCURACY` follow (:func:`_recorded_rows`): the benchmark's own accuracy, as its
+    logs recorded it, never recomputed. Rows by dataset, category, then block; no pair rows.
+    """
+    check_episodes(episodes)
+    common = {"resamples": resamples, "seed": seed, "confidence": confidence}
+    frames = [pl.DataFrame(schema=CATEGORY_STATS_SCHEMA)]
+    for dataset in sorted(set(categories) & set(episodes["dataset"].unique().to_list())):
+        settings = categories[dataset]
+        for category, task_ids in tasks_by_category(episodes, dataset, str(settings["pattern"])).items():
+            part = episodes.filter((pl.col("dataset") == dataset) & pl.col("task_id").is_in(task_ids))
+            longest = int(part["T"].max() or 0)
+            stats = compute_stats(part, resamples=resamples, seed=seed, k_max=min(k_max, max(longest + 1, PAPER_K_MAX)),
+                                  confidence=confidence, workers=workers, exclude_unsound=exclude_unsound, pairs=False)
+            key = settings.get("recorded")
+            recorded = _recorded_rows(part, key, common) if key and "meta_json" in part.columns else []
+            rows = pl.concat([stats.with_columns(source=pl.lit(None, pl.Utf8)),
+                              pl.DataFrame(recorded, schema={**STATS_SCHEMA, "source": pl.Utf8})])
+            frames.append(rows.select(pl.lit(category).alias("category"), pl.all()))
+    table = pl.concat(frames)
+    return table.sort("dataset", "category", "model", "method", maintain_order=True).select(
+        list(CATEGORY_STATS_SCHEMA))
+
+
+def write_category_stats(
+    episodes_path: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    categories: Mapping[str, Mapping[str, str | None]],
+    **settings: Any,
+) -> Path:
+    """:func:`compute_category_stats` of an episodes Parquet file (``settings`` as it takes them),
+    written to ``out`` atomically."""
+    table = compute_category_stats(read_parquet(episodes_path), categories, **settings)
+    return atomic_write_bytes(out, frame_parquet_bytes(table))

@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from prefix_audit.core.fetch import PackagePin
-from prefix_audit.replay.registry import CliOption, DatasetSpec, OpenRequest, Registration, register
+from prefix_audit.replay.registry import CliOption, DatasetSpec, OpenRequest, Registration, TaskCategories, register
 
 from .data import CATEGORIES, DATA_PINS, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
-from .importer import import_bfcl, import_result_file, is_bfcl_log
+from .importer import import_bfcl, import_result_file, is_bfcl_log, single_turn_file
 from .inspect_samples import INSPECT_SCORERS, INSPECT_TASKS, inspect_sample_task
 from .process_records import TRAJECTORY_SOURCES
 from .replay import BfclBenchmark, BfclSession
-from .scores import score_file_candidates
+from .scores import SCORE_FILE_KEY, score_file_candidates
 
 __all__ = ["CATEGORIES", "DATASET", "DEFAULT_PIN", "BfclBenchmark", "BfclData", "BfclSession", "Entry",
            "import_result_file", "load_data", "sample_task_ids"]
@@ -51,10 +51,13 @@ def _packages(settings: Mapping[str, Any]) -> list[dict[str, str]]:
     return [{"name": p.name, "version": p.version, "sha256": p.sha256} for p in DATA_PINS]
 
 
+# ``multi_turn_miss_func_3`` → ``miss_func`` (CATEGORIES); an imported entry's meta holds its score file's summary.
+TASK_CATEGORIES = TaskCategories(r"multi_turn_(?P<category>\w+?)_\d+", recorded=SCORE_FILE_KEY)
+
 register(Registration(
-    __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA),),
+    __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA, categories=TASK_CATEGORIES),),
     importers={"bfcl": import_bfcl}, detectors={"bfcl": is_bfcl_log},
-    companions={"bfcl": score_file_candidates},
+    companions={"bfcl": score_file_candidates}, not_audited=single_turn_file,
     inspect_tasks=INSPECT_TASKS,
     inspect_scorers=INSPECT_SCORERS,
     inspect_sample_task=inspect_sample_task,

@@ -92,6 +92,8 @@ from .scores import (
     find_score_file,
     is_failing_entry,
     is_score_file,
+    category_named,
+    named_multi_turn,
     result_file_of,
     summary_counts,
 )
@@ -553,7 +555,11 @@ def import_score_file(path: str | Path, model: str | None = None, method: str = 
 
 
 def is_result_file(path: Path) -> bool:
-    """A BFCL result file: JSON Lines whose first line is an object with ``id`` and ``result``."""
+    """A BFCL multi-turn result file: JSON Lines whose first line is an object with ``id`` and
+    ``result``, not named after a single-turn category (``bfcl generate`` writes those beside the
+    multi-turn ones: in a folder of its results they are no log of ours, as their score files are not)."""
+    if named_multi_turn(path) is False:
+        return False
     obj = first_json_line(path) if path.is_file() else None
     return isinstance(obj, dict) and "id" in obj and "result" in obj
 
@@ -561,6 +567,18 @@ def is_result_file(path: Path) -> bool:
 def is_bfcl_log(path: Path) -> bool:
     """A BFCL result file, or a score file (read as the log of its failed entries)."""
     return is_result_file(path) or is_score_file(path)
+
+
+def single_turn_file(path: Path) -> str | None:
+    """Why a result or score file ``bfcl generate``/``bfcl evaluate`` wrote for a single-turn category
+    is no log to audit (FED needs the multi-turn categories' executable state); None for any other file."""
+    if named_multi_turn(path) is not False or not path.is_file():
+        return None
+    first = first_json_line(path)
+    if not isinstance(first, dict) or not ({"id", "result"} <= set(first) or {"correct_count", "total_count"} <= set(first)):
+        return None
+    return (f"a BFCL file of the single-turn category {category_named(path)} (only BFCL's multi-turn "
+            "categories are audited)")
 
 
 @dataclass(frozen=True)

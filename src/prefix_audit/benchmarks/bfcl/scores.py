@@ -54,10 +54,13 @@ class ScoreFile:
     categories: frozenset[str]  # the test categories its failing entries name (from their ids when absent)
     models: frozenset[str] = frozenset()  # the model names (BFCL's folder form) its failing entries record
     sha256: str = ""  # of its content (a compressed file's decompressed bytes)
+    accuracy: float | None = None  # its summary line's own accuracy (None where it records none)
 
-    def provenance(self) -> dict[str, str]:
-        """Which file the verdicts came from, as each rollout records it."""
-        return {"name": self.path.name, "sha256": self.sha256}
+    def provenance(self) -> dict[str, Any]:
+        """Which file the verdicts came from, and its summary line (BFCL's own accuracy of the
+        category, shown beside ours per category), as each rollout records it."""
+        return {"name": self.path.name, "sha256": self.sha256, "accuracy": self.accuracy,
+                "correct_count": self.correct, "total_count": self.total}
 
     def verdict(self, entry_id: str) -> tuple[int, str]:
         """(recorded Y, the verdict in BFCL's words) of one entry of the result file it scores."""
@@ -71,7 +74,7 @@ def category_of(entry_id: str) -> str:
     return entry_id.rsplit("_", 1)[0]
 
 
-def _name_category(path: Path) -> str | None:
+def category_named(path: Path) -> str | None:
     match = _CATEGORY.search(plain_name(path.name))
     return match.group("category") if match else None
 
@@ -79,12 +82,14 @@ def _name_category(path: Path) -> str | None:
 def read_score_file(path: Path) -> ScoreFile:
     """Read a score file; :class:`DecodeError` naming what is wrong with it."""
     summary, failing, categories, models = None, {}, set(), set()
+    accuracy = None
     for item in iter_json_lines(path):
         if isinstance(item, BadLine):
             raise DecodeError(f"{path.name} line {item.line}: {item.reason}")
         value = item.value
         if summary is None:
             summary = summary_counts(value, path)
+            accuracy = summary_accuracy(value, path)
             continue
         if not is_failing_entry(value):
             raise DecodeError(f"{path.name} line {item.line}: not a failing entry (an object with an id and "
@@ -95,11 +100,12 @@ def read_score_file(path: Path) -> ScoreFile:
             models.add(value["model_name"])
     if summary is None:
         raise DecodeError(f"{path.name} is empty")
-    named = _name_category(path)
+    named = category_named(path)
     if named is not None:
         categories.add(named)
     correct, total = summary
-    return ScoreFile(path, total, correct, failing, frozenset(categories), frozenset(models), content_sha256(path))
+    return ScoreFile(path, total, correct, failing, frozenset(categories), frozenset(models), content_sha256(path),
+                     accuracy)
 
 
 def summary_counts(value: Any, path: Path) -> tuple[int, int]:
@@ -108,6 +114,17 @@ def summary_counts(value: Any, path: Path) -> tuple[int, int]:
     if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
         raise DecodeError(f"{path.name}: the first line is no summary with correct_count and total_count")
     return counts[0], counts[1]
+
+
+def summary_accuracy(value: dict[str, Any], path: Path) -> float | None:
+    """The ``accuracy`` of a score file's summary line (``value``, a summary), None where it has none;
+    :class:`DecodeError` if it is no number from 0 to 1."""
+    accuracy = value.get("accuracy")
+    if accuracy is None:
+        return None
+    if isinstance(accuracy, bool) or not isinstance(accuracy, int | float) or not 0 <= accuracy <= 1:
+        raise DecodeError(f"{path.name}: the summary's accuracy is no number from 0 to 1: {accuracy!r}")
+    return float(accuracy)
 
 
 def is_failing_entry(value: Any) -> bool:
@@ -121,15 +138,22 @@ def error_type(value: Mapping[str, Any]) -> str:
     return str(error.get("error_type") or "invalid")[:200]
 
 
+def named_multi_turn(path: Path) -> bool | None:
+    """Whether the BFCL file's name (``BFCL_v3_<category>_result.json``, ``…_score.json``) says a
+    multi-turn category; None when it names none."""
+    named = category_named(path)
+    return None if named is None else named.startswith("multi_turn")
+
+
 def is_score_file(path: Path) -> bool:
     """A BFCL multi-turn score file: JSON Lines whose first line is the summary (``correct_count``,
     ``total_count``) and that scores a multi-turn category (its name, else its first failing line)."""
     lines = first_json_lines(path, 2) if path.is_file() else None
     if not lines or not isinstance(lines[0], dict) or not {"correct_count", "total_count"} <= set(lines[0]):
         return False
-    named = _name_category(path)
+    named = named_multi_turn(path)
     if named is not None:
-        return named.startswith("multi_turn")
+        return named
     first = lines[1] if len(lines) > 1 and isinstance(lines[1], dict) else {}
     return str(first.get("test_category") or first.get("id") or "").startswith("multi_turn")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from prefix_audit.replay.registry import DatasetSpec, OpenRequest, Registration, register
 
 from .adapter import DATASET, ToolSandboxAgentEnvironment, ToolSandboxBenchmark, list_task_ids, sample_task_ids
-from .importer import import_runs, import_toolsandbox, is_run
+from .importer import import_runs, import_toolsandbox, is_run, is_run_folder
 from .recorded import DATASET as RECORDED_DATASET
 from .recorded import RecordedToolSandboxBenchmark
 
@@ -51,4 +51,5 @@ register(Registration(
      DatasetSpec(RECORDED_DATASET, RecordedToolSandboxBenchmark, _open_recorded)),
     importers={"toolsandbox": import_toolsandbox},
     detectors={"toolsandbox": is_run},
+    folder_logs={"toolsandbox": is_run_folder},
 ))

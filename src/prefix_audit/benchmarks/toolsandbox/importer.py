@@ -113,6 +113,11 @@ def is_run(path: Path) -> bool:
         return False
 
 
+def is_run_folder(path: Path) -> bool:
+    """A ToolSandbox run folder itself (its result_summary.json inside), not a folder holding runs."""
+    return (path / "result_summary.json").is_file()
+
+
 def run_name(run: Path) -> str:
     """ToolSandbox's name of the run folder ``run``: ``agent_<agent>_user_<user>_<date>``, read from
     the folder and, where a model name held ``/``, from the parents it was split over (the fewest
