@@ -60,6 +60,7 @@ def _edited_library(tmp_path: Path, module: str) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.first
 def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     for name, hash_seed in (("a", "1"), ("b", "2")):
         proc = _run(tmp_path, name, hash_seed=hash_seed)
