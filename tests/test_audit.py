@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -78,6 +84,106 @@ def test_audit_with_nothing_importable_says_so(tmp_path, capsys):
     stray.write_text("not a log\n")
     assert main(["audit", str(stray), "-o", str(tmp_path / "out")]) == 2
     assert "no entry of 1 log(s) could be imported" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # not even created
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "BFCL_v4_multi_turn_base_result.json"
+QUICK = ["--resamples", "50", "--no-health", "--resources", str(RESOURCES)]
+
+
+def files_of(root: Path) -> dict[str, str]:
+    """Every file and folder under ``root`` (hidden ones too), a file with its sha256."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder"
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def example_audit(tmp_path_factory) -> Path:
+    """An audit of the documented example result file under two model names (two blocks)."""
+    out = tmp_path_factory.mktemp("audit") / "out"
+    for model in ("example-model", "other"):  # a model's result folder, as `bfcl generate` names it
+        copy = out.parent / "logs" / model / EXAMPLE.name
+        copy.parent.mkdir(parents=True)
+        copy.write_bytes(EXAMPLE.read_bytes())
+    assert main(["audit", str(EXAMPLE), "-o", str(out), "--model", "example-model", *QUICK]) == 0
+    return out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["audit", "nope.json"], "no such file or folder: nope.json"),
+    (["audit", "{notes}"], "no entry of 1 log(s) could be imported"),
+    (["audit", "{empty}"], "no log in this folder"),
+    (["audit", str(EXAMPLE), "--labels", "nope.jsonl"], "nope.jsonl"),
+])
+def test_an_audit_that_fails_leaves_the_previous_one_byte_for_byte(example_audit, tmp_path, capsys, argv, message):
+    notes, empty = tmp_path / "notes.txt", tmp_path / "empty"
+    notes.write_text("not a log\n")
+    empty.mkdir()
+    before = files_of(example_audit)
+    argv = [a.format(notes=notes, empty=empty) for a in argv]
+    assert main([*argv, "-o", str(example_audit), *QUICK]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert files_of(example_audit) == before
+    assert [p.name for p in example_audit.parent.iterdir() if p.name.startswith(".")] == []
+    assert main([*argv, "-o", str(tmp_path / "a" / "new"), *QUICK]) == 2
+    assert not (tmp_path / "a").exists()
+
+
+def test_an_audit_of_fewer_logs_says_which_blocks_go(example_audit, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["audit", str(example_audit.parent / "logs"), "-o", str(out), *QUICK]) == 0
+    assert sorted(p.name for p in (out / "scored" / "bfcl_v3").iterdir()) == ["example-model", "other"]
+    capsys.readouterr()
+    assert main(["audit", str(EXAMPLE), "-o", str(out), "--model", "example-model", *QUICK]) == 0
+    err = capsys.readouterr().err
+    assert "which had 2 block(s): 1 of them are not in this one and went with it: bfcl_v3/other/imported" in err
+    assert not (out / "scored" / "bfcl_v3" / "other").exists() and not (out / "rollouts" / "imported" / "bfcl_v3" / "other").exists()
+    assert not [p for p in out.rglob("*") if p.is_dir() and not any(p.iterdir())]  # no empty folder left
+
+
+def test_an_audit_ends_with_where_to_look_and_builds_its_browser(example_audit, tmp_path, capsys):
+    assert (example_audit / "site" / "index.html").is_file()
+    out = tmp_path / "out"
+    assert main(["audit", str(EXAMPLE), "-o", str(out), "--no-site", *QUICK]) == 0
+    err = capsys.readouterr().err
+    assert not (out / "site").exists()
+    assert f"browser: not built (3 rollouts); build it with prefix-audit view {out} -o {out / 'site'}" in err
+    assert f"tables: {out / 'tables'}/" in err
+    assert main(["audit", str(EXAMPLE), "-o", str(out), *QUICK]) == 0
+    assert f"browser: open {out / 'site' / 'index.html'}" in capsys.readouterr().err
+    assert (out / "site" / "index.html").is_file()
+
+
+_AUDIT = "import sys; from prefix_audit.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_an_audit_killed_midway_leaves_the_previous_one_byte_for_byte(example_audit, tmp_path):
+    before = files_of(example_audit)
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    proc = subprocess.Popen([sys.executable, "-c", _AUDIT, "audit", str(EXAMPLE), "-o", str(example_audit),
+                             "--model", "killed", *QUICK], env=env, stderr=subprocess.DEVNULL)
+    stage = example_audit.parent / f".{example_audit.name}.{proc.pid}.staging"
+    deadline = time.monotonic() + 60
+    while not (stage / "rollouts").exists():  # killed while it builds the new audit
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert files_of(example_audit) == before
+
+
+def test_two_audits_at_once_into_one_folder_leave_one_of_them_whole(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    procs = [subprocess.Popen([sys.executable, "-c", _AUDIT, "audit", str(EXAMPLE), "-o", str(out), "--model", model,
+                               "--workers", "1", *QUICK], env=env, stderr=subprocess.DEVNULL) for model in ("a", "b")]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    listing = json.loads((out / ".prefix-audit-files.json").read_text())["files"]
+    on_disk = {name: digest for name, digest in files_of(out).items() if digest != "folder"}
+    assert on_disk == {**listing, ".prefix-audit-files.json": on_disk[".prefix-audit-files.json"]}  # no mix
+    assert [p.name for p in (out / "scored" / "bfcl_v3").iterdir()] in (["a"], ["b"])
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
 @pytest.mark.parametrize("name, make, expected", [

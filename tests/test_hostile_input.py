@@ -240,7 +240,9 @@ def test_commands_refuse_bad_input_in_one_line(bfcl, tmp_path, capsys, monkeypat
         ["stats", str(episodes), "-o", "{out}", "--resamples", "10"], ["tables", str(stats), "-o", "{out}"],
         ["score", str(rollouts), "-o", "{out}"], ["import", "bfcl", str(result), "-o", "{out}/r.jsonl"],
         ["audit", str(result), "-o", "{out}"]]
-    cases += [([a.format(out=taken) for a in argv], "File exists") for argv in writers]
+    # a command whose output is a folder says so before any work; `import` writes a file under it
+    cases += [([a.format(out=taken) for a in argv], "File exists" if argv[0] == "import" else "a file is in the way")
+              for argv in writers]
     for argv, message in cases:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
@@ -382,7 +384,7 @@ def _fuzz(kind: str, max_examples: int):
     @settings(max_examples=max_examples, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(data=st.data())
-    def run(request, tmp_path, data):
+    def run(request, tmp_path, capsys, data):
         seed = _seed(request, kind)
         if kind == "record":  # rollout records: three mutated lines and an intact one, scored directly
             src = tmp_path / "records.jsonl"
@@ -395,8 +397,15 @@ def _fuzz(kind: str, max_examples: int):
             whole_log = entries is None and (imported, quarantined) == (0, 1)
             assert imported + quarantined == entries or whole_log, (entries, imported, quarantined)
         out = tmp_path / "scored"
+        shutil.rmtree(out, ignore_errors=True)
         n_in = len([line for line in src.read_text().splitlines() if line.strip()])
-        assert main(["score", str(src), "-o", str(out), "--resources", str(RESOURCES)]) in (0, 1)
+        capsys.readouterr()
+        if main(["score", str(src), "-o", str(out), "--resources", str(RESOURCES)]) == 1:
+            # nothing usable: nothing written, and the summary accounts for every record
+            err = capsys.readouterr().err
+            assert not out.exists()
+            assert f"rollout records read: {n_in}; scored: 0 " in err and f"quarantined: {n_in}\n" in err, err
+            return
         scored = pl.read_parquet(out / "episodes.parquet").height
         quarantined = len((out / "quarantine.jsonl").read_text().splitlines())
         assert scored + quarantined == n_in
@@ -516,13 +525,21 @@ def _two_methods(bfcl, tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_stats_commits_its_set_and_drops_an_earlier_runs_paired_file(bfcl, tmp_path):
+    from prefix_audit.core import io
+
     episodes, pairs = _two_methods(bfcl, tmp_path)
     out = tmp_path / "stats"
     common = ["stats", str(episodes), "-o", str(out), "--resamples", "50", "--paired-resamples", "50"]
     assert main([*common, "--pairs", str(pairs)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["categories.parquet", "paired.parquet", "stats.parquet"]
+    listed = [io.MANIFEST, "categories.parquet", "paired.parquet", "stats.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == listed
+    (out / "notes.md").write_text("kept\n")
     assert main(common) == 0  # without pairs, tables must not read the earlier run's paired.parquet
-    assert sorted(p.name for p in out.iterdir()) == ["categories.parquet", "stats.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [io.MANIFEST, "categories.parquet", "notes.md", "stats.parquet"]
+    (out / io.MANIFEST).unlink()  # a folder without a listing (a workflow's): its paired.parquet still goes
+    (out / "paired.parquet").write_bytes(b"an older run's")
+    assert main(common) == 0
+    assert sorted(p.name for p in out.iterdir()) == [io.MANIFEST, "categories.parquet", "notes.md", "stats.parquet"]
 
 
 def test_a_failed_audit_leaves_the_previous_one_whole_and_a_new_one_replaces_it(bfcl, tmp_path, monkeypatch):

@@ -32,6 +32,8 @@ from prefix_audit.statistics.stats import (
     compute_category_stats,
     compute_stats,
     tasks_by_category,
+    uncategorised_lines,
+    uncategorised_tasks,
     write_category_stats,
     write_stats,
 )
@@ -187,11 +189,19 @@ def test_a_malformed_recorded_summary_is_a_located_error(episodes, meta, message
         compute_category_stats(bad, categories(), resamples=10, seed=0)
 
 
-def test_a_task_id_without_a_category_is_named():
-    bad = pl.DataFrame(_rows(np.random.default_rng(0), "m", "x", {"base": 3}), schema=SCHEMA).with_columns(
-        pl.col("task_id").str.replace("multi_turn_base_2", "entry-2"))
-    with pytest.raises(ValueError, match="bfcl_v3 task 'entry-2' names no task category"):
-        compute_category_stats(bad, categories(), resamples=10, seed=0)
+def test_a_task_id_without_a_category_is_left_out_and_named():
+    """Valid episodes whose ids are not the benchmark's own (a renumbered log) never stop the statistics:
+    the per-category view leaves those tasks out and says so, the rest is computed as before."""
+    episodes = pl.DataFrame(_rows(np.random.default_rng(0), "m", "x", {"base": 3, "miss_func": 2}), schema=SCHEMA)
+    renamed = episodes.with_columns(pl.col("task_id").str.replace("multi_turn_base_2", "2"))
+    table = compute_category_stats(renamed, categories(), resamples=10, seed=0)
+    assert sorted(table["category"].unique().to_list()) == ["base", "miss_func"]
+    kept = renamed.filter(pl.col("task_id") != "2")
+    assert table.equals(compute_category_stats(kept, categories(), resamples=10, seed=0))
+    assert uncategorised_tasks(renamed, categories()) == {"bfcl_v3": ["2"]}
+    assert uncategorised_tasks(episodes, categories()) == {}
+    [line] = uncategorised_lines(renamed, categories())
+    assert "1 bfcl_v3 task(s) whose ids name no task category ('2')" in line
 
 
 def test_outputs_are_byte_identical_and_an_empty_table_keeps_its_schema(episodes, tmp_path):

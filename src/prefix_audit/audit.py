@@ -11,17 +11,20 @@ statistics and write the tables — into ``DIR`` laid out as the workflow's ``re
 * with ``labels``: ``labels/{labels.parquet, entries.parquet, quarantine.jsonl}``, human step labels
   set beside FED (:mod:`prefix_audit.statistics.labels`), their tables and ``figures/labels/`` (FED's
   offsets from the human first failure);
+* ``site/``: the audit browser (:mod:`prefix_audit.reports.view`), unless asked not to;
 * ``.prefix-audit-files.json``: every file of the audit with its sha256.
 
-So ``stats``, ``tables`` and ``progress`` read it as they read a workflow run. The audit is written
-into a staging folder inside ``DIR`` and committed as one set (:func:`prefix_audit.core.io.staged_tree`):
-a crash leaves the previous audit whole, and files of a previous audit into ``DIR`` that this one
-does not write are removed in the same step — other files in ``DIR`` are never touched.
+So ``stats``, ``tables``, ``view`` and ``progress`` read it as they read a workflow run. Every input is
+checked before anything is written; the audit is built beside ``DIR`` and swapped in whole at the very
+end (:func:`prefix_audit.core.output_tree.replaced_tree`): a run that fails, is interrupted or killed
+leaves the previous audit byte for byte, and the files of a previous audit that this one does not write
+go in the same step — other files in ``DIR`` are kept.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +33,8 @@ from typing import Any
 import polars as pl
 
 from .core.decode import MAX_LINE_BYTES, over_limit
-from .core.io import commit_files, path_label, staged_tree
+from .core.io import commit_files, name_of_label, path_label, read_parquet
+from .core.output_tree import TreeReplacement, check_output_folder, kept_lines, replaced_tree
 from .core.labels import LabelsFile, read_labels
 from .core.parallel import Progress, WorkerPool
 from .core.records import BadLine
@@ -64,8 +68,9 @@ from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, RowStore, Scor
 from .replay.trust import DEFAULT_MIN_AGREEMENT, worst
 from .reports.figures import write_figures
 from .reports.tables import table_files, task_health_texts, write_tables
+from .reports.view import SiteReport, view_results
 from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
-from .statistics.stats import TAU_POOL, write_category_stats, write_stats
+from .statistics.stats import TAU_POOL, uncategorised_lines, write_category_stats, write_stats
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +84,15 @@ class AuditReport:
     min_agreement: float = DEFAULT_MIN_AGREEMENT
     labels: LabelReport | None = None
     health: HealthReport | None = None  # the health of the audited tasks (None: not asked for)
+    site: SiteReport | None = None  # the audit browser (None: not built)
+    replaced: TreeReplacement | None = None  # what the audit replaced in its folder
+    notes: list[str] = field(default_factory=list)  # what an optional output left out, and why
+
+    def gone_blocks(self) -> list[str]:
+        """The blocks of the audit this one replaced that it does not have (they went with it)."""
+        if self.replaced is None:
+            return []
+        return sorted(set(_blocks_listed(self.replaced.previous)) - {"/".join(key) for key in self.blocks})
 
     def lines(self) -> list[str]:
         """Per block: its counts, its headline, and how far it agrees with what its logs recorded
@@ -92,11 +106,33 @@ class AuditReport:
                 out.append(f"  {'; '.join([self.headlines[key], *(f'recorded {h}' for h in recorded)])}")
             out += [f"  {line}" for line in report.trust_lines(self.min_agreement)]
         out += [f"task health: {line}" for line in self.health.lines()] if self.health is not None else []
-        return out + (self.labels.lines() if self.labels is not None else [])
+        out += self.labels.lines() if self.labels is not None else []
+        return out + self.notes + self.replacement_lines()
+
+    def replacement_lines(self) -> list[str]:
+        """What replacing the folder's previous audit dropped (its blocks this one lacks) and kept (files no
+        audit wrote)."""
+        if self.replaced is None:
+            return []
+        gone = self.gone_blocks()
+        was = len(_blocks_listed(self.replaced.previous))
+        out = [f"replaced the previous audit in {self.replaced.out}, which had {was} block(s): {len(gone)} of them "
+               f"are not in this one and went with it: {', '.join(gone)}"] if gone else []
+        return out + kept_lines(self.replaced)
 
     def worst(self) -> int:
         """The highest trust-warning severity over the blocks (0: every block agrees with its logs)."""
         return worst([b for report in self.blocks.values() for b in report.trust], self.min_agreement)
+
+
+def _blocks_listed(files: Mapping[str, str]) -> list[str]:
+    """The blocks (``dataset/model/method``) whose scored episodes a listing of audit files names."""
+    blocks = []
+    for name in files:
+        parts = name.split("/")
+        if len(parts) == 5 and parts[0] == "scored" and parts[4] == "episodes.parquet":
+            blocks.append("/".join(name_of_label(part) for part in parts[1:4]))
+    return sorted(blocks)
 
 
 def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
@@ -113,39 +149,55 @@ def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
             for key, m in out.items() if "ter" in m and "final_success" in m}
 
 
+# An audit above this many entries does not build its browser unless asked (`prefix-audit view` builds it
+# later): the site costs 1-5 ms and 5-12 KiB an entry (bench/RESULTS.md, "The audit browser").
+SITE_ROLLOUTS = 10_000
+
+
 def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
                kind: str | None = None, options: Mapping[str, Any] | None = None, model: str | None = None,
                method: str = IMPORTED,
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
                workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
-               labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False) -> AuditReport:
+               labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False,
+               site: bool | None = None) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring): files, folders that are one log,
     folders of logs (:func:`~prefix_audit.replay.log_folders.expand_logs`, with the importer
-    ``options``; a folder without any log raises first); raises ValueError when no entry
-    of any log could be imported (after committing the quarantine that says why; the message counts
-    its records by cause). ``labels``: files
+    ``options``). Every input is checked first — a path that does not exist, a folder without any log,
+    a labels file that cannot be read, an output folder that cannot be written raise before anything is
+    written —; a ValueError when no entry of any log could be imported (its message counts their
+    quarantine records by cause), and then too ``out_dir`` is left as it was. ``labels``: files
     of human step labels to set beside FED. ``health``: audit the health of every task the logs ran, on
     the release each was scored on (``health/<dataset>/``, ``tables/table_task_health.*``), and mark each
     episode with it (``task_sound``, ``task_health``); ``exclude_unsound``: the statistics and tables over
-    the sound tasks only (they say how many were left out and why).
+    the sound tasks only (they say how many were left out and why). ``site``: build the audit browser
+    into ``site/`` (None: when the audit has at most :data:`SITE_ROLLOUTS` entries).
 
     ``workers`` processes read the logs and replay the entries (``open_dataset`` must then pickle:
     :class:`prefix_audit.replay.registry.Resolver` does), and threads compute the statistics; the
     outputs do not depend on it. ``progress``: a bar on stderr (a line per log and block when stderr
     is not a terminal)."""
+    check_output_folder(out_dir)
+    missing = [str(path) for path in logs if not os.path.exists(path)]
+    if missing:
+        raise ValueError(f"no such file or folder: {', '.join(missing)}")
     out = Path(out_dir)
     labels = [read_labels(path) for path in labels]  # a labels file that cannot be read stops the audit first
     expansion = expand_logs(logs, kind, options)  # so does a folder without any log
-    with staged_tree(out) as stage, WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
-        report = _audit_into(stage, out, expansion, pool, model=model, method=method, resamples=resamples,
+    # The site's pages of an earlier audit are never kept beside this one's (a block gone, a page gone).
+    with replaced_tree(out, owned=("site/*",)) as tree, \
+            WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
+        report = _audit_into(tree.path, out, expansion, pool, model=model, method=method, resamples=resamples,
                              seed=seed, k_max=k_max, confidence=confidence, progress=progress, labels=labels,
                              health=health, exclude_unsound=exclude_unsound)
+        if not report.blocks:  # raised inside: nothing of this run lands
+            raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported: "
+                             f"{'; '.join(report.imported.quarantine.lines())}")
+        if site if site is not None else report.imported.rollouts <= SITE_ROLLOUTS:
+            report.site = view_results(tree.path, tree.path / "site")
     report.min_agreement = min_agreement
-    if not report.blocks:
-        raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported: "
-                         f"{'; '.join(report.imported.quarantine.lines())} "
-                         f"(see {out / 'rollouts' / IMPORTED / 'quarantine.jsonl'})")
-    report.tables = [out / path.relative_to(stage) for path in report.tables]
+    report.replaced = tree
+    report.tables = [out / path.relative_to(tree.path) for path in report.tables]
     return report
 
 
@@ -242,6 +294,7 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
     per_category = write_category_stats(out / "fed" / "episodes.parquet", out / "stats" / "categories.parquet",
                                         registry.task_categories(), resamples=resamples, seed=seed, k_max=k_max,
                                         confidence=confidence, workers=pool.workers, exclude_unsound=exclude_unsound)
+    report.notes += uncategorised_lines(read_parquet(out / "fed" / "episodes.parquet"), registry.task_categories())
     labels_dir = out / "labels" if labels else None
     if labels_dir is not None:
         every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
@@ -274,19 +327,24 @@ def _task_health(out: Path, episodes: Sequence[Path], pool: WorkerPool,
 
 @dataclass
 class TaskHealthRun:
-    """What ``prefix-audit tasks`` did: the tasks audited and the audits' task ids the release lacks."""
+    """What ``prefix-audit tasks`` did: the tasks audited, the audits' task ids the release lacks, and
+    what its outputs replaced (None: nothing written, every task's audit failed)."""
 
     report: HealthReport
     release: str
     not_in_release: list[str] = field(default_factory=list)
+    replaced: TreeReplacement | None = None
 
 
 def check_task_health(dataset: str, out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
                       release: str | None = None, audits: Sequence[str | Path] = (), workers: int = 1,
                       progress: bool = False) -> TaskHealthRun:
     """``prefix-audit tasks``: every task of ``dataset``'s ``release`` (default: the dataset's default) audited
-    by its benchmark, with the findings of the audit folders ``audits``, written into ``out_dir`` as one set:
-    ``findings.parquet``, ``tasks.parquet``, ``summary.json`` and ``tables/table_task_health.{csv,md,tex}``."""
+    by its benchmark, with the findings of the audit folders ``audits``, written into ``out_dir`` as one tree
+    replacing the previous one (:func:`~prefix_audit.core.output_tree.replaced_tree`): ``findings.parquet``,
+    ``tasks.parquet``, ``summary.json`` and ``tables/table_task_health.{csv,md,tex}`` — unless the audit of
+    every task failed, when ``out_dir`` is left as it was."""
+    check_output_folder(out_dir)
     bench = open_dataset(dataset)
     release = check_release(bench, release)
     episodes = read_audits(audits, dataset, release, release == bench.health_releases()[0]) if audits else None
@@ -295,8 +353,11 @@ def check_task_health(dataset: str, out_dir: str | Path, open_dataset: Callable[
     run = TaskHealthRun(report, release)
     if episodes is not None:
         run.not_in_release = add_findings(report, dataset, release, audit_findings(episodes))
-    out = Path(out_dir)
+    if report.results and report.errors == len(report.results):
+        return run
     findings, tasks = health_tables(report)
-    commit_files({**health_contents(report, out),
-                  **task_health_texts(pl.from_arrow(tasks), pl.from_arrow(findings), out / "tables")})
+    with replaced_tree(out_dir) as tree:
+        commit_files({**health_contents(report, tree.path),
+                      **task_health_texts(pl.from_arrow(tasks), pl.from_arrow(findings), tree.path / "tables")})
+    run.replaced = tree
     return run

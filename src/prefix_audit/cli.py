@@ -78,10 +78,9 @@ def _audit(args: argparse.Namespace) -> int:
                         model=args.model,
                         method=args.method, resamples=args.resamples, seed=args.seed,
                         workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True,
-                        labels=args.labels, health=not args.no_health, exclude_unsound=args.exclude_unsound)
-    for line in report.lines():
-        print(line, file=sys.stderr)
-    print(f"tables: {Path(args.output) / 'tables'} (table_G1.md, table_F1.md, table_trust.md, ...)", file=sys.stderr)
+                        labels=args.labels, health=not args.no_health, exclude_unsound=args.exclude_unsound,
+                        site=args.site)
+    _print_lines([*report.lines(), *_audit_next_steps(Path(args.output), report)])
     if args.strict and report.worst() >= STRICT_SEVERITY:
         print(f"audit --strict: a block's audit disagrees with what its logs recorded or could not read them "
               f"(see the warnings above; threshold --min-agreement {args.min_agreement:g})", file=sys.stderr)
@@ -89,8 +88,22 @@ def _audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit_next_steps(out: Path, report: Any) -> list[str]:
+    """Where to look once an audit is done: the browser, the tables, the FED table."""
+    if report.site is not None:
+        browser = f"browser: open {out / 'site' / 'index.html'} (every block and rollout, offline)"
+    else:
+        browser = (f"browser: not built ({report.imported.rollouts} rollouts); build it with "
+                   f"prefix-audit view {out} -o {out / 'site'}")
+    return [browser,
+            f"tables: {out / 'tables'}/ (table_G1.md, table_F1.md, table_trust.md, ... as .md, .csv and .tex)",
+            f"data: {out / 'fed' / 'episodes.parquet'} (one row per rollout: T, FED, Y, category), "
+            f"{out / 'stats' / 'stats.parquet'} (every estimate with its interval)"]
+
+
 def _tasks(args: argparse.Namespace) -> int:
     from .audit import check_task_health
+    from .core.output_tree import kept_lines
     from .core.parallel import default_workers
     from .health.tasks import HealthError
     from .replay import registry
@@ -109,40 +122,61 @@ def _tasks(args: argparse.Namespace) -> int:
     except HealthError as exc:
         print(f"tasks: {exc} (datasets with benchmark health: {', '.join(healthy)})", file=sys.stderr)
         return 2
-    for line in run.report.lines():
-        print(line, file=sys.stderr)
+    _print_lines(run.report.lines())
     if run.not_in_release:
         print(f"--audits: {len(run.not_in_release)} audited task id(s) are not tasks of {args.dataset} {run.release} "
               f"and were left out: {', '.join(run.not_in_release[:10])}", file=sys.stderr)
+    if run.replaced is None:
+        print(f"tasks: the audit of every task failed; nothing written, {args.output} is as it was", file=sys.stderr)
+        return 1
     out = Path(args.output)
+    _print_lines(kept_lines(run.replaced))
     print(f"wrote {out / 'findings.parquet'}, {out / 'tasks.parquet'}, {out / 'summary.json'}, "
           f"{out / 'tables' / 'table_task_health.md'} (.csv, .tex)", file=sys.stderr)
-    return 0 if run.report.errors < len(run.report.results) else 1
+    return 0
+
+
+def _print_lines(lines: list[str]) -> None:
+    for line in lines:
+        print(line, file=sys.stderr)
 
 
 def _score(args: argparse.Namespace) -> int:
+    from .core.output_tree import check_output_folder, kept_lines, replaced_tree
     from .core.parallel import workers_for
     from .replay.scoring import ScoreOutputs, score_file
 
     if not Path(args.rollouts).is_file():
         print(f"score: no such file: {args.rollouts}", file=sys.stderr)
         return 2
-    report = score_file(args.rollouts, ScoreOutputs.in_dir(args.output), _resolver(args),
-                        workers=args.workers or workers_for([args.rollouts]))
-    for line in [report.summary(), *report.quarantine_lines(), *report.trust_lines()]:
-        print(line, file=sys.stderr)
-    return 0 if report.scored else 1
+    check_output_folder(args.output)
+    nothing = ValueError("nothing usable")
+    try:
+        with replaced_tree(args.output) as tree:
+            report = score_file(args.rollouts, ScoreOutputs.in_dir(tree.path), _resolver(args),
+                                workers=args.workers or workers_for([args.rollouts]))
+            if not report.scored:  # nothing usable: the previous outputs stay
+                raise nothing
+    except ValueError as exc:
+        if exc is not nothing:
+            raise
+        _print_lines([report.summary(), *report.quarantine_lines(),
+                      f"score: no rollout could be scored; nothing written, {args.output} is as it was"])
+        return 1
+    _print_lines([report.summary(), *report.quarantine_lines(), *report.trust_lines(), *kept_lines(tree)])
+    return 0
 
 
 def _stats(args: argparse.Namespace) -> int:
     import yaml
 
     from .core.io import commit_files, frame_parquet_bytes, read_parquet
+    from .core.output_tree import check_output_folder, kept_lines, replaced_tree
     from .replay import registry
     from .statistics.paired import pair_specs, paired_differences
-    from .statistics.stats import TAU_POOL, compute_category_stats, compute_stats, sound_only
+    from .statistics.stats import TAU_POOL, compute_category_stats, compute_stats, sound_only, uncategorised_lines
 
-    out = Path(args.output)
+    check_output_folder(args.output)
     pairs = None
     if args.pairs:  # read first: a bad pairs file must stop the command before any work
         try:
@@ -156,37 +190,45 @@ def _stats(args: argparse.Namespace) -> int:
     per_category = compute_category_stats(episodes, registry.task_categories(), resamples=args.resamples,
                                           seed=args.seed, k_max=args.k_max, confidence=args.confidence,
                                           workers=args.workers, exclude_unsound=args.exclude_unsound)
-    contents = {out / "stats.parquet": frame_parquet_bytes(stats),
-                out / "categories.parquet": frame_parquet_bytes(per_category)}
+    contents = {"stats.parquet": frame_parquet_bytes(stats), "categories.parquet": frame_parquet_bytes(per_category)}
     if pairs is not None:
-        contents[out / "paired.parquet"] = frame_parquet_bytes(paired_differences(
+        contents["paired.parquet"] = frame_parquet_bytes(paired_differences(
             sound_only(episodes) if args.exclude_unsound else episodes, pairs, resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
             pools=TAU_POOL, workers=args.workers))
-    # One set: without --pairs a paired.parquet of an earlier run goes, or `tables` would read it as this run's.
-    for path in commit_files(contents, remove=[out / "paired.parquet"]):
-        print(f"wrote {path}", file=sys.stderr)
+    # Without --pairs a paired.parquet of an earlier run goes, or `tables` would read it as this run's.
+    with replaced_tree(args.output, owned=("paired.parquet",)) as tree:
+        commit_files({tree.path / name: data for name, data in contents.items()})
+    _print_lines([*uncategorised_lines(episodes, registry.task_categories()),
+                  *(f"wrote {Path(args.output) / name}" for name in contents), *kept_lines(tree)])
     return 0
 
 
 def _tables(args: argparse.Namespace) -> int:
+    from .core.output_tree import check_output_folder, kept_lines, replaced_tree
     from .reports.tables import table_files, write_tables
 
     # STATS is stats.parquet or the directory holding it; F.3 reads the paired.parquet beside it, the
     # task_categories table the categories.parquet beside it, the trust table the FED table of the same
     # results layout (or --episodes), the labels tables its labels/.
+    check_output_folder(args.output)
     given = Path(args.stats)
     stats = given / "stats.parquet" if given.is_dir() else given
+    if not stats.is_file():
+        raise FileNotFoundError(f"no such file: {stats}")
     paired = stats.parent / "paired.parquet"
     per_category = stats.parent / "categories.parquet"
     episodes = Path(args.episodes) if args.episodes else stats.parent.parent / "fed" / "episodes.parquet"
     if args.episodes and not episodes.is_file():
         raise FileNotFoundError(f"--episodes: no such file: {episodes}")
     labels = stats.parent.parent / "labels"
-    for path in write_tables(stats, table_files(args.output), paired if paired.is_file() else None,
-                             episodes_path=episodes if episodes.is_file() else None,
-                             labels_dir=labels if (labels / "entries.parquet").is_file() else None,
-                             categories_path=per_category if per_category.is_file() else None):
-        print(f"wrote {path}", file=sys.stderr)
+    # The tables of an earlier run that this one does not write (F.3 without pairs, ...) go with it.
+    with replaced_tree(args.output, owned=("table_*",)) as tree:
+        written = write_tables(stats, table_files(tree.path), paired if paired.is_file() else None,
+                               episodes_path=episodes if episodes.is_file() else None,
+                               labels_dir=labels if (labels / "entries.parquet").is_file() else None,
+                               categories_path=per_category if per_category.is_file() else None)
+    _print_lines([*(f"wrote {Path(args.output) / path.relative_to(tree.path)}" for path in written),
+                  *kept_lines(tree)])
     return 0
 
 
@@ -234,8 +276,12 @@ def _pre_parsed(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _view(args: argparse.Namespace) -> int:
+    from .core.output_tree import check_output_folder
     from .reports.view import view_results
 
+    if not Path(args.results).is_dir():
+        raise FileNotFoundError(f"no such folder: {args.results}")
+    check_output_folder(args.output)
     report = view_results(args.results, args.output)
     print(report.summary(), file=sys.stderr)
     print(f"open {Path(args.output) / 'index.html'}", file=sys.stderr)
@@ -312,6 +358,9 @@ def _benchmark_commands(sub: Any) -> None:
     au.add_argument("--exclude-unsound", action="store_true",
                     help="statistics and tables over the tasks with no defect found only (they say how many were "
                          "left out and why; default: every task, the paper's protocol)")
+    au.add_argument("--site", action=argparse.BooleanOptionalAction, default=None,
+                    help="build the audit browser into DIR/site/ (default: yes, but for audits of more than 10,000 "
+                         "entries; --no-site skips it, `prefix-audit view DIR -o SITE` builds it later)")
     au.add_argument("--strict", action="store_true",
                     help=f"exit {STRICT_EXIT} when any block has a trust warning: agreement below --min-agreement, "
                          "or call steps its decoder could not read (for CI)")

@@ -6,6 +6,7 @@ evaluated), :mod:`.decode` (external bytes → values, with located errors: the 
 importer uses, where compressed files read as the plain ones), :mod:`.archives` (a tar of a run
 folder, or a compressed file a reader must open by name, unpacked safely), :mod:`.quarantine`
 (quarantined records summed up by cause), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
+:mod:`.output_tree` (an output folder replaced whole: built beside the old one, swapped in as one step),
 :mod:`.taxonomy` (the five first-failure categories), :mod:`.health` (benchmark health's finding codes
 and the schemas of its tables), :mod:`.labels` (human step labels, read as
 published), :mod:`.framework_samples` (a sample of an

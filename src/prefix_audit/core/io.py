@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
 import re
-import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -93,6 +90,8 @@ def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> Path:
 # chunks of a block, the tables and the task-health table) each finish and clean only their own, and those
 # of processes that died.
 JOURNAL = ".prefix-audit-commit"  # .<pid>.json
+# The listing of a tree of outputs replaced whole (:mod:`prefix_audit.core.output_tree`): its files and sha256.
+MANIFEST = ".prefix-audit-files.json"
 _STAGED = ".staged"
 
 
@@ -200,43 +199,6 @@ def dead_writer(path: Path) -> bool:
     """Whether ``path`` (named ``….<pid>.tmp``/``….<pid>.staging``) belongs to a process that ended."""
     pid = path.name.rsplit(".", 2)[-2]
     return pid.isdigit() and not _running(int(pid))
-
-
-MANIFEST = ".prefix-audit-files.json"
-
-
-@contextmanager
-def staged_tree(out: str | os.PathLike[str], manifest: str = MANIFEST) -> Iterator[Path]:
-    """A staging folder inside ``out`` for a command that writes a tree of files; when the block
-    ends without an error, every file written there lands in ``out`` as one commit
-    (:func:`commit_tree`). Staging folders of killed writers are removed first."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    recover(out)
-    for stale in out.glob(".*.staging"):
-        if dead_writer(stale):
-            shutil.rmtree(stale, ignore_errors=True)
-    stage = out / f".tree.{os.getpid()}.staging"
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir()
-    try:
-        yield stage
-        commit_tree(stage, out, manifest)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-
-
-def commit_tree(stage: Path, out: Path, manifest: str = MANIFEST) -> None:
-    """Move every file under ``stage`` to the same place under ``out`` as one commit, with
-    ``out/manifest`` listing each and its sha256; the files of the previous manifest that this
-    tree does not have are removed in the same step (nothing else in ``out`` is touched)."""
-    written = sorted(p for p in stage.rglob("*") if p.is_file())
-    files = {p.relative_to(stage).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in written}
-    listing = out / manifest
-    previous = json.loads(listing.read_text())["files"] if listing.is_file() else {}
-    contents: dict[str | os.PathLike[str], bytes | Path] = {out / name: path for name, path in zip(files, written)}
-    contents[listing] = (json.dumps({"files": files}, indent=1, sort_keys=True) + "\n").encode()
-    commit_files(contents, root=out, remove=[out / name for name in previous if name not in files])
 
 
 def _running(pid: int) -> bool:

@@ -21,8 +21,8 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
 
 Everything is rendered by Jinja2 with autoescaping (model output is hostile) and shipped beside the
 pages (``assets/``): no server, no network, works from ``file://``. The same input gives the same
-bytes — no timestamps, no absolute paths — and the site is committed as one set
-(:func:`prefix_audit.core.io.staged_tree`).
+bytes — no timestamps, no absolute paths — and the site replaces the previous one whole
+(:func:`prefix_audit.core.output_tree.replaced_tree`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ import polars as pl
 from markupsafe import Markup
 
 from prefix_audit.core.health import CODES, FINDINGS_SCHEMA, TASKS_SCHEMA
-from prefix_audit.core.io import natural_key, path_label, read_parquet, staged_tree
+from prefix_audit.core.io import natural_key, path_label, read_parquet
+from prefix_audit.core.output_tree import replaced_tree
 from prefix_audit.core.quarantine import QuarantineTally, read_quarantine
 from prefix_audit.core.records import PARTY_CALLS_KEY, RecordError, call_from_json
 from prefix_audit.core.taxonomy import CATEGORIES
@@ -621,9 +622,9 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
     report.pages = sum(p.endswith(".html") for p in files)
     report.bytes = sum(map(len, files.values()))
     report.largest_page = max(((p, len(b)) for p, b in files.items()), key=lambda pb: (pb[1], pb[0]))
-    with staged_tree(site) as stage:
+    with replaced_tree(site) as tree:
         for path, data in sorted(files.items()):
-            target = stage / path
+            target = tree.path / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
     return report

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from prefix_audit.core.io import atomic_write_bytes, frame_parquet_bytes, read_parquet
+from prefix_audit.core.io import atomic_write_bytes, frame_parquet_bytes, natural_key, read_parquet
 from prefix_audit.statistics.aggregates import RR_SPEC, MetricSpec, TaskAggregates, task_aggregates
 from prefix_audit.statistics.bootstrap import one_blas_thread, percentile_bounds, ratio, resampled_sums
 from prefix_audit.statistics.intervals import clustered_wilson_interval
@@ -611,15 +611,42 @@ CATEGORY_STATS_SCHEMA = pl.Schema({"category": pl.Utf8, **STATS_SCHEMA, "source"
 
 def tasks_by_category(episodes: pl.DataFrame, dataset: str, pattern: str) -> dict[str, list[str]]:
     """The task ids of ``dataset`` by category, both sorted: the group ``category`` of ``pattern``
-    matched in full against each id. ValueError naming a task id it does not match."""
+    matched in full against each id. An id it does not match is in no category
+    (:func:`uncategorised_tasks` names them)."""
     regex = re.compile(pattern)
     out: dict[str, list[str]] = {}
     for task_id in sorted(set(episodes.filter(pl.col("dataset") == dataset)["task_id"].to_list())):
         match = regex.fullmatch(task_id)
-        if match is None or not match.group("category"):
-            raise ValueError(f"{dataset} task {task_id!r} names no task category: its id does not match {pattern!r}")
-        out.setdefault(match.group("category"), []).append(task_id)
+        if match is not None and match.group("category"):
+            out.setdefault(match.group("category"), []).append(task_id)
     return dict(sorted(out.items()))
+
+
+def uncategorised_tasks(episodes: pl.DataFrame,
+                        categories: Mapping[str, Mapping[str, str | None]]) -> dict[str, list[str]]:
+    """Per dataset ``categories`` names, the task ids of ``episodes`` its pattern names no category in
+    (naturally sorted; datasets without any left out): the per-category view leaves them out."""
+    out = {}
+    for dataset in sorted(set(categories) & set(episodes["dataset"].unique().to_list())):
+        named = {t for ids in tasks_by_category(episodes, dataset, str(categories[dataset]["pattern"])).values()
+                 for t in ids}
+        left = sorted(set(episodes.filter(pl.col("dataset") == dataset)["task_id"].to_list()) - named,
+                      key=natural_key)
+        if left:
+            out[dataset] = left
+    return out
+
+
+def uncategorised_lines(episodes: pl.DataFrame, categories: Mapping[str, Mapping[str, str | None]]) -> list[str]:
+    """One line per dataset whose tasks the per-category view left out (ids its benchmark's categories do
+    not name), with the first few ids."""
+    lines = []
+    for dataset, ids in uncategorised_tasks(episodes, categories).items():
+        shown = ", ".join(repr(t) for t in ids[:5]) + (", ..." if len(ids) > 5 else "")
+        lines.append(f"per task category: {len(ids)} {dataset} task(s) whose ids name no task category ({shown}) "
+                     f"are left out of categories.parquet and table_task_categories; every other statistic counts "
+                     f"them")
+    return lines
 
 
 def _recorded_rows(frame: pl.DataFrame, key: str, common: Mapping[str, object]) -> list[dict[str, object]]:
