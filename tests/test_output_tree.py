@@ -214,3 +214,91 @@ def test_two_writers_at_once_leave_one_of_their_trees_whole(previous, tmp_path):
     [winner] = {name.split("/")[0] for name in listing}
     assert files == {*listing, MANIFEST, "notes.md"} and len(listing) == 50 and winner in ("first", "second")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == []
+
+
+# --- every command that writes a folder ----------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "BFCL_v4_multi_turn_base_result.json"
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory) -> Path:
+    from conftest import RESOURCES
+
+    from prefix_audit.cli import main
+
+    out = tmp_path_factory.mktemp("audited") / "out"
+    assert main(["audit", str(EXAMPLE), "-o", str(out), "--model", "m", "--resamples", "50", "--no-health",
+                 "--no-site", "--resources", str(RESOURCES)]) == 0
+    return out
+
+
+def _commands(audited: Path) -> dict[str, list[str]]:
+    from conftest import RESOURCES
+
+    return {
+        "audit": ["audit", str(EXAMPLE), "--model", "m", "--resamples", "50", "--no-health",
+                  "--resources", str(RESOURCES)],
+        "score": ["score", str(audited / "rollouts" / "imported" / "bfcl_v3" / "m" / "imported.jsonl"),
+                  "--resources", str(RESOURCES)],
+        "stats": ["stats", str(audited / "fed" / "episodes.parquet"), "--resamples", "50"],
+        "tables": ["tables", str(audited / "stats")],
+        "view": ["view", str(audited)],
+    }
+
+
+def _disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("command", ["audit", "score", "stats", "tables", "view"])
+def test_a_command_that_fails_at_the_last_step_leaves_its_folder_byte_for_byte(audited, tmp_path, monkeypatch,
+                                                                               capsys, command):
+    from prefix_audit.cli import main
+
+    out = tmp_path / "out"
+    argv = [*_commands(audited)[command], "-o", str(out)]
+    assert main(argv) == 0
+    (out / "notes.md").write_text("mine\n")
+    before = snapshot(out)
+    assert MANIFEST in before
+    capsys.readouterr()
+    monkeypatch.setattr(output_tree, "_swap_in", _disk_full)  # the whole new tree is built, then the disk fills
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "Traceback" not in err
+    assert snapshot(out) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+_FAILING_CLI = textwrap.dedent("""
+    import errno, sys
+    from prefix_audit.cli import main
+    from prefix_audit.core import output_tree
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if sys.argv[1] == "fail":
+        output_tree._swap_in = disk_full
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+def test_tasks_that_fail_at_the_last_step_leave_its_folder_byte_for_byte(tmp_path):
+    """`tasks` of the test plugin's benchmark (tests/plugins/toy_bench.py), in processes of their own."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(PLUGINS), "PYTHONHASHSEED": "0"}
+    argv = ["tasks", "toy_lights", "-o", str(out), "--plugin", "toy_bench", "--workers", "1"]
+
+    def run(mode: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", _FAILING_CLI, mode, *argv], env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    assert run("pass").returncode == 0
+    before = snapshot(out)
+    assert "tasks.parquet" in before and "tables/table_task_health.md" in before
+    failed = run("fail")
+    assert failed.returncode == 2 and "No space left on device" in failed.stderr
+    assert snapshot(out) == before and [p.name for p in tmp_path.iterdir()] == ["out"]
