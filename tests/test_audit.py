@@ -149,10 +149,14 @@ def test_an_audit_ends_with_where_to_look_and_builds_its_browser(example_audit, 
     err = capsys.readouterr().err
     assert not (out / "site").exists()
     assert f"browser: not built (3 rollouts); build it with prefix-audit view {out} -o {out / 'site'}" in err
-    assert f"tables: {out / 'tables'}/" in err
-    assert main(["audit", str(EXAMPLE), "-o", str(out), *QUICK]) == 0
-    assert f"browser: open {out / 'site' / 'index.html'}" in capsys.readouterr().err
+    assert f"tables: {out / 'tables'}/" in err and "--figures draws" in err
+    assert main(["audit", str(EXAMPLE), "-o", str(out), "--figures", *QUICK]) == 0
+    err = capsys.readouterr().err
+    assert f"browser: open {out / 'site' / 'index.html'}" in err and f"figures: {out / 'figures'}/" in err
     assert (out / "site" / "index.html").is_file()
+    for family in ("curves", "categories"):
+        listed = json.loads((out / "figures" / family / "index.json").read_text())["figures"]
+        assert listed and all((out / "figures" / family / name).is_file() for name in listed)
 
 
 _AUDIT = "import sys; from prefix_audit.cli import main; sys.exit(main(sys.argv[1:]))"

@@ -81,6 +81,7 @@ class AuditReport:
     blocks: dict[tuple[str, str, str], ScoreReport] = field(default_factory=dict)
     headlines: dict[tuple[str, str, str], str] = field(default_factory=dict)
     tables: list[Path] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)  # PEC curves and categories by depth (asked for)
     min_agreement: float = DEFAULT_MIN_AGREEMENT
     labels: LabelReport | None = None
     health: HealthReport | None = None  # the health of the audited tasks (None: not asked for)
@@ -160,7 +161,7 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
                workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
                labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False,
-               site: bool | None = None) -> AuditReport:
+               site: bool | None = None, figures: bool = False) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring): files, folders that are one log,
     folders of logs (:func:`~prefix_audit.replay.log_folders.expand_logs`, with the importer
     ``options``). Every input is checked first — a path that does not exist, a folder without any log,
@@ -171,7 +172,8 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     the release each was scored on (``health/<dataset>/``, ``tables/table_task_health.*``), and mark each
     episode with it (``task_sound``, ``task_health``); ``exclude_unsound``: the statistics and tables over
     the sound tasks only (they say how many were left out and why). ``site``: build the audit browser
-    into ``site/`` (None: when the audit has at most :data:`SITE_ROLLOUTS` entries).
+    into ``site/`` (None: when the audit has at most :data:`SITE_ROLLOUTS` entries). ``figures``: draw the
+    PEC curves and the first-failure categories by depth (PNG and PDF) into ``figures/{curves,categories}/``.
 
     ``workers`` processes read the logs and replay the entries (``open_dataset`` must then pickle:
     :class:`prefix_audit.replay.registry.Resolver` does), and threads compute the statistics; the
@@ -189,7 +191,7 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
             WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
         report = _audit_into(tree.path, out, expansion, pool, model=model, method=method, resamples=resamples,
                              seed=seed, k_max=k_max, confidence=confidence, progress=progress, labels=labels,
-                             health=health, exclude_unsound=exclude_unsound)
+                             health=health, exclude_unsound=exclude_unsound, figures=figures)
         if not report.blocks:  # raised inside: nothing of this run lands
             raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported: "
                              f"{'; '.join(report.imported.quarantine.lines())}")
@@ -198,6 +200,7 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     report.min_agreement = min_agreement
     report.replaced = tree
     report.tables = [out / path.relative_to(tree.path) for path in report.tables]
+    report.figures = [out / path.relative_to(tree.path) for path in report.figures]
     return report
 
 
@@ -258,7 +261,8 @@ def _score_outputs(out: Path, key: tuple[str, str, str]) -> ScoreOutputs:
 
 def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPool, *,
                 model: str | None, method: str, resamples: int, seed: int, k_max: int, confidence: float,
-                progress: bool, labels: Sequence[LabelsFile], health: bool, exclude_unsound: bool) -> AuditReport:
+                progress: bool, labels: Sequence[LabelsFile], health: bool, exclude_unsound: bool,
+                figures: bool) -> AuditReport:
     report = AuditReport(ImportReport())
     report.imported.skipped.merge(expansion.tally())
     if expansion.skipped:  # only a folder's walk skips files: a file named by hand is a log
@@ -300,6 +304,10 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
         every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
         report.labels = write_label_comparison([every_block], out / "fed" / "episodes.parquet", labels_dir)
         write_figures("labels", labels_dir / "entries.parquet", out / "figures" / "labels")
+    if figures:
+        report.figures = [*write_figures("curves", stats, out / "figures" / "curves", workers=pool.workers),
+                          *write_figures("categories", out / "fed" / "episodes.parquet", out / "figures" / "categories",
+                                         workers=pool.workers)]
     report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet",
                                  labels_dir=labels_dir, categories_path=per_category)
     if report.health is not None:

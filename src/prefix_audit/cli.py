@@ -79,7 +79,7 @@ def _audit(args: argparse.Namespace) -> int:
                         method=args.method, resamples=args.resamples, seed=args.seed,
                         workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True,
                         labels=args.labels, health=not args.no_health, exclude_unsound=args.exclude_unsound,
-                        site=args.site)
+                        site=args.site, figures=args.figures)
     _print_lines([*report.lines(), *_audit_next_steps(Path(args.output), report)])
     if args.strict and report.worst() >= STRICT_SEVERITY:
         print(f"audit --strict: a block's audit disagrees with what its logs recorded or could not read them "
@@ -95,8 +95,14 @@ def _audit_next_steps(out: Path, report: Any) -> list[str]:
     else:
         browser = (f"browser: not built ({report.imported.rollouts} rollouts); build it with "
                    f"prefix-audit view {out} -o {out / 'site'}")
+    if report.figures:
+        figures = f"figures: {out / 'figures'}/ (PEC curves, depth decomposition, first failures by depth; PNG and PDF)"
+    else:
+        figures = (f"figures: --figures draws the PEC curves and first failures by depth (PNG and PDF) into "
+                   f"{out / 'figures'}/")
     return [browser,
             f"tables: {out / 'tables'}/ (table_G1.md, table_F1.md, table_trust.md, ... as .md, .csv and .tex)",
+            figures,
             f"data: {out / 'fed' / 'episodes.parquet'} (one row per rollout: T, FED, Y, category), "
             f"{out / 'stats' / 'stats.parquet'} (every estimate with its interval)"]
 
@@ -361,6 +367,9 @@ def _benchmark_commands(sub: Any) -> None:
     au.add_argument("--site", action=argparse.BooleanOptionalAction, default=None,
                     help="build the audit browser into DIR/site/ (default: yes, but for audits of more than 10,000 "
                          "entries; --no-site skips it, `prefix-audit view DIR -o SITE` builds it later)")
+    au.add_argument("--figures", action="store_true",
+                    help="also draw the PEC curves, depth decompositions and first failures by depth (PNG and PDF) "
+                         "into DIR/figures/, as the workflow does")
     au.add_argument("--strict", action="store_true",
                     help=f"exit {STRICT_EXIT} when any block has a trust warning: agreement below --min-agreement, "
                          "or call steps its decoder could not read (for CI)")
