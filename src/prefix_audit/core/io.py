@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -39,6 +40,15 @@ def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
 def name_of_label(label: str) -> str:
     """The name a :func:`path_label` stands for."""
     return unquote(label.replace(_LABEL_ESCAPE, "%"))
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB pieces."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
-from .io import JOURNAL, MANIFEST, commit_files, dead_writer, recover
+from .io import JOURNAL, MANIFEST, commit_files, dead_writer, file_sha256, recover
 
 _STAGING = ".staging"
 _IN_PLACE_STAGE = ".tree"  # the staging folder's name inside DIR when the tree is committed in place
@@ -154,16 +153,8 @@ def _listing(stage: Path, manifest: str) -> dict[str, str]:
     for path in sorted(p for p in stage.rglob("*") if p.is_file() and not p.is_symlink()):
         name = path.relative_to(stage).as_posix()
         if name != manifest:
-            out[name] = _sha256(path)
+            out[name] = file_sha256(path)
     return out
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _others(out: Path, previous: dict[str, str], files: dict[str, str], owned: tuple[str, ...],
