@@ -26,14 +26,17 @@ quarantine (:func:`relabel`). The audit has no per-log model name (``--model`` n
   over as many folders as the model's ``/`` split it) → that folder is named ``<model>__r<k>_user_…``;
 * τ² results: the model is written in the file (``info.agent_info.llm`` or a wrapper's field) → a
   copy of the file with that one field ``<model>__r<k>``;
-* BFCL result files: the model is the key of BFCL's model config that a folder or the score file's
-  ``model_name`` spells, else the model's folder → the model folder is named ``<model>__r<k>`` and the
-  score file's ``model_name`` (a copy) gets the tag, so no key names the file and the block is named
-  after the folder. Two consequences, the same in every replica, which is why replica 0 is tagged
-  too: a file whose handler a key chose is read with the decoder chosen from its content (BFCL's
-  "model the config lacks" path), which may read its steps otherwise (of the shared logs, Ministral-8B's:
-  calls where its handler's decoder read none), and BFCL's environments write the model name into some tool
-  results (ids), so replay agrees less with those results than for the logs as published.
+* BFCL result files: the model is the key of BFCL's model config that a folder, the score file's
+  ``model_name`` or the file-name prefix spells, else the model's folder, else the prefix a flat copy put
+  before BFCL's name (:func:`prefix_audit.benchmarks.bfcl.importer.model_name`) → the model folder is
+  named ``<model>__r<k>`` — or, where the prefix names the model, the file (and its score file)
+  ``<model>__r<k>_BFCL_v4_…`` — and the score file's ``model_name`` (a copy) gets the tag, so no key
+  names the file and the block is named after the folder or the prefix. Two consequences, the same in
+  every replica, which is why replica 0 is tagged too: a file whose handler a key chose is read with the
+  decoder chosen from its content (BFCL's "model the config lacks" path), which may read its steps
+  otherwise (of the shared logs, Ministral-8B's: calls where its handler's decoder read none), and BFCL's
+  environments write the model name into some tool results (ids), so replay agrees less with those
+  results than for the logs as published.
 
 Before the measurement, replicas 0 and 1 are audited together and compared (:func:`check_replicas`):
 every episode of replica 1 must be replica 0's (same dataset, task, trial, FED, T, Y, category, failure
@@ -158,7 +161,7 @@ def _moved(path: Path, moved: dict[Path, Path]) -> Path:
 
 def _relabel_tau(path: Path, tag: str, moved: dict[Path, Path]) -> None:
     """τ-bench v1 (its model is the file's stem): the link is renamed. τ² (its model is the one the
-    container names, :meth:`~prefix_audit.benchmarks.tau.ingest.containers.Simulations.agent_model`):
+    container names, :meth:`~prefix_audit.benchmarks.tau.ingest.containers.Simulations.named_model`):
     a copy with that field tagged — or, where it names none ("unknown"), a wrapper's ``model`` field."""
     from prefix_audit.benchmarks.tau.ingest.containers import MODEL_FIELDS, read_container
     from prefix_audit.core.decode import plain_name
@@ -205,19 +208,18 @@ def _relabel_toolsandbox(path: Path, tag: str, moved: dict[Path, Path]) -> None:
 
 
 def bfcl_label(original: Path, config: dict) -> str:
-    """The model name the audit gives the BFCL result file ``original``: the key of BFCL's model config
-    that one of its folders or its score file's ``model_name`` spells (``/`` as ``_``), else its model
-    folder (:func:`prefix_audit.benchmarks.bfcl.importer._entries`)."""
+    """The model name the audit gives the BFCL result file ``original``
+    (:func:`prefix_audit.benchmarks.bfcl.importer.model_name`)."""
     from prefix_audit.benchmarks.bfcl.handlers import choose_handler
-    from prefix_audit.benchmarks.bfcl.importer import _model_folder
+    from prefix_audit.benchmarks.bfcl.importer import model_name
     from prefix_audit.benchmarks.bfcl.scores import find_score_file
     from prefix_audit.core.decode import JsonLine, iter_json_lines
 
     values = [item.value for item in iter_json_lines(original) if isinstance(item, JsonLine)]
     ids = [v["id"] for v in values if isinstance(v, dict) and isinstance(v.get("id"), str)]
     scores, _ = find_score_file(original, ids)
-    choice = choose_handler(config, original, None, scores.models if scores is not None else ())
-    return choice.key.replace("/", "_") if choice is not None and choice.key else _model_folder(original)
+    return model_name(original, None, choose_handler(config, original, None,
+                                                     scores.models if scores is not None else ()))[0]
 
 
 def _relabel_bfcl(path: Path, original: Path, tag: str, moved: dict[Path, Path], config: dict) -> None:
@@ -225,10 +227,14 @@ def _relabel_bfcl(path: Path, original: Path, tag: str, moved: dict[Path, Path],
     renaming folders alone would not change it: the file's model folder is named ``<name>__r<k>`` — a
     key of nothing — and its score file's ``model_name`` (a copy; every other file stays a link) gets the
     tag too, so no key is found and the audit names the block after that folder (the handler is then
-    chosen from the file's content: see the module docstring). A folder named as the model
-    (``result/<model>/``, or a key's folder) is renamed (with its twin under ``score/``); a file in a
-    folder of several models' logs moves into a folder of its own, its score file beside it."""
-    from prefix_audit.benchmarks.bfcl.scores import score_file_candidates
+    chosen from the file's content: see the module docstring). Where, with no key, the file-name prefix
+    names the model (a flat copy's ``<model>_BFCL_v4_…``), that prefix gets the tag instead, in the file's
+    name and its score files'. A folder named as the model (``result/<model>/``, or a key's folder) is
+    renamed (with its twin under ``score/``); a file in a folder of several models' logs moves into a
+    folder of its own, its score file beside it."""
+    from prefix_audit.benchmarks.bfcl.importer import model_name
+    from prefix_audit.benchmarks.bfcl.scores import bfcl_file_name, score_file_candidates
+    from prefix_audit.core.records import NamedBy
 
     name = bfcl_label(original, config) + tag
     scores = score_file_candidates(path, {})
@@ -237,6 +243,13 @@ def _relabel_bfcl(path: Path, original: Path, tag: str, moved: dict[Path, Path],
         retagged = re.sub(r'("model_name":\s*")([^"]*)(")', lambda m: m.group(1) + m.group(2) + tag + m.group(3), text)
         if retagged != text:
             _replace_file(score, retagged.encode("utf-8"))
+    named = bfcl_file_name(path)
+    witness = model_name(path, None, None)[1]  # what names the model once no key does
+    if named is not None and witness is not None and witness.kind is NamedBy.FILE_NAME:
+        cut = len(named.prefix)  # its score files are named as the result file is (its counterparts)
+        for file in [path, *(s for s in scores if s.name.startswith(named.prefix))]:
+            _rename(file, file.name[:cut] + tag + file.name[cut:], moved)
+        return
     label = name[:-len(tag)]
     if path.parent.name in (label, name):  # its folder names the model (result/<model>/, or a key's folder): renamed
         twin = path.parent.parent.parent / "score" / label if path.parent.parent.name == "result" else None

@@ -88,6 +88,11 @@ def test_without_evidence_the_file_name_decides():
         == "old"
     by_name = choose_release({"new": NEW, "old": OLD}, runs, "BFCL_v4_multi_turn_base_result.json", "old")
     assert by_name.release == "new" and "chosen by the file name" in by_name.how
+    # a flat copy's name: what precedes BFCL's own name is read past
+    assert choose_release({"new": NEW, "old": OLD}, runs, "DeepSeek-R1_BFCL_v3_multi_turn_base_result.json.gz",
+                          "old").release == "old"
+    assert choose_release({"new": NEW, "old": OLD}, runs, "run_v3__BFCL_v4_multi_turn_base_result.json",
+                          "old").release == "new"
 
 
 class Replays:

@@ -327,11 +327,14 @@ def test_a_tar_of_a_run_folder_reads_as_the_folder(tau, resolve, tmp_path, monke
     for sim in doc["simulations"]:
         (layout / "simulations" / f"{sim['id']}.json").write_text(json.dumps(sim))
     for folder, compress in ((run, ".gz"), (run, None), (run, ".zst"), (layout, ".xz"), (layout, ".bz2")):
-        expected = _records(_import([folder], resolve)[0])
+        expected, plain = _import([folder], resolve)
         archive = _tar(folder, tmp_path / f"{folder.name}.tar{compress or ''}", compress)
         items, report = _import([archive], resolve)
-        assert _records(items, (str(archive), str(folder.parent))) == expected, archive.name
+        assert _records(items, (str(archive), str(folder.parent))) == _records(expected), archive.name
         assert report.logs == {str(archive): "toolsandbox" if folder == run else "tau"}
+        # where the model name came from is named inside the archive, never in the unpacked folder
+        assert [line.replace(str(archive), str(folder.parent)) for line in report.detail_lines()] == \
+            plain.detail_lines() and any("model name" in line for line in report.detail_lines())
     assert not list((tmp_path / "tmp").iterdir())  # each unpacked folder removed once read
 
 

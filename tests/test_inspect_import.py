@@ -180,6 +180,24 @@ def test_tau2_json_log_streams_sample_by_sample(inspect_logs, tmp_path):
 
 
 @pytest.mark.slow
+def test_the_model_is_the_one_the_log_records_and_said_so(inspect_logs):
+    from inspect_ai.log import read_eval_log
+
+    from prefix_audit.core.records import Located
+    from prefix_audit.ingest.imports import ImportReport, read_logs
+
+    log = inspect_logs["tau2_json"]
+    model = read_eval_log(str(log), header_only=True).eval.model
+    for given in (None, "m"):
+        report = ImportReport()
+        items = [i for i in read_logs([log], registry.resolver(RESOURCES, {}), model=given, report=report)
+                 if isinstance(i, Located)]
+        said = [line for line in report.detail_lines() if ": model name " in line]
+        assert said == ([] if given else [f"{items[0].rollout.dataset}/{model}/imported: model name {model!r} is the "
+                                          f"model in eval.model of {log.name} ({log.parent}); give --model to name it"])
+
+
+@pytest.mark.slow
 def test_a_compressed_json_log_reads_as_the_plain_one(inspect_logs, tmp_path):
     """inspect-ai's reader opens logs by name: a compressed .json is unpacked for it, its records
     still naming the file given."""

@@ -282,7 +282,7 @@ def test_real_bfcl_base_and_miss_func_of_one_model(tmp_path):
     assert main(["view", str(out), "-o", str(tmp_path / "site")]) == 0
     tables = (tmp_path / "site" / "tables.html").read_text()
     assert tables.index("Table G.1") < tables.index("G.1 per task category") < tables.index("Table F.1")
-    assert '<a href="blocks/bfcl_v3/bfcl/imported/index.html">0.475 (95/200)</a>' in tables
+    assert '<a href="blocks/bfcl_v3/gpt-oss-20b/imported/index.html">0.475 (95/200)</a>' in tables
 
     episodes = pl.read_parquet(out / "fed" / "episodes.parquet")
     for row in table.iter_rows(named=True):

@@ -12,7 +12,7 @@ from toolsandbox_runs import BRUNO, Call, ScenarioRun, disallowed_traceback, wri
 from prefix_audit.benchmarks.toolsandbox import ToolSandboxBenchmark, import_runs
 from prefix_audit.benchmarks.toolsandbox.recorded import error_category, normalize_exception
 from prefix_audit.cli import main
-from prefix_audit.core.records import BadLine, dumps, read_rollouts
+from prefix_audit.core.records import BadLine, ModelNamed, NamedBy, dumps, read_rollouts
 from prefix_audit.generation.sources.mutation import mutated_rollout
 from prefix_audit.replay.checker import replay
 from prefix_audit.replay.registry import open_benchmark
@@ -359,8 +359,10 @@ def test_run_folders_are_found_at_any_depth_and_named_after_their_agent(tmp_path
     (nested / "trajectories" / "broken" / "execution_context.json").write_text("{not json")
     assert run_folders(top) == sorted([nested, plain]) and run_folders(nested) == [nested]
     assert detect_format(top) == detect_format(nested / "result_summary.json") == "toolsandbox"
-    assert run_name(nested) == NESTED and model_of(nested) == "openai/gpt-4o-mini"
-    assert model_of(plain) == "fake_gpt" and run_name(tmp_path) == tmp_path.name  # no run name: the folder's own
+    agent_named = ModelNamed(NamedBy.FOLDER, "the agent in the run folder's name", str(nested))
+    assert run_name(nested) == NESTED and model_of(nested) == ("openai/gpt-4o-mini", agent_named)
+    assert model_of(plain)[0] == "fake_gpt" and run_name(tmp_path) == tmp_path.name  # no run name: the folder's own
+    assert model_of(tmp_path) == (tmp_path.name, ModelNamed(NamedBy.FOLDER, "the run folder's name", str(tmp_path)))
 
     items = list(import_runs(top))
     assert [type(i).__name__ for i in items] == ["Located", "BadLine", "Located"]
@@ -370,7 +372,9 @@ def test_run_folders_are_found_at_any_depth_and_named_after_their_agent(tmp_path
     models = [(i.rollout.model, i.rollout.task_id, i.rollout.meta["toolsandbox"]["run"]) for i in items[::2]]
     assert models == [("openai/gpt-4o-mini", "cellular_off_repair", NESTED),
                       ("fake_gpt", "parallel_by_id", plain.name)]
-    assert [i.rollout.model for i in import_runs(top, model="mine") if not isinstance(i, BadLine)] == ["mine"] * 2
+    assert [i.named_by for i in items[::2]] == [agent_named, model_of(plain)[1]]  # per run folder, said per block
+    given = [i for i in import_runs(top, model="mine") if not isinstance(i, BadLine)]
+    assert [(i.rollout.model, i.named_by) for i in given] == [("mine", None)] * 2  # --model: nothing to say
     with pytest.raises(FileNotFoundError, match="at or under"):
         run_folders(tmp_path / "data" / "more" / "runs" / plain.name / "trajectories" / "parallel_by_id")
 

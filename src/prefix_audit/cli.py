@@ -61,8 +61,7 @@ def _import(args: argparse.Namespace) -> int:
                            options=_importer_options(args), report=report))
     good, n_bad = write_records(items, out, quarantine)
     print(f"imported {good} rollouts; quarantined {n_bad} (see {quarantine})", file=sys.stderr)
-    for line in [*(f"  {cause}" for cause in [*report.quarantine.lines(), *report.skipped_lines()]),
-                 *report.record.lines()]:
+    for line in report.detail_lines():
         print(line, file=sys.stderr)
     return 0 if good else 1
 
@@ -330,8 +329,8 @@ def _benchmark_commands(sub: Any) -> None:
     imp.add_argument("source", help="a log: a file, a run folder, or a folder of logs (walked: every log in it "
                                     "read as KIND, what is no log skipped and counted)")
     imp.add_argument("-o", "--output", required=True)
-    imp.add_argument("--model", help="model name (default: the result file's folder name; for toolsandbox the "
-                                     "agent named in the run folder)")
+    imp.add_argument("--model", help="model name of every log (default: what each log says — a folder, its file "
+                                     "name or its own fields, said once per block)")
     imp.add_argument("--method", default="imported")
     _dataset_options(imp)
     imp.set_defaults(func=_import)
@@ -345,7 +344,8 @@ def _benchmark_commands(sub: Any) -> None:
     au.add_argument("-o", "--output", required=True, help="the audit's results directory")
     au.add_argument("--format", choices=sorted(registry.importers()),
                     help="the logs' format, every file of a folder included (default: detected)")
-    au.add_argument("--model", help="model name of every log (default: what each log says)")
+    au.add_argument("--model", help="model name of every log (default: what each log says — a folder, its file "
+                                    "name or its own fields, said once per block)")
     au.add_argument("--method", default="imported")
     au.add_argument("--resamples", type=int, default=10_000)
     au.add_argument("--seed", type=int, default=0)

@@ -27,6 +27,7 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from .calls import ToolCall, looks_like_calls, parse_call_string, structured_cal
 from .decode import BadLine, DecodeError, JsonLine, count, iter_json_lines, seconds
 
 __all__ = ["MESSAGE_ROLES", "BadLine", "Located", "LogIssue", "Recorded", "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
+           "ModelNamed", "NamedBy", "ScoredOn", "UNKNOWN_MODEL", "model_in_log",
            "PARTY_CALLS_KEY", "actions_of", "call_from_json", "call_like_text_steps", "call_steps", "call_to_json", "dumps", "read_rollouts", "rollout_from_json",
            "party_results", "result_from_json", "rollout_id_for", "unmatched_results"]
 
@@ -627,13 +629,62 @@ def rollout_from_json(obj: Any) -> Rollout:
                    accounting_error, recorded, tuple(roles))
 
 
+class NamedBy(StrEnum):
+    """What of a log gave a rollout its model name."""
+
+    FOLDER = "folder"  # a folder's name: the one holding the log, BFCL's result/<model>/, a run folder's
+    FILE_NAME = "file name"
+    LOG_FIELD = "log field"  # what the log (or its companion, BFCL's score file) records
+
+
+UNKNOWN_MODEL = "unknown"  # the model name of rollouts whose log names no model (and --model gave none)
+
+
+@dataclass(frozen=True)
+class ModelNamed:
+    """Where an importer took a rollout's model name from when ``--model`` gave none, said once per
+    block: ``kind`` (a folder, the file name or a field of the log), ``said`` — what exactly, as the
+    audit says it (``the folder name``) — and ``of``, the log (a file, a run folder) it is said of."""
+
+    kind: NamedBy
+    said: str
+    of: str
+
+
+def model_in_log(given: str | None, recorded: Any, field: str, log: str) -> tuple[str, ModelNamed | None]:
+    """The model name of the rollouts of the log ``log`` and where it came from: ``given`` (``--model``;
+    nothing to say), else what the log records in its ``field`` (``recorded``), else — the log records
+    none (no non-empty string) — :data:`UNKNOWN_MODEL`, said as a stand-in."""
+    if given:
+        return given, None
+    if isinstance(recorded, str) and recorded:
+        return recorded, ModelNamed(NamedBy.LOG_FIELD, f"the model in {field}", log)
+    return UNKNOWN_MODEL, ModelNamed(NamedBy.LOG_FIELD, f"a stand-in: no model in {field}", log)
+
+
+@dataclass(frozen=True)
+class ScoredOn:
+    """The benchmark data a rollout was scored on where its log's name gives another version of the
+    benchmark than its dataset's id (a ``BFCL_v4`` file in dataset ``bfcl_v3``), said once per block:
+    the logs as their names give them (``named``), the data (``release``) and why the dataset's id
+    stays (``note``)."""
+
+    named: str
+    release: str
+    note: str
+
+
 @dataclass(frozen=True)
 class Located:
-    """A rollout and the line it was read from, so later failures can still name their place."""
+    """A rollout and the line it was read from, so later failures can still name their place; where
+    the importer chose the rollout's model name, where from (``named_by``), and the data release it
+    says with the block (``scored_on``)."""
 
     path: str
     line: int
     rollout: Rollout
+    named_by: ModelNamed | None = None
+    scored_on: ScoredOn | None = None
 
 
 def read_rollouts(path: str | Path) -> Iterator[Located | BadLine]:

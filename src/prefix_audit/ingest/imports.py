@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from prefix_audit.core.decode import check_compressed
 from prefix_audit.core.io import atomic_write_text, commit_files, path_label
 from prefix_audit.core.parallel import WorkerPool
 from prefix_audit.core.quarantine import QuarantineTally
-from prefix_audit.core.records import BadLine, Located, Rollout, call_steps, dumps, party_results
+from prefix_audit.core.records import BadLine, Located, ModelNamed, Rollout, call_steps, dumps, party_results
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark
 from prefix_audit.replay.log_folders import SkippedFile, expand_logs
@@ -103,6 +104,64 @@ class RecordTally:
         return out
 
 
+BlockKey = tuple[str, str, str]  # dataset, model, method
+
+
+@dataclass
+class BlockSources:
+    """What the importers chose for one block's entries, said once per block: where the model name
+    came from where ``--model`` did not give it (entries per :class:`~prefix_audit.core.records.ModelNamed`),
+    and the data that entries of logs whose names give another version of the benchmark were scored on
+    (entries per :class:`~prefix_audit.core.records.ScoredOn`)."""
+
+    entries: int = 0
+    named: Counter = field(default_factory=Counter)
+    scored_on: Counter = field(default_factory=Counter)
+
+    def add(self, item: Located, sign: int = 1) -> None:
+        """Count an entry in (``sign`` -1: out again, when it is quarantined after all)."""
+        self.entries += sign
+        if item.named_by is not None:
+            self.named[item.named_by] += sign
+        if item.scored_on is not None:
+            self.scored_on[item.scored_on] += sign
+
+    def merge(self, other: BlockSources) -> None:
+        self.entries += other.entries
+        self.named.update(other.named)
+        self.scored_on.update(other.scored_on)
+
+    def lines(self, key: BlockKey) -> list[str]:
+        """Where the block's model name came from, and the data its logs named after another version
+        were scored on; nothing where ``--model`` named it and no log's name misleads."""
+        if self.entries <= 0:
+            return []
+        block, out = "/".join(key), []
+        named = [n for n, count in self.named.items() if count > 0]
+        if named:
+            out.append(f"{block}: model name {key[1]!r} is {_named_by_logs(named)}; give --model to name it")
+        releases: dict[tuple[str, str], list[str]] = {}
+        for on, count in self.scored_on.items():
+            if count > 0:
+                releases.setdefault((on.named, on.note), []).append(f"{on.release} ({count} of {self.entries} entries)")
+        out += [f"{block}: {logs} scored on the data of {', '.join(data)}; {note}"
+                for (logs, note), data in releases.items()]
+        return out
+
+
+def _named_by_logs(named: Sequence[ModelNamed]) -> str:
+    """What named a block's model, per kind of evidence and folder: the first log, and how many others."""
+    logs: dict[tuple[str, str], list[str]] = {}
+    for n in named:
+        logs.setdefault((n.said, str(Path(n.of).parent)), []).append(Path(n.of).name)
+
+    def others(count: int) -> str:
+        return "" if not count else f" and {count} other log{'s' if count > 1 else ''}"
+
+    return ", ".join(f"{said} of {names[0]}{others(len(names) - 1)} ({folder})"
+                     for (said, folder), names in logs.items())
+
+
 @dataclass
 class ImportReport:
     """What the import of some logs gave: records per log, quarantined entries by cause, and the
@@ -113,6 +172,7 @@ class ImportReport:
     quarantine: QuarantineTally = field(default_factory=QuarantineTally)
     record: RecordTally = field(default_factory=RecordTally)
     skipped: QuarantineTally = field(default_factory=QuarantineTally)
+    blocks: dict[BlockKey, BlockSources] = field(default_factory=dict)
 
     @property
     def quarantined(self) -> int:
@@ -130,16 +190,28 @@ class ImportReport:
         self.quarantine.merge(other.quarantine)
         self.record.merge(other.record)
         self.skipped.merge(other.skipped)
+        for key, sources in other.blocks.items():
+            self.blocks.setdefault(key, BlockSources()).merge(sources)
+
+    def add_entry(self, item: Located, sign: int = 1) -> None:
+        """Count an imported entry in its block (``sign`` -1: out again)."""
+        rollout = item.rollout
+        self.blocks.setdefault((rollout.dataset, rollout.model, rollout.method), BlockSources()).add(item, sign)
 
     def skipped_lines(self) -> list[str]:
         """A line per cause a file of a folder was skipped for, the most frequent first."""
         return [f"skipped {line}" for line in self.skipped.lines()]
 
+    def detail_lines(self) -> list[str]:
+        """A line per cause of quarantine and of skipping, then what the logs recorded and the decode
+        health, then per block where its model name came from and the data its logs were scored on
+        where their names give another version (:meth:`BlockSources.lines`)."""
+        return [*(f"  {line}" for line in [*self.quarantine.lines(), *self.skipped_lines()]), *self.record.lines(),
+                *(line for key, sources in sorted(self.blocks.items()) for line in sources.lines(key))]
+
     def lines(self) -> list[str]:
-        """The summary and a line per cause of quarantine and of skipping, then what the logs recorded
-        and the decode health."""
-        return [self.summary(), *(f"  {line}" for line in [*self.quarantine.lines(), *self.skipped_lines()]),
-                *self.record.lines()]
+        """The summary, then :meth:`detail_lines`."""
+        return [self.summary(), *self.detail_lines()]
 
 
 def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchmark], *, kind: str | None = None,
@@ -179,6 +251,7 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
             else:
                 report.rollouts += 1
                 report.record.add(item.rollout)
+                report.add_entry(item)
             yield item
 
 
@@ -207,6 +280,8 @@ def _renamed(item: Item, folder: str, archive: str) -> Item:
     """``item`` of a log unpacked into ``folder`` with every place in it — its path, its texts, its
     rollout's metadata and record — named inside ``archive`` instead."""
     def swap(value: Any) -> Any:
+        if isinstance(value, Enum):
+            return value
         if isinstance(value, str):
             return value.replace(folder, archive)
         if isinstance(value, dict):
@@ -220,7 +295,7 @@ def _renamed(item: Item, folder: str, archive: str) -> Item:
     if isinstance(item, BadLine):
         return swap(item)
     rollout = item.rollout
-    return Located(swap(item.path), item.line, dataclasses.replace(
+    return dataclasses.replace(item, path=swap(item.path), named_by=swap(item.named_by), rollout=dataclasses.replace(
         rollout, meta=swap(rollout.meta), extra=swap(rollout.extra), recorded=swap(rollout.recorded),
         infra_error=swap(rollout.infra_error), accounting_error=swap(rollout.accounting_error)))
 
@@ -255,11 +330,12 @@ def of_dataset(items: Iterable[Located | BadLine], dataset: str, report: ImportR
     must all be of its dataset)."""
     for item in items:
         if isinstance(item, Located) and item.rollout.dataset != dataset:
-            item_rollout = item.rollout
+            located = item
             item = BadLine(item.path, item.line, f"entry of dataset {item.rollout.dataset}, not of this block's "
                            f"{dataset}", item.rollout.rollout_id)
             report.rollouts -= 1
-            report.record.add(item_rollout, -1)
+            report.record.add(located.rollout, -1)
+            report.add_entry(located, -1)
             report.quarantine.add(item)
         yield item
 

@@ -41,7 +41,7 @@ from typing import Any, BinaryIO
 from prefix_audit.core.archives import unpack_file
 from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, compression_of, loads, open_bytes, plain_name, shape_reason
 from prefix_audit.core.framework_samples import FrameworkSample, chat_messages
-from prefix_audit.core.records import BadLine, Located
+from prefix_audit.core.records import BadLine, Located, model_in_log
 from prefix_audit.replay import registry
 from prefix_audit.replay.registry import ImportRequest, RefusedOption
 
@@ -276,14 +276,14 @@ def _read_log(request: ImportRequest, path: Path) -> Iterator[Located | BadLine]
         raise InspectLogError(f"an Inspect log of task {header.eval.task!r}; prefix-audit reads Inspect logs of "
                               f"{', '.join(sorted(readers))}")
     read = readers[task]
-    model = request.model or header.eval.model
+    where = str(request.source)
+    model, named_by = model_in_log(request.model, header.eval.model, "eval.model", where)
     epochs = header.eval.config.epochs or 1
     ids = list(header.eval.dataset.sample_ids or ())
     wanted = [(str(i), e) for i in ids for e in range(1, epochs + 1)]
     if not ids and path.suffix != ".json":  # a log written before headers listed their sample ids
         wanted = [(str(s.id), s.epoch) for s in api.read_eval_log_sample_summaries(str(path))]
     position = {key: n + 1 for n, key in enumerate(wanted)}
-    where = str(request.source)
     samples = _json_samples(api, path) if path.suffix == ".json" else _eval_samples(api, path, wanted)
     seen: set[tuple[str, int]] = set()
     stopped = None
@@ -301,7 +301,7 @@ def _read_log(request: ImportRequest, path: Path) -> Iterator[Located | BadLine]
                           entry=entry)
             continue
         try:
-            yield Located(where, line, read(_plain(sample, where, task, model, line), request))
+            yield Located(where, line, read(_plain(sample, where, task, model, line), request), named_by)
         except RECORD_SHAPE_ERRORS as exc:
             why = shape_reason(exc)
             yield BadLine(where, line, f"unusable {label} ({task}): {why}", cause=f"unusable Inspect sample ({task}): {why}",

@@ -15,6 +15,7 @@ from prefix_audit.core.fetch import PackagePin, fetch_wheel, package_dir
 from . import semantics as sem
 
 DATASET = "bfcl_v3"
+DATASET_VERSION = "3"  # the BFCL version the dataset id names (BFCL_v3_… files); v4 kept its multi-turn categories
 DEFAULT_PIN = PackagePin("bfcl-eval", "2026.3.23",
                          "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a")
 # Older data releases a result file may have been made on. BFCL changed its multi-turn data (and

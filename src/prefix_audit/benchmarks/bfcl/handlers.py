@@ -7,8 +7,9 @@ class and whether the model ran with function calling (``is_fc_model``); that ha
 SDK, so it is read statically here: parsed with :mod:`ast`, never imported.
 
 The key comes, in order, from ``--model`` (when it is a key), the result file's folders (the
-nearest one that is a key), the ``model_name`` BFCL's score file recorded, and otherwise from the
-content: the decoder that reads the most steps of the file as calls. How it was chosen is kept
+nearest one that is a key), the ``model_name`` BFCL's score file recorded, the prefix a flat copy put
+before BFCL's file name (``<key>_BFCL_v4_…``, in the folder spelling), and otherwise from the content:
+the decoder that reads the most steps of the file as calls. How it was chosen is kept
 with the choice, for the rollouts' meta and the audit summary.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from prefix_audit.replay.registry import RefusedOption
 
 from .decoders import HANDLER_DECODERS, decoder_for
+from .scores import bfcl_file_name
 
 MODEL_CONFIG = "bfcl_eval/constants/model_config.py"
 # A model key as a folder name holds it: letters, digits and . _ - + : @ in parts joined by "/".
@@ -46,7 +48,7 @@ class HandlerChoice:
     handler: str
     is_fc: bool
     key: str | None  # the model key of BFCL's config, None when chosen by content
-    chosen_by: str  # "--model", "result folder", "score file" or "content"
+    chosen_by: str  # "--model", "result folder", "score file", "file name" or "content"
     decoder: str = ""  # the decoder's name (:mod:`.decoders`)
 
     def to_json(self) -> dict[str, object]:
@@ -56,7 +58,8 @@ class HandlerChoice:
     def describe(self) -> str:
         if self.key is None:
             return (f"decoder {self.decoder} chosen by content (as {self.handler} reads with is_fc_model="
-                    f"{self.is_fc}): no model key of BFCL's config in --model, the result folders or the score file")
+                    f"{self.is_fc}): no model key of BFCL's config in --model, the result folders, the score file or "
+                    f"the file name")
         return f"{self.handler} (is_fc_model={self.is_fc}) of model {self.key}, from the {self.chosen_by}"
 
 
@@ -106,13 +109,16 @@ def lookup(config: dict[str, ModelEntry], name: str) -> ModelEntry | None:
 
 def choose_handler(config: dict[str, ModelEntry], result: Path, model: str | None,
                    score_models: Iterable[str]) -> HandlerChoice | None:
-    """The handler by model key — ``model`` (``--model``), the result file's folders, then the
-    score file's recorded model names — or None when none of them is a key."""
+    """The handler by model key — ``model`` (``--model``), the result file's folders, the score
+    file's recorded model names, then the prefix of the file's name — or None when none of them is a key."""
     candidates: list[tuple[str, str]] = []
     if model:
         candidates.append((model, "--model"))
     candidates += [(folder.name, "result folder") for folder in result.resolve().parents if folder.name]
     candidates += [(name, "score file") for name in sorted(score_models)]
+    named = bfcl_file_name(result)
+    if named is not None and named.prefix:
+        candidates.append((named.prefix, "file name"))
     for name, source in candidates:
         entry = lookup(config, name)
         if entry is not None and entry.handler in HANDLER_DECODERS:  # else: a newer wheel's class, read by content

@@ -60,12 +60,16 @@ from prefix_audit.core.decode import (
 )
 from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.records import (
+    UNKNOWN_MODEL,
     BadLine,
     Located,
     LogIssue,
+    ModelNamed,
+    NamedBy,
     Recorded,
     RecordedResult,
     Rollout,
+    ScoredOn,
     Step,
     Usage,
     rollout_id_for,
@@ -74,7 +78,7 @@ from prefix_audit.replay.contract import Benchmark
 from prefix_audit.replay.record_check import literal_value
 from prefix_audit.replay.registry import ImportRequest, RefusedOption
 
-from .data import DATASET, V3_ERA_PIN, BfclData, Entry
+from .data import DATASET, DATASET_VERSION, V3_ERA_PIN, BfclData, Entry
 from .decoders import (
     CALL_OBJECT_DECODERS,
     Decoder,
@@ -88,6 +92,7 @@ from .handlers import HandlerChoice, ModelEntry, check_model_key, choose_handler
 from .loader import is_error_value
 from .scores import (
     SCORE_FILE_KEY,
+    bfcl_file_name,
     error_type,
     find_score_file,
     is_failing_entry,
@@ -403,12 +408,58 @@ def _usage(obj: dict) -> tuple[Usage, ...]:
                        seconds(t, f"latency[{n}]")) for n, (i, o, t) in enumerate(zip(inputs, outputs, latency)))
 
 
-def _model_folder(path: Path) -> str:
-    """The folder ``bfcl generate`` names after the model: the one under ``result/``, else the parent."""
+_LAYOUT_FOLDERS = ("result", "score")  # bfcl generate's result/<model>/…, bfcl evaluate's score/<model>/…
+
+
+def _layout_model_folder(path: Path) -> tuple[str, str] | None:
+    """The folder BFCL names after the model in its layout — the one under the nearest ``result/``
+    or ``score/`` above the file's own folder — and that layout folder; None outside that layout."""
     parts = path.resolve().parts[:-1]
-    if "result" in parts[:-1]:
-        return parts[len(parts) - 1 - parts[::-1].index("result") + 1]
-    return path.parent.name or "unknown"
+    for at in range(len(parts) - 2, -1, -1):
+        if parts[at] in _LAYOUT_FOLDERS:
+            return parts[at + 1], parts[at]
+    return None
+
+
+# How a model key of BFCL's config named a file's model (HandlerChoice.chosen_by without --model).
+_KEY_NAMED_BY = {"result folder": (NamedBy.FOLDER, "a folder's name"),
+                 "score file": (NamedBy.LOG_FIELD, "the score file's model_name"),
+                 "file name": (NamedBy.FILE_NAME, "the file-name prefix")}
+
+
+def model_name(path: Path, model: str | None, choice: HandlerChoice | None) -> tuple[str, ModelNamed | None]:
+    """The model name of the rollouts of the BFCL file ``path``, read by ``choice`` (None: no key of
+    BFCL's config chose its handler), and where it came from (None: ``--model``, ``model``, gave it).
+
+    In order: ``--model``; a model key of BFCL's config that the file's folders, its score file's
+    ``model_name`` or its file-name prefix spell (the key that chose the handler, with ``_`` for ``/``
+    as BFCL names folders); the model folder of BFCL's layout (``result/<model>/``, ``score/<model>/``
+    for a score file); the prefix a flat copy put before BFCL's file name (``gpt-oss-20b`` of
+    ``gpt-oss-20b_BFCL_v4_multi_turn_base_result.json``: a better witness than the folder it was
+    copied into); the folder holding the file."""
+    if model:
+        return model, None
+    if choice is not None and choice.key is not None:
+        kind, where = _KEY_NAMED_BY[choice.chosen_by]
+        return choice.key.replace("/", "_"), ModelNamed(kind, f"BFCL's model key {choice.key} ({where})", str(path))
+    layout = _layout_model_folder(path)
+    if layout is not None:
+        return layout[0], ModelNamed(NamedBy.FOLDER, f"the model folder under {layout[1]}/", str(path))
+    named = bfcl_file_name(path)
+    if named is not None and named.prefix:
+        return named.prefix, ModelNamed(NamedBy.FILE_NAME, "the file-name prefix", str(path))
+    return path.parent.name or UNKNOWN_MODEL, ModelNamed(NamedBy.FOLDER, "the folder name", str(path))
+
+
+def scored_on(path: Path, data: DataChoice) -> ScoredOn | None:
+    """The release a file whose name gives another BFCL version than the dataset's (``BFCL_v4_…``) was
+    scored on, said with its block; None for any other file."""
+    named = bfcl_file_name(path)
+    if named is None or named.version == DATASET_VERSION:
+        return None
+    return ScoredOn(f"BFCL_v{named.version} files", f"bfcl-eval {data.release}",
+                    f"the dataset id {DATASET} names the multi-turn categories BFCL v{DATASET_VERSION} and "
+                    f"v{named.version} share")
 
 
 def import_result_file(path: str | Path, model: str | None = None, method: str = "imported",
@@ -421,9 +472,10 @@ def import_result_file(path: str | Path, model: str | None = None, method: str =
     The steps are read with the decoder of the handler ``bfcl evaluate`` would use (``config``:
     BFCL's model config, see :mod:`.handlers`; without it, or for a model it lacks, the decoder is
     chosen by content). ``model`` (``--model``) labels the rollouts and, when it is a key of the
-    config, chooses the handler; by default the label is the model's folder as BFCL names it
-    (``result/<model>/…``, ``/`` written ``_``). BFCL's own verdicts come from its score file,
-    found as :func:`~.scores.find_score_file` says (``score``: a score file or a folder of them).
+    config, chooses the handler; by default the label is as :func:`model_name` says (a key of the
+    config or the model folder as BFCL names it, ``result/<model>/…`` with ``/`` written ``_``, …), and
+    each rollout says where it came from (``Located.named_by``). BFCL's own verdicts come from its score
+    file, found as :func:`~.scores.find_score_file` says (``score``: a score file or a folder of them).
     ``releases`` (newest first): the data releases the file may have been made on, chosen from as
     :mod:`.versions` says (``data_release``: ``--bfcl-data``; ``unavailable``: pinned releases that
     could not be loaded, and why, said with the choice; ``bench``: the benchmark that replays the
@@ -457,7 +509,7 @@ def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[
     choice = choose_handler(config or {}, path, model, score_models)
     if choice is None:
         choice = choose_by_content(values)
-    label = model or (choice.key.replace("/", "_") if choice.key else _model_folder(path))
+    label, named_by = model_name(path, model, choice)
     read: list[Located | BadLine] = []
     for item in lines:
         if isinstance(item, BadLine):
@@ -473,10 +525,11 @@ def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[
             read.append(BadLine(item.path, item.line, f"unusable BFCL result: {shape_reason(exc)}", rid, item.excerpt))
             continue
         read.append(Located(item.path, item.line, rollout))
-    data = None
+    data = said = None
     if releases is not None:
         data = releases.choose([run for run in map(RecordedRun.of, values) if run is not None], path.name,
                                [item.rollout for item in read if isinstance(item, Located)])
+        said = scored_on(path, data)
     for item in read:
         if isinstance(item, BadLine):
             yield item
@@ -491,7 +544,7 @@ def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[
             rollout = replace(rollout, meta={**rollout.meta, "reading": f"{rollout.meta['reading']}; {note}"})
         if meta:
             rollout = replace(rollout, meta={**rollout.meta, **meta})
-        yield Located(item.path, item.line, rollout)
+        yield Located(item.path, item.line, rollout, named_by, said)
 
 
 def import_score_file(path: str | Path, model: str | None = None, method: str = "imported",

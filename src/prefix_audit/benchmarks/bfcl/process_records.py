@@ -25,7 +25,7 @@ them. Read message for message:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
@@ -37,6 +37,7 @@ from prefix_audit.core.records import (
     Rollout,
     Step,
     call_like_text_steps,
+    model_in_log,
     rollout_id_for,
 )
 from prefix_audit.replay.registry import ImportRequest, TrajectoryReader
@@ -163,19 +164,22 @@ def _verdict(record: Mapping[str, Any]) -> tuple[int | None, str]:
     return int(reward), f"AgentProcessBench reward_info: BFCL's validation {int(reward)}"
 
 
-def _rollout(line: JsonLine, request: ImportRequest, read: _Trajectory) -> Rollout:
-    """A record as a rollout, on the benchmark's own release until one is chosen for its file."""
+def _located(line: JsonLine, request: ImportRequest, read: _Trajectory) -> Located:
+    """A record as a rollout, on the benchmark's own release until one is chosen for its file, with
+    where its model name came from."""
     record = line.value
     meta_in = record["meta"]
-    entry_id, model = meta_in["bfcl_id"], request.model or str(meta_in.get("model_name") or "unknown")
+    entry_id = meta_in["bfcl_id"]
+    model, named_by = model_in_log(request.model, meta_in.get("model_name"), "meta.model_name", str(line.path))
     record_id = record.get("label_record_id")
     turns = tuple(tuple(t) for t in read.turns)
     meta = {"reading": "AgentProcessBench BFCL records, calls as the run executed them",
             **({"record_id": record_id} if isinstance(record_id, str) else {})}
     rid = rollout_id_for(DATASET, model, request.method, entry_id, record_id if isinstance(record_id, str) else "")
-    return Rollout(DATASET, entry_id, model, request.method, rid, turns, "import:agentprocessbench", meta,
-                   recorded=Recorded.of(*_verdict(record), call_like_text_steps(turns)),
-                   message_roles=tuple(read.roles))
+    return Located(line.path, line.line, Rollout(DATASET, entry_id, model, request.method, rid, turns,
+                                                 "import:agentprocessbench", meta,
+                                                 recorded=Recorded.of(*_verdict(record), call_like_text_steps(turns)),
+                                                 message_roles=tuple(read.roles)), named_by)
 
 
 def read_records(lines: Sequence[JsonLine], request: ImportRequest) -> Iterator[Located | BadLine]:
@@ -194,11 +198,10 @@ def read_records(lines: Sequence[JsonLine], request: ImportRequest) -> Iterator[
                                 None, line.excerpt))
     runs = [_run(item[0].value["meta"]["bfcl_id"], item[0].value, item[1]) for item in read
             if not isinstance(item, BadLine)]
-    rollouts = [item if isinstance(item, BadLine) else Located(item[0].path, item[0].line,
-                                                               _rollout(item[0], request, item[1])) for item in read]
+    rollouts = [item if isinstance(item, BadLine) else _located(item[0], request, item[1]) for item in read]
     data = releases.choose(runs, request.source.name, [item.rollout for item in rollouts if isinstance(item, Located)])
     yield from of_known_tasks((item if isinstance(item, BadLine) else
-                               Located(item.path, item.line, data.scored(item.rollout)) for item in rollouts), bench)
+                               replace(item, rollout=data.scored(item.rollout)) for item in rollouts), bench)
 
 
 TRAJECTORY_SOURCES: Mapping[str, TrajectoryReader] = {f"{SOURCE_PREFIX}{c}": read_records for c in CATEGORIES}

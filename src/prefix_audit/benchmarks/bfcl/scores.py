@@ -40,7 +40,30 @@ from prefix_audit.core.decode import (
 RESULT_SUFFIX = "_result.json"
 SCORE_SUFFIX = "_score.json"
 SCORE_FILE_KEY = "bfcl_score_file"  # a rollout's meta: the score file its recorded verdict came from
-_CATEGORY = re.compile(r"BFCL_v\d+_(?P<category>\w+?)_(?:result|score)\.json$")
+# BFCL's name of a result or score file, after whatever a copy put before it (``gpt-oss-20b_``): the
+# last "BFCL_v<N>_" of the name begins it.
+_BFCL_NAME = re.compile(r"^(?P<prefix>.*)BFCL_v(?P<version>\d+)_(?P<category>\w+?)_(?:result|score)\.json$")
+_PREFIX_SEPARATORS = "_-. "
+
+
+@dataclass(frozen=True)
+class BfclFileName:
+    """What a result or score file's name says: the BFCL version (``4`` of ``BFCL_v4_…``), the test
+    category, and what precedes BFCL's own name (a flat copy's ``gpt-oss-20b`` of
+    ``gpt-oss-20b_BFCL_v4_multi_turn_base_result.json``; separators cut, ``""`` for none)."""
+
+    prefix: str
+    version: str
+    category: str
+
+
+def bfcl_file_name(path: Path) -> BfclFileName | None:
+    """The parts of a BFCL file's name (a compressed file's without its suffix); None for another name."""
+    match = _BFCL_NAME.match(plain_name(path.name))
+    if match is None:
+        return None
+    return BfclFileName(match.group("prefix").rstrip(_PREFIX_SEPARATORS), match.group("version"),
+                        match.group("category"))
 
 
 @dataclass(frozen=True)
@@ -75,8 +98,8 @@ def category_of(entry_id: str) -> str:
 
 
 def category_named(path: Path) -> str | None:
-    match = _CATEGORY.search(plain_name(path.name))
-    return match.group("category") if match else None
+    name = bfcl_file_name(path)
+    return name.category if name is not None else None
 
 
 def read_score_file(path: Path) -> ScoreFile:

@@ -12,7 +12,8 @@ classes outright), or whose ground truth differs from the one a score file recor
 (``possible_answer``). The user's questions do not decide a verdict — a run on translated or
 reworded questions is a run of the same entry — so they only break ties: the data point to the
 release the fewest entries contradict; then the one whose questions the most entries asked alike
-(``begin_of_turn_query``); then by the file's name (``BFCL_v3_…`` files come from the v3 era's data).
+(``begin_of_turn_query``); then by the file's name (``BFCL_v3_…`` files, whatever a copy put before
+that name, come from the v3 era's data).
 
 The tool results the file recorded weigh in first (:func:`reproduction`: each entry's calls replayed
 on a release's data and classes, every recorded result compared as the audit compares them,
@@ -34,6 +35,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.records import MAX_ISSUE_CHARS, LogIssue, Rollout
@@ -41,7 +43,8 @@ from prefix_audit.replay.checker import replay
 from prefix_audit.replay.contract import Benchmark, UnscorableRollout
 from prefix_audit.replay.record_check import canonical, check_record
 
-from .data import BfclData, Entry
+from .data import DATASET_VERSION, BfclData, Entry
+from .scores import bfcl_file_name
 
 DATA_VERSION = "data_version"
 
@@ -226,7 +229,9 @@ def choose_release(releases: Mapping[str, BfclData], runs: Sequence[RecordedRun]
         release = given
     else:
         alike = {r: sum(a is True for a in asked[r]) for r in releases}
-        by_name = v3_era if file_name.startswith("BFCL_v3_") and v3_era in releases else next(iter(releases))
+        named = bfcl_file_name(Path(file_name))  # a flat copy's prefix before BFCL's name is read past
+        by_name = (v3_era if named is not None and named.version == DATASET_VERSION and v3_era in releases
+                   else next(iter(releases)))
         ranked = sorted(releases, key=lambda r: (sum(w is not None for _, w in checked[r]), -alike[r], r != by_name))
         fits = {r: sum(w is None for _, w in checked[r]) for r in releases}
         data_said = "the recorded run fits " + ", ".join(f"{r}: {fits[r]} of {len(checked[r])} entries"

@@ -52,6 +52,8 @@ from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, DecodeError, read_json
 from prefix_audit.core.records import (
     BadLine,
     Located,
+    ModelNamed,
+    NamedBy,
     Recorded,
     RecordedResult,
     Rollout,
@@ -130,12 +132,15 @@ def run_name(run: Path) -> str:
     return run.name
 
 
-def model_of(run: Path) -> str:
-    """The agent's model name in the run's name (``openai/gpt-4o-mini``), else the folder's name.
-    A model name holding ``_user_`` is ambiguous in ToolSandbox's naming; the first one splits."""
+def model_of(run: Path) -> tuple[str, ModelNamed]:
+    """The agent's model name in the run's name (``openai/gpt-4o-mini``), else the folder's name; and
+    where it came from. A model name holding ``_user_`` is ambiguous in ToolSandbox's naming; the
+    first one splits."""
     name = run_name(run)
     match = _RUN_NAME.match(name)
-    return match.group("agent") if match else name
+    if match is None:
+        return name, ModelNamed(NamedBy.FOLDER, "the run folder's name", str(run))
+    return match.group("agent"), ModelNamed(NamedBy.FOLDER, "the agent in the run folder's name", str(run))
 
 
 def _load_json(path: Path) -> Any:
@@ -456,14 +461,15 @@ def import_runs(source: str | Path, model: str | None = None, method: str = "imp
             yield BadLine(str(summary_path), 0, f"unusable ToolSandbox run: {exc}")
             continue
         seen: set[str] = set()
+        agent, named_by = (model, None) if model else model_of(run)
         for position, entry in enumerate(entries, start=1):
             label = entry.get("name") if isinstance(entry, dict) and isinstance(entry.get("name"), str) else None
             try:
                 if label in seen:
                     raise ScenarioError(f"scenario {label!r} listed twice")
-                rollout = scenario_rollout(run, entry, model or model_of(run), method)
+                rollout = scenario_rollout(run, entry, agent, method)
                 seen.add(label)  # type: ignore[arg-type]
-                yield Located(str(summary_path), position, rollout)
+                yield Located(str(summary_path), position, rollout, named_by)
             except RECORD_SHAPE_ERRORS as exc:  # ScenarioError, or a field of the wrong shape
                 why = shape_reason(exc)
                 yield BadLine(str(summary_path), position, f"unusable ToolSandbox scenario {label!r}: {why}",

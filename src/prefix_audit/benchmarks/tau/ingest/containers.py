@@ -69,16 +69,18 @@ class Simulations:
                 return value, key
         return None
 
-    def agent_model(self) -> str | None:
-        """The agent's model as the container names it: tau2's ``info.agent_info.llm`` (or its
-        implementation), else a wrapper's field (:data:`MODEL_FIELDS`)."""
+    def named_model(self) -> tuple[str, str] | None:
+        """The agent's model as the container names it, and where: tau2's ``info.agent_info.llm`` (or
+        its implementation), else a wrapper's field (:data:`MODEL_FIELDS`); None where it names none."""
         agent = self.info.get("agent_info") if isinstance(self.info.get("agent_info"), dict) else {}
-        for value in (agent.get("llm"), agent.get("implementation"),
-                      *(self.fields.get(k) for k in MODEL_FIELDS)):
+        for value, where in ((agent.get("llm"), "info.agent_info.llm"),
+                             (agent.get("implementation"), "info.agent_info.implementation"),
+                             *((self.fields.get(k), k) for k in MODEL_FIELDS)):
             if isinstance(value, dict):
-                value = value.get("llm", value.get("model", value.get("name")))
+                key = next((k for k in ("llm", "model", "name") if k in value), "llm")
+                value, where = value.get(key), f"{where}.{key}"
             if isinstance(value, str) and value:
-                return value
+                return value, where
         return None
 
 

@@ -89,6 +89,7 @@ from prefix_audit.core.records import (
     Rollout,
     Step,
     Usage,
+    model_in_log,
     rollout_id_for,
 )
 from prefix_audit.replay.registry import ImportRequest
@@ -647,11 +648,12 @@ def _import_tau2(path: Path, container: Simulations, benchmark_for: Callable[[st
                                        if isinstance(s, dict) and (t := _task_id(s.get("task_id"))) is not None)
     if releases is not None:
         plan = dataclasses.replace(plan, reading=f"{plan.reading}; {releases}")
-    model = model or container.agent_model() or "unknown"
+    recorded, field = container.named_model() or (None, "info.agent_info.llm")  # none: said of tau2's own field
+    model, named_by = model_in_log(model, recorded, field, str(path))
     for i, sim in enumerate(sims):
         try:
             yield Located(str(path), i + 1, rollout_from_simulation(sim, bench, plan, model, method, container.info,
-                                                                    mode.solo))
+                                                                    mode.solo), named_by)
         except RECORD_SHAPE_ERRORS as exc:  # BadSimulation, or a field of the wrong shape
             yield _bad_simulation(path, i, sim, shape_reason(exc))
 

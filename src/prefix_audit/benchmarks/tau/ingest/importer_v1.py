@@ -66,6 +66,8 @@ from prefix_audit.core.records import (
     BadLine,
     Located,
     LogIssue,
+    ModelNamed,
+    NamedBy,
     Recorded,
     RecordedResult,
     Rollout,
@@ -744,7 +746,9 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
     rule, rule_text = v1.dated_rule(plain_name(path.name), era, current)
     summary = f"{_summary(shown, default, era_text)}; Y by v1's reward rule {rule} ({rule_text})"
     file = FileReading(default, era, current, rule, summary)
-    model = model or Path(plain_name(path.name)).stem  # a compressed copy's too
+    # v1's entries record no model: its name is the file's (a compressed copy's too)
+    named_by = None if model else ModelNamed(NamedBy.FILE_NAME, "the file name", str(path))
+    model = model or Path(plain_name(path.name)).stem
     seen: dict[str, int] = {}
     for i, entry in enumerate(doc, start=1):
         task = excerpt_of(entry.get("task_id"))[:40] if isinstance(entry, dict) else "?"
@@ -753,7 +757,7 @@ def import_v1_results(path: str | Path, doc: list[Any], benchmark_for: Callable[
             if rollout.rollout_id in seen:
                 raise BadEntry(f"duplicate of entry {seen[rollout.rollout_id]} (same task, trial and task definition)")
             seen[rollout.rollout_id] = i
-            yield Located(str(path), i, rollout)
+            yield Located(str(path), i, rollout, named_by)
         except RECORD_SHAPE_ERRORS as exc:  # BadEntry, or a field of the wrong shape
             why = shape_reason(exc)
             yield BadLine(str(path), i, f"unusable τ-bench v1 entry (task {task}): {why}", None, excerpt_of(entry),

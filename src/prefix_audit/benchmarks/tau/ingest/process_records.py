@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, BadLine, JsonLine, shape_reason
-from prefix_audit.core.records import Located
+from prefix_audit.core.records import Located, model_in_log
 from prefix_audit.replay.registry import ImportRequest, TrajectoryReader
 
 from ..adapter.replay import dataset_of
@@ -63,11 +63,11 @@ def simulation_of(record: Mapping[str, Any]) -> dict[str, Any]:
             "reward_info": {"reward": reward_info.get("reward")}}
 
 
-def _agent_model(record: Mapping[str, Any]) -> str:
+def _agent_llm(record: Mapping[str, Any]) -> Any:
+    """What the record's tau2 info names as the agent's model."""
     info = record["meta"].get("tau2_info")
     agent = info.get("agent_info") if isinstance(info, dict) else None
-    llm = agent.get("llm") if isinstance(agent, dict) else None
-    return llm if isinstance(llm, str) and llm else "unknown"
+    return agent.get("llm") if isinstance(agent, dict) else None
 
 
 def reader(domain: str) -> TrajectoryReader:
@@ -79,15 +79,16 @@ def reader(domain: str) -> TrajectoryReader:
             record = line.value
             try:
                 sim = simulation_of(record)
-                rollout = rollout_from_simulation(sim, bench, plan, request.model or _agent_model(record),
-                                                  request.method, {})
+                model, named_by = model_in_log(request.model, _agent_llm(record), "meta.tau2_info.agent_info.llm",
+                                               str(line.path))
+                rollout = rollout_from_simulation(sim, bench, plan, model, request.method, {})
             except RECORD_SHAPE_ERRORS as exc:
                 yield BadLine(line.path, line.line, f"unusable AgentProcessBench tau2 record: {shape_reason(exc)}",
                               None, line.excerpt)
                 continue
             record_id = record.get("label_record_id")
             meta = {**rollout.meta, **({"record_id": record_id} if isinstance(record_id, str) else {})}
-            yield Located(line.path, line.line, dataclasses.replace(rollout, meta=meta))
+            yield Located(line.path, line.line, dataclasses.replace(rollout, meta=meta), named_by)
 
     return read
 
