@@ -1,14 +1,20 @@
-"""Shared fixtures. The BFCL package is fetched once (pinned, --no-deps) into the repo's resources/."""
+"""Shared fixtures. The pinned packages are fetched once (--no-deps) into the repo's resources/."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from prefix_audit.core.fetch import RESOURCES_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "resources"
 SHARED = ROOT.parent / "shared"
+# Every command the tests run without --resources, in this process or a subprocess, reads the packages
+# fetched here, never the user's cache folder.
+os.environ[RESOURCES_ENV] = str(RESOURCES)
 
 
 def pytest_configure(config):

