@@ -14,7 +14,6 @@ first and find the package there.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_text
+from .io import atomic_write_text, file_sha256
 
 log = logging.getLogger(__name__)
 MARKER = "FETCHED.json"
@@ -95,14 +94,6 @@ def pinned_package(pin: PackagePin, resources: str | Path, *, fetch: bool = True
 def unpacked_bytes(root: Path) -> int:
     """The size of an unpacked package's own files (:func:`_tree`)."""
     return sum(_tree(root).values())
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _tree(root: Path) -> dict[str, int]:
@@ -175,7 +166,7 @@ def _download(pin: PackagePin, resources: Path, chosen_by: str) -> None:
         wheels = sorted((tmp_path / "dl").glob("*.whl"))
         if len(wheels) != 1:
             raise FetchError(f"expected one wheel for {pin.name}=={pin.version}, got {[w.name for w in wheels]}")
-        digest = _sha256(wheels[0])
+        digest = file_sha256(wheels[0])
         if digest != pin.sha256:
             raise FetchError(f"sha256 mismatch for {wheels[0].name}: pinned {pin.sha256}, downloaded {digest}")
         unpacked = tmp_path / "unpacked"
