@@ -180,11 +180,11 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     outputs do not depend on it. ``progress``: a bar on stderr (a line per log and block when stderr
     is not a terminal)."""
     check_output_folder(out_dir)
+    labels = [read_labels(path) for path in labels]  # a labels file that cannot be read stops the audit first
     missing = [str(path) for path in logs if not os.path.exists(path)]
     if missing:
         raise ValueError(f"no such file or folder: {', '.join(missing)}")
     out = Path(out_dir)
-    labels = [read_labels(path) for path in labels]  # a labels file that cannot be read stops the audit first
     expansion = expand_logs(logs, kind, options)  # so does a folder without any log
     # The site's pages of an earlier audit are never kept beside this one's (a block gone, a page gone).
     with replaced_tree(out, owned=("site/*",)) as tree, \
