@@ -63,10 +63,11 @@ def test_an_unsupported_domain_is_one_line_with_its_count_and_first_tasks(tmp_pa
     assert len(records) == 70 and records[5]["entry"] == ["task", "5"]  # the file keeps one record per entry
     assert records[5]["reason"].startswith("unusable τ simulation (task '5'): tau2 domain 'airline-relaxed'")
     assert records[5]["cause"].startswith("unusable τ simulation: tau2 domain 'airline-relaxed'")
-    # `audit` says it the same way (nothing imported: it stops, with the causes and the quarantine's place)
+    # `audit` says it the same way (nothing imported: it stops with the causes, and writes nothing)
     assert main(["audit", str(log), "-o", str(tmp_path / "audit"), "--resources", str(RESOURCES)]) == 2
     assert ("no entry of 1 log(s) could be imported: 70 × unusable τ simulation: tau2 domain 'airline-relaxed' is "
-            "not one this release replays (airline, retail, telecom) (tasks 0, 1, 2, …) (see ") in capsys.readouterr().err
+            "not one this release replays (airline, retail, telecom) (tasks 0, 1, 2, …)\n") in capsys.readouterr().err
+    assert not (tmp_path / "audit").exists()
     # and the workflow's import stage logs it so
     with caplog.at_level(logging.INFO, logger="prefix_audit.ingest.imports"):
         import_block([log], tmp_path / "b.jsonl", tmp_path / "b.quarantine.jsonl", kind=None, dataset="tau_airline",
