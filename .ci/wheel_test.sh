@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 REAL_LOGS=$ROOT/../shared/fixtures/real-logs
-STEP_LIMIT=900  # seconds any one step may take (the longest, the install, took 36-48 s on 2 busy cores)
+STEP_LIMIT=900  # seconds any one step may take (the longest, the install, took 27-51 s on 2 busy cores)
 started=$SECONDS
 
 fail() { echo "wheel test: FAILED: $*" >&2; exit 1; }
@@ -148,6 +148,19 @@ done
 while IFS= read -r -d '' quarantine; do
   [[ ! -s $quarantine ]] || fail "the audit quarantined: $(head -c 300 "$quarantine")"
 done < <(find "$OUT" -name '*quarantine.jsonl' -print0)
+# Task health ran each benchmark's own code on every audited task: a task it could not check (a module
+# the installed dependencies lack, say) fails here, with the first reason the audit printed.
+compgen -G "$OUT/health/*/summary.json" >/dev/null || fail "the audit wrote no task health (health/*/summary.json)"
+unchecked=$("${INSTALLED[@]}" "$VENV/bin/python" -c '
+import json, pathlib, sys
+for path in sorted(pathlib.Path(sys.argv[1]).glob("health/*/summary.json")):
+    for dataset, releases in json.loads(path.read_text()).items():
+        for release, summary in releases.items():
+            if failed := summary["check_failed"]:
+                print(f"{dataset} {release}: {failed} tasks")
+' "$OUT") || fail "the task health summaries under $OUT/health cannot be read"
+[[ -z $unchecked ]] \
+  || fail "task health could not check ${unchecked//$'\n'/, } ($(grep -m1 'check failed' "$WORK/log/audit.log" || true))"
 # Every scored block has its page, and every rollout of the FED table its own.
 blocks=0
 while IFS= read -r -d '' episodes; do
