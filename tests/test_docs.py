@@ -178,6 +178,30 @@ def test_code_blocks_parse():
                 assert isinstance(yaml.safe_load(body), dict), _relative(page)
 
 
+PIP_INSTALL = re.compile(r"pip install ([^`\n#]+)")
+BUILT_FILE = re.compile(r"prefix_audit-([^\s/`'\[]+?)(?:-py3-none-any\.whl|\.tar\.gz)")
+
+
+def test_install_commands_install_from_the_clone():
+    """prefix-audit is not published on PyPI: an install names the clone's folder (``.``) or a file built in
+    it (``dist/``), never the project by name (pip would look for it on PyPI), with extras pyproject.toml
+    declares; a built file's name carries the project's version."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for page in PAGES:
+        text = page.read_text()
+        for version in BUILT_FILE.findall(text):
+            assert version == project["version"], f"{_relative(page)}: prefix_audit-{version}: the version is {project['version']}"
+        for command in PIP_INSTALL.findall(text):
+            for word in shlex.split(command):
+                target, _, extras = word.partition("[")
+                if word.startswith("-") or not (target in (".", "./") or target.startswith(("dist/", "prefix"))):
+                    continue  # an option, or another package
+                assert target in (".", "./") or target.startswith("dist/prefix_audit-"), \
+                    f"{_relative(page)}: pip install {word} looks for prefix-audit on PyPI, where it is not published"
+                unknown = set(filter(None, extras.rstrip("]").split(","))) - set(project["optional-dependencies"])
+                assert not unknown, f"{_relative(page)}: pip install {word}: no extra {sorted(unknown)} in pyproject.toml"
+
+
 def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
