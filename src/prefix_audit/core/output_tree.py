@@ -82,17 +82,15 @@ def replaced_tree(out: str | os.PathLike[str], *, owned: tuple[str, ...] = (),
     the command, never carried from an old tree. On an error nothing of ``out`` changes."""
     target = check_output_folder(out)
     in_place = target.is_dir() and not _swappable(target)
-    made: list[Path] = []
     if in_place:
-        stage = target / f"{_IN_PLACE_STAGE}.{os.getpid()}{_STAGING}"
+        stage, made = target / f"{_IN_PLACE_STAGE}.{os.getpid()}{_STAGING}", []
     else:
-        made = _make_folders(target.parent)
-        stage = target.parent / f".{target.name}.{os.getpid()}{_STAGING}"
-    _remove_dead_stages(target)
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir()
+        stage, made = target.parent / f".{target.name}.{os.getpid()}{_STAGING}", _make_folders(target.parent)
     replacement = TreeReplacement(target, stage, in_place=in_place)
     try:
+        _remove_dead_stages(target)
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir()
         yield replacement
         _prune_empty(stage)
         with _locked(target.parent):
