@@ -93,8 +93,8 @@ def real_logs(fixtures: Path, repeats: int) -> None:
     print("|---|---|---|---|---|---|---|")
     for kind, (count, size, checked, read) in sorted(rows.items()):
         how = ", ".join(f"{step} {n}" for step, n in sorted(steps[kind].items()))
-        print(f"| {kind} | {count} | {size / 2**20:.1f} MiB | {checked * 1000:.1f} ms | {checked / count * 1000:.2f} ms "
-              f"| {read * 1000:.1f} ms | {how} |")
+        print(f"| {kind} | {count} | {size / 2**20:.1f} MiB | {checked * 1000:.1f} ms | "
+              f"{checked / count * 1000:.2f} ms | {read * 1000:.1f} ms | {how} |")
 
 
 def large(work: Path, mib: int, repeats: int) -> None:

@@ -122,8 +122,8 @@ def test_a_document_cut_says_where_and_how_many_entries_precede_the_cut(tmp_path
         line, column = text.count("\n") + 1, len(text) - text.rfind("\n") - 1
         found = cut_off(path)
         assert found is not None and found.shape == JSON_DOCUMENT
-        assert found.said == (f"results.json is cut off: it ends inside line {line:,}, column {column:,} (byte {at:,}), "
-                              f"an incomplete JSON document{preceding}")
+        assert found.said == (f"results.json is cut off: it ends inside line {line:,}, column {column:,} "
+                              f"(byte {at:,}), an incomplete JSON document{preceding}")
         with pytest.raises(CutOffError) as raised:  # reading it says the same
             read_json_document(path)
         assert str(raised.value) == found.said
@@ -304,7 +304,8 @@ def test_a_log_of_any_format_cut_anywhere_is_said_cut_off_whatever_names_it(kind
                 bad = [i for i in items if isinstance(i, BadLine)]
                 if any(i.cause == CUT_LINE for i in bad):  # JSON Lines read up to the cut: every entry before it
                     before = whole[:at].count(b"\n") - (kind == "bfcl-score")  # a score file's summary is no entry
-                    assert line.endswith(f"; {before:,} {'entry was' if before == 1 else 'entries were'} read before it")
+                    entries = "entry was" if before == 1 else "entries were"
+                    assert line.endswith(f"; {before:,} {entries} read before it")
                     assert len(items) - 1 == before
                 else:  # refused whole: one record for the log, saying it is cut off
                     assert line.endswith("; none of it is audited") and [i.line for i in items] == [0]
@@ -409,9 +410,9 @@ def test_json_lines_cut_inside_a_line_read_as_the_lines_before_it(gold_lines, re
         assert (bad.line, bad.cause) == (keep + 1, CUT_LINE)
         assert [dumps(i.rollout) for i in got if not isinstance(i, BadLine)] == \
             [dumps(i.rollout).replace(str(first.parents[1]), str(cut.parents[1])) for i in expected]
-        assert report.cut_off == [f"{cut.name} is cut off: it ends inside line {keep + 1} (byte {cut.stat().st_size:,}), "
-                                  f"an incomplete JSON value; {keep} {'entry was' if keep == 1 else 'entries were'} "
-                                  f"read before it"]
+        assert report.cut_off == [f"{cut.name} is cut off: it ends inside line {keep + 1} "
+                                  f"(byte {cut.stat().st_size:,}), an incomplete JSON value; "
+                                  f"{keep} {'entry was' if keep == 1 else 'entries were'} read before it"]
 
 
 @pytest.mark.slow

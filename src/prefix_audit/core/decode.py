@@ -9,7 +9,7 @@
 * :func:`open_bytes` — the bytes a file holds, for everything above: a file compressed with gzip,
   bzip2, xz or zstd (told by its first bytes, never by its name) reads as the plain file, streamed;
   a corrupt or truncated stream is a :class:`DecodeError` naming the file and what is wrong, never
-  the part before it taken for the whole (:func:`check_compressed` reads a stream to its end first);
+  the part before it taken for the whole (:func:`cut_off` reads a log's stream to its end first);
 * :func:`cut_off` — whether a file's content ends inside its JSON (a copy, a download or a writer cut
   short), said in one line: the file, where it ends, what precedes the cut. The readers above say it
   too: the last line of JSON Lines that ends inside its value is a :class:`BadLine` whose cause is
@@ -369,16 +369,6 @@ def open_bytes(path: str | Path) -> BinaryIO:
         raise
 
 
-def check_compressed(path: str | Path) -> None:
-    """Read a compressed file to the end of its stream, so that a corrupt or truncated one is one
-    :class:`DecodeError` before any of its content is used (a reader that stops early would read a
-    truncated stream's first entries as if they were all); a plain file is not read."""
-    if compression_of(path) is not None:
-        with open_bytes(path) as fh:
-            while fh.read(_CHUNK):
-                pass
-
-
 def content_sha256(path: str | Path) -> str:
     """The sha256 of the bytes a file holds — a compressed file's content, not its compressed
     bytes, so a log and its compressed copy have one digest (the plain file's ``sha256sum``)."""
@@ -545,9 +535,9 @@ def cut_off(path: str | Path, name: str | None = None) -> CutOff | None:
         last, unended = _last_line(content)
         if last is None or not unended or not ends_inside_json(last):
             return None
-        line = content.newlines() + 1
-        return CutOff(f"{name} is cut off: it ends inside line {line:,} ({_ends_at(content.size, content.compressed)}), "
-                      f"an incomplete JSON value", line, JSON_LINES)
+        line, ends_at = content.newlines() + 1, _ends_at(content.size, content.compressed)
+        return CutOff(f"{name} is cut off: it ends inside line {line:,} ({ends_at}), an incomplete JSON value", line,
+                      JSON_LINES)
     last, _ = _last_line(content)
     if last is not None and last.rstrip() == _CLOSER[opener] and _opens_indented(content.head, opener):
         return None
