@@ -26,9 +26,9 @@ from toolsandbox_runs import BRUNO, Call, ScenarioRun, write_run
 from prefix_audit.core import archives
 from prefix_audit.core.decode import (
     DecodeError,
-    check_compressed,
     compression_of,
     content_sha256,
+    cut_off,
     first_json_key,
     first_json_line,
     iter_json_lines,
@@ -76,7 +76,7 @@ def test_every_compression_reads_as_the_plain_file(tmp_path, suffix):
     assert first_json_key(packed_document) == "simulations"
     # a compressed file's digest is its content's: the plain file's sha256sum
     assert content_sha256(packed_lines) == content_sha256(lines) == hashlib.sha256(lines.read_bytes()).hexdigest()
-    check_compressed(packed_lines)  # a whole stream passes
+    assert cut_off(packed_lines) is None  # a whole stream passes, read to its end
 
 
 def test_compression_is_told_by_content_not_by_name(tmp_path):
@@ -121,7 +121,7 @@ def test_zstd_without_zstandard_says_what_to_install(tmp_path, monkeypatch):
     path = _compressed(_plain(tmp_path), ".zst")
     monkeypatch.setitem(sys.modules, "zstandard", None)
     with pytest.raises(DecodeError, match=r"log.jsonl.zst is zstd-compressed: .*pip install zstandard"):
-        check_compressed(path)
+        cut_off(path)
 
 
 HYPOTHESIS = settings(max_examples=60, deadline=None, derandomize=True,
@@ -135,7 +135,7 @@ def test_a_cut_stream_is_one_error_never_a_shorter_file(tmp_path, suffix, share)
     path = tmp_path / f"cut{suffix}"
     path.write_bytes(whole[: max(6, int(len(whole) * share))])  # past the magic: still told compressed
     with pytest.raises(DecodeError, match=rf"cut{suffix} is truncated: its {KIND[suffix]} stream ends before"):
-        check_compressed(path)
+        cut_off(path)
     with pytest.raises(DecodeError):  # a reader that reads on meets the same error: never a clean end
         list(iter_json_lines(path))
 

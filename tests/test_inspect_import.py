@@ -222,7 +222,8 @@ def test_a_compressed_json_log_reads_as_the_plain_one(inspect_logs, tmp_path):
 @pytest.mark.slow
 def test_bad_logs_cost_their_samples_only(inspect_logs, tmp_path):
     """A sample without metadata and one without its store are quarantined with their reasons; a truncated
-    .eval is one line; a .json cut short keeps the samples before the cut; a log of another task is one line."""
+    .eval is one line saying it is cut off; a .json cut short keeps the samples before the cut; a log of
+    another task is one line."""
     from inspect_ai import Task, eval
     from inspect_ai.dataset import Sample
     from inspect_ai.log import read_eval_log, write_eval_log
@@ -251,7 +252,8 @@ def test_bad_logs_cost_their_samples_only(inspect_logs, tmp_path):
             reasons[(Path(bad["path"]).name, bad["line"])] = bad["reason"]
         good += [json.loads(line) for line in rollouts.read_text().splitlines()] if rollouts.exists() else []
     assert "metadata has no scorer and no turns" in reasons[("damaged.eval", 1)]
-    assert "not a readable Inspect log" in reasons[("truncated.eval", 0)]
+    assert "truncated.eval is cut off: it ends at byte 5,000 before the end of its zip archive" in \
+        reasons[("truncated.eval", 0)]
     assert "of task 'other_task'" in reasons[(Path(other.location).name, 0)]
     cut_missing = [r for (name, _), r in reasons.items() if name == "cut.json"]
     assert cut_missing and all("stop reading" in r for r in cut_missing)

@@ -65,7 +65,7 @@ from .replay.contract import Benchmark
 from .replay.fed import merge_episodes
 from .replay.log_folders import LogExpansion, LogSource, expand_logs
 from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, RowStore, ScoreOutputs, ScoreReport, score_chunks
-from .replay.trust import DEFAULT_MIN_AGREEMENT, worst
+from .replay.trust import DEFAULT_MIN_AGREEMENT, STRICT_SEVERITY, worst
 from .reports.figures import write_figures
 from .reports.tables import table_files, task_health_texts, write_tables
 from .reports.view import SiteReport, view_results
@@ -122,8 +122,10 @@ class AuditReport:
         return out + kept_lines(self.replaced)
 
     def worst(self) -> int:
-        """The highest trust-warning severity over the blocks (0: every block agrees with its logs)."""
-        return worst([b for report in self.blocks.values() for b in report.trust], self.min_agreement)
+        """The highest trust-warning severity over the blocks (0: every block agrees with its logs); a
+        log that ends early is a WARNING (its cut is said in :meth:`lines`)."""
+        cut_off = STRICT_SEVERITY if self.imported.cut_off else 0
+        return max(cut_off, worst([b for report in self.blocks.values() for b in report.trust], self.min_agreement))
 
 
 def _blocks_listed(files: Mapping[str, str]) -> list[str]:

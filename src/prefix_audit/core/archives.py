@@ -13,7 +13,8 @@ made (a temporary one), safely:
 * at most :data:`MAX_MEMBERS` members and :data:`MAX_UNPACKED_BYTES` bytes, so a hostile archive
   cannot fill the disk;
 * the archive is read as a stream, to its end: a corrupt or truncated one is one
-  :class:`~.decode.DecodeError` naming the archive and what is wrong, never a partial folder.
+  :class:`~.decode.DecodeError` naming the archive and what is wrong (one cut short, without its
+  end-of-archive marker: a :class:`~.decode.CutOffError` saying where), never a partial folder.
 
 :func:`unpack_file` does the same for one compressed file (an Inspect log, whose own reader opens
 files by name).
@@ -27,7 +28,7 @@ import tarfile
 from pathlib import Path
 from typing import BinaryIO
 
-from .decode import DecodeError, open_bytes, plain_name
+from .decode import CutOffError, DecodeError, compression_of, open_bytes, plain_name
 
 MAX_MEMBERS = 100_000  # a ToolSandbox run of every scenario has about 3,100
 MAX_UNPACKED_BYTES = 8 * 2**30
@@ -82,8 +83,11 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
             # ends with the end-of-archive marker, a zero block, where its members end.
             end = stream.block_at(tar.offset)
             if len(end) != tarfile.BLOCKSIZE or any(end):
-                raise DecodeError(f"{archive.name} is not a whole tar archive: it ends without the end-of-archive "
-                                  f"marker (cut short?)")
+                raise _cut_off(archive, stream)
+    except tarfile.ReadError as exc:
+        if str(exc) in _TAR_ENDS_EARLY:
+            raise _cut_off(archive, stream) from None
+        raise DecodeError(f"{archive.name} is not a whole tar archive: {exc}") from None
     except tarfile.TarError as exc:
         raise DecodeError(f"{archive.name} is not a whole tar archive: {exc}") from None
     except OSError as exc:  # a member where a folder of an earlier one is, a name the file system refuses, ...
@@ -92,6 +96,18 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
         raise DecodeError(f"{archive.name} holds no file")
     held = sorted(into.iterdir())
     return held[0] if len(held) == 1 else into
+
+
+# What the standard library says of a tar whose bytes end inside a member's bytes, inside a header, or
+# after a header that needs another (a pax header before its member's).
+_TAR_ENDS_EARLY = frozenset({"unexpected end of data", "truncated header", "empty header"})
+
+
+def _cut_off(archive: Path, stream: _Tail) -> CutOffError:
+    """The error of a tar archive whose bytes end before its end-of-archive marker."""
+    content = " of its decompressed content" if compression_of(archive) is not None else ""
+    return CutOffError(f"{archive.name} is not a whole tar archive: it is cut off at byte {stream.read_bytes:,}"
+                       f"{content}, without its end-of-archive marker")
 
 
 class _Tail:
@@ -108,6 +124,10 @@ class _Tail:
         self._read += len(data)
         self._tail = (self._tail + data)[-self.KEEP:]
         return data
+
+    @property
+    def read_bytes(self) -> int:
+        return self._read
 
     def block_at(self, offset: int) -> bytes:
         """The block of the stream at ``offset`` as far as it was read (empty when not kept)."""

@@ -9,7 +9,12 @@
 * :func:`open_bytes` — the bytes a file holds, for everything above: a file compressed with gzip,
   bzip2, xz or zstd (told by its first bytes, never by its name) reads as the plain file, streamed;
   a corrupt or truncated stream is a :class:`DecodeError` naming the file and what is wrong, never
-  the part before it taken for the whole (:func:`check_compressed` reads a stream to its end first);
+  the part before it taken for the whole (:func:`cut_off` reads a log's stream to its end first);
+* :func:`cut_off` — whether a file's content ends inside its JSON (a copy, a download or a writer cut
+  short), said in one line: the file, where it ends, what precedes the cut. The readers above say it
+  too: the last line of JSON Lines that ends inside its value is a :class:`BadLine` whose cause is
+  :data:`CUT_LINE`, a document that does is a :class:`CutOffError`, and so is a compressed stream
+  cut short;
 * :func:`count` and :func:`seconds` — the accounting numbers logs carry (token counts, latencies),
   checked with the field's location in the message.
 
@@ -47,6 +52,15 @@ MAX_DOCUMENT_BYTES = 2**30
 
 class DecodeError(ValueError):
     """Input that cannot be decoded or a field that does not hold what it must; says where."""
+
+
+class CutOffError(DecodeError):
+    """A file whose content ends before its end — inside a JSON document, before a compressed stream's
+    end marker or an archive's end —; its message is the one line said of it (the file, where it ends)."""
+
+
+# The cause of the quarantine record of a JSON Lines log's last line when the log ends inside it.
+CUT_LINE = "the log is cut off: its last line ends inside a JSON value"
 
 
 # What reading a decoded record of the wrong shape raises (a list where an id belongs is
@@ -203,13 +217,17 @@ def over_limit(path: str, lineno: int, size: int) -> BadLine:
 
 
 def decode_json_line(path: str, lineno: int, raw: bytes) -> JsonLine | BadLine:
-    """One line of :func:`raw_json_lines` as its JSON value, or why it is not JSON."""
+    """One line of :func:`raw_json_lines` as its JSON value, or why it is not JSON: a last line (no
+    line break after it) that ends inside its value is the log cut off there (:data:`CUT_LINE`)."""
     excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace")
     try:  # json.loads itself, not loads(): JSON's nesting counts against the stack's depth, kept as it was
         return JsonLine(path, lineno, json.loads(raw.decode("utf-8"), parse_int=_integer), excerpt)
-    except UnicodeDecodeError as exc:
-        return BadLine(path, lineno, f"not UTF-8: {exc}", excerpt=excerpt, cause="not UTF-8")
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # a UnicodeDecodeError too
+        if not raw.endswith(b"\n") and ends_inside_json(raw):
+            return BadLine(path, lineno, f"the log is cut off inside this line, its last: an incomplete JSON value "
+                                         f"of {len(raw):,} bytes", excerpt=excerpt, cause=CUT_LINE)
+        if isinstance(exc, UnicodeDecodeError):
+            return BadLine(path, lineno, f"not UTF-8: {exc}", excerpt=excerpt, cause="not UTF-8")
         return BadLine(path, lineno, f"invalid JSON: {exc}", excerpt=excerpt, cause="invalid JSON")
 
 
@@ -242,7 +260,13 @@ def read_json_document(path: str | Path) -> Any:
         if data is None:
             raise DecodeError(f"{path.name} decompresses ({compressed}) to over the {MAX_DOCUMENT_BYTES:,}-byte "
                               f"limit of one document")
-        return loads(data.decode("utf-8"))
+        try:
+            return loads(data.decode("utf-8"))
+        except (ValueError, RecursionError):  # ended early (said so), or broken
+            cut = _document_cut(data, path.name, _ends_at(len(data), compressed is not None))
+            if cut is not None:
+                raise CutOffError(cut.said) from None
+            raise
     except DecodeError:
         raise
     except FileNotFoundError:
@@ -271,19 +295,22 @@ def first_json_key(path: str | Path, head: int = 4096) -> str | None:
 
 
 def first_json_lines(path: str | Path, lines: int) -> list[Any] | None:
-    """The values of a file's first ``lines`` non-blank lines as JSON (fewer where it has fewer), or
-    None (no file, a line that is not JSON or over :data:`MAX_LINE_BYTES`): what a detector of a JSON
-    Lines format looks at."""
+    """The values of a file's first ``lines`` non-blank lines as JSON (fewer where it has fewer, or
+    where the file is cut off inside one: the lines before it), or None (no file, a line that is not
+    JSON or over :data:`MAX_LINE_BYTES`): what a detector of a JSON Lines format looks at."""
     values: list[Any] = []
     try:
         with open_bytes(path) as fh:
             for _, raw, _ in _bounded_lines(fh):
                 if raw is None:
                     return None
-                if raw.strip():
-                    values.append(json.loads(raw))
-                    if len(values) == lines:
-                        break
+                if not raw.strip():
+                    continue
+                if not raw.endswith(b"\n") and ends_inside_json(raw):  # the cut: what is whole is the log's
+                    break
+                values.append(json.loads(raw))
+                if len(values) == lines:
+                    break
     except (OSError, ValueError, RecursionError):  # a DecodeError (a corrupt stream) too
         return None
     return values
@@ -342,16 +369,6 @@ def open_bytes(path: str | Path) -> BinaryIO:
         raise
 
 
-def check_compressed(path: str | Path) -> None:
-    """Read a compressed file to the end of its stream, so that a corrupt or truncated one is one
-    :class:`DecodeError` before any of its content is used (a reader that stops early would read a
-    truncated stream's first entries as if they were all); a plain file is not read."""
-    if compression_of(path) is not None:
-        with open_bytes(path) as fh:
-            while fh.read(_CHUNK):
-                pass
-
-
 def content_sha256(path: str | Path) -> str:
     """The sha256 of the bytes a file holds — a compressed file's content, not its compressed
     bytes, so a log and its compressed copy have one digest (the plain file's ``sha256sum``)."""
@@ -395,8 +412,8 @@ class _Decompressed(io.RawIOBase):
         try:
             return self._stream.readinto(buffer)
         except EOFError:
-            raise DecodeError(f"{self._name} is truncated: its {self._kind} stream ends before its end "
-                              f"marker") from None
+            raise CutOffError(f"{self._name} is truncated: its {self._kind} stream ends before its end marker "
+                              f"(the file is cut off at byte {os.fstat(self._file.fileno()).st_size:,})") from None
         except (OSError, lzma.LZMAError, zlib.error) as exc:  # each decompressor's own word for bad data
             raise DecodeError(f"{self._name}: its {self._kind} stream is corrupt "
                               f"({' '.join(str(exc).split())[:200]})") from None
@@ -452,6 +469,300 @@ class _ZstdFrames(io.RawIOBase):
         if self._frame.eof:
             self._pending, self._frame = self._frame.unused_data, None
         return True
+
+
+# --- files cut off ----------------------------------------------------------------------------
+
+# What a file's content is, as far as its cut matters: JSON Lines (the whole lines before a cut are
+# entries as usual), one JSON document (nothing before a cut is the document), a zip archive (its
+# index is at its end: nothing before a cut is readable).
+JSON_LINES, JSON_DOCUMENT, ZIP_ARCHIVE = "JSON Lines", "JSON document", "zip archive"
+_ZIP_MAGIC = b"PK\x03\x04"
+# A whole zip ends with its end-of-central-directory record: this signature, 16 bytes, the length of
+# the comment that ends the file (2 bytes), the comment (at most 65,535 bytes).
+_ZIP_END = b"PK\x05\x06"
+_ZIP_END_SIZE = 22
+_HEAD = 2**12  # the first bytes of a file looked at (where its JSON opens)
+_TAIL = 2**17  # the last bytes looked at first (a real log's last line or closing bracket is in them)
+_CLOSER = {b"{": b"}", b"[": b"]"}
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_NUMBER_START = re.compile(r"-|-?(?:0|[1-9]\d*)(?:\.\d*)?(?:[eE][-+]?\d*)?")  # a JSON number, or its first characters
+_NUMBER_CHARS = "-+.0123456789eE"
+_HEX_ESCAPE_START = re.compile(r"u[0-9a-fA-F]{0,4}")
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder(parse_int=_integer)
+
+
+@dataclass(frozen=True)
+class CutOff:
+    """A file whose content ends inside its JSON (or its zip archive), as :func:`cut_off` finds it."""
+
+    said: str  # one line: the file, where it ends, and — a document — the complete entries before the cut
+    line: int  # the line it ends inside (0: a zip archive)
+    shape: str  # JSON_LINES, JSON_DOCUMENT or ZIP_ARCHIVE
+
+
+def cut_off(path: str | Path, name: str | None = None) -> CutOff | None:
+    """Where the content of the file at ``path`` ends inside its JSON or its zip archive, or None: it
+    ends where they do, or it is neither (its reader says what it is). ``name`` names it in what is said
+    (default: its file name). A compressed file whose content opens JSON or a zip is read to its
+    stream's end (one cut short raises a :class:`CutOffError`, a corrupt one a :class:`DecodeError`),
+    its content judged as a plain file's.
+
+    Cheap for a whole file: its first bytes, its first line and its last line are read. JSON Lines (a
+    first line that is a whole JSON value; a document on one line too) may end only inside their last
+    line, which has no line break after it then. Any other file is a document: an indented one whose
+    top-level bracket closes alone at the start of its last line is whole (no other bracket closes at a
+    line's start); only another is parsed whole (one over :data:`MAX_DOCUMENT_BYTES` is not: its reader
+    refuses it)."""
+    path = Path(path)
+    content = _Content(path)
+    name = name or path.name
+    if content.head.startswith(_ZIP_MAGIC):
+        tail = content.tail(_ZIP_END_SIZE + 2**16 - 1)
+        end = tail.rfind(_ZIP_END)
+        if end >= 0 and len(tail) - end >= _ZIP_END_SIZE + int.from_bytes(tail[end + 20:end + 22], "little"):
+            return None
+        return CutOff(f"{name} is cut off: it ends at byte {content.size:,} before the end of its zip archive (its "
+                      f"central directory)", 0, ZIP_ARCHIVE)
+    opener = content.head.lstrip()[:1]
+    if opener not in _CLOSER:
+        return None
+    first, first_end = content.first_line()
+    if first is not None and _is_json(first):
+        if first_end == content.size:  # one line, whole
+            return None
+        last, unended = _last_line(content)
+        if last is None or not unended or not ends_inside_json(last):
+            return None
+        line, ends_at = content.newlines() + 1, _ends_at(content.size, content.compressed)
+        return CutOff(f"{name} is cut off: it ends inside line {line:,} ({ends_at}), an incomplete JSON value", line,
+                      JSON_LINES)
+    last, _ = _last_line(content)
+    if last is not None and last.rstrip() == _CLOSER[opener] and _opens_indented(content.head, opener):
+        return None
+    data = content.whole()
+    return _document_cut(data, name, _ends_at(content.size, content.compressed)) if data is not None else None
+
+
+def _opens_indented(head: bytes, opener: bytes) -> bool:
+    """Whether a document opens as an indented one: its bracket alone on its first line, the next
+    line indented (then only its top-level bracket closes at the start of a line)."""
+    first, _, rest = head.lstrip().partition(b"\n")
+    return first.rstrip() == opener and rest[:1] in (b" ", b"\t")
+
+
+def ends_inside_json(data: bytes) -> bool:
+    """Whether ``data`` is JSON text cut off inside its value: a prefix of JSON, not whole JSON and not
+    broken before its end."""
+    text = _utf8_before_cut(data)
+    if text is None or not text.strip():  # no JSON begun
+        return False
+    try:
+        _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        return _ends_inside_value(text, exc)
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
+def _ends_inside_value(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the parser's error ``exc`` on ``text`` is the text's end: nothing but white space after
+    where it stopped, a string left open, or a literal, a number or a \\u escape begun and not finished."""
+    # (nothing is copied from the text, which may be a whole document)
+    if _SPACE.match(text, exc.pos).end() == len(text) or exc.msg.startswith("Unterminated string"):
+        return True
+    if exc.msg.startswith("Invalid \\uXXXX escape"):
+        return bool(_HEX_ESCAPE_START.fullmatch(text, exc.pos))
+    if exc.msg == "Expecting value" and len(text) - exc.pos < max(map(len, _LITERALS)) and \
+            any(literal.startswith(text[exc.pos:]) for literal in _LITERALS):
+        return True
+    # A number is read as far as it is one (``1.`` as ``1``): the error is then after that part, else at
+    # its start (``-``); either way the number runs from its start to the text's end.
+    begun = exc.pos
+    while begun and text[begun - 1] in _NUMBER_CHARS:
+        begun -= 1
+    inside = begun < exc.pos if exc.msg == "Expecting ',' delimiter" else exc.msg == "Expecting value"
+    return inside and bool(_NUMBER_START.fullmatch(text, begun))
+
+
+def _utf8_before_cut(data: bytes) -> str | None:
+    """``data`` as text, a character cut off at its very end left out; None where it is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.end != len(data) or exc.reason != "unexpected end of data":
+            return None
+        return data[:exc.start].decode("utf-8", errors="strict")
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        _DECODER.decode(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _ends_at(size: int, compressed: bool) -> str:
+    return f"byte {size:,} of its decompressed content" if compressed else f"byte {size:,}"
+
+
+def _document_cut(data: bytes, name: str, ends_at: str) -> CutOff | None:
+    """The cut of a JSON document (an object or a list) that ends inside its value, said with where it
+    ends and the complete entries before the cut; None where it is whole, or broken before its end."""
+    text = _utf8_before_cut(data)
+    if text is None or text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        _DECODER.decode(text)
+        return None
+    except json.JSONDecodeError as exc:
+        if not _ends_inside_value(text, exc):
+            return None
+    except (ValueError, RecursionError):
+        return None
+    body = data.rstrip()  # counted in bytes, which is quicker; the column in characters
+    line, column = body.count(b"\n") + 1, len(body[body.rfind(b"\n") + 1:].decode("utf-8", errors="replace"))
+    entries = _entries_before_cut(text)
+    before = "" if entries is None else (
+        f" with {_entries(entries[0], 'complete entry', 'complete entries')} in its "
+        f"{'top-level list' if entries[1] is None else json.dumps(entries[1][:100], ensure_ascii=False) + ' list'} "
+        f"before the cut")
+    return CutOff(f"{name} is cut off: it ends inside line {line:,}, column {column:,} ({ends_at}), an incomplete "
+                  f"JSON document{before}", line, JSON_DOCUMENT)
+
+
+def _entries(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _entries_before_cut(text: str) -> tuple[int, str | None] | None:
+    """The complete elements of the list a cut-off document ends inside, read value by value: its
+    top-level list (τ-bench v1's results), or a list that is a member of its top-level object (tau2's
+    ``simulations``, Inspect's ``samples``), with that member's key; None where the cut is elsewhere."""
+    at = _SPACE.match(text).end()
+    if text[at] == "[":
+        return _complete_elements(text, at), None
+    at = _SPACE.match(text, at + 1).end()
+    while text[at:at + 1] == '"':
+        try:
+            key, at = _DECODER.raw_decode(text, at)
+            at = _SPACE.match(text, at).end()
+            if text[at:at + 1] != ":":
+                return None
+            at = _SPACE.match(text, at + 1).end()
+            _, end = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):  # the member the cut is inside
+            return (_complete_elements(text, at), key) if text[at:at + 1] == "[" else None
+        at = _SPACE.match(text, end).end()
+        if text[at:at + 1] != ",":
+            return None
+        at = _SPACE.match(text, at + 1).end()
+    return None
+
+
+def _complete_elements(text: str, at: int) -> int:
+    """How many elements of the list opening at ``at`` are whole before the text ends inside it."""
+    n, at = 0, _SPACE.match(text, at + 1).end()
+    while True:
+        try:
+            _, end = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return n
+        n += 1
+        at = _SPACE.match(text, end).end()
+        if text[at:at + 1] != ",":
+            return n
+        at = _SPACE.match(text, at + 1).end()
+
+
+def _first_line(fh: BinaryIO) -> tuple[bytes | None, int]:
+    end = 0
+    for _, raw, size in _bounded_lines(fh):
+        end += size
+        if raw is None or raw.strip():
+            return raw, end
+    return None, end
+
+
+def _last_line(content: _Content) -> tuple[bytes | None, bool]:
+    """The last non-blank line of ``content`` (None when it is over :data:`MAX_LINE_BYTES`), and
+    whether no line break follows it — then with the white space it ends with, as a JSON Lines reader
+    reads it."""
+    size = _TAIL
+    while True:
+        tail = content.tail(size)
+        body = tail.rstrip()
+        unended = b"\n" not in tail[len(body):]
+        start = body.rfind(b"\n") + 1
+        if start or len(tail) == content.size:
+            return (tail if unended else body)[start:], unended
+        if size > MAX_LINE_BYTES:
+            return None, unended
+        size = min(size * 8, MAX_LINE_BYTES + 2)  # the line and the line break before it
+
+
+class _Content:
+    """The bytes a file holds, for :func:`cut_off`: its size and first bytes, its last bytes and more
+    on demand. A compressed file is read through once to its end (which checks its stream), keeping
+    its first megabyte and its last bytes — unless its content opens neither JSON nor a zip (no log
+    whose end is told here: not decompressed on) —; what more is asked of it is read anew."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.compressed = compression_of(path) is not None
+        self._start, self._tail = b"", b""
+        if not self.compressed:
+            with path.open("rb") as fh:
+                self.size = os.fstat(fh.fileno()).st_size
+                self.head = fh.read(_HEAD)
+            return
+        with open_bytes(path) as fh:
+            self._start = self._tail = fh.read(_CHUNK)
+            self.size, self.head = len(self._start), self._start[:_HEAD]
+            if not self.head.startswith(_ZIP_MAGIC) and self.head.lstrip()[:1] not in _CLOSER:
+                return
+            while chunk := fh.read(_CHUNK):
+                self.size += len(chunk)
+                self._tail = (self._tail + chunk)[-_TAIL:]
+        self._tail = self._tail[-_TAIL:]
+
+    def tail(self, size: int) -> bytes:
+        """The last ``size`` bytes (all, where it holds fewer)."""
+        size = min(size, self.size)
+        if not self.compressed:
+            with self.path.open("rb") as fh:
+                fh.seek(self.size - size)
+                return fh.read(size)
+        if size > len(self._tail):  # read anew once, keeping as much as a last line may need
+            keep, kept = max(size, min(self.size, MAX_LINE_BYTES + 2)), b""
+            with open_bytes(self.path) as fh:
+                while chunk := fh.read(_CHUNK):
+                    kept = (kept + chunk)[-keep:]
+            self._tail = kept
+        return self._tail[len(self._tail) - size:]
+
+    def first_line(self) -> tuple[bytes | None, int]:
+        """The first non-blank line (None when it is over :data:`MAX_LINE_BYTES`), and where it ends."""
+        if self._start:  # a compressed file's, when its first megabyte holds it (it is not decompressed anew)
+            line, end = _first_line(io.BytesIO(self._start))
+            if line is not None and (line.endswith(b"\n") or end == self.size):
+                return line, end
+        with open_bytes(self.path) as fh:
+            return _first_line(fh)
+
+    def newlines(self) -> int:
+        with open_bytes(self.path) as fh:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(_CHUNK), b""))
+
+    def whole(self) -> bytes | None:
+        """All of it; None when it is over :data:`MAX_DOCUMENT_BYTES`."""
+        if self.size > MAX_DOCUMENT_BYTES:
+            return None
+        with open_bytes(self.path) as fh:
+            return fh.read()
 
 
 def count(value: Any, where: str) -> int:

@@ -13,6 +13,15 @@ the log, never its first entries taken for all of them; a tar is unpacked safely
 folder (:mod:`prefix_audit.core.archives`) and read there, every place in its records named inside
 the archive (``runs.tar.gz/<member path>``), so its records are those of the unpacked folder.
 
+A log that ends early — its content cut off inside its JSON (:func:`~prefix_audit.core.decode.cut_off`),
+a compressed stream or an archive cut short — is said to be, in one line of the report per file
+(:attr:`ImportReport.cut_off`), whatever its format and whether or not it was named: JSON Lines are
+read up to the cut (the line it ends inside is a quarantine record), a document — bar the formats
+whose importer reads its entries one by one up to a cut (``Registration.reads_cut_documents``: Inspect's
+``.json``) — and an archive are one quarantine record for the log. The JSON files of a folder that is
+one log (a run folder) are looked at too: each is read by its importer, which quarantines what it
+cannot use.
+
 ``prefix-audit import`` writes one log's records; ``prefix-audit audit`` and the workflow's
 ``import_logs`` rule write one rollout file per block (dataset × model × method) under
 ``rollouts/imported/`` (:func:`imported_rollouts_path`).
@@ -33,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.archives import is_tar, unpack_tar
-from prefix_audit.core.decode import check_compressed
+from prefix_audit.core.decode import JSON_DOCUMENT, JSON_LINES, CutOff, CutOffError, cut_off, plain_name
 from prefix_audit.core.io import atomic_write_text, commit_files, path_label
 from prefix_audit.core.parallel import WorkerPool
 from prefix_audit.core.quarantine import QuarantineTally
@@ -173,6 +182,8 @@ class ImportReport:
     record: RecordTally = field(default_factory=RecordTally)
     skipped: QuarantineTally = field(default_factory=QuarantineTally)
     blocks: dict[BlockKey, BlockSources] = field(default_factory=dict)
+    # A line per file that ends early: the file, where it ends, how many entries were read before it
+    cut_off: list[str] = field(default_factory=list)
 
     @property
     def quarantined(self) -> int:
@@ -190,6 +201,7 @@ class ImportReport:
         self.quarantine.merge(other.quarantine)
         self.record.merge(other.record)
         self.skipped.merge(other.skipped)
+        self.cut_off += other.cut_off
         for key, sources in other.blocks.items():
             self.blocks.setdefault(key, BlockSources()).merge(sources)
 
@@ -203,10 +215,11 @@ class ImportReport:
         return [f"skipped {line}" for line in self.skipped.lines()]
 
     def detail_lines(self) -> list[str]:
-        """A line per cause of quarantine and of skipping, then what the logs recorded and the decode
-        health, then per block where its model name came from and the data its logs were scored on
-        where their names give another version (:meth:`BlockSources.lines`)."""
-        return [*(f"  {line}" for line in [*self.quarantine.lines(), *self.skipped_lines()]), *self.record.lines(),
+        """A WARNING per log that ends early, a line per cause of quarantine and of skipping, then what
+        the logs recorded and the decode health, then per block where its model name came from and the
+        data its logs were scored on where their names give another version (:meth:`BlockSources.lines`)."""
+        return [*(f"WARNING: {line}" for line in self.cut_off),
+                *(f"  {line}" for line in [*self.quarantine.lines(), *self.skipped_lines()]), *self.record.lines(),
                 *(line for key, sources in sorted(self.blocks.items()) for line in sources.lines(key))]
 
     def lines(self) -> list[str]:
@@ -232,19 +245,34 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
         path = log_source.path
         items: list[Located | BadLine] = []
         named = _as_read
+        opened = None
         try:
-            with _readable(path) as (source, named):
-                fmt = log_source.format or registry.detect_format(source)
+            with _readable(path) as opened:
+                named, cut, fmt = opened.named, opened.cut, log_source.format
+                if fmt is None and cut is not None and cut.shape != JSON_LINES:  # refused whole, unless one reads it
+                    fmt = registry.cut_document_format(opened.source) if cut.shape == JSON_DOCUMENT else None
+                    if fmt is None:
+                        raise CutOffError(cut.said)
+                fmt = fmt or registry.detect_format(opened.source)
                 if fmt not in importers:
                     raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(sorted(importers))})")
                 report.logs[str(path)] = fmt
-                items.extend(map(named, importers[fmt](registry.ImportRequest(source, model, method, open_dataset))))
+                if cut is not None and not _read_up_to_cut(cut, fmt):
+                    raise CutOffError(cut.said)
+                request = registry.ImportRequest(opened.source, model, method, open_dataset)
+                items.extend(map(named, importers[fmt](request)))
         except (OSError, ValueError) as exc:  # the rest of the log is unusable; what it gave, and other logs, count
             report.logs.setdefault(str(path), log_source.format or "unrecognised")
             rest = f" after its first {len(items)} entries" if items else ""
             bad = named(BadLine(str(path), 0, f"unusable log{rest}: {exc}", cause=f"unusable log: {exc}"))
             # the summaries name the log by its file name (the site holds no absolute path)
             items.append(dataclasses.replace(bad, cause=str(bad.cause).replace(str(path), path.name)))
+            if isinstance(exc, CutOffError):  # refused whole, or (an importer's own read) after some entries
+                report.cut_off.append(f"{exc}; {_read_before(len(items) - 1) if rest else 'none of it is audited'}")
+                opened = None
+        if opened is not None:
+            report.cut_off += [_said(opened.cut, items)] if opened.cut is not None else []
+            report.cut_off += [f"{cut.said}; none of it is audited" for cut in opened.cut_files]
         for item in items:
             if isinstance(item, BadLine):
                 report.quarantine.add(item)
@@ -258,18 +286,69 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
 Item = Located | BadLine
 
 
+@dataclass(frozen=True)
+class _Opened:
+    """A log opened for its importer: what it reads, how its items name their places, and where the
+    log's content, or that of a JSON file in a folder that is one log, ends inside its JSON."""
+
+    source: Path
+    named: Callable[[Item], Item]
+    cut: CutOff | None = None
+    cut_files: tuple[CutOff, ...] = ()
+
+
 @contextmanager
-def _readable(path: Path) -> Iterator[tuple[Path, Callable[[Item], Item]]]:
-    """The log at ``path`` as its importer reads it, and how its items name their places: a tar
-    unpacked into a temporary folder (kept while the log is read), whose places are then named inside
-    the archive; a compressed file checked to its stream's end first; else the log as it is."""
-    if not is_tar(path):
-        check_compressed(path)
-        yield path, _as_read
-        return
-    with tempfile.TemporaryDirectory(prefix="prefix-audit-unpacked-") as folder:
-        held = unpack_tar(path, folder)
-        yield held, lambda item: _renamed(item, str(Path(folder).resolve()), str(path))
+def _readable(path: Path) -> Iterator[_Opened]:
+    """The log at ``path`` as its importer reads it (:class:`_Opened`): a tar unpacked into a
+    temporary folder (kept while the log is read), whose places are then named inside the archive; a
+    file looked at for a cut (a compressed one read to its stream's end first); a folder's JSON files
+    alike; a path that is none of them as it is (its importer says what is wrong)."""
+    if is_tar(path):
+        with tempfile.TemporaryDirectory(prefix="prefix-audit-unpacked-") as folder:
+            held = unpack_tar(path, folder)
+            yield _Opened(held, lambda item: _renamed(item, str(Path(folder).resolve()), str(path)),
+                          cut_files=_cut_files(Path(folder), path.name))
+    elif path.is_file():
+        yield _Opened(path, _as_read, cut=cut_off(path))
+    elif path.is_dir():
+        yield _Opened(path, _as_read, cut_files=_cut_files(path, path.name))
+    else:
+        yield _Opened(path, _as_read)
+
+
+def _cut_files(folder: Path, label: str) -> tuple[CutOff, ...]:
+    """The JSON files of ``folder`` whose content ends inside its JSON, each named ``label/<its place>``
+    in order (hidden ones and what does not read are left to the importer)."""
+    found = []
+    for file in sorted(folder.rglob("*")):
+        place = file.relative_to(folder)
+        if file.is_file() and Path(plain_name(file.name)).suffix in (".json", ".jsonl") and \
+                not any(part.startswith(".") for part in place.parts):
+            try:
+                found.append(cut_off(file, f"{label}/{place.as_posix()}"))
+            except (OSError, ValueError):  # a stream that does not read: its importer says so
+                continue
+    return tuple(cut for cut in found if cut is not None)
+
+
+def _read_up_to_cut(cut: CutOff, fmt: str) -> bool:
+    """Whether the entries of a log of format ``fmt`` that ends early are read up to the cut: JSON
+    Lines, and a document whose importer reads its entries one by one; else it is refused whole."""
+    return cut.shape == JSON_LINES or cut.shape == JSON_DOCUMENT and registry.reads_cut_documents(fmt)
+
+
+def _said(cut: CutOff, items: Sequence[Item]) -> str:
+    """The report's line of a log that ends early and was read up to the cut (:attr:`ImportReport.cut_off`),
+    with the entries read before it: of JSON Lines, every item of a line before the one it ends inside
+    (quarantined ones too); of a document, the rollouts (its importer also quarantines the entries after
+    the cut, which it never saw)."""
+    if cut.shape == JSON_LINES:
+        return f"{cut.said}; {_read_before(sum(item.line not in (0, cut.line) for item in items))}"
+    return f"{cut.said}; {_read_before(sum(isinstance(item, Located) for item in items))}"
+
+
+def _read_before(entries: int) -> str:
+    return f"{entries:,} {'entry was' if entries == 1 else 'entries were'} read before it"
 
 
 def _as_read(item: Item) -> Item:

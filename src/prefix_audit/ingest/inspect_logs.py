@@ -314,4 +314,5 @@ def _read_log(request: ImportRequest, path: Path) -> Iterator[Located | BadLine]
 
 
 registry.register(registry.Registration(__name__, (), importers={FORMAT: read_inspect_log},
-                                        detectors={FORMAT: is_inspect_log}))
+                                        detectors={FORMAT: is_inspect_log},
+                                        reads_cut_documents=frozenset({FORMAT})))  # .json: sample by sample

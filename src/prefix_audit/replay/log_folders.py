@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.archives import is_tar
-from prefix_audit.core.decode import DecodeError, plain_name
+from prefix_audit.core.decode import DecodeError, cut_off, plain_name
 from prefix_audit.core.io import natural_key
 from prefix_audit.core.quarantine import QuarantineTally
 
@@ -145,14 +145,16 @@ def _named_file_format(path: Path) -> str | None:
 
 
 def _file_formats(path: Path) -> list[str] | None:
-    """The formats whose detectors recognise the file; None for a tar or a stream that does not
-    read, which the import reads (or refuses) as a whole."""
+    """The formats whose detectors recognise the file; None for a tar, a stream that does not read
+    or a file none recognises that ends inside its JSON, which the import reads (or refuses) as a
+    whole and says so — a file cut off is no file of no known format."""
     try:
         if is_tar(path):
             return None
+        found = registry.file_formats(path)
+        return None if not found and cut_off(path) is not None else found
     except (DecodeError, OSError):
         return None
-    return registry.file_formats(path)
 
 
 def _source(path: Path, fmt: str | None, options: Mapping[str, Any] | None) -> LogSource:

