@@ -100,6 +100,23 @@ def bfcl(bfcl_data):
 TAU3 = SHARED / "benchmarks" / "tau3-v1.0.1"
 
 
+@pytest.fixture(scope="module")
+def resolve():
+    """The registry's resolver on the repo's resources/; fetching: a BFCL log is read against every pinned
+    data release, so one another test fetches meanwhile (a fresh clone) must not change what a read finds."""
+    from prefix_audit.replay import registry
+
+    return registry.resolver(RESOURCES, {})
+
+
+def read_imported(paths, resolve, **options):
+    """Every item ``read_logs`` gives for ``paths`` (with the importer ``options``), and its report."""
+    from prefix_audit.ingest.imports import ImportReport, read_logs
+
+    report = ImportReport()
+    return list(read_logs(paths, resolve, report=report, **options)), report
+
+
 def score_dir(rollouts, out_dir, resources=RESOURCES):
     """Score a rollout file into out_dir/{actions,episodes}.parquet and quarantine.jsonl, as
     ``prefix-audit score ROLLOUTS -o DIR`` does."""

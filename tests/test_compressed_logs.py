@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from conftest import RESOURCES, SHARED
+from conftest import SHARED, read_imported
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tau_results import GREETING, STOP, agent_says, results_document, simulation, tool_call, user_says
@@ -37,7 +37,6 @@ from prefix_audit.core.decode import (
     read_json_document,
 )
 from prefix_audit.core.records import BadLine, dumps
-from prefix_audit.ingest.imports import ImportReport, read_logs
 from prefix_audit.replay import registry
 from prefix_audit.replay.scoring import ScoreReport, score_rollouts
 
@@ -158,18 +157,6 @@ def test_a_damaged_stream_reads_whole_or_fails_with_the_file_named(tmp_path, suf
 # --- logs read through the importers -----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def resolve():
-    # fetching: a BFCL log is read against every pinned data release, so one another test fetches
-    # meanwhile (a fresh clone) must not change what the plain and the compressed reads find
-    return registry.resolver(RESOURCES, {})
-
-
-def _import(paths, resolve, **options) -> tuple[list, ImportReport]:
-    report = ImportReport()
-    return list(read_logs(paths, resolve, report=report, **options)), report
-
-
 def _records(items, *names: tuple[str, str]) -> list[str]:
     """The rollout records and quarantine records of ``items`` as written, each file name written as
     the plain one's (``names``: (as read, plain))."""
@@ -196,7 +183,7 @@ def test_a_truncated_compressed_log_is_one_quarantine_record(bfcl, resolve, tmp_
     packed = _compressed(result, suffix, tmp_path / "cut")
     whole = packed.read_bytes()
     packed.write_bytes(whole[: len(whole) * 9 // 10])  # its first entry decompresses whole
-    items, report = _import([packed], resolve)
+    items, report = read_imported([packed], resolve)
     [bad] = items
     assert isinstance(bad, BadLine) and (bad.path, bad.line) == (str(packed), 0)
     assert f"{packed.name} is truncated: its {KIND[suffix]} stream ends before its end marker" in bad.reason
@@ -206,7 +193,7 @@ def test_a_truncated_compressed_log_is_one_quarantine_record(bfcl, resolve, tmp_
 @pytest.mark.parametrize("suffix", COMPRESS)
 def test_a_compressed_bfcl_result_file_finds_its_score_file_and_records_which(bfcl, resolve, tmp_path, suffix):
     result, score = _bfcl_log(bfcl, tmp_path / "plain")
-    expected = _records(_import([result], resolve)[0])
+    expected = _records(read_imported([result], resolve)[0])
     both = _compressed(result, suffix, tmp_path / "both" / "m")
     _compressed(score, suffix, both.parent)
     alone = _compressed(result, suffix, tmp_path / "alone" / "m")
@@ -214,7 +201,7 @@ def test_a_compressed_bfcl_result_file_finds_its_score_file_and_records_which(bf
     # the workflow's block depends on the score file found so (its companion)
     assert registry.companion_files("bfcl", both, {}) == [both.with_name(score.name + suffix)]
     for packed in (both, alone):
-        items, _ = _import([packed], resolve)
+        items, _ = read_imported([packed], resolve)
         names = [(str(packed.parent), str(result.parent)), (result.name + suffix, result.name),
                  (score.name + suffix, score.name)]
         assert _records(items, *names) == expected, packed
@@ -242,14 +229,14 @@ def _tau2_results(tau, tmp_path: Path) -> Path:
 
 def test_a_compressed_tau2_results_file_gives_the_records_and_numbers_of_the_plain_one(tau, resolve, tmp_path):
     plain = _tau2_results(tau, tmp_path)
-    items, _ = _import([plain], resolve)
+    items, _ = read_imported([plain], resolve)
     expected = _records(items)
     assert sum(isinstance(i, BadLine) for i in items) == 1 and len(items) == 3
     episodes, _ = score_rollouts(iter(i for i in items if not isinstance(i, BadLine)), resolve, ScoreReport())
     numbers = [(e.rollout.task_id, e.T, e.FED, e.category, e.Y) for e in episodes]
     for suffix in COMPRESS:
         packed = _compressed(plain, suffix)
-        got, _ = _import([packed], resolve)
+        got, _ = read_imported([packed], resolve)
         assert _records(got, (str(packed), str(plain))) == expected, suffix
     episodes, _ = score_rollouts(iter(i for i in got if not isinstance(i, BadLine)), resolve, ScoreReport())
     assert [(e.rollout.task_id, e.T, e.FED, e.category, e.Y) for e in episodes] == numbers
@@ -279,7 +266,7 @@ def test_real_logs_compressed_give_the_records_of_the_plain_ones(resolve, tmp_pa
     plain.parent.mkdir(parents=True)
     for path in (log, *companions):
         (plain.parent / plain_name(path.name)).write_bytes(_content(path))
-    expected = _records(_import([plain], resolve)[0])
+    expected = _records(read_imported([plain], resolve)[0])
     assert len(expected) >= 10
     for suffix in COMPRESS:
         folder = tmp_path / suffix.lstrip(".") / log.parent.name
@@ -287,7 +274,7 @@ def test_real_logs_compressed_give_the_records_of_the_plain_ones(resolve, tmp_pa
         for path in companions:
             _compressed(plain.parent / path.name, suffix, folder)
         names = [(str(packed), str(plain)), *((p.name + suffix, p.name) for p in companions)]
-        assert _records(_import([packed], resolve)[0], *names) == expected, suffix
+        assert _records(read_imported([packed], resolve)[0], *names) == expected, suffix
 
 
 def _content(path: Path) -> bytes:
@@ -327,9 +314,9 @@ def test_a_tar_of_a_run_folder_reads_as_the_folder(tau, resolve, tmp_path, monke
     for sim in doc["simulations"]:
         (layout / "simulations" / f"{sim['id']}.json").write_text(json.dumps(sim))
     for folder, compress in ((run, ".gz"), (run, None), (run, ".zst"), (layout, ".xz"), (layout, ".bz2")):
-        expected, plain = _import([folder], resolve)
+        expected, plain = read_imported([folder], resolve)
         archive = _tar(folder, tmp_path / f"{folder.name}.tar{compress or ''}", compress)
-        items, report = _import([archive], resolve)
+        items, report = read_imported([archive], resolve)
         assert _records(items, (str(archive), str(folder.parent))) == _records(expected), archive.name
         assert report.logs == {str(archive): "toolsandbox" if folder == run else "tau"}
         # where the model name came from is named inside the archive, never in the unpacked folder
@@ -372,7 +359,7 @@ def test_a_hostile_tar_is_refused_whole_and_nothing_lands_outside(resolve, tmp_p
     monkeypatch.setattr(tempfile, "tempdir", str(unpacked))
     members, said = HOSTILE[case]
     archive = _hostile_tar(tmp_path / "run.tar.gz", *members)
-    items, report = _import([archive], resolve)
+    items, report = read_imported([archive], resolve)
     [bad] = items
     assert (bad.path, bad.line) == (str(archive), 0) and said in bad.reason, bad.reason
     assert report.rollouts == 0 and not list(tmp_path.rglob("escaped.json")) and not list(unpacked.iterdir())
@@ -382,11 +369,11 @@ def test_an_archive_over_its_limits_or_cut_short_is_one_error(resolve, tmp_path,
     run = write_run(tmp_path / "runs", TOOLSANDBOX_RUN)
     archive = _tar(run, tmp_path / "run.tar.gz", ".gz")
     monkeypatch.setattr(archives, "MAX_MEMBERS", 3)
-    [bad], _ = _import([archive], resolve)
+    [bad], _ = read_imported([archive], resolve)
     assert "more than 3 members, over the limit of an archive of a log" in bad.reason
     monkeypatch.setattr(archives, "MAX_MEMBERS", 1000)
     monkeypatch.setattr(archives, "MAX_UNPACKED_BYTES", 1000)
-    [bad], _ = _import([archive], resolve)
+    [bad], _ = read_imported([archive], resolve)
     assert "run.tar.gz unpacks to over 1,000 bytes" in bad.reason
     monkeypatch.undo()
     whole = _tar(run, tmp_path / "whole.tar")
@@ -395,5 +382,5 @@ def test_an_archive_over_its_limits_or_cut_short_is_one_error(resolve, tmp_path,
     for at in (header, header + 100, header + 700):  # before a header, inside one, inside a member's bytes
         cut = tmp_path / "cut.tar"
         cut.write_bytes(whole.read_bytes()[:at])
-        [bad], _ = _import([cut], resolve)
+        [bad], _ = read_imported([cut], resolve)
         assert "cut.tar is not a whole tar archive" in bad.reason, at

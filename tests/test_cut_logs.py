@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import RESOURCES, SHARED
+from conftest import RESOURCES, SHARED, read_imported
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tau_results import GREETING, STOP, agent_says, results_document, simulation, tool_call, user_says
@@ -36,8 +36,7 @@ from prefix_audit.core.decode import (
     read_json_document,
 )
 from prefix_audit.core.records import BadLine, dumps
-from prefix_audit.ingest.imports import ImportReport, read_logs
-from prefix_audit.replay import registry
+from prefix_audit.ingest.imports import ImportReport
 
 NOT_RECOGNISED = "not a log any importer recognises"
 HYPOTHESIS = settings(max_examples=25, deadline=None, derandomize=True,
@@ -196,16 +195,6 @@ def test_a_zip_without_its_end_is_cut_off(tmp_path):
 
 # --- logs of every format, cut anywhere, read by the import --------------------------------------------------
 
-@pytest.fixture(scope="module")
-def resolve():
-    return registry.resolver(RESOURCES, {})
-
-
-def _import(paths, resolve, **options) -> tuple[list, ImportReport]:
-    report = ImportReport()
-    return list(read_logs(paths, resolve, report=report, **options)), report
-
-
 def _bfcl_result(folder: Path) -> Path:
     path = folder / "m" / "BFCL_v3_multi_turn_base_result.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -297,7 +286,7 @@ def test_a_log_of_any_format_cut_anywhere_is_said_cut_off_whatever_names_it(kind
             log.write_bytes(whole[:at])
             other = "bfcl" if FORMAT[kind] != "bfcl" else "tau"
             for paths, fmt in (([log], None), ([log], FORMAT[kind]), ([Path(name) / "logs"], None), ([log], other)):
-                items, report = _import(paths, resolve, kind=fmt)
+                items, report = read_imported(paths, resolve, kind=fmt)
                 line = _said(report, log.name)
                 if fmt == other:  # read as another format: still said cut off, whatever that importer made of it
                     continue
@@ -320,7 +309,7 @@ def test_json_lines_cut_after_a_whole_line_are_the_log_of_those_lines(resolve, t
     short = whole.read_text().splitlines()[:2]
     for text in ("\n".join(short) + "\n", "\n".join(short)):
         whole.write_text(text)
-        items, report = _import([whole], resolve)
+        items, report = read_imported([whole], resolve)
         assert report.cut_off == [] and len(items) == 2 and not any(isinstance(i, BadLine) for i in items)
 
 
@@ -335,7 +324,7 @@ def test_a_cut_file_of_a_toolsandbox_run_folder_is_said_cut_off_and_costs_what_i
     file.write_text(text[:len(text) * 2 // 3])
     place = file.relative_to(run.parent).as_posix()
     for paths, fmt in (([run], None), ([run], "toolsandbox"), ([tmp_path / "data"], None)):
-        items, report = _import(paths, resolve, kind=fmt)
+        items, report = read_imported(paths, resolve, kind=fmt)
         line = _said(report, place)
         assert line.endswith("; none of it is audited")
         rollouts = [i.rollout.task_id for i in items if not isinstance(i, BadLine)]
@@ -355,7 +344,7 @@ def test_a_cut_file_of_a_tau2_directory_layout_is_said_cut_off(tau, resolve, tmp
     text = (layout / cut).read_text()
     (layout / cut).write_text(text[:len(text) // 2])
     for paths, fmt in (([layout], None), ([layout], "tau"), ([tmp_path / "runs"], None)):
-        items, report = _import(paths, resolve, kind=fmt)
+        items, report = read_imported(paths, resolve, kind=fmt)
         assert _said(report, f"airline_run/{cut}").endswith("; none of it is audited")
         rollouts = [i.rollout.rollout_id for i in items if not isinstance(i, BadLine)]
         assert len(rollouts) == (0 if cut == "results.json" else 2)
@@ -374,10 +363,10 @@ def test_a_tar_or_a_compressed_stream_cut_short_is_said_cut_off(resolve, tmp_pat
     for log, said in ((archive, "run.tar is not a whole tar archive: it is cut off at byte "),
                       (packed, "x_result.json.gz is truncated: its gzip stream ends before its end marker (the file "
                                "is cut off at byte ")):
-        items, report = _import([log], resolve)
+        items, report = read_imported([log], resolve)
         assert _said(report, log.name).startswith(said) and report.cut_off[0].endswith("; none of it is audited")
         assert [i.line for i in items] == [0] and said in items[0].reason
-    items, report = _import([archive.parent], resolve)  # a walk reads both
+    items, report = read_imported([archive.parent], resolve)  # a walk reads both
     assert [line.split(" ")[0] for line in report.cut_off] == ["run.tar", "x_result.json.gz"]
 
 
@@ -404,8 +393,8 @@ def test_json_lines_cut_inside_a_line_read_as_the_lines_before_it(gold_lines, re
         line = gold_lines[keep].encode()
         cut.write_bytes("".join(gold_lines[:keep]).encode() + line[:1 + int((len(line) - 3) * share)])  # before its "}"
         first.write_text("".join(gold_lines[:keep]))
-        got, report = _import([cut], resolve)
-        expected, _ = _import([first], resolve)
+        got, report = read_imported([cut], resolve)
+        expected, _ = read_imported([first], resolve)
         [bad] = [i for i in got if isinstance(i, BadLine)]
         assert (bad.line, bad.cause) == (keep + 1, CUT_LINE)
         assert [dumps(i.rollout) for i in got if not isinstance(i, BadLine)] == \
@@ -451,7 +440,7 @@ def test_an_inspect_json_log_cut_short_reads_its_samples_before_the_cut_and_says
         log.parent.mkdir()
         log.write_bytes(whole[:int(len(whole) * share)])
         for paths, fmt in (([log], None), ([log], "inspect"), ([log.parent], None)):
-            items, report = _import(paths, resolve, kind=fmt)
+            items, report = read_imported(paths, resolve, kind=fmt)
             read = sum(not isinstance(i, BadLine) for i in items)
             assert 0 < read < len(items)
             assert re.fullmatch(rf"{re.escape(log.name)} is cut off: it ends inside line [\d,]+, column [\d,]+ \(byte "
@@ -502,4 +491,4 @@ def test_real_logs_cut_at_a_few_places_are_said_cut_off(resolve, tmp_path, name)
         assert f"(byte {at:,})" in found.said
         if share == 0.55:
             for paths in ([cut], [cut.parent]):
-                assert _said(_import(paths, resolve)[1], cut.name).startswith(found.said)
+                assert _said(read_imported(paths, resolve)[1], cut.name).startswith(found.said)

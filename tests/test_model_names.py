@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from bfcl_logs import gold_entry, write_result_file, write_score_file
-from conftest import RESOURCES, SHARED
+from conftest import RESOURCES, SHARED, read_imported
 from tau_results import GREETING, STOP, agent_says, results_document, simulation, user_says
 from toolsandbox_runs import ScenarioRun, write_run
 
@@ -19,8 +19,7 @@ from prefix_audit.benchmarks.bfcl.handlers import model_config
 from prefix_audit.benchmarks.bfcl.importer import import_score_file
 from prefix_audit.cli import main
 from prefix_audit.core.records import Located, ModelNamed, NamedBy, Rollout
-from prefix_audit.ingest.imports import ImportReport, of_dataset, read_logs
-from prefix_audit.replay import registry
+from prefix_audit.ingest.imports import ImportReport, of_dataset
 
 XLAM = "Salesforce/Llama-xLAM-2-8b-fc-r"
 GIVE = "give --model to name it"
@@ -29,16 +28,6 @@ GIVE = "give --model to name it"
 @pytest.fixture(scope="module")
 def config(bfcl):
     return model_config(bfcl.data.root)
-
-
-@pytest.fixture(scope="module")
-def resolve():
-    return registry.resolver(RESOURCES, {})
-
-
-def _report(paths, resolve, **options) -> tuple[list, ImportReport]:
-    report = ImportReport()
-    return list(read_logs(paths, resolve, report=report, **options)), report
 
 
 def _said(report: ImportReport) -> list[str]:
@@ -169,13 +158,13 @@ def test_a_tau2_model_is_its_agents_llm_or_a_stand_in(tau, resolve, tmp_path):
                            task_ids=("5",))
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
-    _, report = _report([path], resolve)
+    _, report = read_imported([path], resolve)
     assert _said(report) == [f"tau_airline/test-model/imported: model name 'test-model' is the model in "
                              f"info.agent_info.llm of results.json ({tmp_path}); {GIVE}"]
-    assert _said(_report([path], resolve, model="m")[1]) == []
+    assert _said(read_imported([path], resolve, model="m")[1]) == []
     del doc["info"]["agent_info"]
     path.write_text(json.dumps(doc))
-    assert _said(_report([path], resolve)[1]) == [
+    assert _said(read_imported([path], resolve)[1]) == [
         f"tau_airline/unknown/imported: model name 'unknown' is a stand-in: no model in info.agent_info.llm of "
         f"results.json ({tmp_path}); {GIVE}"]
 
@@ -189,7 +178,7 @@ def test_a_tau_v1_model_is_its_file_name(resolve, tmp_path):
                       "reward_info": {"reward": 0.0, "info": {}, "actions": []}}}
     path = tmp_path / "tool-calling-x-0.0.json"
     path.write_text(json.dumps([entry]))
-    items, report = _report([path], resolve, options=None)
+    items, report = read_imported([path], resolve, options=None)
     assert [type(i).__name__ for i in items] == ["Located"]
     assert _said(report) == [f"{items[0].rollout.dataset}/tool-calling-x-0.0/imported: model name 'tool-calling-x-0.0' "
                              f"is the file name of {path.name} ({tmp_path}); {GIVE}"]
@@ -197,10 +186,10 @@ def test_a_tau_v1_model_is_its_file_name(resolve, tmp_path):
 
 def test_a_toolsandbox_model_is_the_agent_its_run_folder_names(resolve, tmp_path):
     run = write_run(tmp_path / "data", [ScenarioRun("wifi_on", [("user", "Turn on wifi"), ("agent", "Done.")])])
-    _, report = _report([tmp_path / "data"], resolve)
+    _, report = read_imported([tmp_path / "data"], resolve)
     assert _said(report) == [f"toolsandbox_recorded/fake_gpt/imported: model name 'fake_gpt' is the agent in the run "
                              f"folder's name of {run.name} ({run.parent}); {GIVE}"]
-    assert _said(_report([tmp_path / "data"], resolve, model="m")[1]) == []
+    assert _said(read_imported([tmp_path / "data"], resolve, model="m")[1]) == []
 
 
 APB = SHARED / "fixtures" / "labels"
@@ -213,8 +202,8 @@ def test_an_agentprocessbench_model_is_its_records_own(resolve, tmp_path, name, 
         pytest.skip(f"no AgentProcessBench records at {APB}")
     path = tmp_path / name
     path.write_text((APB / name).read_text().splitlines(keepends=True)[0])  # one record is enough
-    items, report = _report([path], resolve)
+    items, report = read_imported([path], resolve)
     [model] = {i.rollout.model for i in items if isinstance(i, Located)}
     [line] = _said(report)
     assert line.endswith(f"model name {model!r} is the model in {field} of {name} ({tmp_path}); {GIVE}")
-    assert _said(_report([path], resolve, model="m")[1]) == []
+    assert _said(read_imported([path], resolve, model="m")[1]) == []
