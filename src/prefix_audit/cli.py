@@ -145,6 +145,10 @@ def _print_lines(lines: list[str]) -> None:
         print(line, file=sys.stderr)
 
 
+class _NothingToWrite(Exception):
+    """Raised inside a replaced output tree to leave the previous outputs as they were."""
+
+
 def _score(args: argparse.Namespace) -> int:
     from .core.output_tree import check_output_folder, kept_lines, replaced_tree
     from .core.parallel import workers_for
@@ -154,16 +158,13 @@ def _score(args: argparse.Namespace) -> int:
         print(f"score: no such file: {args.rollouts}", file=sys.stderr)
         return 2
     check_output_folder(args.output)
-    nothing = ValueError("nothing usable")
     try:
         with replaced_tree(args.output) as tree:
             report = score_file(args.rollouts, ScoreOutputs.in_dir(tree.path), _resolver(args),
                                 workers=args.workers or workers_for([args.rollouts]))
             if not report.scored:  # nothing usable: the previous outputs stay
-                raise nothing
-    except ValueError as exc:
-        if exc is not nothing:
-            raise
+                raise _NothingToWrite
+    except _NothingToWrite:
         _print_lines([report.summary(), *report.quarantine_lines(),
                       f"score: no rollout could be scored; nothing written, {args.output} is as it was"])
         return 1
