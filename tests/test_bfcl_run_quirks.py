@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -158,6 +159,22 @@ def test_steps_of_already_decoded_call_strings_are_read_as_calls_where_no_handle
     rollout = json.loads((tmp_path / "out" / "rollouts" / "imported" / "bfcl_v3" / "m" / "imported.jsonl")
                          .read_text().splitlines()[0])
     assert "steps that are lists of call strings (already decoded) read as those calls" in rollout["meta"]["reading"]
+
+
+def test_a_call_string_to_no_tool_is_an_action_that_fails_schema_never_run(bfcl, tmp_path):
+    """In such a file a string that calls no tool by name — ``__import__('os').system(…)``, which BFCL's
+    executor fails on — is an action: the first failure lands on it (a schema failure); nothing runs."""
+    entry = bfcl.entry("multi_turn_base_1")
+    attempt = "__import__('os').system('touch /tmp/prefix_audit_never_run')"
+    turns = [[[call] for call in turn] + [[]] for turn in entry.ground_truth]
+    turns[0].insert(0, [attempt])
+    result = write_result_file(tmp_path / "result" / "my-runner" / "BFCL_v4_multi_turn_base_result.json",
+                               [{"id": entry.id, "result": turns}])
+    assert _audit([result], tmp_path / "out", "--model", "m") == 0
+    row = pl.read_parquet(tmp_path / "out" / "fed" / "episodes.parquet").row(0, named=True)
+    assert (row["FED"], row["category"], row["failure_code"]) == (1, "schema", "unparseable_call")
+    assert row["undecoded_steps"] == 0 and row["origin"] == "agent"
+    assert not Path("/tmp/prefix_audit_never_run").exists()
 
 
 def test_a_score_file_without_its_summary_is_refused_in_one_line(tmp_path):

@@ -27,12 +27,15 @@ from test_view import browser  # noqa: E402, F401  (the real browser of the site
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 
 
-def _episode(fed_, t, y):
-    return {"FED": fed_, "T": t, "Y": y}
+def _episode(fed_, t, y, fed_agent=None, origin="agent"):
+    failed = t is not None and fed_ <= t
+    return {"FED": fed_, "T": t, "Y": y, "FED_agent": fed_ if fed_agent is None else fed_agent,
+            "origin": origin if failed else None}
 
 
-def _score(fed_, t, y, replayed=True):
-    return Score(value={"replayed": replayed}, metadata={"tallies": _tallies(_episode(fed_, t, y) if replayed else None)})
+def _score(fed_, t, y, replayed=True, fed_agent=None, origin="agent"):
+    episode = _episode(fed_, t, y, fed_agent, origin) if replayed else None
+    return Score(value={"replayed": replayed}, metadata={"tallies": _tallies(episode)})
 
 
 def test_metrics_are_the_audits_definitions_on_synthetic_rollouts():
@@ -45,6 +48,17 @@ def test_metrics_are_the_audits_definitions_on_synthetic_rollouts():
     assert [out[f"PEC@{k}"] for k in range(1, 5)] == pytest.approx([2 / 3, 2 / 3, 1 / 3, 0])
     assert out["final_success"] == pytest.approx(2 / 4)
     assert out["recovery"] == pytest.approx(1 / 2) and out["n_recovery_eligible"] == 2
+
+
+def test_the_agents_own_metrics_read_fed_agent():
+    # A first failure at 1 that is the user's, the agent's own at 3 of T 4; a fully executable rollout; one
+    # the benchmark's harness failed at 2 with no failure of the agent's after it.
+    scores = [_score(1, 4, 0, fed_agent=3, origin="user"), _score(5, 4, 1), _score(2, 3, 0, fed_agent=4,
+                                                                                   origin="benchmark")]
+    out = fed_metrics()([SampleScore(score=s, sample_id=n) for n, s in enumerate(scores)])
+    assert out["TER"] == pytest.approx(1 / 3) and out["TER_agent"] == pytest.approx(2 / 3)
+    assert out["mean_FED"] == pytest.approx(8 / 3) and out["mean_FED_agent"] == pytest.approx(12 / 3)
+    assert (out["first_failures_user"], out["first_failures_benchmark"]) == (1, 1)
 
 
 def test_recovery_is_undefined_without_a_prefix_failure():

@@ -30,7 +30,8 @@ SIZES = {"tau_airline": 12, "tau_retail": 20, "bfcl_v3": 10}
 MODELS = ("sim-strong", "sim-weak")
 RESAMPLES = 500
 TABLE_STEMS = [f"table_{t}.{ext}" for t in ("G1", "task_categories", "F1", "F2", "F3", "pairs", "consistency", "trust",
-                                           "labels", "label_categories") for ext in ("csv", "md", "tex")]
+                                           "labels", "label_categories", "G1_agent", "F1_agent")
+               for ext in ("csv", "md", "tex")]
 
 
 def make_episodes(seed: int = 0) -> pl.DataFrame:

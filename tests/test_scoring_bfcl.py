@@ -147,8 +147,10 @@ def test_cli_stats_and_tables_on_scored_episodes(bfcl, tmp_path):
                  "--resamples", "500", "--seed", "3", "--pairs", str(pairs), "--paired-resamples", "1000"]) == 0
     assert main(["tables", str(tmp_path / "st"), "-o", str(tmp_path / "t")]) == 0
     stats = pl.read_parquet(tmp_path / "st" / "stats.parquet")
-    ter = stats.filter(pl.col("metric") == "ter")["estimate"].item()
+    ter = stats.filter((pl.col("metric") == "ter") & (pl.col("attribution") == "all"))["estimate"].item()
     assert ter == 0.5
+    # both first failures are the agent's own: TER on FED_agent is the paper's
+    assert stats.filter((pl.col("metric") == "ter") & (pl.col("attribution") == "agent"))["estimate"].item() == ter
     assert "| bfcl_v3 | m | x | 2 |" in (tmp_path / "t" / "table_G1.md").read_text()
     # a block paired with itself: every difference is exactly zero
     assert "| self | bfcl_v3 | m/x | m/x | 2 |" in (tmp_path / "t" / "table_F3.md").read_text()

@@ -205,7 +205,7 @@ def test_outputs_are_byte_identical_and_complete(episodes, stats, tmp_path):
     assert [p.name for p in tables_a[:3]] == ["table_G1.csv", "table_G1.md", "table_G1.tex"]
     assert [p.name for p in tables_a[3:]] == [
         f"table_{t}.{ext}" for t in ("task_categories", "F1", "F2", "F3", "pairs", "consistency", "trust", "labels",
-                                     "label_categories") for ext in ("csv", "md", "tex")
+                                     "label_categories", "G1_agent", "F1_agent") for ext in ("csv", "md", "tex")
     ]
     for a, b in zip(tables_a, tables_b):
         assert a.read_bytes() == b.read_bytes()

@@ -308,7 +308,7 @@ def test_malformed_logs_are_quarantined_and_the_rest_imports(tmp_path: Path):
     reasons = {i.line: i.reason for i in items if isinstance(i, BadLine)}
     assert "conversation.json: tool call 1 of message 3 is not an object with a 'function' object" in reasons[1]
     assert "execution_context.json cannot be read" in reasons[2]
-    assert "second response to tool call 'c1'" in reasons[3]
+    assert "('c1'): a second response to a tool call" in reasons[3]
     assert "tool_call_exception must be text or null" in reasons[4]
     assert "a logged message without a sender" in reasons[5]
     assert "is not a folder name" in reasons[7]
@@ -462,3 +462,50 @@ def test_shared_gpt_4o_mini_run_audits_whole_from_the_top_folder(tmp_path: Path,
     summary = json.loads((SHARED_RUN / NESTED / "result_summary.json").read_text())["per_scenario_results"]
     mean = sum(e["similarity"] for e in summary) / len(summary)
     assert f"recorded mean similarity {mean:.3f} of 60" in said and "WARNING" not in said
+
+
+# What ToolSandbox's execution environment answers when the code it writes for a call, ``<id>_parameters = {...}``,
+# has an id that is no Python name (DeepSeek-R1 through some servers: ids with hyphens).
+ID_SYNTAX_ERROR = ("SyntaxError: cannot assign to expression here. Maybe you meant '==' instead of '='? "
+                   "(<string>, line 1)")
+
+
+def test_calls_the_harness_could_not_run_are_the_benchmarks_and_keep_the_recorded_verdict(tmp_path: Path):
+    """The agent's calls are well-formed; ToolSandbox's harness fails them before any tool runs. They are
+    read (not quarantined), rejected as the run rejected them, and attributed to the benchmark."""
+    hyphenated = ScenarioRun("hyphenated_ids",
+                             [("user", "Turn off wifi"),
+                              ("calls", [Call("call-0-a1", "set_wifi_status", {"on": False}, error=ID_SYNTAX_ERROR)]),
+                              ("calls", [Call("call-1-b2", "set_wifi_status", {"on": False}, error=ID_SYNTAX_ERROR)]),
+                              ("agent", "I could not change it.")],
+                             similarity=0.0, allowed=["set_wifi_status"])
+    plain = ScenarioRun("plain_syntax_error",  # a Python-name id: the harness ran the code, the tool raised
+                        [("user", "Turn off wifi"),
+                         ("calls", [Call("c1", "set_wifi_status", {"on": False}, error=ID_SYNTAX_ERROR)])],
+                        similarity=0.0, allowed=["set_wifi_status"])
+    episodes = _episodes(write_run(tmp_path, [hyphenated, plain]))
+    (T, fed, y, category, code), rollout, episode = episodes["hyphenated_ids"]
+    assert (T, fed, y, category, code) == (3, 1, 0, "state_consistency", "rejected_transition")
+    assert [c.call_id for turn in rollout.turns for s in turn for c in s.calls] == ["call-0-a1", "call-1-b2"]
+    first = episode.first_failure
+    assert first.attribution.origin == "benchmark" and "harness" in first.attribution.evidence
+    assert "SyntaxError" in first.attribution.evidence
+    assert episode.verdicts[1].attribution.origin == "benchmark"  # judged on: the agent's own failure comes later
+    assert episode.FED_agent == T + 1
+    assert episodes["plain_syntax_error"][2].first_failure.attribution.origin == "agent"
+
+
+def test_quarantined_scenarios_are_counted_by_reason_not_by_message(tmp_path: Path):
+    runs = [ScenarioRun(f"s{i}", [("user", "hi")] + [("user", "again")] * i + [("calls", [search("c1", name="Bruno")])])
+            for i in range(3)]
+    run = write_run(tmp_path, runs)
+    for i in range(3):  # the call's code, broken in each scenario's own message
+        path = run / "trajectories" / f"s{i}" / "execution_context.json"
+        context = json.loads(path.read_text())
+        request = next(r for r in context["_dbs"]["SANDBOX"] if r["recipient"] == "EXECUTION_ENVIRONMENT"
+                       and r["sender"] == "AGENT")
+        request["content"] = "print('no call here')"
+        path.write_text(json.dumps(context))
+    bad = [i for i in import_runs(run) if isinstance(i, BadLine)]
+    assert len({b.reason for b in bad}) == 3  # each says where
+    assert {b.cause for b in bad} == {"unusable ToolSandbox scenario: not a logged tool call"}

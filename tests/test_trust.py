@@ -74,6 +74,14 @@ def test_normalising_keeps_what_differs():
         canonical_error("error: ValueError: bad <X>")
     assert canonical_error("Error: see https://errors.pydantic.dev/2.11/v/missing") == \
         canonical_error("Error: see https://errors.pydantic.dev/2.14/v/missing")
+    # One tool behind two wrappers (τ-bench v1's log, tau2's port): Python's argument error names the callable.
+    v1 = "Error: CancelReservation.invoke() got an unexpected keyword argument 'reason'"
+    assert canonical_error(v1) == canonical_error("AirlineTools.cancel_reservation() got an unexpected keyword "
+                                                  "argument 'reason'")
+    assert canonical_error(v1) != canonical_error("AirlineTools.cancel_reservation() got an unexpected keyword "
+                                                  "argument 'cause'")
+    assert canonical_error("f() missing 1 required positional argument: 'x'") == \
+        canonical_error("Tools.g() missing 1 required positional argument: 'x'")
 
 
 def _verdict(accepted, logged, executed=True, recorded=None):

@@ -119,9 +119,10 @@ def test_the_index_lists_every_block_with_its_figures(site):
     react = index.split('href="blocks/bfcl_v3/m/react/index.html">react</a></td>')[1].split("</tr>")[0]
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", react)
     # N (one task, five trials), TER of the four with an action, PEC@1..4, final success of all
-    # five, one infrastructure failure, one quarantined record, then the five categories: one schema failure
+    # five, one infrastructure failure, one quarantined record, then the five categories: one schema failure,
+    # and whose: the agent's
     assert cells == ["1 × 5", "0.750", "1.000", "0.750", "0.750", "0.750", "0.600", "1", "1",
-                     "1", "0", "0", "0", "0"]
+                     "1", "0", "0", "0", "0", "1 · 0 · 0"]
 
 
 def test_quarantined_records_are_one_line_per_cause(results_root, site, tmp_path):

@@ -70,7 +70,15 @@ from .reports.figures import write_figures
 from .reports.tables import table_files, task_health_texts, write_tables
 from .reports.view import SiteReport, view_results
 from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
-from .statistics.stats import TAU_POOL, uncategorised_lines, write_category_stats, write_stats
+from .statistics.stats import (
+    ALL,
+    ORIGIN_METRICS,
+    ORIGINS,
+    TAU_POOL,
+    uncategorised_lines,
+    write_category_stats,
+    write_stats,
+)
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +88,7 @@ class AuditReport:
     imported: ImportReport
     blocks: dict[tuple[str, str, str], ScoreReport] = field(default_factory=dict)
     headlines: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    origins: dict[tuple[str, str, str], str] = field(default_factory=dict)  # first failures by origin
     tables: list[Path] = field(default_factory=list)
     figures: list[Path] = field(default_factory=list)  # PEC curves and categories by depth (asked for)
     min_agreement: float = DEFAULT_MIN_AGREEMENT
@@ -104,7 +113,8 @@ class AuditReport:
             recorded = [h for b in report.trust if b.key == key and (h := b.headline()) is not None]
             if key in self.headlines:
                 # The benchmark's own headline as the logs recorded it, next to final success.
-                out.append(f"  {'; '.join([self.headlines[key], *(f'recorded {h}' for h in recorded)])}")
+                parts = [self.headlines[key], *(f"recorded {h}" for h in recorded)]
+                out.append(f"  {'; '.join(parts + ([self.origins[key]] if key in self.origins else []))}")
             out += [f"  {line}" for line in report.trust_lines(self.min_agreement)]
         out += [f"task health: {line}" for line in self.health.lines()] if self.health is not None else []
         out += self.labels.lines() if self.labels is not None else []
@@ -138,18 +148,28 @@ def _blocks_listed(files: Mapping[str, str]) -> list[str]:
     return sorted(blocks)
 
 
-def _headlines(stats: pl.DataFrame) -> dict[tuple[str, str, str], str]:
-    """Per block: TER over its prefix cohort and final success over every entry, with their counts."""
-    rows = stats.filter(pl.col("versus").is_null() & pl.col("metric").is_in(["ter", "final_success"]))
+def _headlines(stats: pl.DataFrame) -> tuple[dict[tuple[str, str, str], str], dict[tuple[str, str, str], str]]:
+    """Per block: TER over its prefix cohort and final success over every entry, with their counts; and
+    where the episodes carry attribution, its first failures by origin with TER on the agent's own."""
+    wanted = ["ter", "final_success", *ORIGIN_METRICS]
     out: dict[tuple[str, str, str], dict[str, dict]] = {}
-    for r in rows.iter_rows(named=True):
-        out.setdefault((r["dataset"], r["model"], r["method"]), {})[r["metric"]] = r
+    for r in stats.filter(pl.col("versus").is_null() & pl.col("metric").is_in(wanted)).iter_rows(named=True):
+        metric = r["metric"] if r["attribution"] == ALL else f"{r['metric']}_agent"
+        out.setdefault((r["dataset"], r["model"], r["method"]), {})[metric] = r
 
     def share(r: dict) -> str:
         return "undefined" if r["estimate"] is None else f"{r['estimate']:.3f} of {r['n_rollouts']}"
 
-    return {key: f"TER {share(m['ter'])}; final success {share(m['final_success'])}"
-            for key, m in out.items() if "ter" in m and "final_success" in m}
+    def origins(m: dict) -> str | None:
+        if not all(metric in m for metric in ORIGIN_METRICS) or not m[ORIGIN_METRICS[0]]["n_rollouts"]:
+            return None
+        counts = ", ".join(f"{origin} {m[metric]['successes']}" for origin, metric in zip(ORIGINS, ORIGIN_METRICS))
+        own = f" (TER on the agent's own: {share(m['ter_agent'])})" if "ter_agent" in m else ""
+        return f"first failures by origin: {counts}{own}"
+
+    heads = {key: f"TER {share(m['ter'])}; final success {share(m['final_success'])}"
+             for key, m in out.items() if "ter" in m and "final_success" in m}
+    return heads, {key: text for key, m in out.items() if (text := origins(m)) is not None}
 
 
 # An audit above this many entries does not build its browser unless asked (`prefix-audit view` builds it
@@ -296,7 +316,7 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
     stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", resamples=resamples,
                         seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=pool.workers,
                         exclude_unsound=exclude_unsound)
-    report.headlines = _headlines(pl.read_parquet(stats))
+    report.headlines, report.origins = _headlines(pl.read_parquet(stats))
     per_category = write_category_stats(out / "fed" / "episodes.parquet", out / "stats" / "categories.parquet",
                                         registry.task_categories(), resamples=resamples, seed=seed, k_max=k_max,
                                         confidence=confidence, workers=pool.workers, exclude_unsound=exclude_unsound)

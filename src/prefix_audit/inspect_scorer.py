@@ -17,9 +17,10 @@ on the sample (its score, or the ``ScoreEvent`` the log kept: ``Registration.ins
 the one its metadata shows (``Registration.inspect_sample_task``: a sample that errored has no score),
 or the ``task`` argument; the sample's error and limit are its ``ErrorEvent`` and ``SampleLimitEvent``.
 
-The value is a dict: ``FED``, ``T``, ``fully_executable``, ``category``, ``Y``, ``replayed``; the
-metadata holds every action's verdict and the per-rollout tallies the metric reads (``metadata.tallies``,
-out of the value so that Inspect's viewer shows the six fields, not seventeen: (``prefix``: in the prefix-metric cohort — replayed and no
+The value is a dict: ``FED``, ``T``, ``fully_executable``, ``category``, ``Y``, ``replayed``, and whose error the
+first failure is (``origin``) with ``FED_agent`` (docs/attribution.md); the metadata holds every action's
+verdict and the per-rollout tallies the metric reads (``metadata.tallies``, out of the value so that
+Inspect's viewer shows the value's eight fields, not twenty-one: (``prefix``: in the prefix-metric cohort — replayed and no
 infrastructure failure; ``executable``, ``E1``..``E4``: 1{FED = T + 1}, 1{FED > k} in that cohort;
 ``FED_in_prefix``; ``final``: replayed, and ``Y``; ``eligible``, ``recovered``: a prefix failure, and
 success after one)). A sample that cannot be replayed (another task, a sample the benchmark cannot
@@ -56,7 +57,7 @@ from .replay.scoring import ScoredLine, score_line
 
 K_MAX = 4  # PEC@1..4, as the audit's tables
 TALLIES = ("prefix", "executable", *(f"E{k}" for k in range(1, K_MAX + 1)), "FED_in_prefix", "final", "Y_final",
-           "eligible", "recovered")
+           "eligible", "recovered", "executable_agent", "FED_agent_in_prefix", "origin_user", "origin_benchmark")
 SOURCE = "inspect-scorer"  # the path a scored line names (a scorer sees no log path)
 
 
@@ -111,7 +112,11 @@ def _tallies(episode: Mapping[str, Any] | None) -> dict[str, int]:
     return {"prefix": prefix, "executable": int(prefix and fed == t + 1),
             **{f"E{k}": int(prefix and fed > k) for k in range(1, K_MAX + 1)},
             "FED_in_prefix": fed if prefix else 0, "final": int(y is not None), "Y_final": int(y or 0),
-            "eligible": int(failed), "recovered": int(failed and y == 1)}
+            "eligible": int(failed), "recovered": int(failed and y == 1),
+            "executable_agent": int(prefix and episode["FED_agent"] == t + 1),
+            "FED_agent_in_prefix": episode["FED_agent"] if prefix else 0,
+            "origin_user": int(failed and episode["origin"] == "user"),
+            "origin_benchmark": int(failed and episode["origin"] == "benchmark")}
 
 
 def _first_failure(actions: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -124,27 +129,31 @@ def _explanation(episode: Mapping[str, Any], failing: Mapping[str, Any] | None) 
     if failing is None:
         return f"every one of the {episode['T']} actions was executable (FED = T + 1 = {episode['FED']})"
     return (f"action {failing['j']} ({failing['call']}) failed {episode['category']} "
-            f"[{episode['failure_code']}]: {episode['failure_detail']}")
+            f"[{episode['failure_code']}]: {episode['failure_detail']} — {episode['origin']}'s error: "
+            f"{episode['origin_evidence']}")
 
 
 def _action_verdicts(actions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{key: a[key] for key in ("j", "turn", "tool", "call", "V", "failure_categories", "failure_codes",
-                                     "failure_details", "record_match")} for a in actions]
+                                     "failure_details", "origin", "origin_evidence", "record_match")} for a in actions]
 
 
 def _score_of(result: ScoredLine | str) -> Score:
     if isinstance(result, str):
-        value = {"replayed": False, "FED": None, "T": None, "fully_executable": None, "category": None, "Y": None}
+        value = {"replayed": False, "FED": None, "T": None, "fully_executable": None, "category": None, "Y": None,
+                 "origin": None, "FED_agent": None}
         return Score(value=value, explanation=f"not replayed: {result}", metadata={"tallies": _tallies(None)})
     episode, actions = result.episode, result.actions
     failing = _first_failure(actions)
     value = {"replayed": True, "FED": episode["FED"], "T": episode["T"],
              "fully_executable": None if episode["T"] is None else episode["FED"] == episode["T"] + 1,
-             "category": episode["category"], "Y": episode["Y"]}
+             "category": episode["category"], "Y": episode["Y"], "origin": episode["origin"],
+             "FED_agent": episode["FED_agent"]}
     return Score(value=value, answer=failing["call"] if failing is not None else None,
                  explanation=_explanation(episode, failing),
                  metadata={"dataset": episode["dataset"], "task_id": episode["task_id"], "trial": episode["trial"],
-                           "failure_code": episode["failure_code"], "log_issue": episode["log_issue"],
+                           "failure_code": episode["failure_code"], "origin_evidence": episode["origin_evidence"],
+                           "log_issue": episode["log_issue"],
                            "replay_agreement": episode["replay_agreement"], "tallies": _tallies(episode),
                            "actions": _action_verdicts(actions)})
 
@@ -188,6 +197,10 @@ def fed_metrics() -> Metric:
                "final_success_stderr": _stderr([float(v["Y_final"]) for v in final]),
                "recovery": _ratio(sums["recovered"], sums["eligible"]),
                "recovery_stderr": _stderr([float(v["recovered"]) for v in eligible]),
+               # on FED_agent, the first failure attributed to the agent (docs/attribution.md)
+               "TER_agent": _ratio(sums["executable_agent"], sums["prefix"]),
+               "mean_FED_agent": _ratio(sums["FED_agent_in_prefix"], sums["prefix"]),
+               "first_failures_user": sums["origin_user"], "first_failures_benchmark": sums["origin_benchmark"],
                "n_prefix": sums["prefix"], "n_final": sums["final"], "n_recovery_eligible": sums["eligible"],
                "n_not_replayed": float(sum(isinstance(s.score.value, dict) and s.score.value.get("replayed") is False
                                            for s in scores))}

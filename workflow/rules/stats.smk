@@ -92,9 +92,9 @@ rule compare_labels:
 
 
 rule tables:
-    """Tables G.1, task_categories, F.1, F.2, F.3, pairs, consistency, trust, labels and label_categories
-    as CSV, Markdown and LaTeX (the trust table of imported blocks reads the FED table; the labels tables
-    the label comparison, empty without labels)."""
+    """Tables G.1, task_categories, F.1, F.2, F.3, pairs, consistency, trust, labels and label_categories,
+    then G.1 and F.1 on FED_agent (docs/attribution.md), as CSV, Markdown and LaTeX (the trust table of
+    imported blocks reads the FED table; the labels tables the label comparison, empty without labels)."""
     input:
         unpack(lambda wc: label_entries()),
         stats=f"{RESULTS}/stats/stats.parquet",

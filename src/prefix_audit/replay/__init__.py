@@ -2,7 +2,9 @@
 
 Holds :mod:`.contract` (what a benchmark adapter is), :mod:`.registry` (where benchmark packages
 register, and how they are found), :mod:`.log_folders` (the logs a folder holds, each as the registered
-detectors tell it, and what else it holds by cause), :mod:`.checker` (the generic replay checker), :mod:`.record_check`
+detectors tell it, and what else it holds by cause), :mod:`.checker` (the generic replay checker),
+:mod:`.attribution` (whose error a failing action is), :mod:`.values` (the leaves of values, and a value
+given in other words), :mod:`.record_check`
 (an episode's replay against what its log recorded), :mod:`.trust` (a block's episodes against their
 logs), :mod:`.health` (the benchmark-health checks every benchmark shares, on replays of a task's gold and
 counterfactual trajectories), :mod:`.fed` (the FED table's typed schemas) and :mod:`.scoring` (the ``score`` stage: a file

@@ -11,10 +11,9 @@ observed rollout, because final success Y is defined on the full rollout.
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -24,7 +23,17 @@ from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Action, Rollout, Step, actions_of
 from prefix_audit.core.taxonomy import PRIORITY
 
-from .contract import Benchmark, Outcome, PartyCall, ReplaySession, TaskFacts, ToolSpec, UnscorableRollout
+from .attribution import AGENT, DEFECT, DESIGN, Attribution, GoldFailure, as_gold_fails, attribute, same_answer
+from .contract import (
+    Benchmark,
+    Outcome,
+    PartyCall,
+    ReplaySession,
+    TaskFacts,
+    ToolSpec,
+    UnscorableRollout,
+)
+from .values import argument_values, fold, in_other_words, number_tokens, scalars
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,9 @@ class ActionVerdict:
     logged: str | None = None  # the benchmark's own log text of the outcome (what a recorded result is compared with)
     executed: bool = False  # the call changed the live state (False: not run, or judged on a scratch copy)
     volatile: tuple[tuple[str, Any, str], ...] = ()  # fields of ``logged`` not compared (Outcome.volatile)
+    attribution: Attribution | None = None  # whose error a failing action is (None: it did not fail)
+    given_as: tuple[str, ...] = ()  # argument values found given in other words, and how (Availability.given)
+    read_only: bool = False  # a call of a tool that changes no state (ToolSpec.read_only)
 
 
 @dataclass(frozen=True)
@@ -59,12 +71,22 @@ class EpisodeResult:
     unknown_tool_calls: int = 0  # calls (anywhere in the rollout) with an empty name or one the task does not know
     party_calls: tuple[PartyCall, ...] = ()  # another party's calls the session replayed (never actions)
     user_texts: tuple[str, ...] = ()  # the user's message of each turn, as the benchmark has it (TaskFacts)
+    # The first failure attributed to the agent (T + 1 when none is; None with FED): FED <= FED_agent.
+    FED_agent: int | None = None
 
     @property
     def first_failure(self) -> ActionVerdict | None:
-        if self.FED is None or self.T is None:
+        return self._failure_at(self.FED)
+
+    @property
+    def agent_failure(self) -> ActionVerdict | None:
+        """The first failure attributed to the agent (:mod:`.attribution`)."""
+        return self._failure_at(self.FED_agent)
+
+    def _failure_at(self, depth: int | None) -> ActionVerdict | None:
+        if depth is None or self.T is None:
             return None
-        return self.verdicts[self.FED - 1] if self.FED <= self.T else None
+        return self.verdicts[depth - 1] if depth <= self.T else None
 
     @property
     def category(self) -> str | None:
@@ -79,65 +101,16 @@ def primary(failures: tuple[Failure, ...] | list[Failure]) -> Failure:
 # --- values the agent has available -------------------------------------------------------------
 
 
-def scalars(obj: Any) -> Iterator[Any]:
-    """Every str/int/float leaf of a nested value: dict keys, list items and the attributes of
-    plain objects (environment state is often a tree of objects). Bools and None are skipped;
-    shared or cyclic structures are visited once."""
-    stack = [obj]
-    seen: set[int] = set()
-    while stack:
-        item = stack.pop()
-        if isinstance(item, bool) or item is None:
-            continue
-        if isinstance(item, (str, int)):
-            yield item
-        elif isinstance(item, float):
-            if math.isfinite(item):
-                yield item
-        elif id(item) in seen:
-            continue
-        elif isinstance(item, Mapping):
-            seen.add(id(item))
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            seen.add(id(item))
-            stack.extend(item)
-        elif hasattr(item, "__dict__") and not callable(item):
-            seen.add(id(item))
-            stack.extend(v for v in vars(item).values() if not callable(v))
-
-
-def argument_values(call: ToolCall) -> list[Any]:
-    """The argument values of a call (positional and keyword), without the parameter names."""
-    return [*call.args, *call.kwargs.values()]
-
-
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
-
-
-def number_tokens(text: str) -> set[float]:
-    """The numbers written in a text as whole tokens ("2" in "order 2", not in "2024-05-01")."""
-    return {float(tok) for tok in _NUMBER.findall(text)}
-
-
-def mentions(text: str, value: Any) -> bool:
-    """Whether a text states ``value``: a substring for strings, a whole number token for numbers."""
-    if isinstance(value, str):
-        return value in text
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) in number_tokens(text)
-    return False
-
-
 class Availability:
     """Values available to the agent so far: the visible initial state, the user's messages up to
-    the current turn, and the arguments and outputs of accepted actions."""
+    the current turn, and the arguments and outputs of accepted actions — verbatim, or in other words
+    that keep the value's meaning (:meth:`given`)."""
 
     def __init__(self, facts: TaskFacts) -> None:
         self.facts = facts
         self._values: set[Any] = set(facts.initial_values) | set(facts.always_available)
         self._joined = ""  # all available text, NUL-separated, for substring look-ups
+        self._folded = ""  # the same, folded (values.fold), for the readings in other words
         self._numbers: set[float] = set()  # numbers written in that text
         self.turn = -1
 
@@ -148,6 +121,7 @@ class Availability:
 
     def _add_text(self, text: str) -> None:
         self._joined += "\x00" + text
+        self._folded += "\x00" + fold(text)
         self._numbers |= number_tokens(text)
 
     def add_value(self, value: Any) -> None:
@@ -156,7 +130,7 @@ class Availability:
             if isinstance(v, str) and len(v) > 2:
                 self._add_text(v)
 
-    def available(self, value: Any) -> bool:
+    def verbatim(self, value: Any) -> bool:
         if value in self._values:
             return True
         if isinstance(value, str):
@@ -164,6 +138,20 @@ class Availability:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value) in self._numbers
         return False
+
+    def given(self, value: Any) -> str | None:
+        """How ``value`` is available: ``""`` verbatim, else the reading that finds it in other words (an
+        id's prefix the benchmark's records carry, :func:`~.values.in_other_words`); None when it is not."""
+        if self.verbatim(value):
+            return ""
+        if isinstance(value, str):
+            for prefix in self.facts.id_prefixes:
+                if value.startswith(prefix) and len(value) > len(prefix) + 1 and self.verbatim(value[len(prefix):]):
+                    return f"an id's prefix the benchmark's records carry ({prefix!r})"
+        return in_other_words(value, self._folded)
+
+    def available(self, value: Any) -> bool:
+        return self.given(value) is not None
 
     def not_yet_given(self, value: Any) -> bool:
         """A user fact that the user only gives in a later turn and is not otherwise available."""
@@ -218,11 +206,16 @@ def bind_arguments(spec: ToolSpec, call: ToolCall) -> tuple[dict[str, Any], list
 
 
 def dependency_failures(spec: ToolSpec, bound: Mapping[str, Any], avail: Availability,
-                        session: ReplaySession) -> list[Failure]:
+                        session: ReplaySession, given_as: list[str] | None = None) -> list[Failure]:
+    """Dependency failures of a call's reference arguments; ``given_as`` collects those found given in
+    other words, and how."""
     failures = []
     for param in sorted(spec.reference_params & bound.keys()):
         for value in scalars(bound[param]):
-            if not avail.available(value):
+            how = avail.given(value)
+            if how and given_as is not None:
+                given_as.append(f"{spec.name}.{param}={value!r}: {how}")
+            if how is None:
                 if avail.facts.user_facts.get(value) is None:
                     failures.append(Failure("dependency", "missing_reference",
                                             f"{spec.name}.{param}={value!r} never appeared in the prompt, "
@@ -233,8 +226,14 @@ def dependency_failures(spec: ToolSpec, bound: Mapping[str, Any], avail: Availab
     return failures
 
 
-def information_failures(name: str, arguments: Any, avail: Availability) -> list[Failure]:
-    early = sorted({repr(v) for v in scalars(arguments) if avail.not_yet_given(v)})
+def information_failures(name: str, arguments: Any, avail: Availability,
+                         given_as: list[str] | None = None) -> list[Failure]:
+    """The information failure of a call using user facts before the user gave them; ``given_as``
+    collects the facts found given in other words, and how."""
+    facts = [v for v in scalars(arguments) if (avail.facts.user_facts.get(v) or 0) > avail.turn]
+    if given_as is not None:
+        given_as += [f"{name}: {v!r}: {how}" for v in facts if (how := avail.given(v))]
+    early = sorted({repr(v) for v in facts if avail.not_yet_given(v)})
     if not early:
         return []
     return [Failure("information", "fact_not_yet_given",
@@ -249,9 +248,14 @@ class _Replay:
     session: ReplaySession
     avail: Availability
     verdicts: list[ActionVerdict] = field(default_factory=list)
-    fed: int | None = None
+    fed: int | None = None  # the first failure (the paper's FED)
+    # The first failure attributed to the agent. Until it is found, actions after ``fed`` are still
+    # judged (their V stays unevaluated: the paper's prefix replay has stopped).
+    agent_fed: int | None = None
     last_outcome: Outcome | None = None  # the benchmark's raw outcome of the latest checked call
     unknown_calls: int = 0  # calls with an empty name or one the task does not know
+    # The task's gold's own failures, looked up when a failure needs them (None: not compared).
+    gold: Callable[[], Sequence[GoldFailure]] | None = None
 
     def _run(self, action: Action, call: ToolCall) -> Outcome | None:
         """The benchmark's outcome of a well-formed call: executed on the live state, or — when the
@@ -266,13 +270,15 @@ class _Replay:
         assert call is not None
         if not call.name or self.session.known_tool(call.name) is None:
             self.unknown_calls += 1
-        if self.fed is not None:
+        if self.agent_fed is not None:
             outcome = self._run(action, call) if call.well_formed else None
             self.verdicts.append(_verdict(action, None, (), outcome))
             return
         failures: list[Failure] = []
         outcome: Outcome | None = None
         bound: dict[str, Any] = {}
+        spec: ToolSpec | None = None
+        given_as: list[str] = []
         if not call.well_formed:
             failures.append(Failure("schema", "unparseable_call", call.parse_error or "no tool name"))
         else:
@@ -285,18 +291,19 @@ class _Replay:
             if spec is not None:
                 bound, schema = bind_arguments(spec, call)
                 failures += schema
-                failures += dependency_failures(spec, bound, self.avail, self.session)
+                failures += dependency_failures(spec, bound, self.avail, self.session, given_as)
             schema_ok = not any(f.category == "schema" for f in failures)
             if schema_ok:  # state predicates apply to well-formed calls only
                 failures += [Failure("precondition", "precondition", p)
                              for p in self.session.preconditions(spec, bound)]
-            failures += information_failures(call.name, argument_values(call), self.avail)
+            failures += information_failures(call.name, argument_values(call), self.avail, given_as)
             outcome = self._run(action, call)
             self.last_outcome = outcome
             if schema_ok and outcome is not None and not outcome.accepted:
                 failures.append(Failure("state_consistency", "rejected_transition",
                                         f"{call.name}: {outcome.error or 'rejected by the environment'}"))
-        self._record(action, failures, outcome)
+        self._record(action, failures, outcome, self._attribution(failures, spec, bound, outcome, call),
+                     tuple(given_as), spec is not None and spec.read_only)
         if not failures and outcome is not None and outcome.executed:  # a call that never ran revealed nothing
             self.avail.add_value(list(bound.values()))
             self.avail.add_value(outcome.result)
@@ -311,19 +318,37 @@ class _Replay:
     def check_terminal(self, action: Action) -> None:
         outcome = self.session.complete()
         failures = []
-        if self.fed is None and not outcome.accepted:
+        if self.agent_fed is None and not outcome.accepted:
             failures.append(Failure("state_consistency", "rejected_completion",
                                     outcome.error or "the benchmark does not allow ending here without a tool call"))
-        if self.fed is not None:
+        if self.agent_fed is not None:
             self.verdicts.append(_verdict(action, None, (), outcome))
         else:
-            self._record(action, failures, outcome)
+            self._record(action, failures, outcome, self._attribution(failures, None, {}, outcome))
 
-    def _record(self, action: Action, failures: list[Failure], outcome: Outcome | None) -> None:
+    def _attribution(self, failures: list[Failure], spec: ToolSpec | None, bound: Mapping[str, Any],
+                     outcome: Outcome | None, call: ToolCall | None = None) -> Attribution | None:
+        """Whose error a failing action is: the user's (:func:`~.attribution.attribute`), else where the
+        task's gold fails the same way the user's or the benchmark's (:func:`~.attribution.as_gold_fails`),
+        else the agent's."""
+        if not failures:
+            return None
+        found = attribute(spec, bound, {f.category for f in failures}, outcome,
+                          self.avail.facts.user_texts[:self.avail.turn + 1], getattr(self.session, "holds", None))
+        if found.origin == AGENT and call is not None and call.well_formed and self.gold is not None:
+            return as_gold_fails(call, primary(failures).code, outcome, self.gold()) or found
+        return found
+
+    def _record(self, action: Action, failures: list[Failure], outcome: Outcome | None,
+                attribution: Attribution | None, given_as: tuple[str, ...] = (), read_only: bool = False) -> None:
         ordered = tuple(sorted(failures, key=lambda f: PRIORITY[f.category]))
-        self.verdicts.append(_verdict(action, not failures, ordered, outcome))
-        if failures:
+        valid = not failures if self.fed is None else None  # V is not evaluated after the first failure
+        self.verdicts.append(replace(_verdict(action, valid, ordered, outcome), attribution=attribution,
+                                     given_as=given_as, read_only=read_only))
+        if failures and self.fed is None:
             self.fed = action.index
+        if attribution is not None and attribution.origin == AGENT:
+            self.agent_fed = action.index
 
 
 def _verdict(action: Action, valid: bool | None, failures: tuple[Failure, ...],
@@ -343,16 +368,19 @@ def _text(outcome: Outcome | None) -> str | None:
         None if outcome.result is None else str(outcome.result))
 
 
-def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
+def replay(rollout: Rollout, benchmark: Benchmark, *, with_gold: bool = True) -> EpisodeResult:
     """Replay one rollout on a fresh session; FED, all verdicts, and Y. An infrastructure failure
-    (``rollout.infra_error``) opens no session: T and FED are None, Y the benchmark's score of it."""
+    (``rollout.infra_error``) opens no session: T and FED are None, Y the benchmark's score of it.
+    ``with_gold``: compare failing actions with the task's gold's own failures (attribution's
+    ``benchmark`` origin); the gold's own replay does not."""
     if not benchmark.has_task(rollout.task_id):
         raise UnscorableRollout.unknown_task(rollout)
     if rollout.infra_error is not None:
         return EpisodeResult(rollout, None, None, benchmark.infra_error_success(rollout), (),
                              f"infrastructure failure: {rollout.infra_error}")
     session = benchmark.open_session(rollout)
-    run = _Replay(session, Availability(session.facts))
+    gold = _gold_failures_of(benchmark, rollout) if with_gold else None
+    run = _Replay(session, Availability(session.facts), gold=gold)
     actions = actions_of(rollout)
     pending = iter(actions)
     action = next(pending, None)
@@ -369,8 +397,59 @@ def replay(rollout: Rollout, benchmark: Benchmark) -> EpisodeResult:
     T = len(actions)
     y = session.final_success()
     fed = run.fed if run.fed is not None else T + 1
+    fed_agent = run.agent_fed if run.agent_fed is not None else T + 1
     return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail, run.unknown_calls,
-                         tuple(getattr(session, "party_calls", ())), tuple(session.facts.user_texts))
+                         tuple(getattr(session, "party_calls", ())), tuple(session.facts.user_texts), fed_agent)
+
+
+_GOLD_CACHE: weakref.WeakKeyDictionary[Benchmark, dict[tuple[str, str | None], tuple[GoldFailure, ...]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def gold_failures(gold: EpisodeResult) -> tuple[GoldFailure, ...]:
+    """The failures of a gold's replay that an agent's same failure is compared with
+    (:func:`~.attribution.as_gold_fails`): every call the benchmark rejected — by design where it is a
+    look-up or the gold goes on with an accepted call, a defect where the gold ends on it — and every function the
+    task withholds in the turn the gold calls it (a defect). A gold failing the audit's other predicates
+    is a property of the audit's definitions, not of the task: not listed."""
+    out = []
+    for i, v in enumerate(gold.verdicts):
+        call = v.action.call
+        if call is None or not call.well_formed:
+            continue
+        where = f"turn {v.action.turn + 1}, action {v.action.index}: {call.render()}"
+        if v.accepted is False:
+            later = next((w for w in gold.verdicts[i + 1:] if w.action.call is not None and w.accepted), None)
+            if v.read_only:
+                intent, why = DESIGN, "a look-up of information the scenario gets wrong on purpose"
+            elif later is not None:
+                intent, why = DESIGN, f"the gold goes on with action {later.action.index}: {later.action.call.render()}"
+            else:
+                intent, why = DEFECT, "the gold's last call, and it changes nothing"
+            out.append(GoldFailure(call.render(), call.name or "", "rejected_transition", same_answer(v.result),
+                                   where, intent, why))
+        if any(f.code == "tool_not_exposed" for f in v.failures):
+            out.append(GoldFailure(call.render(), call.name or "", "tool_not_exposed", None, where, DEFECT,
+                                   f"the task withholds {call.name} in the turn its gold calls it"))
+    return tuple(out)
+
+
+def _gold_failures_of(benchmark: Benchmark, rollout: Rollout) -> Callable[[], tuple[GoldFailure, ...]]:
+    """The gold failures of ``rollout``'s task, replayed when first asked for (once per benchmark, task
+    and release)."""
+
+    def load() -> tuple[GoldFailure, ...]:
+        key = (rollout.task_id, benchmark.release_of(rollout))
+        cache = _GOLD_CACHE.setdefault(benchmark, {})
+        if key not in cache:
+            try:
+                gold = benchmark.gold_rollout(rollout)
+                cache[key] = gold_failures(replay(gold, benchmark, with_gold=False)) if gold is not None else ()
+            except Exception:  # noqa: BLE001 -- a gold that cannot be replayed is no comparison
+                cache[key] = ()  # and the failure stays the agent's
+        return cache[key]
+
+    return load
 
 
 class DryRun:
@@ -402,7 +481,7 @@ class DryRun:
         """The verdict on ``call`` after every call checked before it (failed ones included), and
         the benchmark's raw outcome (None when the call could not be executed at all)."""
         self._index += 1
-        self._run.fed = None
+        self._run.fed = self._run.agent_fed = None
         self._run.last_outcome = None
         self._run.check_call(Action(self._index, self._turn, self._index - 1, call))
         return self._run.verdicts[-1], self._run.last_outcome

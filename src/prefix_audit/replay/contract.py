@@ -49,6 +49,10 @@ class ToolSpec:
     positional_order: tuple[str, ...] = ()  # how positional arguments bind, in order
     reference_params: frozenset[str] = frozenset()  # values that must name an existing object
     validators: Mapping[str, Validator] = field(default_factory=dict)
+    # Facts for attribution (:mod:`prefix_audit.replay.attribution`): the call changes no state (the
+    # benchmark's own read/write marking), and the arguments whose values name what it looks up or acts on.
+    read_only: bool = False
+    identifying_params: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,11 @@ class Outcome:
     message), where that differs from ``str(result)`` or ``error`` — what a recorded result is
     compared with. ``executed``: False when the call was judged on a scratch copy of the state and
     the live state did not change (the benchmark's runner, or the log, shows it never ran).
+    ``missing``: the benchmark rejected the call because a value it was given names nothing — no such
+    record, or none that matches (the benchmark's own error says so; attribution reads it).
+    ``harness``: the benchmark's own harness failed to run a well-formed call — its environment never
+    judged it (ToolSandbox writing a call id that is no Python name into the code it runs); the failure
+    is the benchmark's (attribution).
     ``volatile``: fields of the logged result that the benchmark's own run does not fix, left out
     when a recorded result is compared with it: ``(key, value, field)`` — in every object of the
     result whose ``key`` is ``value``, ``field`` (BFCL: the mentions of a tweet posted without any,
@@ -71,6 +80,8 @@ class Outcome:
     logged: str | None = None
     executed: bool = True
     volatile: tuple[tuple[str, Any, str], ...] = ()
+    missing: bool = False
+    harness: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,12 +111,15 @@ class TaskFacts:
     ``user_texts``: the user's message text per turn (empty string when the turn has none).
     ``user_facts``: task information value → the turn in which the user first gives it.
     ``always_available``: constants any action may use (e.g. ``'..'`` for a parent directory).
+    ``id_prefixes``: prefixes the benchmark's own records put before an id that people write without it
+    (τ retail's ``#`` of ``#W4284542``): a value with one is given where the rest of it is.
     """
 
     initial_values: frozenset[Any]
     user_texts: tuple[str, ...]
     user_facts: Mapping[Any, int]
     always_available: frozenset[Any] = frozenset()
+    id_prefixes: tuple[str, ...] = ()
 
 
 class UnknownDataset(KeyError):
@@ -172,6 +186,11 @@ class ReplaySession(Protocol):
     # Optional: ``party_calls: Sequence[PartyCall]`` — read after :meth:`final_success`: the calls of
     # another party the session replayed (a benchmark whose user acts on the environment); the log
     # check compares their recorded results as it does the agent's.
+
+    # Optional: ``holds(values: Sequence[Any]) -> bool`` — whether one object of the current state
+    # holds every one of ``values``, compared as the benchmark compares them (attribution: a value the
+    # user gave that some object holds is the agent's to find). A session without it never has a
+    # failure attributed to the user.
 
 
 # --- what an agent loop sees ------------------------------------------------------------------
@@ -321,6 +340,17 @@ class Benchmark:
     def reference_rollout(self, task_id: str) -> Rollout:
         """The task's ground truth as a rollout."""
         raise MissingCapability(f"{self.dataset} has no reference rollouts")
+
+    def gold_rollout(self, rollout: Rollout) -> Rollout | None:
+        """The gold of the task ``rollout`` is scored against, on the same data (attribution compares a
+        failing action with the gold's own failures); None where there is none: no reference rollouts,
+        or a rollout scored on other data than the reference's (another release, a task it carries)."""
+        capabilities = capabilities_of(type(self))
+        if "reference" not in capabilities:
+            return None
+        if "health" in capabilities and self.release_of(rollout) != self.health_releases()[0]:
+            return None
+        return self.reference_rollout(rollout.task_id)
 
     # capability "mutation" -------------------------------------------------------------------
     def tool_universe(self) -> Sequence[str]:

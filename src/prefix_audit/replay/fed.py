@@ -31,6 +31,12 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("failure_code", pa.string()),
     pa.field("failure_detail", pa.string()),
     pa.field("failed_predicates", pa.list_(pa.string()), nullable=False),  # every failing category at FED
+    # Whose error the first failure is (docs/attribution.md): agent | user | benchmark, with the evidence;
+    # null when fully executable. FED_agent: the first failure attributed to the agent (T + 1 when none
+    # is; null with FED), so FED <= FED_agent.
+    pa.field("origin", pa.string()),
+    pa.field("origin_evidence", pa.string()),
+    pa.field("FED_agent", pa.int32()),
     pa.field("n_turns", pa.int32(), nullable=False),
     pa.field("y_detail", pa.string()),
     # Accounting (SPEC §4, Table F.2); null when the rollout carries none.
@@ -85,6 +91,13 @@ ACTION_SCHEMA = pa.schema([
     pa.field("failure_categories", pa.list_(pa.string()), nullable=False),
     pa.field("failure_codes", pa.list_(pa.string()), nullable=False),
     pa.field("failure_details", pa.list_(pa.string()), nullable=False),
+    # Whose error a failing action is, with the evidence (null on an action that did not fail or was not
+    # judged). After a first failure that is not the agent's, actions are judged on until the agent's
+    # own first failure: their failures are listed, their V stays null.
+    pa.field("origin", pa.string()),
+    pa.field("origin_evidence", pa.string()),
+    # argument values the dependency and information predicates found given in other words, and how
+    pa.field("given_as", pa.list_(pa.string()), nullable=False),
     pa.field("accepted", pa.bool_()),  # the benchmark's verdict on the executed transition
     pa.field("result", pa.string()),
     # What the log recorded for this call, and how replay compares (null where nothing was recorded).

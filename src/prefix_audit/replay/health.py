@@ -110,7 +110,7 @@ def gold_replay_findings(gold: EpisodeResult) -> list[Finding]:
 def _still_passes(probe: HealthProbe, trajectory: Counterfactual) -> str | None:
     """The evidence that ``trajectory`` scores 1 (the replay's Y, confirmed by the benchmark's own
     evaluator where the probe has one); None when it does not."""
-    episode = replay(trajectory.rollout, probe.benchmark)
+    episode = replay(trajectory.rollout, probe.benchmark, with_gold=False)
     if episode.Y != 1:
         return None
     confirmed = probe.confirm(trajectory, episode)
@@ -122,7 +122,7 @@ def _still_passes(probe: HealthProbe, trajectory: Counterfactual) -> str | None:
 
 def probe_findings(probe: HealthProbe) -> list[Finding]:
     """Every shared check of one task, then the benchmark's own (see the module docstring)."""
-    gold = replay(probe.gold(), probe.benchmark)
+    gold = replay(probe.gold(), probe.benchmark, with_gold=False)
     found = gold_replay_findings(gold)
     effect = probe.gold_effect(gold)
     if effect is not None:

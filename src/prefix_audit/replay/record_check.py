@@ -11,7 +11,10 @@ recorded result is compared with the benchmark's own rendering of the replayed o
 * fields the benchmark's own run does not fix (:attr:`~prefix_audit.replay.contract.Outcome.volatile`:
   BFCL's shared default mentions list), left out on both sides;
 * error wording: an ``Error:``/``Error during execution:`` prefix, a module-qualified exception
-  class, object addresses, the library version in a pydantic error's URL, and letter case.
+  class, object addresses, the library version in a pydantic error's URL, letter case, and the name of
+  the function in Python's own argument errors (one tool behind another wrapper: τ-bench v1's
+  ``CancelReservation.invoke() got an unexpected keyword argument 'reason'`` is tau2's
+  ``AirlineTools.cancel_reservation() got an unexpected keyword argument 'reason'``).
 
 A call's status (:data:`STATUSES`): ``same`` (the result reproduced), ``same_verdict`` (both ok or
 both errors, the content differs), ``differs`` (one side an error, the other not), ``not_replayed``
@@ -64,6 +67,10 @@ _ERROR_PREFIX = re.compile(r"^\s*(?:error during execution|error|exception)\s*:\
 _QUALIFIED = re.compile(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*(?:Error|Exception|Warning))\b")
 # A library version in the URL an error points to (pydantic's errors.pydantic.dev/2.11/v/missing).
 _VERSIONED_URL = re.compile(r"(https?://errors\.pydantic\.dev/)[\d.]+/")
+# The callable Python names in its argument errors ("f() got an unexpected keyword argument 'x'",
+# "f() missing 1 required positional argument: 'x'", "f() takes 2 positional arguments but 3 were given").
+_ARGUMENT_ERROR_CALLABLE = re.compile(r"\b[A-Za-z_][\w.]*\(\)(?= (?:got an unexpected keyword|got multiple values|"
+                                      r"missing \d+ required|takes \d+))")
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 
 
@@ -144,6 +151,7 @@ def canonical(text: str, volatile: Volatile = ()) -> str:
 def canonical_error(text: str) -> str:
     """An error message without its wording's accidents (module docstring)."""
     text = _QUALIFIED.sub(r"\1", _ADDRESS.sub("", _VERSIONED_URL.sub(r"\1", text)))
+    text = _ARGUMENT_ERROR_CALLABLE.sub("()", text)
     return canonical(_ERROR_PREFIX.sub("", text)).casefold()
 
 

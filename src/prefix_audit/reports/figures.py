@@ -40,7 +40,7 @@ from prefix_audit.core.io import atomic_write, atomic_write_text, read_parquet
 from prefix_audit.core.parallel import exit_with_parent
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.statistics.intervals import hoeffding_bound, hoeffding_sample_size
-from prefix_audit.statistics.stats import cohort_size
+from prefix_audit.statistics.stats import cohort_size, paper_rows
 
 log = logging.getLogger(__name__)
 
@@ -437,7 +437,14 @@ _FRAME: list[pl.DataFrame] = []  # the one table a drawing process works from
 def _load_frame(path: str | os.PathLike[str]) -> None:
     """A drawing worker's start: the table, and an end with the job's process (see exit_with_parent)."""
     exit_with_parent()
-    _FRAME[:] = [pl.read_parquet(path)]
+    _FRAME[:] = [_figure_table(path)]
+
+
+def _figure_table(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """The table figures are drawn from: a stats table's paper rows (the agent-attributable ones, on
+    FED_agent, are drawn by none), or the FED table as it is."""
+    table = read_parquet(path)
+    return paper_rows(table) if "attribution" in table.columns else table
 
 
 def _draw_figure(job: tuple[str, tuple[str, str]], out: Path) -> list[Path]:
@@ -471,7 +478,7 @@ def write_figures(
     """
     if family not in FAMILIES:
         raise ValueError(f"unknown figure family {family!r}; expected one of {sorted(FAMILIES)}")
-    table = read_parquet(table_path)
+    table = _figure_table(table_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     blocks = _blocks(table.filter(pl.col("rollout_id").is_not_null()) if family == "labels" else table)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +21,23 @@ from prefix_audit.statistics.stats import (
     COST_METRICS,
     HEALTH_METRICS,
     METHOD_ORDER,
+    ORIGIN_METRICS,
+    ORIGINS,
     RECORDED_ACCURACY,
     STATS_SCHEMA,
     TAU_POOL,
+    agent_rows,
     cohort_size,
     method_rank,
+    paper_rows,
 )
 
 EMPTY_NOTE = "No blocks were present."
 CATEGORY_TABLE = "task_categories"  # G.1 per task category, beside it
-TABLES = ("G1", CATEGORY_TABLE, "F1", "F2", "F3", "pairs", "consistency", "trust", "labels", "label_categories")
+# The agent-attributable companions of G.1 and F.1 (docs/attribution.md) come after the paper's tables.
+AGENT_TABLES = ("G1_agent", "F1_agent")
+TABLES = ("G1", CATEGORY_TABLE, "F1", "F2", "F3", "pairs", "consistency", "trust", "labels", "label_categories",
+          *AGENT_TABLES)
 FORMATS = ("csv", "md", "tex")
 F2_BASELINES = ("react", "plan_conditioned")
 _MISSING = "n/a"
@@ -114,6 +121,27 @@ def _unsound_codes(episodes: pl.DataFrame, key: tuple[str, ...], pools: Mapping[
 
 
 HEALTH_COLUMN = "unsound tasks"
+ORIGIN_COLUMN = "first failures: agent · user · benchmark"
+
+
+def origin_cells(stats: pl.DataFrame) -> dict[tuple[str, ...], str]:
+    """Per block with attribution (its :data:`ORIGIN_METRICS` rows), its first failures by origin:
+    ``"40 · 16 · 0 of 56"``."""
+    out = {}
+    for key, metrics in _estimates(stats.filter(pl.col("metric").is_in(list(ORIGIN_METRICS)))).items():
+        rows = [metrics.get(f"first_failure_{origin}") for origin in ORIGINS]
+        if all(r is not None for r in rows):
+            out[key] = " · ".join(str(r["successes"]) for r in rows) + f" of {rows[0]['n_rollouts']}"
+    return out
+
+
+def with_origins(table: pl.DataFrame, stats: pl.DataFrame, dataset: str | None = None) -> pl.DataFrame:
+    """``table`` (G.1's or F.1's layout) with :data:`ORIGIN_COLUMN` after its block size: first failures by
+    origin of each row's block (``dataset`` fixes the dataset of a table without that column)."""
+    cells = origin_cells(stats)
+    keys = [(dataset or r["dataset"], r["model"], r["method"]) for r in table.iter_rows(named=True)]
+    at = table.columns.index("infra failures") + 1
+    return table.insert_column(at, pl.Series(ORIGIN_COLUMN, [cells.get(k, _MISSING) for k in keys], pl.Utf8))
 
 
 def _health_note(stats: pl.DataFrame) -> str:
@@ -805,7 +833,8 @@ def write_tables(
 ) -> list[Path]:
     """Write tables G.1, task_categories, F.1, F.2, F.3, pairs, consistency, trust, labels and
     label_categories (CSV, Markdown, LaTeX each) to ``outputs`` (keys ``{table}_{format}``, see
-    :func:`table_files`) as one set; return the 30 paths.
+    :func:`table_files`) as one set, then the agent-attributable G.1 and F.1 (:data:`AGENT_TABLES`); return the 36
+    paths.
 
     F.3 reads ``paired_path`` (no paired differences when None), the trust table the FED table
     ``episodes_path`` (none when None), the labels tables the comparison in ``labels_dir``
@@ -817,11 +846,12 @@ def write_tables(
     expected = set(table_files("."))
     if set(outputs) != expected:
         raise ValueError(f"tables: outputs must be exactly {sorted(expected)}, got {sorted(outputs)}")
-    stats = read_parquet(stats_path)
-    missing = [c for c in STATS_SCHEMA if c not in stats.columns]
+    every_row = read_parquet(stats_path)
+    missing = [c for c in STATS_SCHEMA if c not in every_row.columns]
     if missing:
         raise ValueError(f"{stats_path}: not a stats table (as `prefix-audit stats` writes it): no column(s) "
                          f"{', '.join(missing[:6])}")
+    stats = paper_rows(every_row)
     paired = read_parquet(paired_path) if paired_path is not None else pl.DataFrame(schema=PAIRED_SCHEMA)
 
     def files(table: str) -> dict[str, str | os.PathLike[str]]:
@@ -949,4 +979,37 @@ def write_tables(
         "The human first failure's category beside FED's first-failure category (fully executable: FED did not "
         "fire), over the labelled entries with a human-labelled failure.",
         display=categories.columns, note=no_labels)
+    contents |= _agent_table_texts(every_row, stats, files, pools, conf)
     return commit_files(contents)
+
+
+AGENT_CAPTION = ("computed on FED_agent, the first failure attributed to the agent (docs/attribution.md: a first "
+                 "failure caused by information the user gave, or made unavoidable by the task, is not the "
+                 "agent's), with the same task draws as the paper's table; first failures by origin per block. "
+                 "The paper's numbers, on FED, are in ")
+
+
+def _agent_table_texts(every_row: pl.DataFrame, stats: pl.DataFrame,
+                       files: Callable[[str], dict[str, str | os.PathLike[str]]],
+                       pools: Mapping[str, Sequence[str]], conf: str) -> dict[Path, bytes]:
+    """table_G1_agent and table_F1_agent: G.1 and F.1 of the agent-attributable rows, with first failures
+    by origin (the paper's rows ``stats`` for those and the block sizes)."""
+    attributed = agent_rows(every_row)
+    sizes = stats.filter(pl.col("metric").is_in(["infra_error", "final_success"])) \
+        .join(attributed.select(BLOCK_KEYS).unique(), on=list(BLOCK_KEYS), how="semi")
+    agent = pl.concat([attributed, sizes])
+    none = "No attribution in the stats table (episodes without origin and FED_agent)."
+    g1 = table_g1(agent.filter(~pl.col("dataset").is_in(list(pools))))
+    g1 = with_origins(g1, stats)
+    texts = table_texts(g1, files("G1_agent"), "table_G1_agent",
+                        f"Agent-attributable PEC@k with {conf}percentile-bootstrap intervals, " + AGENT_CAPTION
+                        + "Table G.1.", display=_display(g1), note=none)
+    pool = "tau"
+    f1 = with_origins(table_f1(agent, pool), stats, pool)
+    members = "/".join(pools.get(pool, TAU_POOL[pool]))
+    texts |= table_texts(f1, files("F1_agent"), "table_F1_agent",
+                         f"Agent-attributable TER, mean FED, AUC-PEC and RR of {members} "
+                         f"pooled per task, with {conf}intervals, " + AGENT_CAPTION
+                         + "Table F.1 (final success is the same in both).", display=_display(f1),
+                         note=f"No {pool} blocks with attribution in the stats table.")
+    return texts

@@ -54,7 +54,7 @@ from prefix_audit.replay.scoring import MAX_RESULT_CHARS
 from prefix_audit.replay.trust import block_trust, issue_codes, share_text
 from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA, label_summary
 from prefix_audit.statistics.metrics import block_metrics
-from prefix_audit.statistics.stats import TAU_POOL, cohort_size
+from prefix_audit.statistics.stats import ORIGINS, TAU_POOL, cohort_size, paper_rows
 
 from .tables import CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, table_f1, table_g1, table_task_categories
 
@@ -281,6 +281,7 @@ def block_summary(block: Block) -> dict[str, Any]:
         "final_success": _share(float(known.mean()) if known.len() else None),
         "final_success_n": known.len(),
         "categories": {c: int((prefix["category"] == c).sum()) for c in CATEGORIES},
+        "origins": " · ".join(str(int((prefix["origin"] == o).sum())) for o in ORIGINS),
     }
     if prefix.height:
         m = block_metrics(prefix["FED"].to_numpy(), prefix["T"].to_numpy(),
@@ -305,6 +306,8 @@ def _clip(text: str | None, limit: int = CLIP_CHARS, stored: int | None = None) 
 
 
 def _verdict(row: Mapping[str, Any]) -> str:
+    if row["V"] is None and row["origin"] is not None:
+        return "after the first failure: fails, judged for FED_agent"
     if row["V"] is None:
         return "not judged (after the first failure)"
     return "executable" if row["V"] else "not executable"
@@ -345,6 +348,7 @@ def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame, labels: pl.DataF
     planning = meta.pop("planning", None) if isinstance(meta, dict) else None
     on, between, unmatched = _labels_by_place(labels)
     first = ep["FED"] if ep["T"] is not None and ep["FED"] is not None and ep["FED"] <= ep["T"] else None
+    agent_first = ep["FED_agent"] if first is not None and first < ep["FED_agent"] <= ep["T"] else None
     turns: dict[int, list[dict[str, Any]]] = {}
     for a in actions.sort("j").iter_rows(named=True):
         predicates = [{"category": c, "code": k, "detail": d} for c, k, d in
@@ -354,7 +358,9 @@ def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame, labels: pl.DataF
             "labels": on.get(a["j"], []), "after": between.get(a["j"], []),
             "call": _clip(a["call"]), "verdict": _verdict(a), "V": a["V"], "accepted": a["accepted"],
             "result": _clip(a["result"], stored=MAX_RESULT_CHARS), "predicates": predicates,
-            "first": a["j"] == first, "diverged": a["record_match"] in DIVERGED,
+            "first": a["j"] == first, "agent_first": a["j"] == agent_first,
+            "origin": a["origin"], "origin_evidence": a["origin_evidence"], "given_as": a["given_as"],
+            "diverged": a["record_match"] in DIVERGED,
             "match": _MATCH_WORDS.get(a["record_match"]), "recorded_error": a["recorded_error"],
             "recorded": _clip(a["recorded_result"], stored=MAX_RESULT_CHARS),
             "replayed": _clip(a["replayed_result"], stored=MAX_RESULT_CHARS)})
@@ -365,7 +371,8 @@ def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame, labels: pl.DataF
     for turn in users:
         turns.setdefault(turn, [])
     shown_meta = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) if meta else None
-    return {"ep": ep, "turns": sorted(turns.items()), "party": party, "first": first, "planning": _planning(planning),
+    return {"ep": ep, "turns": sorted(turns.items()), "party": party, "first": first, "agent_first": agent_first,
+            "planning": _planning(planning),
             "meta": _clip(shown_meta, META_CHARS), "record": ep["call_steps"] is not None,
             "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else [],
             "labels": labels is not None and labels.height > 0, "labels_before": between.get(0, []),
@@ -474,7 +481,7 @@ def _readable_stats(stats_path: Path | None) -> pl.DataFrame | None:
     if stats_path is None or not stats_path.is_file():
         return None
     stats = read_parquet(stats_path)
-    return stats if all(c in stats.columns for c in STATS_SCHEMA) else None
+    return paper_rows(stats) if all(c in stats.columns for c in STATS_SCHEMA) else None
 
 
 def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str, Sequence[str]],

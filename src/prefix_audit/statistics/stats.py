@@ -50,6 +50,13 @@ ACCOUNTING_METRICS = (*COST_METRICS, "agent_calls", "agent_estimated_calls")
 # (``successes``) of those whose health was audited (``n``), and with ``exclude_unsound`` the tasks left out
 # (``successes``) of all the block's tasks (``n``). Points, no interval.
 HEALTH_METRICS = ("unsound_tasks", "excluded_tasks")
+# Attribution (docs/attribution.md): the paper's rows, and the metrics of FED recomputed on FED_agent with
+# the same draws; per block, the first failures by origin (``successes`` of ``n_rollouts`` first failures).
+ALL = "all"
+AGENT = "agent"
+AGENT_METRICS = ("pec", "depth_support", "eligible_pec", "ter", "auc_pec", "mean_fed", "rr")
+ORIGINS = ("agent", "user", "benchmark")
+ORIGIN_METRICS = tuple(f"first_failure_{origin}" for origin in ORIGINS)
 TAU_POOL: Mapping[str, tuple[str, ...]] = MappingProxyType({"tau": ("tau_airline", "tau_retail")})
 # Display order of the product's methods (pairs run later minus earlier); others follow, sorted.
 METHOD_ORDER = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
@@ -61,6 +68,9 @@ STATS_SCHEMA = pl.Schema(
         "model": pl.Utf8,
         "method": pl.Utf8,
         "versus": pl.Utf8,  # pair rows: the method subtracted; null on block rows
+        # all: the paper's metrics, on FED; agent: the same metrics on FED_agent, the first failure
+        # attributed to the agent (docs/attribution.md)
+        "attribution": pl.Utf8,
         "metric": pl.Utf8,
         "k": pl.Int16,
         "estimate": pl.Float64,
@@ -438,6 +448,32 @@ def block_frames(episodes: pl.DataFrame,
     return frames
 
 
+def paper_rows(stats: pl.DataFrame) -> pl.DataFrame:
+    """The paper's rows of a stats table (``attribution`` all), without the agent-attributable ones."""
+    return stats.filter(pl.col("attribution") == ALL)
+
+
+def agent_rows(stats: pl.DataFrame) -> pl.DataFrame:
+    """The rows of metrics recomputed on FED_agent, labelled as the paper's (``attribution`` all), so every
+    table builder reads them as it reads the paper's."""
+    return stats.filter(pl.col("attribution") == AGENT).with_columns(attribution=pl.lit(ALL))
+
+
+def _origin_rows(key: tuple[str, str, str], frame: pl.DataFrame, unit: tuple[str, ...],
+                 common: Mapping[str, object]) -> list[dict[str, object]]:
+    """A block's :data:`ORIGIN_METRICS` rows: of its first failures, the share (``successes`` the count)
+    attributed to each origin. Points, no interval."""
+    head = dict(zip(BLOCK_KEYS, key)) | {"versus": None} | dict(common)
+    failed = frame.filter(pl.col("T").is_not_null() & (pl.col("FED") <= pl.col("T")))
+    tasks = failed.select(unit).n_unique() if failed.height else 0
+    rows = []
+    for origin, metric in zip(ORIGINS, ORIGIN_METRICS):
+        count = failed.filter(pl.col("origin") == origin).height
+        rows.append(head | _row(metric, None, count / failed.height if failed.height else None, None, None,
+                                (tasks, failed.height, None, None), "none", successes=count))
+    return rows
+
+
 def _health_rows(key: tuple[str, str, str], frame: pl.DataFrame, unit: tuple[str, ...], exclude: bool,
                  common: Mapping[str, object]) -> list[dict[str, object]]:
     """A block's :data:`HEALTH_METRICS` rows, counted over its tasks before any exclusion."""
@@ -464,6 +500,7 @@ def compute_stats(
     workers: int = 1,
     exclude_unsound: bool = False,
     pairs: bool = True,
+    agent: bool = True,
 ) -> pl.DataFrame:
     """Long table (``STATS_SCHEMA``) of every metric, interval and denominator per block, then
     every within-model method difference per dataset (none with ``pairs`` false).
@@ -480,6 +517,10 @@ def compute_stats(
     :data:`HEALTH_METRICS` rows; ``exclude_unsound`` leaves the episodes of unsound tasks out of every
     metric (:func:`sound_only`) and says how many tasks that was. The default keeps every task (the
     paper's protocol).
+    Every row above has ``attribution`` all. Where the episodes carry attribution (``origin``,
+    ``FED_agent``), each block also gets its :data:`ORIGIN_METRICS` rows, and (with ``agent``) the rows
+    of :data:`AGENT_METRICS` recomputed on FED_agent with the same seed, hence the same draws, labelled
+    ``attribution`` agent, after all the paper's rows.
     Raises IdentityViolation if any block breaks Propositions 1-3, ValueError on bad input.
     """
     check_episodes(episodes)
@@ -504,6 +545,11 @@ def compute_stats(
     frames = block_frames(episodes, pools)
     # A block all of whose tasks were left out has no metric to stand beside its health rows.
     health_rows = [row for row in health_rows if (row["dataset"], row["model"], row["method"]) in frames]
+    attributed = "origin" in episodes.columns and "FED_agent" in episodes.columns
+    if attributed:
+        common = {"resamples": resamples, "seed": seed, "confidence": confidence}
+        health_rows += [row for key, (frame, unit) in sorted(frames.items())
+                        for row in _origin_rows(key, frame, unit, common)]
 
     def prepare(key: tuple[str, str, str]) -> _Block:
         frame, unit = frames[key]
@@ -531,7 +577,13 @@ def compute_stats(
         results = list(executor.map(rows_of, sorted(groups)))
     block_rows = sorted([*(r for rows, _ in results for r in rows), *health_rows], key=_block_order)
     pair_rows = sorted((r for _, rows in results for r in rows), key=_pair_order)
-    return pl.DataFrame(block_rows + pair_rows, schema=STATS_SCHEMA)
+    table = pl.DataFrame([r | {"attribution": ALL} for r in block_rows + pair_rows], schema=STATS_SCHEMA)
+    if not (agent and attributed):
+        return table
+    on_agent = compute_stats(episodes.with_columns(pl.col("FED_agent").alias("FED")), resamples=resamples, seed=seed,
+                             k_max=k_max, confidence=confidence, pools=pools, workers=workers, pairs=False, agent=False)
+    return pl.concat([table, on_agent.filter(pl.col("metric").is_in(AGENT_METRICS)).with_columns(
+        attribution=pl.lit(AGENT))])
 
 
 PAPER_K_MAX = 4  # PEC@1..4, the paper's tables
@@ -716,11 +768,13 @@ def compute_category_stats(
             part = episodes.filter((pl.col("dataset") == dataset) & pl.col("task_id").is_in(task_ids))
             longest = int(part["T"].max() or 0)
             stats = compute_stats(part, resamples=resamples, seed=seed, k_max=min(k_max, max(longest + 1, PAPER_K_MAX)),
-                                  confidence=confidence, workers=workers, exclude_unsound=exclude_unsound, pairs=False)
+                                  confidence=confidence, workers=workers, exclude_unsound=exclude_unsound, pairs=False,
+                                  agent=False)
             key = settings.get("recorded")
             recorded = _recorded_rows(part, key, common) if key and "meta_json" in part.columns else []
             rows = pl.concat([stats.with_columns(source=pl.lit(None, pl.Utf8)),
-                              pl.DataFrame(recorded, schema={**STATS_SCHEMA, "source": pl.Utf8})])
+                              pl.DataFrame([r | {"attribution": ALL} for r in recorded],
+                                           schema={**STATS_SCHEMA, "source": pl.Utf8})])
             frames.append(rows.select(pl.lit(category).alias("category"), pl.all()))
     table = pl.concat(frames)
     return table.sort("dataset", "category", "model", "method", maintain_order=True).select(

@@ -461,7 +461,7 @@ class BfclProbe:
                          for t in range(asked, expected))
         unasked = f"; the ground truth of turns no question asks: {rest}" if rest else ""
         cut = self._rollout("cut", self.benchmark.reference_turns(self.entry)[:asked])
-        episode = replay(cut, self.benchmark)
+        episode = replay(cut, self.benchmark, with_gold=False)
         return [Finding("answer_unreachable",
                         f"the ground truth has {expected} turns, the entry's question {asked}: BFCL runs one turn "
                         f"per question and fails a run whose turn count differs from the ground truth's, so no run "
@@ -531,7 +531,8 @@ class BfclProbe:
             call = action.call
             faithful = replace(call, args=_replace_string(call.args, literal, source.text),
                                kwargs=_replace_string(call.kwargs, literal, source.text), raw=None)
-            episode = replay(self._with_call(gold.rollout, action, faithful), self.benchmark)
+            episode = replay(self._with_call(gold.rollout, action, faithful), self.benchmark,
+                             with_gold=False)
             if episode.Y == 1:
                 return None  # BFCL's check does not tell the two texts apart
             told = min(action.turn, len(self.entry.question) - 1) + 1
@@ -592,7 +593,7 @@ class BfclProbe:
         rollout = Rollout(DATASET, on.id, HEALTH_MODEL, f"gold_of_{gold_of.release}",
                           rollout_id_for(DATASET, HEALTH_MODEL, f"gold_of_{gold_of.release}", on.release, on.id),
                           turns, "reference", {"bfcl_data": on.release})
-        episode = replay(rollout, bench)
+        episode = replay(rollout, bench, with_gold=False)
         rejected = [f"{call_text(v.action)} → {_short(v.logged or v.result or 'rejected')}"
                     for v in episode.verdicts if v.action.call is not None and v.accepted is False]
         text = f"{label} scores {episode.Y}" + (f" ({episode.y_detail})" if episode.Y != 1 and episode.y_detail else "")

@@ -39,6 +39,7 @@ and reason.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -252,13 +253,23 @@ def recorded_error(content: str) -> bool:
 
 
 def decoded_call_strings(raw: Any) -> tuple[ToolCall, ...]:
-    """A step written as already-decoded calls — a list of strings each of which parses as one call
-    (``["cd(folder='x')"]``, as custom runners write them) — as those calls; none otherwise. Read so
-    only where no handler of BFCL's config was found for the file (no handler of BFCL writes it)."""
-    if not isinstance(raw, list) or not raw or not all(isinstance(item, str) for item in raw):
+    """A step written as already-decoded calls — a list of strings each of which is a Python call
+    expression (``["cd(folder='x')"]``, as custom runners write them) — as those calls; none otherwise.
+    A call to no tool's name (``__import__('os').system('ls')``, which BFCL's executor fails on) is an
+    action all the same, one that does not parse as a call of a tool: a schema failure, never evaluated.
+    Read so only where no handler of BFCL's config was found for the file (no handler of BFCL writes it)."""
+    if not isinstance(raw, list) or not raw or not all(isinstance(item, str) and _is_call_expression(item)
+                                                       for item in raw):
         return ()
-    calls = tuple(parse_call_string(item) for item in raw)
-    return calls if all(c.well_formed for c in calls) else ()
+    return tuple(parse_call_string(item) for item in raw)
+
+
+def _is_call_expression(text: str) -> bool:
+    """Whether ``text`` parses (never runs) as one Python call expression."""
+    try:
+        return isinstance(ast.parse(text.strip(), mode="eval").body, ast.Call)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
 
 
 def _logged_calls(seen: LoggedStep | None) -> tuple[ToolCall, ...]:

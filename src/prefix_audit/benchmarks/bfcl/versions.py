@@ -163,7 +163,8 @@ def reproduction(bench: Benchmark, rollouts: Sequence[Rollout], release: str) ->
             continue
         compared += 1
         try:
-            check = check_record(replay(replace(rollout, meta={**rollout.meta, "bfcl_data": release}), bench))
+            check = check_record(replay(replace(rollout, meta={**rollout.meta, "bfcl_data": release}), bench,
+                                        with_gold=False))
         except UnscorableRollout:
             diverged.add(rollout.rollout_id)
             continue

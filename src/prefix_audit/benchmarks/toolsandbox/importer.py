@@ -68,15 +68,21 @@ from .recorded import DATASET, RECORD_KEY, SCORE_NAME, normalize_exception
 ABORTED_CALL_ID = "toolsandbox-aborted-call"
 _RUN_NAME = re.compile(r"^agent_(?P<agent>.+?)_user_(?P<user>.+)_\d{2}_\d{2}_\d{4}_\d{2}_\d{2}_\d{2}$", re.DOTALL)
 _NAME_DEPTH = 8  # the most folders one run name may span (model names with up to 7 '/' in all)
-_PARAMETERS = re.compile(r"^(\w+)_parameters = (.*)$")
-_RESPONSE = re.compile(r"^\w+_response = (\w+)\(")
+# ToolSandbox writes a call as ``<id>_parameters = {...}`` and ``<id>_response = <tool>(**<id>_parameters)``
+# with the model's call id as it came, which need not be a Python name (then its run fails the call).
+_PARAMETERS = re.compile(r"^(.+?)_parameters = (.*)$")
 _DISALLOWED = re.compile(r"agent_facing_tool_name='([^']*)' is not a known allowed tool")
 _IMPORTS = re.compile(r"^from \S+ import (.+)$", re.MULTILINE)
 _ID_COLUMNS = {"CONTACT": "person_id", "MESSAGING": "message_id", "REMINDER": "reminder_id"}
 
 
 class ScenarioError(ValueError):
-    pass
+    """Why a scenario cannot be imported: ``reason``, and where in its files (a message), said apart so
+    that quarantine summaries count scenarios by reason."""
+
+    def __init__(self, reason: str, where: str | None = None) -> None:
+        super().__init__(f"{where}: {reason}" if where else reason)
+        self.reason = reason
 
 
 def run_folders(source: str | Path) -> list[Path]:
@@ -166,13 +172,14 @@ def _request(row: dict[str, Any]) -> ToolCall:
     where = f"message {row['sandbox_message_index']}"
     lines = str(row.get("content") or "").splitlines()
     params = _PARAMETERS.match(lines[0]) if lines else None
-    response = _RESPONSE.match(lines[1]) if len(lines) > 1 else None
+    response = re.match(rf"^{re.escape(params.group(1))}_response = (\w+)\(", lines[1]) \
+        if params is not None and len(lines) > 1 else None
     if params is None or response is None:
-        raise ScenarioError(f"{where}: not a logged tool call")
+        raise ScenarioError("not a logged tool call", where)
     try:
         arguments = ast.literal_eval(params.group(2))
     except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
-        raise ScenarioError(f"{where}: tool-call arguments are not a literal: {exc}") from None
+        raise ScenarioError(f"tool-call arguments are not a literal: {exc}", where) from None
     call_id = row.get("openai_tool_call_id") or params.group(1)
     return structured_call(response.group(1), arguments, str(call_id))
 
@@ -240,7 +247,7 @@ class _Builder:
         rows = _rows(context, "SANDBOX")
         for row in rows:  # only the all-null headguard row of a snapshot may lack a sender
             if row.get("sender") is None and any(v is not None for k, v in row.items() if k != "sandbox_message_index"):
-                raise ScenarioError(f"message {row['sandbox_message_index']}: a logged message without a sender")
+                raise ScenarioError("a logged message without a sender", f"message {row['sandbox_message_index']}")
         self.sandbox = sorted((r for r in rows if r.get("sender") is not None), key=lambda r: r["sandbox_message_index"])
         self.start = _first_user_index(self.sandbox)
         self.snapshots = _snapshots(context)
@@ -289,12 +296,13 @@ class _Builder:
     def _response(self, row: dict[str, Any]) -> None:
         cid = row.get("openai_tool_call_id")
         if cid not in self.calls:
-            raise ScenarioError(f"message {row['sandbox_message_index']}: response to unknown tool call {cid!r}")
+            raise ScenarioError("a response to an unknown tool call",
+                                f"message {row['sandbox_message_index']} ({cid!r})")
         if cid in self.answered:
-            raise ScenarioError(f"message {row['sandbox_message_index']}: second response to tool call {cid!r}")
+            raise ScenarioError("a second response to a tool call", f"message {row['sandbox_message_index']} ({cid!r})")
         exception = row.get("tool_call_exception")
         if not (exception is None or isinstance(exception, str)):
-            raise ScenarioError(f"message {row['sandbox_message_index']}: tool_call_exception must be text or null")
+            raise ScenarioError("tool_call_exception must be text or null", f"message {row['sandbox_message_index']}")
         entry = self.calls[cid]
         self.answered.add(cid)
         if exception:
@@ -472,8 +480,9 @@ def import_runs(source: str | Path, model: str | None = None, method: str = "imp
                 yield Located(str(summary_path), position, rollout, named_by)
             except RECORD_SHAPE_ERRORS as exc:  # ScenarioError, or a field of the wrong shape
                 why = shape_reason(exc)
+                cause = exc.reason if isinstance(exc, ScenarioError) else why
                 yield BadLine(str(summary_path), position, f"unusable ToolSandbox scenario {label!r}: {why}",
-                              excerpt=str(label or "")[:200], cause=f"unusable ToolSandbox scenario: {why}",
+                              excerpt=str(label or "")[:200], cause=f"unusable ToolSandbox scenario: {cause}",
                               entry=("scenario", label) if label is not None else None)
 
 

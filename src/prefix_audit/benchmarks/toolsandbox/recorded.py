@@ -33,7 +33,7 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Rollout, actions_of
-from prefix_audit.replay.checker import mentions, scalars
+from prefix_audit.replay.values import mentions, scalars
 from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, ToolSpec, UnscorableRollout
 
 from .validation import phone_number
@@ -82,6 +82,13 @@ def error_category(error: str) -> str:
         if re.search(r"already (enabled|disabled)", error):
             return "precondition"
     return "state_consistency"
+
+
+def harness_failed(call: ToolCall, error: str) -> bool:
+    """Whether ToolSandbox's own harness failed the call: it runs ``<id>_parameters = {...}`` with the
+    call's id, and an id that is no Python name (a hyphen, a dot) makes that code a SyntaxError before
+    any tool runs."""
+    return exception_name(error) == "SyntaxError" and not str(call.call_id).isidentifier()
 
 
 def _canonical(value: Any) -> str:
@@ -248,7 +255,7 @@ class RecordedSession:
         recorded = self._current()
         self._next += 1
         if recorded.error is not None:
-            return Outcome(False, error=recorded.error)
+            return Outcome(False, error=recorded.error, harness=harness_failed(call, recorded.error))
         return Outcome(True, recorded.result)
 
     def dry_execute(self, call: ToolCall) -> Outcome:

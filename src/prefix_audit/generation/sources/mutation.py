@@ -29,7 +29,7 @@ import jsonschema
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.core.taxonomy import CATEGORIES
-from prefix_audit.replay.checker import argument_values, mentions, scalars
+from prefix_audit.replay.values import argument_values, mentions, scalars
 from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, ToolSpec
 
 # Each flat action: (turn, call).

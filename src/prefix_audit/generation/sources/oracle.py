@@ -63,7 +63,7 @@ def run_oracle(bench: Benchmark, task_ids: Sequence[str], seed: int) -> OracleRe
                 report.no_site[category] += 1
                 continue
             injected = rollout.meta["injected"]
-            episode = replay(rollout, bench)
+            episode = replay(rollout, bench, with_gold=False)
             report.operators[injected["operator"]] += 1
             report.depths[category].add(injected["depth"])
             report.confusion[(category, episode.category)] += 1

@@ -507,9 +507,11 @@ class TauProbe:
         text = f"{ours_name} and {theirs_name} (the package's own {domain} tasks) define task {task.id} differently — " \
                + "; ".join(groups)
         if read:
-            ours_there = replay(_embedded(gold.rollout, theirs_def, f"{theirs_name}: {domain}/tasks.json"), bench)
+            ours_there = replay(_embedded(gold.rollout, theirs_def, f"{theirs_name}: {domain}/tasks.json"), bench,
+                                with_gold=False)
             theirs_rollout = bench.reference_rollout_of(theirs)
-            theirs_here = replay(_embedded(theirs_rollout, ours_def, f"{ours_name}: {domain}/tasks.json"), bench)
+            theirs_here = replay(_embedded(theirs_rollout, ours_def, f"{ours_name}: {domain}/tasks.json"), bench,
+                                 with_gold=False)
             text += (f". {ours_name}'s gold scores {ours_there.Y} under {theirs_name}'s definition "
                      f"({ours_there.y_detail}); {theirs_name}'s gold scores {theirs_here.Y} under {ours_name}'s "
                      f"({theirs_here.y_detail})")

@@ -118,7 +118,7 @@ def task_facts(task: TauTask, user_turns: Sequence[str]) -> TaskFacts:
     facts = {v: next((t for t, text in enumerate(user_turns) if said(v, text)), len(user_turns))
              for v in user_fact_values(task)}
     initial = frozenset(identifiers(user_turns[0])) if user_turns else frozenset()
-    return TaskFacts(initial, tuple(user_turns), facts)
+    return TaskFacts(initial, tuple(user_turns), facts, id_prefixes=sem.ID_PREFIXES)
 
 
 class TauBenchmark(Benchmark):
@@ -422,7 +422,11 @@ class TauSession:
             return Outcome(False, None, call.parse_error)
         accepted, text = self._live.run(call)
         self._ran.append((call, AGENT))
-        return Outcome(True, text) if accepted else Outcome(False, None, text)
+        return Outcome(True, text) if accepted else Outcome(False, None, text, missing=sem.names_nothing(text))
+
+    def holds(self, values: Sequence[Any]) -> bool:
+        """Whether one record of the live database holds every value (attribution)."""
+        return self._live.holds(values)
 
     def dry_execute(self, call: ToolCall) -> Outcome:
         """τ's verdict on ``call`` in a scratch environment brought to the live one's state by
@@ -570,7 +574,7 @@ def gold_audit(bench: TauBenchmark) -> list[GoldReplay]:
     writes without the look-ups that would make their ids available (dependency failures)."""
     rows = []
     for task_id in bench.task_ids():
-        ep = replay(bench.reference_rollout(task_id), bench)
+        ep = replay(bench.reference_rollout(task_id), bench, with_gold=False)
         ff = ep.first_failure
         main = primary(ff.failures) if ff else None
         rows.append(GoldReplay(task_id, ep.T, ep.FED, ep.category, f"{main.code}: {main.detail}" if main else None,

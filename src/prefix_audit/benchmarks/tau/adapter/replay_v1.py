@@ -20,6 +20,7 @@ v1). An entry whose model call failed before any action (``infra_error``) scores
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property
 
 from prefix_audit.core.calls import ToolCall
@@ -73,8 +74,7 @@ class TauV1Benchmark(TauBenchmark):
         for name in sorted(v1.V1_TOOLS[self.domain.name] - {v1.THINK}):
             info = self.backend.tools[name]
             schema = v1.v1_schema(self.domain.name, name, info.schema)
-            out[name] = ToolSpec(name, {**schema, "additionalProperties": False}, info.spec.description,
-                                 info.spec.positional_order, info.spec.reference_params)
+            out[name] = replace(info.spec, parameters={**schema, "additionalProperties": False})
         out[v1.THINK] = _think_spec()
         return out
 

@@ -33,6 +33,7 @@ from functools import cached_property
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
+from prefix_audit.replay.attribution import StateIndex
 from prefix_audit.replay.contract import ToolSpec
 
 from . import semantics as sem
@@ -94,6 +95,9 @@ def quiet_serializer() -> Iterator[None]:
 # --- tools and their declared interfaces ----------------------------------------------------------
 
 
+READ = "read"  # tau2's ToolType of a tool that only reads the database
+
+
 @dataclass(frozen=True)
 class ToolInfo:
     spec: ToolSpec  # what the checker validates against (unknown argument names rejected)
@@ -102,7 +106,7 @@ class ToolInfo:
 
     @property
     def may_write(self) -> bool:
-        return self.kind not in ("read", "think") and self.spec.name not in sem.OWN_IMPLEMENTATION
+        return self.kind not in (READ, "think") and self.spec.name not in sem.OWN_IMPLEMENTATION
 
 
 class AccessMode:
@@ -230,18 +234,25 @@ class CopyOnWriteTable(dict):  # type: ignore[type-arg]
         return dict, (dict(self.items()),)
 
 
-def tool_infos(toolkit: Any, refs: Mapping[str, Sequence[str]]) -> dict[str, ToolInfo]:
+def tool_infos(toolkit: Any, refs: Mapping[str, Sequence[str]],
+               information: frozenset[str] = frozenset()) -> dict[str, ToolInfo]:
     """The tools a tau2 toolkit declares (its ``is_tool`` methods), by name: tau2's JSON Schema, the
-    spec the checker validates against, and tau2's tool type; ``refs`` names each tool's reference
-    parameters."""
+    spec the checker validates against, and tau2's tool type (its READ tools are the spec's
+    ``read_only``); ``refs`` names each tool's reference parameters, ``information`` the parameters
+    whose values come from the user."""
     out = {}
     for name, tool in sorted(toolkit.get_tools().items()):
         function = tool.openai_schema["function"]
         schema = function["parameters"]
         checked = {**schema, "additionalProperties": False}  # the tool takes keyword arguments only
-        spec = ToolSpec(name, checked, function.get("description", ""), tuple(schema.get("properties", {})),
-                        frozenset(refs.get(name, ())))
-        out[name] = ToolInfo(spec, schema, str(toolkit.tool_type(name).value))
+        kind = str(toolkit.tool_type(name).value)
+        params = tuple(schema.get("properties", {}))
+        # A look-up's arguments are its keys; a write is identified by what it refers to and the
+        # user's own facts it carries.
+        identifying = frozenset(params) if kind == READ else frozenset(refs.get(name, ())) | (information & set(params))
+        spec = ToolSpec(name, checked, function.get("description", ""), params, frozenset(refs.get(name, ())),
+                        read_only=kind == READ, identifying_params=identifying)
+        out[name] = ToolInfo(spec, schema, kind)
     return out
 
 
@@ -339,7 +350,8 @@ class DomainBackend:
 
     @cached_property
     def tools(self) -> dict[str, ToolInfo]:
-        return tool_infos(self._toolkit_cls(None), sem.REFERENCE_PARAMS[self.domain.name])
+        return tool_infos(self._toolkit_cls(None), sem.REFERENCE_PARAMS[self.domain.name],
+                          sem.INFORMATION_PARAMS.get(self.domain.name, frozenset()))
 
     def reads_only(self, name: str) -> bool:
         """A declared tool that cannot change the database (an unknown name counts as writing: tau2
@@ -351,6 +363,11 @@ class DomainBackend:
     def initial_db_hash(self) -> str:
         with quiet_serializer():
             return self._toolkit_cls(self.template_db).get_db_hash()
+
+    @cached_property
+    def template_index(self) -> StateIndex:
+        """Which records of the initial database hold each value (built once per backend)."""
+        return StateIndex(self.template_db)
 
     @cached_property
     def initial_fingerprint(self) -> str:
@@ -418,6 +435,13 @@ class LiveEnvironment:
             if not isinstance(order_id, str) or orders is None or order_id not in orders:
                 return None
             return str(orders[order_id].status)
+
+    def holds(self, values: Sequence[Any]) -> bool:
+        """Whether one record of the database holds every value (attribution; :class:`StateIndex`)."""
+        if not self._wrote:
+            return self.backend.template_index.holds(values)
+        with self.reading_db() as db:
+            return StateIndex(db).holds(values)
 
     def db_hash(self) -> str:
         """tau2's hash of the database (its DB check compares these): sorted-key JSON of the dump."""

@@ -27,6 +27,7 @@ no user and the agent holds the phone's tools as its own.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from prefix_audit.core.records import LogIssue, Recorded
@@ -101,10 +102,24 @@ INFORMATION_PARAMS: Mapping[str, frozenset[str]] = {
     "telecom": frozenset({"phone_number", "full_name", "dob"}),
 }
 
+# tau2's retail order ids carry a '#' that people leave out ("my order W4284542"); its tools' docs warn the
+# agent of it ("Be careful there is a '#' symbol at the beginning of the order id").
+ID_PREFIXES = ("#",)
+
 # Tools whose arguments we evaluate ourselves instead of through tau2: its `calculate` runs Python's
 # eval on the expression (restricted characters, no builtins), and model output is never evaluated
 # here. Our evaluator gives the same result text for every well-formed arithmetic expression.
 OWN_IMPLEMENTATION = frozenset({"calculate"})
+
+
+# tau2's tools say a value names no record with "… not found" ("User not found", "Order not found",
+# "Flight HAT001 not found on date …", "Line with phone number … not found").
+_NOT_FOUND = re.compile(r"\bnot found\b", re.IGNORECASE)
+
+
+def names_nothing(error: str) -> bool:
+    """Whether a tool's error says a value it was given names no record (attribution reads it)."""
+    return _NOT_FOUND.search(error) is not None
 
 
 def recorded_reward(reward: float | None, undecoded: Sequence[tuple[int, int, str]] = (),

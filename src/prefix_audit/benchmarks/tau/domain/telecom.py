@@ -27,11 +27,12 @@ import copy
 import hashlib
 import importlib
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
+from prefix_audit.replay.attribution import StateIndex
 
 from . import semantics as sem
 from .data import EnvAssertion, EnvCall, GoldAction, TauDomain, TauTask
@@ -77,7 +78,8 @@ class TelecomBackend:
     @cached_property
     def tools(self) -> dict[str, ToolInfo]:
         """The agent's tools (what the agent is offered and the checker validates against)."""
-        return tool_infos(self._tools_cls(None), sem.REFERENCE_PARAMS[self.domain.name])
+        return tool_infos(self._tools_cls(None), sem.REFERENCE_PARAMS[self.domain.name],
+                          sem.INFORMATION_PARAMS[self.domain.name])
 
     @cached_property
     def user_tools(self) -> dict[str, ToolInfo]:
@@ -183,6 +185,10 @@ class TelecomLive:
             accepted, text = self.backend.response(self._environment, name, arguments, call_id, requestor)
         self.errors += not accepted
         return accepted, text
+
+    def holds(self, values: Sequence[Any]) -> bool:
+        """Whether one record of the provider's database holds every value (attribution)."""
+        return StateIndex(self._environment.tools.db).holds(values)
 
     def db_hash(self) -> str:
         """tau2's hash of the provider's database."""
