@@ -38,7 +38,7 @@ def test_a_lookup_of_what_the_user_said_that_nothing_holds_is_the_users():
     ("another failure", {"categories": frozenset({"schema", "state_consistency"})}, "schema"),
     ("a write", {"spec": ToolSpec("cancel", {}, identifying_params=frozenset({"email"}))}, "may change the state"),
     ("another rejection", {"outcome": Outcome(False, None, "Error: too many")}, "another reason"),
-    ("nothing identifying", {"spec": ToolSpec("find", {}, read_only=True)}, "no argument names"),
+    ("nothing identifying", {"spec": ToolSpec("find", {}, read_only=True)}, "no argument of the call carries"),
 ])
 def test_every_condition_is_needed(case, kwargs, why):
     found = _attribute("ann@exampel.com", "Sure, it's ann@exampel.com.", **kwargs)
@@ -250,21 +250,72 @@ def _bfcl_with_first(bfcl, task_id, call):
                           "test", reference.meta), bfcl)
 
 
-def test_a_bfcl_look_up_of_a_file_the_question_names_and_nothing_holds_is_the_users(bfcl):
-    """BFCL multi_turn_base_12 asks to create 'summary.txt' in 'Documents', "if it already exists, return an
-    error": an agent that first reads it gets "No such file". A name the question never gave stays the
-    agent's; so does a file the question names that exists in another folder (multi_turn_base_0's
-    'final_report.pdf', read from where the agent stands): the agent's to find."""
+def test_a_bfcl_look_up_of_what_the_question_names_stays_the_agents(bfcl):
+    """A BFCL question names what to act on, create or ask about, never the user's own records: multi_turn_base_12
+    asks to create 'summary.txt' in 'Documents'; an agent that reads it first fails, and that is its own order of
+    work (read by hand on the shared logs: looking up what it was asked to create, a relation read as a name)."""
     ep = _bfcl_with_first(bfcl, "multi_turn_base_12", structured_call("cat", {"file_name": "summary.txt"}, "c0"))
     first = ep.first_failure
-    assert (ep.FED, first.attribution.origin) == (1, USER)
-    assert "craft a new file dubbed 'summary.txt'" in first.attribution.evidence
-    assert "No such file or directory" in first.attribution.evidence
-    assert ep.FED_agent == ep.T + 1
-    typo = _bfcl_with_first(bfcl, "multi_turn_base_12", structured_call("cat", {"file_name": "summery.txt"}, "c0"))
-    assert typo.first_failure.attribution.origin == AGENT
-    elsewhere = _bfcl_with_first(bfcl, "multi_turn_base_0",
-                                 structured_call("cat", {"file_name": "final_report.pdf"}, "c0"))
-    held = elsewhere.first_failure
-    assert "No such file or directory" in held.result
-    assert held.attribution.origin == AGENT and "holds 'final_report.pdf'" in held.attribution.evidence
+    assert (ep.FED, first.attribution.origin) == (1, AGENT)
+    assert first.attribution.evidence == "no argument of the call carries the user's own information"
+    assert ep.FED_agent == ep.FED
+
+
+# --- a value given in other words ----------------------------------------------------------------------
+
+def _availability(*messages, id_prefixes=()):
+    from prefix_audit.replay.checker import Availability
+    from prefix_audit.replay.contract import TaskFacts
+
+    avail = Availability(TaskFacts(frozenset(), tuple(messages), {}, id_prefixes=id_prefixes))
+    return avail
+
+
+@pytest.mark.parametrize("value, said, reading", [
+    ("#W4284542", "Hi, I'd like to check on the arrival date for my order W4284542.", "an id's prefix"),
+    ("Suite 641", "Please change the suite number to 641.", "a unit or label word"),
+    ("2001-04-12", "Kevin Smith, whose date of birth is April 12, 2001.", "a date in another notation"),
+    ("2001-04-12", "born 12 April 2001", "a date in another notation"),
+    ("2001-04-12", "DOB 04/12/2001", "a date in another notation"),
+    (2, "I want to return two of them.", "a number in words"),
+    ("Sophia Silva", "yes, SOPHIA  silva is the passenger", "case and spacing"),
+])
+def test_a_value_given_in_other_words_counts_as_given_and_says_how(value, said, reading):
+    avail = _availability("Hello.", said, id_prefixes=("#",))
+    avail.reveal_turn(0)
+    assert avail.given(value) is None  # the agent produced it before the user said it: still not given
+    avail.reveal_turn(1)
+    assert reading in avail.given(value)
+
+
+@pytest.mark.parametrize("value, said", [
+    ("Suite 641", "suite 12, and later on another topic entirely: order 641"),  # the number far from its label
+    ("2001-04-12", "April 13, 2001"),
+    ("QUASAR", "the symbol quasar"),  # one token keeps its case: an id or a symbol
+])
+def test_other_words_that_change_the_meaning_do_not_count(value, said):
+    avail = _availability(said)
+    avail.reveal_turn(0)
+    assert avail.given(value) is None
+
+
+def test_an_id_is_given_only_verbatim_or_without_its_prefix():
+    avail = _availability("the order w4284542, the symbol quasar, order one", id_prefixes=("#",))
+    avail.reveal_turn(0)
+    assert avail.given("#W4284542", reference=True) is None  # its case changed
+    assert avail.given("QUASAR", reference=True) is None
+    assert avail.given(1, reference=True) is None  # an id is not a number in words
+    assert avail.given("#w4284542", reference=True).startswith("an id's prefix")
+
+
+def test_tau_order_id_after_the_user_left_its_hash_out_is_executable(tau):
+    """τ-bench v1 retail task 57 (shared real logs): "my order W4284542", then get_order_details('#W4284542')."""
+    bench = tau["tau_retail"]
+    said = "Hi, I'd like to check on the arrival date for my order W4284542."
+    ep = replay(_rollout(bench, [[("get_order_details", {"order_id": "#W4284542"})]], [said], "57"), bench)
+    assert ep.FED == ep.T + 1
+    assert ep.verdicts[0].given_as == ("get_order_details.order_id='#W4284542': an id's prefix the benchmark's "
+                                       "records carry ('#')",)
+    early = replay(_rollout(bench, [[("get_order_details", {"order_id": "#W4284542"})], []], ["Hi.", said], "57"),
+                   bench)
+    assert early.FED == 1 and early.category == "dependency"

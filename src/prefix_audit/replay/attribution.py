@@ -6,19 +6,19 @@ agent does with it. Every failing action gets an *origin* and *evidence* a perso
 tool:
 
 * ``user`` — the action failed because of information the user gave, used faithfully: the call changes
-  no state (the benchmark's own read/write marking), the benchmark's answer is that a value names
-  nothing, every value that identifies what the call looks up appears, as a whole word, in a user
-  message at or before the call's turn, and no object anywhere in the benchmark's state holds those
-  values together (a value some object holds is the agent's to find). The evidence quotes the user's
-  words and the benchmark's answer.
-  The task's own gold can show the same: where the gold makes the same call and it fails the same way by
-  design (a look-up of information the scenario gets wrong on purpose, a call the gold goes on from with
-  an accepted call), the agent fell into the task's scripted trap: ``user`` too.
+  no state (the benchmark's own read/write marking), every value of the user's own information that
+  identifies what it looks up appears, as a whole word, in a user message at or before the call's turn,
+  the benchmark's answer is that a value names nothing, and no object anywhere in the benchmark's state
+  holds those values together (a value some object holds is the agent's to find). The evidence quotes
+  the user's words and the benchmark's answer. The task's own gold can show the same: where the gold
+  makes the same call and it fails the same way by design (a look-up of information the scenario gets
+  wrong on purpose, a call the gold goes on from with an accepted call), the agent fell into the task's
+  scripted trap: ``user`` too.
 * ``benchmark`` — the benchmark's own harness failed a well-formed call (``Outcome.harness``), or the task
-  makes the failing call unavoidable: its gold makes the same call and it fails
-  the same way, and the gold ends on it (benchmark health's ``gold_fails``), or the function is
-  one the task withholds in the turn its gold needs it (``gold_not_prefix_executable``). The evidence names
-  the gold's call and the health code.
+  makes the failing call unavoidable: its gold makes the same call and it fails the same way, and the gold
+  ends on it (benchmark health's ``gold_fails``), or the function is one the task withholds in the turn
+  its gold needs it (``gold_not_prefix_executable``). The evidence names the gold's call and the health
+  code.
 * ``agent`` — everything else; when a condition cannot be checked, the failure stays the agent's
   (attribution never excuses an agent error). The evidence says which condition was not met.
 
@@ -69,11 +69,11 @@ def attribute(spec: ToolSpec | None, arguments: Mapping[str, Any], categories: C
                                       f"never judged it: {_quoted(' '.join((outcome.error or '').split())[:300])}")
     if spec is None or not spec.read_only:
         return Attribution(AGENT, "the call may change the state (not a look-up the user's information can fail)")
-    if outcome is None or not outcome.missing:
-        return Attribution(AGENT, "the benchmark rejected the call for another reason than a value naming nothing")
     named = identifying_values(spec, arguments)
     if not named:
-        return Attribution(AGENT, "no argument names what the call looks up")
+        return Attribution(AGENT, "no argument of the call carries the user's own information")
+    if outcome is None or not outcome.missing:
+        return Attribution(AGENT, "the benchmark rejected the call for another reason than a value naming nothing")
     places = []
     for param, value in named:
         where = stated(value, user_texts)
@@ -84,7 +84,8 @@ def attribute(spec: ToolSpec | None, arguments: Mapping[str, Any], categories: C
     if holds is None:
         return Attribution(AGENT, "the benchmark's state cannot be searched for the value")
     if holds(values):
-        return Attribution(AGENT, f"an object of the benchmark's state holds {_listed(values)}: the agent's to find")
+        return Attribution(AGENT, f"the benchmark holds {_listed(values)} (in its state, or by a look-up of its own): "
+                                  f"the agent's to find")
     answer = (outcome.error or "rejected").strip()
     return Attribution(USER, f"{user_quotes(places, user_texts)}; the benchmark answered {_quoted(answer)}; "
                              f"no object of its state holds {_listed(values)}")

@@ -139,16 +139,18 @@ class Availability:
             return float(value) in self._numbers
         return False
 
-    def given(self, value: Any) -> str | None:
-        """How ``value`` is available: ``""`` verbatim, else the reading that finds it in other words (an
-        id's prefix the benchmark's records carry, :func:`~.values.in_other_words`); None when it is not."""
+    def given(self, value: Any, reference: bool = False) -> str | None:
+        """How ``value`` is available: ``""`` verbatim, else the reading that finds it in other words — an
+        id's prefix the benchmark's records carry, and for a value that is not a ``reference`` (an id,
+        which people write as it is) the readings of :func:`~.values.in_other_words`; None when it is
+        not available."""
         if self.verbatim(value):
             return ""
         if isinstance(value, str):
             for prefix in self.facts.id_prefixes:
                 if value.startswith(prefix) and len(value) > len(prefix) + 1 and self.verbatim(value[len(prefix):]):
                     return f"an id's prefix the benchmark's records carry ({prefix!r})"
-        return in_other_words(value, self._folded)
+        return None if reference else in_other_words(value, self._folded)
 
     def available(self, value: Any) -> bool:
         return self.given(value) is not None
@@ -212,7 +214,7 @@ def dependency_failures(spec: ToolSpec, bound: Mapping[str, Any], avail: Availab
     failures = []
     for param in sorted(spec.reference_params & bound.keys()):
         for value in scalars(bound[param]):
-            how = avail.given(value)
+            how = avail.given(value, reference=True)
             if how and given_as is not None:
                 given_as.append(f"{spec.name}.{param}={value!r}: {how}")
             if how is None:

@@ -188,9 +188,9 @@ class ReplaySession(Protocol):
     # check compares their recorded results as it does the agent's.
 
     # Optional: ``holds(values: Sequence[Any]) -> bool`` — whether one object of the current state
-    # holds every one of ``values``, compared as the benchmark compares them (attribution: a value the
-    # user gave that some object holds is the agent's to find). A session without it never has a
-    # failure attributed to the user.
+    # holds every one of ``values``, compared as the benchmark compares them, or a look-up of the
+    # benchmark's own finds the one value (attribution: a value the user gave that the benchmark holds is
+    # the agent's to find). A session without it never has a look-up attributed to the user.
 
 
 # --- what an agent loop sees ------------------------------------------------------------------

@@ -106,7 +106,8 @@ def date_renderings(value: str) -> list[str]:
 
 def in_other_words(value: Any, folded: str) -> str | None:
     """How the folded text ``folded`` (:func:`fold`) states ``value`` in other words that keep its meaning
-    — :data:`CASE_AND_SPACING`, :data:`LABEL_WORD` ("Suite 641" for "the suite number is 641"),
+    — :data:`CASE_AND_SPACING` (a phrase of several words: "Sophia Silva" for "sophia  silva"; a single
+    token, an id or a symbol, keeps its case), :data:`LABEL_WORD` ("Suite 641" for "the suite number is 641"),
     :data:`DATE_NOTATION` ("April 12, 2001" for ``2001-04-12``), :data:`NUMBER_IN_WORDS` ("two" for 2) —
     or None. Whether it states the value verbatim is the caller's to check first."""
     if isinstance(value, bool):
@@ -117,7 +118,7 @@ def in_other_words(value: Any, folded: str) -> str | None:
     if not isinstance(value, str):
         return None
     wanted = fold(value)
-    if len(wanted) >= 3 and _whole(wanted, folded):
+    if " " in wanted and _whole(wanted, folded):  # a phrase (a name, an address): a token keeps its case
         return CASE_AND_SPACING
     if any(_whole(rendering, folded) for rendering in date_renderings(value.strip())):
         return DATE_NOTATION

@@ -281,7 +281,8 @@ def block_summary(block: Block) -> dict[str, Any]:
         "final_success": _share(float(known.mean()) if known.len() else None),
         "final_success_n": known.len(),
         "categories": {c: int((prefix["category"] == c).sum()) for c in CATEGORIES},
-        "origins": " · ".join(str(int((prefix["origin"] == o).sum())) for o in ORIGINS),
+        "origins": " · ".join(str(int((prefix["origin"] == o).sum())) for o in ORIGINS)
+        if "origin" in prefix.columns else "—",  # a FED table of an earlier version: no attribution
     }
     if prefix.height:
         m = block_metrics(prefix["FED"].to_numpy(), prefix["T"].to_numpy(),

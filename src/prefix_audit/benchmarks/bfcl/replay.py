@@ -22,7 +22,6 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall, parse_call_string
 from prefix_audit.core.health import Finding
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
-from prefix_audit.replay.attribution import StateIndex
 from prefix_audit.replay.contract import (
     Benchmark,
     Outcome,
@@ -133,9 +132,10 @@ class BfclBenchmark(Benchmark):
                 order = tuple(p.name for p in signature.parameters.values()
                               if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
                 refs = frozenset(sem.REFERENCE_PARAMS.get(cls_name, {}).get(name, ()))
+                # No identifying parameters: a BFCL question names what to act on, create or ask about,
+                # never the user's own records (docs/attribution.md).
                 specs[name] = ToolSpec(name, params, doc.get("description", ""), order, refs,
-                                       read_only=name in sem.READ_ONLY_METHODS.get(cls_name, frozenset()),
-                                       identifying_params=refs)
+                                       read_only=name in sem.READ_ONLY_METHODS.get(cls_name, frozenset()))
             self._specs[(release, cls_name)] = specs
         return self._specs[(release, cls_name)]
 
@@ -372,13 +372,7 @@ class BfclSession:
         if deleting and accepted and before is not None:
             self._deleted |= before - self._live_values()
         self._volatile = _volatile_after(self._volatile, call, accepted, value)
-        return Outcome(accepted, value, None if accepted else text, logged=text, volatile=self._volatile,
-                       missing=not accepted and sem.names_nothing(text))
-
-    def holds(self, values: Sequence[Any]) -> bool:
-        """Whether one public attribute of one instance holds every value (attribution; a file system's
-        whole tree is one)."""
-        return StateIndex({name: public_state(i) for name, i in self._model.items()}).holds(values)
+        return Outcome(accepted, value, None if accepted else text, logged=text, volatile=self._volatile)
 
     def dry_execute(self, call: ToolCall) -> Outcome:
         """The verdict on ``call`` from a scratch copy of the state (the live state is untouched)."""

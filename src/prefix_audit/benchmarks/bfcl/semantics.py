@@ -110,8 +110,8 @@ REFERENCE_PARAMS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
 
 # Methods that change none of the state BFCL's checker compares (an instance's public attributes): every
 # call of them in the 800 ground-truth entries left those attributes as they were
-# (tests/test_attribution.py replays them). Attribution (docs/attribution.md) reads them as look-ups; a
-# method no ground truth calls is not listed (it stays a write: the agent's side).
+# (tests/test_attribution.py replays them). Attribution (docs/attribution.md) reads a gold's rejected call
+# of one as a scripted look-up; a method no ground truth calls is not listed (it stays a write).
 READ_ONLY_METHODS: Mapping[str, frozenset[str]] = {
     "GorillaFileSystem": frozenset({"cat", "cd", "diff", "du", "find", "grep", "ls", "sort", "tail", "wc"}),
     "MathAPI": frozenset({"logarithm", "mean", "standard_deviation"}),
@@ -127,16 +127,6 @@ READ_ONLY_METHODS: Mapping[str, frozenset[str]] = {
                                     "gallon_to_liter", "get_outside_temperature_from_google",
                                     "get_zipcode_based_on_city", "liter_to_gallon"}),
 }
-# BFCL's classes say a value names nothing so: "User 'x' not found in the workspace.", "cat: 'x': No such
-# file or directory", "Booking not found".
-_NOT_FOUND = re.compile(r"not found|no such (?:file|directory)", re.IGNORECASE)
-
-
-def names_nothing(error: str) -> bool:
-    """Whether a BFCL result text says a value the call was given names nothing (attribution reads it)."""
-    return _NOT_FOUND.search(error) is not None
-
-
 # Methods that can remove an object, so that a later reference to it is stale.
 DELETING_METHODS = frozenset({"rm", "rmdir", "mv", "delete_message", "cancel_booking",
                               "remove_stock_from_watchlist", "unfollow_user"})

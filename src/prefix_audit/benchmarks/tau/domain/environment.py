@@ -247,11 +247,10 @@ def tool_infos(toolkit: Any, refs: Mapping[str, Sequence[str]],
         checked = {**schema, "additionalProperties": False}  # the tool takes keyword arguments only
         kind = str(toolkit.tool_type(name).value)
         params = tuple(schema.get("properties", {}))
-        # A look-up's arguments are its keys; a write is identified by what it refers to and the
-        # user's own facts it carries.
-        identifying = frozenset(params) if kind == READ else frozenset(refs.get(name, ())) | (information & set(params))
+        # What a call looks up by the user's own facts (email, name and zip, order and reservation ids):
+        # attribution reads a failure there as the user's information where the user said them.
         spec = ToolSpec(name, checked, function.get("description", ""), params, frozenset(refs.get(name, ())),
-                        read_only=kind == READ, identifying_params=identifying)
+                        read_only=kind == READ, identifying_params=information & set(params))
         out[name] = ToolInfo(spec, schema, kind)
     return out
 
