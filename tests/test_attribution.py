@@ -319,3 +319,36 @@ def test_tau_order_id_after_the_user_left_its_hash_out_is_executable(tau):
     early = replay(_rollout(bench, [[("get_order_details", {"order_id": "#W4284542"})], []], ["Hi.", said], "57"),
                    bench)
     assert early.FED == 1 and early.category == "dependency"
+
+
+# --- the agent's own statistics ------------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 7), st.integers(0, 7), st.integers(0, 1)),
+                min_size=2, max_size=24))
+def test_statistics_on_fed_agent_keep_the_identities_and_never_fall_below_the_papers(rows):
+    """Any FED <= FED_agent <= T + 1: the statistics stage checks Propositions 1-3 on FED_agent as on FED (it
+    raises on a violation), and PEC@k, TER and mean FED on FED_agent are at least the paper's."""
+    import polars as pl
+
+    from prefix_audit.statistics.stats import compute_stats
+
+    episodes = []
+    for n, (t, a, b, y) in enumerate(rows):
+        fed = 1 + a % (t + 1)
+        fed_agent = fed + b % (t + 2 - fed)
+        episodes.append({"dataset": "d", "model": "m", "method": "x", "task_id": str(n % 5), "T": t, "FED": fed,
+                         "FED_agent": fed_agent, "Y": y, "origin": None if fed > t else ("agent" if fed == fed_agent
+                                                                                          else "user")})
+    frame = pl.DataFrame(episodes, schema={"dataset": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8,
+                                           "task_id": pl.Utf8, "T": pl.Int32, "FED": pl.Int32, "FED_agent": pl.Int32,
+                                           "Y": pl.Int8, "origin": pl.Utf8})
+    stats = compute_stats(frame, resamples=20, seed=0)
+    both = stats.filter(pl.col("k").is_null() | (pl.col("metric") == "pec")).pivot(
+        "attribution", index=["metric", "k"], values="estimate")
+    for metric, k, paper, agent in both.filter(pl.col("metric").is_in(["pec", "ter", "mean_fed"])).iter_rows():
+        assert agent >= paper - 1e-12, (metric, k)
+    counts = {r["metric"]: r["successes"] for r in stats.filter(pl.col("metric").str.starts_with("first_failure_"))
+              .iter_rows(named=True)}
+    failed = sum(e["FED"] <= e["T"] for e in episodes)
+    assert counts["first_failure_agent"] + counts["first_failure_user"] == failed
