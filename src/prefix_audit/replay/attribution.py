@@ -36,7 +36,7 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall
 
 from .contract import Outcome, ToolSpec
-from .values import scalars
+from .values import fold, scalars
 
 AGENT = "agent"
 USER = "user"
@@ -184,13 +184,13 @@ def _listed(values: Iterable[Any]) -> str:
 
 
 def comparable(value: Any) -> Hashable | None:
-    """A state or argument value as :class:`StateIndex` compares it: strings case-folded and trimmed,
+    """A state or argument value as :class:`StateIndex` compares it: strings folded (case and spacing),
     numbers as floats (folding more than the benchmark may only make attribution say ``agent`` more
     often, never less)."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, str):
-        return value.strip().casefold()
+        return fold(value)
     if isinstance(value, (int, float)):
         return float(value)
     return None

@@ -110,7 +110,8 @@ class Availability:
         self.facts = facts
         self._values: set[Any] = set(facts.initial_values) | set(facts.always_available)
         self._joined = ""  # all available text, NUL-separated, for substring look-ups
-        self._folded = ""  # the same, folded (values.fold), for the readings in other words
+        self._folded = ""  # the same, folded (values.fold), for the readings in other words: made when
+        self._folded_upto = 0  # first needed, from _joined up to here (most values are found verbatim)
         self._numbers: set[float] = set()  # numbers written in that text
         self.turn = -1
 
@@ -121,7 +122,6 @@ class Availability:
 
     def _add_text(self, text: str) -> None:
         self._joined += "\x00" + text
-        self._folded += "\x00" + fold(text)
         self._numbers |= number_tokens(text)
 
     def add_value(self, value: Any) -> None:
@@ -150,7 +150,14 @@ class Availability:
             for prefix in self.facts.id_prefixes:
                 if value.startswith(prefix) and len(value) > len(prefix) + 1 and self.verbatim(value[len(prefix):]):
                     return f"an id's prefix the benchmark's records carry ({prefix!r})"
-        return None if reference else in_other_words(value, self._folded)
+        return None if reference else in_other_words(value, self.folded())
+
+    def folded(self) -> str:
+        """All available text folded (:func:`~.values.fold`), brought up to date with what was added."""
+        if self._folded_upto < len(self._joined):
+            self._folded += fold(self._joined[self._folded_upto:])
+            self._folded_upto = len(self._joined)
+        return self._folded
 
     def available(self, value: Any) -> bool:
         return self.given(value) is not None

@@ -580,7 +580,9 @@ def compute_stats(
     table = pl.DataFrame([r | {"attribution": ALL} for r in block_rows + pair_rows], schema=STATS_SCHEMA)
     if not (agent and attributed):
         return table
-    on_agent = compute_stats(episodes.with_columns(pl.col("FED_agent").alias("FED")), resamples=resamples, seed=seed,
+    # FED replaced by FED_agent; without origins, so the pass computes no second set of origin rows.
+    on_agent = compute_stats(episodes.with_columns(pl.col("FED_agent").alias("FED")).drop("origin"),
+                             resamples=resamples, seed=seed,
                              k_max=k_max, confidence=confidence, pools=pools, workers=workers, pairs=False, agent=False)
     return pl.concat([table, on_agent.filter(pl.col("metric").is_in(AGENT_METRICS)).with_columns(
         attribution=pl.lit(AGENT))])
