@@ -14,7 +14,8 @@ from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
 from prefix_audit.core.decode import DecodeError, count, iter_json_lines, read_json_document, seconds
 from prefix_audit.core.fetch import PackagePin, pinned_package
 from prefix_audit.core.health import Finding
-from prefix_audit.core.records import BadLine, Located, Recorded, RecordedResult, Rollout, Step, Usage, rollout_id_for
+from prefix_audit.core.records import (BadLine, Located, Recorded, RecordedResult, Rollout, Step, Usage, rollout_id_for,
+                                       without_action)
 from prefix_audit.models.base import ModelBackend, ToolSchema
 from prefix_audit.replay.checker import EpisodeResult, bind_arguments
 from prefix_audit.replay.contract import (
@@ -32,7 +33,7 @@ from prefix_audit.replay.contract import (
     UnscorableRollout,
     unreadable_call_observation,
 )
-from prefix_audit.replay.health import Counterfactual, HealthProbe, call_text, probe_findings, without_action
+from prefix_audit.replay.health import Counterfactual, HealthProbe, call_text, probe_findings
 from prefix_audit.replay.registry import (
     CliOption,
     DatasetSpec,

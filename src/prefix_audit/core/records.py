@@ -26,7 +26,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -342,6 +342,20 @@ def actions_of(rollout: Rollout) -> list[Action]:
         last_step = max(len(rollout.turns[last_turn]) - 1, 0) if rollout.turns else 0
         actions.append(Action(1, last_turn, last_step, None, ""))
     return actions
+
+
+def without_action(rollout: Rollout, action: Action) -> Rollout:
+    """``rollout`` without one of its calls (a step left without calls or text goes too), the rest as it was."""
+    turns = [list(turn) for turn in rollout.turns]
+    step = turns[action.turn][action.step]
+    at = next(i for i, call in enumerate(step.calls) if call is action.call)
+    calls = step.calls[:at] + step.calls[at + 1:]
+    results = None if step.results is None else step.results[:at] + step.results[at + 1:]
+    if calls or step.text:
+        turns[action.turn][action.step] = replace(step, calls=calls, results=results)
+    else:
+        del turns[action.turn][action.step]
+    return replace(rollout, turns=tuple(map(tuple, turns)))
 
 
 def call_steps(rollout: Rollout) -> tuple[int, int]:

@@ -23,7 +23,8 @@ import polars as pl
 import pyarrow as pa
 
 from prefix_audit.core.fetch import FetchError
-from prefix_audit.core.health import CODES, FINDINGS_SCHEMA, TASKS_SCHEMA, Finding, is_sound, ordered_codes
+from prefix_audit.core.health import (CODES, FINDINGS_SCHEMA, TASKS_SCHEMA, Finding, defect_codes, is_sound,
+                                      ordered_codes)
 from prefix_audit.core.io import commit_files, natural_key, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
 from prefix_audit.replay import registry
@@ -64,7 +65,7 @@ class HealthReport:
             groups.setdefault((r.dataset, r.release), []).append(r)
         for (dataset, release), results in groups.items():
             checked = [r for r in results if r.error is None]
-            sound = sum(is_sound(f.code for f in r.findings) for r in checked)
+            sound = sum(is_sound(r.findings) for r in checked)
             codes = {c: sum(any(f.code == c for f in r.findings) for r in checked) for c in CODES}
             found = ", ".join(f"{c} {n}" for c, n in codes.items() if n) or "no finding"
             failed = len(results) - len(checked)
@@ -149,30 +150,41 @@ def add_findings(report: HealthReport, dataset: str, release: str, found: Mappin
 
 def finding_rows(report: HealthReport) -> list[dict]:
     return [{"dataset": r.dataset, "release": r.release, "task_id": r.task_id, "code": f.code, "kind": f.kind,
-             "evidence": f.evidence}
+             "effect": f.effect, "evidence": f.evidence}
             for r in report.results for f in sorted(r.findings, key=lambda f: ordered_codes([f.code]))]
 
 
 def task_rows(report: HealthReport) -> list[dict]:
     return [{"dataset": r.dataset, "release": r.release, "task_id": r.task_id,
-             "sound": None if r.error is not None else is_sound(f.code for f in r.findings),
-             "codes": ordered_codes(f.code for f in r.findings), "findings": len(r.findings), "error": r.error}
+             "sound": None if r.error is not None else is_sound(r.findings),
+             "codes": ordered_codes(f.code for f in r.findings), "defects": defect_codes(r.findings),
+             "findings": len(r.findings), "error": r.error}
             for r in report.results]
 
 
 def summary(report: HealthReport) -> dict:
-    """Per dataset and release: tasks, sound ones, checks that failed, and per code the tasks and findings."""
+    """Per dataset and release: tasks, sound ones, checks that failed, and per code the tasks and findings,
+    each also per kind and effect (``by``: ``"defect scored"`` → tasks, findings)."""
     out: dict[str, dict[str, dict]] = {}
     for row in task_rows(report):
         entry = out.setdefault(row["dataset"], {}).setdefault(row["release"], {
-            "tasks": 0, "sound": 0, "check_failed": 0, "codes": {c: {"tasks": 0, "findings": 0} for c in CODES}})
+            "tasks": 0, "sound": 0, "check_failed": 0,
+            "codes": {c: {"tasks": 0, "findings": 0, "by": {}} for c in CODES}})
         entry["tasks"] += 1
         entry["sound"] += row["sound"] is True
         entry["check_failed"] += row["error"] is not None
         for code in row["codes"]:
             entry["codes"][code]["tasks"] += 1
+    tasks_by: dict[tuple[str, str, str, str], set[str]] = {}
     for row in finding_rows(report):
-        out[row["dataset"]][row["release"]]["codes"][row["code"]]["findings"] += 1
+        code = out[row["dataset"]][row["release"]]["codes"][row["code"]]
+        code["findings"] += 1
+        by = code["by"].setdefault(f"{row['kind']} {row['effect']}", {"tasks": 0, "findings": 0})
+        by["findings"] += 1
+        seen = tasks_by.setdefault((row["dataset"], row["release"], row["code"], f"{row['kind']} {row['effect']}"), set())
+        if row["task_id"] not in seen:
+            seen.add(row["task_id"])
+            by["tasks"] += 1
     return out
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
+from prefix_audit.core.health import DEFINITION, DESIGN
 
 from .contract import Outcome, ToolSpec
 from .values import fold, scalars
@@ -103,12 +104,10 @@ class GoldFailure:
     code: str  # rejected_transition | tool_not_exposed
     answer: str | None  # the benchmark's answer to a rejected call, white space collapsed
     where: str  # the call as evidence (turn and depth)
-    intent: str  # design | defect
+    intent: str  # design | defect | definition
     why: str
 
 
-DESIGN = "design"
-DEFECT = "defect"
 # A predicate failure the gold shares with an agent regardless of the arguments: the tool itself is
 # withheld in that turn.
 _ANY_ARGUMENTS = frozenset({"tool_not_exposed"})
@@ -130,6 +129,8 @@ def as_gold_fails(call: ToolCall, code: str, outcome: Outcome | None,
         if code in _ANY_ARGUMENTS or (failure.call == call.render() and failure.answer == answer):
             said = f" → {_quoted(failure.answer)}" if failure.answer else f" ({code})"
             gold_call = f"{failure.where}{said}"
+            if failure.intent == DEFINITION:
+                return None
             if failure.intent == DESIGN:
                 return Attribution(USER, f"the task's scenario scripts this failure: its gold makes the same call "
                                          f"and it fails the same way ({gold_call}; {failure.why})")

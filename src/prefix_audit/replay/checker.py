@@ -20,10 +20,11 @@ from typing import Any
 import jsonschema
 
 from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.records import Action, Rollout, Step, actions_of
+from prefix_audit.core.health import DEFECT, DEFINITION, DESIGN
+from prefix_audit.core.records import Action, Rollout, Step, actions_of, without_action
 from prefix_audit.core.taxonomy import PRIORITY
 
-from .attribution import AGENT, DEFECT, DESIGN, Attribution, GoldFailure, as_gold_fails, attribute, same_answer
+from .attribution import AGENT, Attribution, GoldFailure, as_gold_fails, attribute, same_answer
 from .contract import (
     Benchmark,
     Outcome,
@@ -281,7 +282,8 @@ class _Replay:
             self.unknown_calls += 1
         if self.agent_fed is not None:
             outcome = self._run(action, call) if call.well_formed else None
-            self.verdicts.append(_verdict(action, None, (), outcome))
+            known = self.session.known_tool(call.name) if call.name else None
+            self.verdicts.append(replace(_verdict(action, None, (), outcome), read_only=known is not None and known.read_only))
             return
         failures: list[Failure] = []
         outcome: Outcome | None = None
@@ -415,12 +417,24 @@ _GOLD_CACHE: weakref.WeakKeyDictionary[Benchmark, dict[tuple[str, str | None], t
     weakref.WeakKeyDictionary()
 
 
-def gold_failures(gold: EpisodeResult) -> tuple[GoldFailure, ...]:
-    """The failures of a gold's replay that an agent's same failure is compared with
-    (:func:`~.attribution.as_gold_fails`): every call the benchmark rejected — by design where it is a
-    look-up or the gold goes on with an accepted call, a defect where the gold ends on it — and every function the
-    task withholds in the turn the gold calls it (a defect). A gold failing the audit's other predicates
-    is a property of the audit's definitions, not of the task: not listed."""
+def gold_failures(gold: EpisodeResult, benchmark: Benchmark | None = None) -> tuple[GoldFailure, ...]:
+    """The failures of a task's gold replay, each with its intent — one decision, read by benchmark
+    health (``gold_fails``, ``gold_not_prefix_executable``) and by attribution
+    (:func:`~.attribution.as_gold_fails`):
+
+    * a call the benchmark rejected is *designed* where the gold recovers: it is a look-up (a value that
+      names nothing changes no state — the scenario's wrong email, zip or order id), or the gold goes on
+      with an accepted call (a later call of the same tool supersedes it, or the gold turns to another
+      way: a hand-off, a second look-up); it is a *defect* where the gold ends on it — its write fails and
+      nothing after it is accepted, so the reward expects the state without the write the task asks for;
+    * a function the task withholds in the turn the gold calls it (a rule the benchmark enforces for
+      agents: the model is not given it) is a *defect* where the gold without that call no longer scores
+      1 (replayed on ``benchmark``; without one, assumed) — an agent cannot pass the task as the
+      benchmark runs it; where it still scores 1 the call was not needed, and it is the audit's
+      *definition* only.
+
+    A gold failing the audit's other predicates is a property of the audit's definitions, not of the
+    task: not listed."""
     out = []
     for i, v in enumerate(gold.verdicts):
         call = v.action.call
@@ -429,17 +443,31 @@ def gold_failures(gold: EpisodeResult) -> tuple[GoldFailure, ...]:
         where = f"turn {v.action.turn + 1}, action {v.action.index}: {call.render()}"
         if v.accepted is False:
             later = next((w for w in gold.verdicts[i + 1:] if w.action.call is not None and w.accepted), None)
-            if v.read_only:
-                intent, why = DESIGN, "a look-up of information the scenario gets wrong on purpose"
+            same = next((w for w in gold.verdicts[i + 1:]
+                         if w.action.call is not None and w.accepted and w.action.call.name == call.name), None)
+            if same is not None and not v.read_only:
+                intent, why = DESIGN, (f"superseded: the gold makes the call again, accepted, at action "
+                                       f"{same.action.index}: {same.action.call.render()}")
             elif later is not None:
-                intent, why = DESIGN, f"the gold goes on with action {later.action.index}: {later.action.call.render()}"
+                kind = "a look-up the scenario's information fails" if v.read_only else "a failed attempt"
+                intent, why = DESIGN, f"{kind}; the gold recovers with action {later.action.index}: " \
+                                      f"{later.action.call.render()}"
+            elif v.read_only:
+                intent, why = DESIGN, "a look-up that names nothing changes no state; the gold ends on the answer"
             else:
-                intent, why = DEFECT, "the gold's last call, and it changes nothing"
+                intent, why = DEFECT, ("the gold ends on it and nothing after it is accepted: the reward expects the "
+                                       "state without the write the task asks for")
             out.append(GoldFailure(call.render(), call.name or "", "rejected_transition", same_answer(v.result),
                                    where, intent, why))
         if any(f.code == "tool_not_exposed" for f in v.failures):
-            out.append(GoldFailure(call.render(), call.name or "", "tool_not_exposed", None, where, DEFECT,
-                                   f"the task withholds {call.name} in the turn its gold calls it"))
+            intent, why = DEFECT, f"the task withholds {call.name} in the turn its gold calls it"
+            if benchmark is not None:
+                without = replay(without_action(gold.rollout, v.action), benchmark, with_gold=False)
+                if without.Y == 1:
+                    intent, why = DEFINITION, f"{why}, and the gold scores 1 without the call"
+                else:
+                    why = f"{why}, and the gold without it scores {without.Y} ({without.y_detail or 'no detail'})"
+            out.append(GoldFailure(call.render(), call.name or "", "tool_not_exposed", None, where, intent, why))
     return tuple(out)
 
 
@@ -453,7 +481,7 @@ def _gold_failures_of(benchmark: Benchmark, rollout: Rollout) -> Callable[[], tu
         if key not in cache:
             try:
                 gold = benchmark.gold_rollout(rollout)
-                cache[key] = gold_failures(replay(gold, benchmark, with_gold=False)) if gold is not None else ()
+                cache[key] = gold_failures(replay(gold, benchmark, with_gold=False), benchmark) if gold is not None else ()
             except Exception:  # noqa: BLE001 -- a gold that cannot be replayed is no comparison
                 cache[key] = ()  # and the failure stays the agent's
         return cache[key]

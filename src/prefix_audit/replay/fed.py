@@ -71,6 +71,7 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("release", pa.string()),
     pa.field("task_sound", pa.bool_()),  # no defect found in the task; null: not audited
     pa.field("task_health", pa.list_(pa.string()), nullable=False),  # every code found for the task
+    pa.field("task_defects", pa.list_(pa.string()), nullable=False),  # the codes of its defect findings
     pa.field("user_turns", pa.list_(pa.string()), nullable=False),  # the user's message of each turn (the benchmark's text)
 ])
 
@@ -112,15 +113,16 @@ HEALTH_KEYS = ["dataset", "release", "task_id"]
 
 
 def with_task_health(episodes: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
-    """``episodes`` with ``task_sound`` and ``task_health`` from the health outputs' per-task table
-    ``tasks`` (its ``sound`` and ``codes``), matched on dataset, release and task id; unmatched episodes
-    keep null and empty."""
-    verdicts = tasks.select(*HEALTH_KEYS, pl.col("sound").alias("_sound"), pl.col("codes").alias("_codes")) \
-        .unique(HEALTH_KEYS, keep="first", maintain_order=True)
+    """``episodes`` with ``task_sound``, ``task_health`` and ``task_defects`` from the health outputs'
+    per-task table ``tasks`` (its ``sound``, ``codes`` and ``defects``), matched on dataset, release and
+    task id; unmatched episodes keep null and empty."""
+    verdicts = tasks.select(*HEALTH_KEYS, pl.col("sound").alias("_sound"), pl.col("codes").alias("_codes"),
+                            pl.col("defects").alias("_defects")).unique(HEALTH_KEYS, keep="first", maintain_order=True)
     joined = episodes.join(verdicts, on=HEALTH_KEYS, how="left", nulls_equal=False, maintain_order="left")
-    return joined.with_columns(pl.col("_sound").alias("task_sound"),
-                               pl.col("_codes").fill_null(pl.lit([], pl.List(pl.Utf8))).alias("task_health")) \
-        .drop("_sound", "_codes")
+    empty = pl.lit([], pl.List(pl.Utf8))
+    return joined.with_columns(pl.col("_sound").alias("task_sound"), pl.col("_codes").fill_null(empty).alias("task_health"),
+                               pl.col("_defects").fill_null(empty).alias("task_defects")) \
+        .drop("_sound", "_codes", "_defects")
 
 
 def merge_episodes(paths: Sequence[str | Path], out: str | Path, health: Sequence[str | Path] = ()) -> int:

@@ -9,13 +9,17 @@ it, has the benchmark's own evaluator confirm every trajectory that would make a
 found, and the evidence:
 
 * ``gold_fails``: each gold call the environment rejected (its error, which the benchmark's own
-  evaluator may swallow);
+  evaluator may swallow), *designed* where the gold recovers from it and a *defect* where the gold ends
+  on it (:func:`~.checker.gold_failures`, the one decision attribution reads too);
 * ``gold_not_prefix_executable``: the gold's FED ≤ T at a call the environment accepted (which
-  predicate, why);
+  predicate, why) — a *defect* where the predicate is a rule the benchmark enforces for agents (a
+  function withheld in that turn) and the gold without the call no longer scores 1, else the audit's
+  *definition*;
 * ``answer_unreachable``: the gold itself does not score 1;
 * ``gold_no_effect``: the probe's evidence that the gold leaves the checked state as it was;
-* ``passes_doing_nothing``: the idle trajectory scores 1 — also where the gold itself makes no call
-  (a refusal task): the reward then cannot tell a considered refusal from an ignored request;
+* ``passes_doing_nothing``: the idle trajectory scores 1 — a *defect* where the gold makes a write or
+  hand-off the environment accepts (the idle agent skips it and still passes), *designed* where the gold
+  makes none (a refusal task: the reward cannot tell a considered refusal from an ignored request);
 * ``unchecked_required_action``: the gold (scoring 1) without one write or hand-off still scores 1 —
   unless the trajectory leaves everything as the gold does (``final_state``, where the probe has it:
   the action was superseded by a later one, not unchecked).
@@ -24,13 +28,13 @@ found, and the evidence:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
-from prefix_audit.core.health import Finding
+from prefix_audit.core.health import DEFECT, DESIGN, FED, SCORED, Finding
 from prefix_audit.core.records import Action, Rollout
 
-from .checker import ActionVerdict, EpisodeResult, primary, replay
+from .checker import ActionVerdict, EpisodeResult, gold_failures, primary, replay
 from .contract import Benchmark
 
 MAX_CALL_CHARS = 400
@@ -58,7 +62,8 @@ class HealthProbe(Protocol):
         """An agent that makes no call (τ: answers once and the conversation ends)."""
 
     def without_required(self, gold: EpisodeResult) -> Sequence[Counterfactual]:
-        """The gold without each of its writes and hand-offs that the environment accepted, one at a time."""
+        """The gold without each of its writes and hand-offs that the environment accepted, one at a time
+        (none: the gold makes no write or hand-off — ``passes_doing_nothing`` is then by design)."""
 
     def gold_effect(self, gold: EpisodeResult) -> str | None:
         """Evidence that the gold leaves the state the reward checks unchanged; None when it changes it."""
@@ -90,18 +95,29 @@ def _answer(verdict: ActionVerdict) -> str:
     return text if len(text) <= MAX_CALL_CHARS else text[:MAX_CALL_CHARS - 1] + "…"
 
 
-def gold_replay_findings(gold: EpisodeResult) -> list[Finding]:
-    """``gold_fails`` (every rejected gold call), ``gold_not_prefix_executable`` (a first failure at a
-    transition the environment accepted) and ``answer_unreachable`` (the gold does not score 1)."""
-    found = [Finding("gold_fails", f"{call_text(v.action)} → {_answer(v)}")
-             for v in gold.verdicts if v.action.call is not None and v.accepted is False]
+def gold_replay_findings(gold: EpisodeResult, benchmark: Benchmark | None = None) -> list[Finding]:
+    """``gold_fails`` (every rejected gold call, with its intent), ``gold_not_prefix_executable`` (a first
+    failure at a transition the environment accepted) and ``answer_unreachable`` (the gold does not score 1).
+    ``benchmark``: where the gold is replayed again without a withheld call (:func:`~.checker.gold_failures`)."""
+    failures = gold_failures(gold, benchmark)
+    found = [Finding("gold_fails", f"{f.where} → {f.answer or 'rejected'} ({f.intent}: {f.why})", kind=f.intent,
+                     effect=SCORED if f.intent == DEFECT else FED)
+             for f in failures if f.code == "rejected_transition"]
     first = gold.first_failure
     if first is not None and first.accepted is not False:
         cause = primary(first.failures)
-        found.append(Finding("gold_not_prefix_executable",
-                             f"FED {gold.FED} of T {gold.T}: {call_text(first.action)} fails {cause.category} "
-                             f"({cause.code}: {cause.detail}); the benchmark accepts it — a property of the audit's "
-                             f"predicates, not a defect of the benchmark"))
+        withheld = next((f for f in failures if f.code == "tool_not_exposed" and f.where.startswith(
+            f"turn {first.action.turn + 1}, action {first.action.index}:")), None)
+        said = (f"FED {gold.FED} of T {gold.T}: {call_text(first.action)} fails {cause.category} "
+                f"({cause.code}: {cause.detail}); the benchmark accepts the call")
+        if withheld is not None and withheld.intent == DEFECT:
+            found.append(Finding("gold_not_prefix_executable",
+                                 f"{said}, but it is a rule the benchmark enforces for agents — {withheld.why}: an "
+                                 f"agent cannot pass the task as the benchmark runs it", kind=DEFECT, effect=SCORED))
+        else:
+            found.append(Finding("gold_not_prefix_executable",
+                                 f"{said} — a property of the audit's predicates, not a defect of the benchmark"
+                                 + (f" ({withheld.why})" if withheld is not None else "")))
     if gold.Y is not None and gold.Y != 1:
         found.append(Finding("answer_unreachable", f"the gold itself scores {gold.Y}: {gold.y_detail}"))
     return found
@@ -123,34 +139,28 @@ def _still_passes(probe: HealthProbe, trajectory: Counterfactual) -> str | None:
 def probe_findings(probe: HealthProbe) -> list[Finding]:
     """Every shared check of one task, then the benchmark's own (see the module docstring)."""
     gold = replay(probe.gold(), probe.benchmark, with_gold=False)
-    found = gold_replay_findings(gold)
+    found = gold_replay_findings(gold, probe.benchmark)
     effect = probe.gold_effect(gold)
     if effect is not None:
         found.append(Finding("gold_no_effect", effect))
+    required = probe.without_required(gold)
     idle = _still_passes(probe, probe.idle())
     if idle is not None:
-        found.append(Finding("passes_doing_nothing", idle))
+        if required:
+            skipped = "; ".join(t.label for t in required[:3]) + (f"; and {len(required) - 3} more" if len(required) > 3 else "")
+            found.append(Finding("passes_doing_nothing", f"{idle} — a defect: the gold makes writes or hand-offs the "
+                                                         f"idle agent skips ({skipped})", kind=DEFECT))
+        else:
+            found.append(Finding("passes_doing_nothing", f"{idle} — by design: the gold makes no write or hand-off "
+                                                         f"either (a refusal task); the reward cannot tell a correct "
+                                                         f"refusal from an idle agent", kind=DESIGN))
     if gold.Y == 1:
         final_state = getattr(probe, "final_state", None)
         gold_state = final_state(gold.rollout) if final_state is not None else None
-        for trajectory in probe.without_required(gold):
+        for trajectory in required:
             if final_state is not None and final_state(trajectory.rollout) == gold_state:
                 continue  # superseded: the rest of the gold leaves everything as the whole gold does
             passes = _still_passes(probe, trajectory)
             if passes is not None:
                 found.append(Finding("unchecked_required_action", passes))
     return [*found, *probe.own_findings(gold)]
-
-
-def without_action(rollout: Rollout, action: Action) -> Rollout:
-    """``rollout`` without one of its calls (a step left without calls or text goes too), the rest as it was."""
-    turns = [list(turn) for turn in rollout.turns]
-    step = turns[action.turn][action.step]
-    at = next(i for i, call in enumerate(step.calls) if call is action.call)
-    calls = step.calls[:at] + step.calls[at + 1:]
-    results = None if step.results is None else step.results[:at] + step.results[at + 1:]
-    if calls or step.text:
-        turns[action.turn][action.step] = replace(step, calls=calls, results=results)
-    else:
-        del turns[action.turn][action.step]
-    return replace(rollout, turns=tuple(map(tuple, turns)))

@@ -145,7 +145,7 @@ def episode_row(ep: EpisodeResult, check: RecordCheck | None = None, release: st
         "accounting_error": r.accounting_error,
         "meta_json": meta_json(r.meta),
         **_record_columns(ep, check),
-        "release": release, "task_sound": None, "task_health": [], "user_turns": list(ep.user_texts),
+        "release": release, "task_sound": None, "task_health": [], "task_defects": [], "user_turns": list(ep.user_texts),
     }
 
 

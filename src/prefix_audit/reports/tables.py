@@ -115,8 +115,8 @@ def _unsound_codes(episodes: pl.DataFrame, key: tuple[str, ...], pools: Mapping[
     dataset, model, method = key
     rows = episodes.filter(pl.col("dataset").is_in(list(pools.get(dataset, (dataset,)))) & (pl.col("model") == model)
                            & (pl.col("method") == method) & pl.col("task_sound").not_())
-    tasks = rows.unique(["dataset", "task_id"]).select("task_health").to_series().to_list()
-    counts = {c: sum(c in codes for codes in tasks) for c, spec in CODES.items() if spec.kind == DEFECT}
+    tasks = rows.unique(["dataset", "task_id"]).select("task_defects").to_series().to_list()
+    counts = {c: sum(c in codes for codes in tasks) for c in CODES}
     return ", ".join(f"{c} {n}" for c, n in counts.items() if n)
 
 
@@ -622,33 +622,36 @@ EXAMPLE_IDS = 5  # example task ids per code in the health table
 
 
 def table_task_health(tasks: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
-    """Benchmark health per dataset and release: per code found, the tasks with it (of those audited), its
-    findings and example task ids (natural order); then the unsound tasks (any defect) and the tasks whose
-    check could not run."""
+    """Benchmark health per dataset and release: per code found and per intent (kind) and effect of its
+    findings, the tasks with it (of those audited), its findings and example task ids (natural order); then
+    the unsound tasks (any defect) and the tasks whose check could not run."""
     schema: dict[str, pl.DataType] = {"dataset": pl.Utf8(), "release": pl.Utf8(), "code": pl.Utf8(),
-                                      "kind": pl.Utf8(), "tasks": pl.Utf8(), "n_tasks": pl.Int64(),
+                                      "kind": pl.Utf8(), "effect": pl.Utf8(), "tasks": pl.Utf8(), "n_tasks": pl.Int64(),
                                       "of": pl.Int64(), "findings": pl.Int64(), "examples": pl.Utf8()}
     rows = []
     for (dataset, release), group in sorted(tasks.partition_by(["dataset", "release"], as_dict=True).items()):
         audited = group.height
         found = findings.filter((pl.col("dataset") == dataset) & (pl.col("release") == release))
 
-        def row(code: str, kind: str, ids: list[str], n_findings: int) -> dict[str, object]:
+        def row(code: str, kind: str, effect: str, ids: list[str], n_findings: int) -> dict[str, object]:
             ids = sorted(set(ids), key=natural_key)
-            return {"dataset": dataset, "release": release, "code": code, "kind": kind,
+            return {"dataset": dataset, "release": release, "code": code, "kind": kind, "effect": effect,
                     "tasks": f"{len(ids)} of {audited}", "n_tasks": len(ids), "of": audited, "findings": n_findings,
                     "examples": ", ".join(ids[:EXAMPLE_IDS]) + (", …" if len(ids) > EXAMPLE_IDS else "")}
 
         for code, spec in CODES.items():
-            with_code = found.filter(pl.col("code") == code)
-            if with_code.height:
-                rows.append(row(code, spec.kind, with_code["task_id"].to_list(), with_code.height))
+            for kind in spec.kinds:
+                for effect in spec.effects:
+                    these = found.filter((pl.col("code") == code) & (pl.col("kind") == kind)
+                                         & (pl.col("effect") == effect))
+                    if these.height:
+                        rows.append(row(code, kind, effect, these["task_id"].to_list(), these.height))
         unsound = group.filter(pl.col("sound").not_())
-        rows.append(row("unsound (any defect)", DEFECT, unsound["task_id"].to_list(),
+        rows.append(row("unsound (any defect)", DEFECT, "", unsound["task_id"].to_list(),
                         found.filter(pl.col("kind") == DEFECT).height))
         failed = group.filter(pl.col("sound").is_null())
         if failed.height:
-            rows.append(row("check failed", "", failed["task_id"].to_list(), 0))
+            rows.append(row("check failed", "", "", failed["task_id"].to_list(), 0))
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -657,10 +660,10 @@ def task_health_texts(tasks: pl.DataFrame, findings: pl.DataFrame, out_dir: str 
     table = table_task_health(tasks, findings)
     return table_texts(
         table, {ext: Path(out_dir) / f"table_{HEALTH_TABLE}.{ext}" for ext in FORMATS}, f"table_{HEALTH_TABLE}",
-        "Benchmark health: per dataset and data release, the tasks with each finding code (of the tasks audited), "
-        "the findings and example task ids; defects make a task unsound, definitions and cautions do not "
-        "(docs/health.md).",
-        display=["dataset", "release", "code", "kind", "tasks", "findings", "examples"],
+        "Benchmark health: per dataset and data release, the tasks with each finding code, intent (kind) and effect "
+        "(of the tasks audited), the findings and example task ids; defects make a task unsound, the other kinds "
+        "do not (docs/health.md).",
+        display=["dataset", "release", "code", "kind", "effect", "tasks", "findings", "examples"],
         note="No task was audited.")
 
 

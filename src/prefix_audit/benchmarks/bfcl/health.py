@@ -47,9 +47,9 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.health import Finding
-from prefix_audit.core.records import Rollout, rollout_id_for
+from prefix_audit.core.records import Rollout, rollout_id_for, without_action
 from prefix_audit.replay.checker import EpisodeResult, replay
-from prefix_audit.replay.health import Counterfactual, call_text, without_action
+from prefix_audit.replay.health import Counterfactual, call_text
 
 from .data import DATASET, Entry
 from .loader import instance_names, invoke, method_table

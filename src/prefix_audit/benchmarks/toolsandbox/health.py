@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from prefix_audit.core.health import Finding
-from prefix_audit.core.records import Rollout, Step, rollout_id_for
+from prefix_audit.core.records import Rollout, Step, rollout_id_for, without_action
 from prefix_audit.replay.checker import EpisodeResult
 from prefix_audit.replay.contract import Benchmark
-from prefix_audit.replay.health import Counterfactual, call_text, without_action
+from prefix_audit.replay.health import Counterfactual, call_text
 
 from .evaluation import StateTarget, TraceTarget
 from .sandbox import Sandbox

@@ -49,9 +49,9 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.health import Finding
-from prefix_audit.core.records import PARTY_CALLS_KEY, Action, Rollout, Step, rollout_id_for
+from prefix_audit.core.records import PARTY_CALLS_KEY, Action, Rollout, Step, rollout_id_for, without_action
 from prefix_audit.replay.checker import EpisodeResult, replay
-from prefix_audit.replay.health import Counterfactual, call_text, without_action
+from prefix_audit.replay.health import Counterfactual, call_text
 
 from ..domain import embedded as emb
 from ..domain import semantics as sem
