@@ -187,7 +187,7 @@ def test_a_scripted_failure_the_gold_goes_on_from_is_the_users(tau):
     assert rejected.action.call.name == "return_delivered_order_items"
     assert rejected.attribution.origin == USER
     assert "the task's scenario scripts this failure" in rejected.attribution.evidence
-    assert "the gold goes on with action" in rejected.attribution.evidence
+    assert "the gold recovers with action 6: transfer_to_human_agents" in rejected.attribution.evidence
 
 
 def test_a_function_the_task_withholds_when_its_gold_needs_it_is_the_benchmarks(bfcl):

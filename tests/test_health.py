@@ -15,7 +15,7 @@ from conftest import RESOURCES
 from test_view import browser  # noqa: F401  (the real browser of the site's tests)
 
 from prefix_audit.cli import main
-from prefix_audit.core.health import CODES, DEFECT, Finding, is_sound
+from prefix_audit.core.health import CODES, DEFECT, EFFECTS, KINDS, MAX_EVIDENCE_CHARS, Finding, changed_text, is_sound
 from prefix_audit.core.parallel import WorkerPool
 from prefix_audit.health.audits import audit_findings
 from prefix_audit.health.tasks import audit_tasks, health_contents
@@ -38,9 +38,12 @@ def toy():
     call = tb._call
     login, rooms = call("login", pin=tb.PIN), call("list_rooms")
     broken = {
-        # a gold call the home rejects (a wrong PIN), then the right one
+        # a gold call the home rejects (a wrong PIN), then the right one: by design
         "bad-pin": tb.Task(("My PIN is 4321; the kitchen light on, please.",),
                            ((call("login", pin="0000"), login, rooms, call("switch", room_id="r-kitchen", on=True)),)),
+        # the gold ends on a switch the home rejects: a defect
+        "no-garage": tb.Task(("PIN 4321, the garage light on.",),
+                             ((login, rooms, call("switch", room_id="r-garage", on=True)),)),
         # a room id no earlier call returned: the home accepts it, the dependency predicate does not
         "guessed-id": tb.Task(("PIN 4321, kitchen on.",), ((login, call("switch", room_id="r-kitchen", on=True)),)),
         # a reference that changes no light: doing nothing matches it
@@ -64,26 +67,54 @@ def test_codes_are_a_closed_list_with_kinds():
     with pytest.raises(ValueError, match="unknown health code"):
         Finding("looks_odd", "")
     assert {c.kind for c in CODES.values()} == {"defect", "definition", "caution"}
-    assert is_sound(["gold_no_effect", "gold_not_prefix_executable", "unsolved_by_all"])
-    assert not is_sound(["gold_no_effect", "gold_fails"])
-    assert len(Finding("gold_fails", "x" * 5000).evidence) == 2000
+    assert {k for c in CODES.values() for k in c.kinds} == set(KINDS)
+    assert {e for c in CODES.values() for e in c.effects} == set(EFFECTS)
+    with pytest.raises(ValueError, match="gold_no_effect finding is one of caution"):
+        Finding("gold_no_effect", "", kind="defect")
+    with pytest.raises(ValueError, match="effect is one of"):
+        Finding("answer_unreachable", "", effect="seen")
+    assert is_sound([Finding("gold_no_effect", ""), Finding("gold_not_prefix_executable", ""),
+                     Finding("gold_fails", "", kind="design", effect="fed")])
+    assert not is_sound([Finding("gold_no_effect", ""), Finding("gold_fails", "")])
+    assert len(Finding("gold_fails", "x" * 5000).evidence) == MAX_EVIDENCE_CHARS
 
 
 def test_each_shared_check_fires_on_its_broken_task_and_not_on_sound_ones(toy):
     tb, bench = toy
     for sound in ("kitchen-on", "bedroom-dim", "hall-two-turns", "kitchen-off", "all-on"):
         assert bench.task_health(sound, "toy-1") == [], sound
-    found = {t: bench.task_health(t, "toy-1") for t in ("bad-pin", "guessed-id", "look-only", "twice")}
-    # gold_fails, not gold_not_prefix_executable: the first failure is a transition the home rejected
+    found = {t: bench.task_health(t, "toy-1") for t in ("bad-pin", "guessed-id", "look-only", "twice", "no-garage")}
+    # gold_fails, not gold_not_prefix_executable: the first failure is a transition the home rejected; the
+    # gold logs in again, accepted: by design, on FED only
     assert _codes(found["bad-pin"]) == ["gold_fails"]
-    assert "login(pin='0000') → wrong PIN" in found["bad-pin"][0].evidence
+    assert "login(pin='0000') → wrong PIN (design: superseded" in found["bad-pin"][0].evidence
+    assert (found["bad-pin"][0].kind, found["bad-pin"][0].effect) == ("design", "fed")
+    # the gold ends on the rejected switch: a defect; the idle agent passes, but the gold makes no
+    # accepted write either, so that is by design
+    garage = {f.code: f for f in found["no-garage"]}
+    assert sorted(garage) == ["gold_fails", "gold_no_effect", "passes_doing_nothing"]
+    assert (garage["gold_fails"].kind, garage["gold_fails"].effect) == ("defect", "scored")
+    assert "the gold ends on it" in garage["gold_fails"].evidence
+    assert garage["passes_doing_nothing"].kind == "design" and "refusal" in garage["passes_doing_nothing"].evidence
     # the home accepts the guessed id: a property of the audit's predicates, said so
     assert _codes(found["guessed-id"]) == ["gold_not_prefix_executable"]
     assert "fails dependency" in found["guessed-id"][0].evidence and "not a defect" in found["guessed-id"][0].evidence
     assert _codes(found["look-only"]) == ["gold_no_effect", "passes_doing_nothing"]
     assert "an agent that answers without a call scores 1" in found["look-only"][1].evidence
     assert _codes(found["twice"]) == ["unchecked_required_action"] * 2
-    assert [is_sound(f.code for f in fs) for fs in found.values()] == [False, True, False, False]
+    assert found["look-only"][1].kind == "design"  # the gold switches nothing either
+    assert [is_sound(fs) for fs in found.values()] == [True, True, True, False, False]
+
+
+def test_changed_text_shows_every_change_whole_within_its_context():
+    before = "Please open the first file in the folder and read it to me now " + "filler " * 30 + "in 2024."
+    after = "Please open the latest file in the folder and read it to me now " + "filler " * 30 + "in 2026."
+    shown = changed_text(before, after)
+    assert "['first' → 'latest']" in shown and "['2024.' → '2026.']" in shown
+    assert shown.count("…") == 2 and len(shown) < len(before)  # the unchanged middle left out, said by …
+    assert changed_text("a", "a") == "(the same text)"
+    long = "x" * 3000
+    assert repr(long) in changed_text("a", long)  # a change is never cut
 
 
 def test_a_redundant_action_is_no_unchecked_one_and_an_unscored_gold_is_unreachable(toy):
@@ -165,24 +196,26 @@ def test_outputs_are_the_same_bytes_whatever_the_workers(bfcl, tmp_path):
 
 
 def _health_tasks(rows: list[tuple[str, str, str, bool | None, list[str]]]) -> pl.DataFrame:
-    return pl.DataFrame([{"dataset": d, "release": r, "task_id": t, "sound": s, "codes": c, "findings": len(c),
-                          "error": None} for d, r, t, s, c in rows],
+    return pl.DataFrame([{"dataset": d, "release": r, "task_id": t, "sound": s, "codes": c,
+                          "defects": c if s is False else [], "findings": len(c), "error": None}
+                         for d, r, t, s, c in rows],
                         schema={"dataset": pl.Utf8, "release": pl.Utf8, "task_id": pl.Utf8, "sound": pl.Boolean,
-                                "codes": pl.List(pl.Utf8), "findings": pl.Int32, "error": pl.Utf8})
+                                "codes": pl.List(pl.Utf8), "defects": pl.List(pl.Utf8), "findings": pl.Int32,
+                                "error": pl.Utf8})
 
 
 def test_episodes_take_the_health_of_their_task_on_their_release(tmp_path):
     schema = pl.Schema(EPISODE_SCHEMA)
     rows = [{"dataset": "d", "model": "m", "method": "x", "task_id": t, "trial": 0, "rollout_id": f"{t}{r}",
              "source": "agent", "release": r, "failed_predicates": [], "n_turns": 1, "meta_json": "{}",
-             "task_health": [], "user_turns": []} for t, r in (("1", "new"), ("2", "new"), ("1", "old"), ("3", None))]
+             "task_health": [], "task_defects": [], "user_turns": []} for t, r in (("1", "new"), ("2", "new"), ("1", "old"), ("3", None))]
     scored = pl.DataFrame(rows, schema=schema)
     health = _health_tasks([("d", "new", "1", False, ["gold_fails"]), ("d", "new", "2", True, ["gold_no_effect"]),
                             ("d", "old", "2", False, ["gold_fails"])])
     marked = with_task_health(scored, health)
-    assert marked.select("task_id", "release", "task_sound", "task_health").rows() == [
-        ("1", "new", False, ["gold_fails"]), ("2", "new", True, ["gold_no_effect"]), ("1", "old", None, []),
-        ("3", None, None, [])]
+    assert marked.select("task_id", "release", "task_sound", "task_health", "task_defects").rows() == [
+        ("1", "new", False, ["gold_fails"], ["gold_fails"]), ("2", "new", True, ["gold_no_effect"], []),
+        ("1", "old", None, [], []), ("3", None, None, [], [])]
     scored.write_parquet(tmp_path / "episodes.parquet")
     health.write_parquet(tmp_path / "tasks.parquet")
     merge_episodes([tmp_path / "episodes.parquet"], tmp_path / "fed.parquet", health=[tmp_path / "tasks.parquet"])
@@ -194,7 +227,8 @@ def _block(task_sound: list[bool | None], fed: list[int]) -> pl.DataFrame:
     return pl.DataFrame({"dataset": ["bfcl_v3"] * n, "model": ["m"] * n, "method": ["react"] * n,
                          "task_id": [f"t{i}" for i in range(n)], "trial": [0] * n, "T": [3] * n, "FED": fed,
                          "Y": [int(f == 4) for f in fed], "task_sound": task_sound,
-                         "task_health": [["gold_fails"] if s is False else [] for s in task_sound]},
+                         "task_health": [["gold_fails"] if s is False else [] for s in task_sound],
+                         "task_defects": [["gold_fails"] if s is False else [] for s in task_sound]},
                         schema_overrides={"T": pl.Int32, "FED": pl.Int32, "Y": pl.Int8, "trial": pl.Int32})
 
 
@@ -222,19 +256,23 @@ def test_statistics_say_how_many_tasks_are_unsound_and_can_leave_them_out():
     assert health_cells(left, episodes) == {("bfcl_v3", "m", "react"): "left out 1 of 4 (gold_fails 1)"}
     assert table_g1(left, health=health_cells(left, episodes))["unsound tasks"].to_list() == [
         "left out 1 of 4 (gold_fails 1)"]
-    assert health_cells(compute_stats(episodes.drop("task_sound", "task_health"), resamples=200, seed=1)) == {}
+    assert health_cells(compute_stats(episodes.drop("task_sound", "task_health", "task_defects"), resamples=200,
+                                      seed=1)) == {}
 
 
 def test_the_health_table_counts_tasks_per_code_with_examples_in_natural_order():
     tasks = _health_tasks([("d", "r", f"t_{i}", i % 3 != 0, ["gold_fails"] if i % 3 == 0 else []) for i in range(1, 13)]
                           + [("d", "r", "t_13", None, [])])
     findings = pl.DataFrame([{"dataset": "d", "release": "r", "task_id": f"t_{i}", "code": "gold_fails",
-                              "kind": DEFECT, "evidence": "e"} for i in (12, 3, 9, 6, 6)])
+                              "kind": DEFECT, "effect": "scored", "evidence": "e"} for i in (12, 3, 9, 6, 6)]
+                            + [{"dataset": "d", "release": "r", "task_id": "t_1", "code": "gold_fails",
+                                "kind": "design", "effect": "fed", "evidence": "e"}])
     table = table_task_health(tasks, findings)
-    assert table.select("code", "tasks", "findings", "examples").rows() == [
-        ("gold_fails", "4 of 13", 5, "t_3, t_6, t_9, t_12"),
-        ("unsound (any defect)", "4 of 13", 5, "t_3, t_6, t_9, t_12"),
-        ("check failed", "1 of 13", 0, "t_13")]
+    assert table.select("code", "kind", "effect", "tasks", "findings", "examples").rows() == [
+        ("gold_fails", "defect", "scored", "4 of 13", 5, "t_3, t_6, t_9, t_12"),
+        ("gold_fails", "design", "fed", "1 of 13", 1, "t_1"),
+        ("unsound (any defect)", "defect", "", "4 of 13", 5, "t_3, t_6, t_9, t_12"),
+        ("check failed", "", "", "1 of 13", 0, "t_13")]
 
 
 @pytest.fixture(scope="module")

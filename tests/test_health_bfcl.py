@@ -24,8 +24,7 @@ from conftest import RESOURCES  # noqa: E402
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, load_data  # noqa: E402
 from prefix_audit.benchmarks.bfcl.data import DEFAULT_PIN, V3_ERA_PIN, Entry  # noqa: E402
 from prefix_audit.benchmarks.bfcl.health import BfclProbe, changes, state_tree  # noqa: E402
-from prefix_audit.core.health import CODES  # noqa: E402
-from prefix_audit.core.records import Rollout  # noqa: E402
+from prefix_audit.core.records import Rollout, without_action  # noqa: E402
 from prefix_audit.replay.checker import replay  # noqa: E402
 
 NEW, OLD = DEFAULT_PIN.version, V3_ERA_PIN.version
@@ -121,15 +120,18 @@ def test_passes_doing_nothing(made):
     assert not _found(bench, busy, "passes_doing_nothing")
 
 
-def test_gold_not_prefix_executable_is_a_definition_not_a_defect(made):
-    # the ground truth calls tail in the turn before the missed function arrives: BFCL runs it
+def test_a_withheld_function_the_gold_needs_is_a_defect(made):
+    # the ground truth calls tail in the turn before the missed function arrives: BFCL runs it, but an agent
+    # is not given it, and without it the turn's results differ
     early = _entry("health_early_1", ["last lines of a.txt", ""], [["tail(file_name='a.txt')"], []],
                    _files(**{"a.txt": "x\ny"}), held_out={"tail": 1})
     timely = _entry("health_timely_1", ["last lines of a.txt", ""], [[], ["tail(file_name='a.txt')"]],
                     _files(**{"a.txt": "x\ny"}), held_out={"tail": 1})
     bench = made([early, timely])
-    (evidence,) = _found(bench, early, "gold_not_prefix_executable")
-    assert "tool_not_exposed" in evidence and CODES["gold_not_prefix_executable"].kind == "definition"
+    (found,) = [f for f in bench.task_health(early.id, bench.health_releases()[0])
+                if f.code == "gold_not_prefix_executable"]
+    assert "tool_not_exposed" in found.evidence and "scores 0" in found.evidence
+    assert (found.kind, found.effect) == ("defect", "scored")
     assert not _found(bench, timely, "gold_not_prefix_executable")
 
 
@@ -328,6 +330,25 @@ def test_idle_and_gold_minus_one_write_agree_with_bfcl_on_a_v3_era_sample():
     wrong, seen = _differential_in_child(V3_SAMPLE)
     assert not wrong
     assert seen[0] and seen[1] == 6  # the touches echo makes unneeded in four of these entries
+
+
+def test_a_withheld_function_is_a_defect_where_bfcls_own_checker_fails_the_gold_without_it(bfcl):
+    """``multi_turn_miss_func_49``: the ground truth calls ``tail`` in turn 2, BFCL gives the model ``tail``
+    only in turn 4; bfcl-eval's own checker scores the ground truth without that call 0, so no agent
+    passes the task as BFCL runs it."""
+    release = bfcl.health_releases()[0]
+    (found,) = [f for f in bfcl.task_health("multi_turn_miss_func_49", release) if f.code == "gold_not_prefix_executable"]
+    assert (found.kind, found.effect) == ("defect", "scored") and "tail" in found.evidence
+    entry = bfcl.entry("multi_turn_miss_func_49")
+    gold = replay(BfclProbe(bfcl, entry).gold(), bfcl)
+    tail = next(v.action for v in gold.verdicts if v.action.call is not None and v.action.call.name == "tail")
+    reference = BfclReference(bfcl)
+    assert reference.checker(entry, _decoded(gold.rollout)) == 1
+    assert reference.checker(entry, _decoded(without_action(gold.rollout, tail))) == 0
+    # The other gold_not_prefix_executable entries (a string ticket id where an integer is declared) stay
+    # definitions: BFCL does not check types.
+    (loose,) = [f for f in bfcl.task_health("multi_turn_base_173", release) if f.code == "gold_not_prefix_executable"]
+    assert (loose.kind, loose.effect) == ("definition", "fed") and "not a defect of the benchmark" in loose.evidence
 
 
 @pytest.mark.slow

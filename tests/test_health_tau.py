@@ -145,8 +145,9 @@ def test_gold_fails_with_the_environments_own_error_text(constructed_retail):
     own = get_environment().get_response(Tau2Call(id="x", name="get_product_details",
                                                   arguments={"product_id": "0000000000"}))
     assert own.error and own.content.startswith("Error")
-    assert [f.evidence for f in found] == [f"turn 2, action 3: get_product_details(product_id='0000000000') → "
-                                           f"{own.content}"]
+    assert len(found) == 1 and found[0].evidence.startswith(
+        f"turn 2, action 3: get_product_details(product_id='0000000000') → {own.content} (design: a look-up")
+    assert (found[0].kind, found[0].effect) == ("design", "fed")  # the gold recovers with a second look-up
 
 
 def test_gold_not_prefix_executable_is_a_property_of_our_predicates(constructed_retail):
@@ -328,7 +329,8 @@ def test_doing_nothing_really_scores_1_in_tau2(tau):
 def _gold_fails(bench):
     out = {}
     for task_id in bench.task_ids():
-        found = [f for f in gold_replay_findings(replay(bench.reference_rollout(task_id), bench)) if f.code == "gold_fails"]
+        found = [f for f in gold_replay_findings(replay(bench.reference_rollout(task_id), bench), bench)
+                 if f.code == "gold_fails"]
         if found:
             out[task_id] = found
     return out
@@ -338,6 +340,12 @@ def test_packaged_retail_gold_fails(tau):
     fails = _gold_fails(tau["tau_retail"])
     assert (sum(map(len, fails.values())), len(fails)) == (23, 18)
     assert all(" → Error" in f.evidence for found in fails.values() for f in found)
+    # By design where the gold recovers (a scripted wrong email, zip or order id; its own failed attempt
+    # replaced); one defect, where the gold ends on its only write (insufficient gift card balance).
+    defects = {t: f for t, found in fails.items() for f in found if f.kind == "defect"}
+    assert list(defects) == ["105"] and "the gold ends on it" in defects["105"].evidence
+    assert {(f.kind, f.effect) for found in fails.values() for f in found} == {("design", "fed"), ("defect", "scored")}
+    assert any("superseded" in f.evidence for f in fails["13"]) and "recovers" in fails["37"][0].evidence
     assert _gold_fails(tau["tau_airline"]) == {}
 
 
@@ -347,6 +355,8 @@ def test_tau3_retail_gold_fails(tau3):
     # get_item_details calls (a v1.0.1 tool 26.3 lacks) fail as unknown tools on top.
     task_21 = fails.pop("21")
     assert len(task_21) == 3 and all("get_item_details(" in f.evidence for f in task_21)
+    # a tool this environment lacks: a defect of running the data on this code, whatever the gold does after
+    assert all(f.kind == "defect" and "does not have" in f.evidence for f in task_21)
     assert (sum(map(len, fails.values())), len(fails)) == (18, 15)
     assert tau3["tau_retail"].health_releases() == ["tau3-v1.0.1"]
     found = _health(tau3["tau_retail"], "21")

@@ -97,7 +97,7 @@ def test_gold_fails_when_the_sandbox_rejects_a_reference_call():
     assert "ValueError: wifi already enabled" in only(found, "gold_fails").evidence
     assert "set_wifi_status(on=True)" in only(found, "gold_fails").evidence
     assert "(settings has a row with wifi=True) already hold at the start" in only(found, "gold_no_effect").evidence
-    assert not is_sound(codes(found))
+    assert not is_sound(found)
 
 
 def test_gold_not_prefix_executable_when_the_sandbox_accepts_what_our_predicates_do_not():
@@ -110,7 +110,7 @@ def test_gold_not_prefix_executable_when_the_sandbox_accepts_what_our_predicates
     found = health(blind, searched)
     evidence = only(found["blind_remove"], "gold_not_prefix_executable").evidence
     assert "dependency" in evidence and "remove_contact" in evidence
-    assert codes(found["blind_remove"]) == {"gold_not_prefix_executable"} and is_sound(codes(found["blind_remove"]))
+    assert codes(found["blind_remove"]) == {"gold_not_prefix_executable"} and is_sound(found["blind_remove"])
     assert found["searched_remove"] == []
 
 
@@ -163,13 +163,14 @@ def test_a_scenario_scored_by_minefields_alone_is_passed_by_doing_nothing(bench)
     found = health(outright, looks_first, guarded)
     # the reference declines outright: a refusal task, which cannot tell a considered refusal from an ignored request
     assert codes(found["outright"]) == {"gold_no_effect", "passes_doing_nothing"}
-    assert only(found["outright"], "passes_doing_nothing").evidence.endswith(
-        "the reference declines without a call too, so the scenario cannot tell its refusal from an agent that "
-        "ignores the request")
+    assert ("the reference declines without a call too, so the scenario cannot tell its refusal from an agent that "
+            "ignores the request") in only(found["outright"], "passes_doing_nothing").evidence
+    # neither reference writes: both are refusal tasks by design, and stay sound
+    assert {only(found[t], "passes_doing_nothing").kind for t in ("outright", "looks_first")} == {"design"}
     # the reference looks the person up before it declines; an agent that never looks scores 1 all the same
-    assert only(found["looks_first"], "passes_doing_nothing").evidence.endswith(
-        "it has no milestone: it is scored by its minefields alone, which an agent that calls no tool cannot hit; "
-        "what the reference does first (search_contacts) is checked by nothing")
+    assert ("it has no milestone: it is scored by its minefields alone, which an agent that calls no tool cannot hit; "
+            "what the reference does first (search_contacts) is checked by nothing") in \
+        only(found["looks_first"], "passes_doing_nothing").evidence
     assert "passes_doing_nothing" not in codes(found["guarded"])  # a milestone asks for the look-up
     release = bench.health_releases()[0]
     for task_id in ("remove_contact_no_search_01_all_tools", "message_unknown_person_01", "holiday_wifi_locked_01"):
@@ -191,7 +192,7 @@ def test_unchecked_required_action_when_no_milestone_sees_a_write():
     evidence = only(found["after"], "unchecked_required_action").evidence
     assert "set_wifi_status(on=False)" in evidence
     assert "no database-state milestone or minefield reads settings" in evidence
-    assert not is_sound(codes(found["half"]))
+    assert not is_sound(found["half"])
 
 
 def test_writes_are_found_by_executing_the_reference(bench):

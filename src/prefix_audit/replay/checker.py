@@ -59,6 +59,7 @@ class ActionVerdict:
     attribution: Attribution | None = None  # whose error a failing action is (None: it did not fail)
     given_as: tuple[str, ...] = ()  # argument values found given in other words, and how (Availability.given)
     read_only: bool = False  # a call of a tool that changes no state (ToolSpec.read_only)
+    known_tool: bool = True  # the call names a tool of the task (False: no such tool in this environment)
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,8 @@ class _Replay:
         if self.agent_fed is not None:
             outcome = self._run(action, call) if call.well_formed else None
             known = self.session.known_tool(call.name) if call.name else None
-            self.verdicts.append(replace(_verdict(action, None, (), outcome), read_only=known is not None and known.read_only))
+            self.verdicts.append(replace(_verdict(action, None, (), outcome), read_only=known is not None and known.read_only,
+                                         known_tool=known is not None))
             return
         failures: list[Failure] = []
         outcome: Outcome | None = None
@@ -314,7 +316,7 @@ class _Replay:
                 failures.append(Failure("state_consistency", "rejected_transition",
                                         f"{call.name}: {outcome.error or 'rejected by the environment'}"))
         self._record(action, failures, outcome, self._attribution(failures, spec, bound, outcome, call),
-                     tuple(given_as), spec is not None and spec.read_only)
+                     tuple(given_as), spec is not None and spec.read_only, spec is not None)
         if not failures and outcome is not None and outcome.executed:  # a call that never ran revealed nothing
             self.avail.add_value(list(bound.values()))
             self.avail.add_value(outcome.result)
@@ -351,11 +353,12 @@ class _Replay:
         return found
 
     def _record(self, action: Action, failures: list[Failure], outcome: Outcome | None,
-                attribution: Attribution | None, given_as: tuple[str, ...] = (), read_only: bool = False) -> None:
+                attribution: Attribution | None, given_as: tuple[str, ...] = (), read_only: bool = False,
+                known_tool: bool = True) -> None:
         ordered = tuple(sorted(failures, key=lambda f: PRIORITY[f.category]))
         valid = not failures if self.fed is None else None  # V is not evaluated after the first failure
         self.verdicts.append(replace(_verdict(action, valid, ordered, outcome), attribution=attribution,
-                                     given_as=given_as, read_only=read_only))
+                                     given_as=given_as, read_only=read_only, known_tool=known_tool))
         if failures and self.fed is None:
             self.fed = action.index
         if attribution is not None and attribution.origin == AGENT:
@@ -422,6 +425,8 @@ def gold_failures(gold: EpisodeResult, benchmark: Benchmark | None = None) -> tu
     health (``gold_fails``, ``gold_not_prefix_executable``) and by attribution
     (:func:`~.attribution.as_gold_fails`):
 
+    * a call the benchmark rejected because the environment has no such tool is a *defect* (the task's
+      data and the benchmark's code disagree on the tool list: no agent is given that tool);
     * a call the benchmark rejected is *designed* where the gold recovers: it is a look-up (a value that
       names nothing changes no state — the scenario's wrong email, zip or order id), or the gold goes on
       with an accepted call (a later call of the same tool supersedes it, or the gold turns to another
@@ -445,7 +450,10 @@ def gold_failures(gold: EpisodeResult, benchmark: Benchmark | None = None) -> tu
             later = next((w for w in gold.verdicts[i + 1:] if w.action.call is not None and w.accepted), None)
             same = next((w for w in gold.verdicts[i + 1:]
                          if w.action.call is not None and w.accepted and w.action.call.name == call.name), None)
-            if same is not None and not v.read_only:
+            if not v.known_tool:
+                intent, why = DEFECT, (f"the gold calls {call.name}, a tool this environment does not have: the task's "
+                                       f"data and the benchmark's code disagree on the tool list")
+            elif same is not None and not v.read_only:
                 intent, why = DESIGN, (f"superseded: the gold makes the call again, accepted, at action "
                                        f"{same.action.index}: {same.action.call.render()}")
             elif later is not None:
