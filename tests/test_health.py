@@ -310,8 +310,8 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, health_aud
     assert "| bfcl_v3 | m | imported | 3 | 2 of 3 (answer_unreachable 2) |" in g1
     assert "Unsound tasks: those benchmark health found a defect in" in (out / "tables" / "table_G1.tex").read_text()
     health = (out / "tables" / "table_task_health.md").read_text()
-    assert "| bfcl_v3 | 2025.9.29 | answer_unreachable | defect | 2 of 3 | 2 | multi_turn_base_4, multi_turn_base_10 |" \
-        in health
+    assert ("| bfcl_v3 | 2025.9.29 | answer_unreachable | defect | scored | 2 of 3 | 2 | multi_turn_base_4, "
+            "multi_turn_base_10 |") in health
     findings = pl.read_parquet(out / "health" / "bfcl_v3" / "findings.parquet")
     assert findings.filter(pl.col("task_id") == "multi_turn_base_4")["evidence"].str.contains(
         "the same words in another order").to_list() == [True]

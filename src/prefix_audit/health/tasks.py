@@ -66,8 +66,7 @@ class HealthReport:
         for (dataset, release), results in groups.items():
             checked = [r for r in results if r.error is None]
             sound = sum(is_sound(r.findings) for r in checked)
-            codes = {c: sum(any(f.code == c for f in r.findings) for r in checked) for c in CODES}
-            found = ", ".join(f"{c} {n}" for c, n in codes.items() if n) or "no finding"
+            found = ", ".join(filter(None, (_code_count(checked, c) for c in CODES))) or "no finding"
             failed = len(results) - len(checked)
             out.append(f"{dataset} {release}: {len(results)} tasks, {sound} sound; tasks with a finding: {found}"
                        + (f"; {failed} could not be checked" if failed else ""))
@@ -77,6 +76,16 @@ class HealthReport:
     @property
     def errors(self) -> int:
         return sum(r.error is not None for r in self.results)
+
+
+def _code_count(results: Sequence[TaskResult], code: str) -> str:
+    """``"gold_fails 18 (defect 1, design 17)"``: the tasks with the code, and per kind where it has several."""
+    kinds = {k: sum(any(f.code == code and f.kind == k for f in r.findings) for r in results) for k in CODES[code].kinds}
+    tasks = sum(any(f.code == code for f in r.findings) for r in results)
+    if not tasks:
+        return ""
+    split = [f"{k} {n}" for k, n in kinds.items() if n]
+    return f"{code} {tasks}" + (f" ({', '.join(split)})" if len(split) > 1 or len(kinds) > 1 else "")
 
 
 def health_benchmark(bench: Benchmark) -> Benchmark:

@@ -42,7 +42,7 @@ import numpy as np
 import polars as pl
 from markupsafe import Markup
 
-from prefix_audit.core.health import CODES, FINDINGS_SCHEMA, TASKS_SCHEMA
+from prefix_audit.core.health import CODES, EFFECTS, FINDINGS_SCHEMA, KINDS, TASKS_SCHEMA
 from prefix_audit.core.io import natural_key, path_label, read_parquet
 from prefix_audit.core.output_tree import replaced_tree
 from prefix_audit.core.quarantine import QuarantineTally, read_quarantine
@@ -205,12 +205,13 @@ def _health_view(tasks: pl.DataFrame, findings: pl.DataFrame) -> list[dict[str, 
         for row in found.iter_rows(named=True):
             by_task.setdefault(row["task_id"], []).append(row)
         sound = {r["task_id"]: r for r in group.iter_rows(named=True)}
-        counts = [(code, spec.kind, found.filter(pl.col("code") == code)["task_id"].n_unique())
-                  for code, spec in CODES.items()]
+        counts = [(code, kind, effect, found.filter((pl.col("code") == code) & (pl.col("kind") == kind)
+                                                   & (pl.col("effect") == effect))["task_id"].n_unique())
+                  for code, spec in CODES.items() for kind in spec.kinds for effect in spec.effects]
         out.append({
             "dataset": dataset, "release": release, "tasks": group.height,
             "sound": int(group["sound"].sum() or 0), "failed": group["sound"].null_count(),
-            "counts": [c for c in counts if c[2]],
+            "counts": [c for c in counts if c[3]],
             "rows": [{"task_id": t, "anchor": health_anchor(dataset, release, t), "sound": sound[t]["sound"],
                       "error": sound[t]["error"], "findings": by_task.get(t, [])}
                      for t in sorted(sound, key=natural_key) if by_task.get(t) or sound[t]["error"]]})
@@ -588,7 +589,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
          has_tables=tables is not None, notes=report.notes, trust=trusts, import_quarantine=import_quarantine)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
     if health_pages:
-        page("health.html", "health.html.j2", releases=health_pages, codes=CODES)
+        page("health.html", "health.html.j2", releases=health_pages, codes=CODES, kinds=KINDS, effects=EFFECTS)
     for name in _ASSETS:
         source, _, _ = env.loader.get_source(env, f"assets/{name}")
         files[f"assets/{name}"] = source.encode("utf-8")
