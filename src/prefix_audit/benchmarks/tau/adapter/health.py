@@ -29,33 +29,40 @@ version string for the package's own tasks, the folder name of a configured task
   reward basis holds NL assertions that no judge decided gets no ``passes_doing_nothing`` or
   ``unchecked_required_action`` claim (the probe notes it in ``withheld``);
 * ``changed_between_releases``: where the tasks come from a data directory, each task is compared with
-  the package's own task of the same id (its ``tasks.json``, base split): the fields that differ —
-  criteria the reward reads and those it does not, the user scenario, the rest — and, where the
-  reward reads different criteria, what each release's gold scores under the other's definition. A
-  task in this release only says so. The package's own tasks have nothing to be compared with.
+  the package's own task of the same id (its ``tasks.json``, base split), one finding per effect, each
+  change told as both texts (:class:`ReleasePair`). ``scored`` (caution): a component of tau2's reward
+  compares something else — DB another gold database (tau2's hash), ACTION other calls or compared
+  arguments, ENV_ASSERTION, COMMUNICATE or NL_ASSERTION another list — or the initial state differs; a
+  component whose list is empty scores 1 in tau2, as if it were not in the basis. Each release's gold is
+  then scored under the other's definition; when both score 1 the change stays scored (other calls are
+  compared differently). ``seen`` (caution): the user's scenario, the solo ticket, or the agent's policy
+  (the data directory's policy files against the package's). ``unseen`` (note): the rest — a basis label
+  whose component compares nothing, criteria no changed component reads (gold actions that leave the gold
+  database as it was, NL assertions outside the basis), description, issues and other fields tau2 does not
+  run. A task in this release only says so. The package's own tasks have nothing to be compared with.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import json
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.health import Finding
+from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding, changed_hunks, changed_text
 from prefix_audit.core.records import PARTY_CALLS_KEY, Action, Rollout, Step, rollout_id_for, without_action
 from prefix_audit.replay.checker import EpisodeResult, replay
 from prefix_audit.replay.health import Counterfactual, call_text
 
 from ..domain import embedded as emb
 from ..domain import semantics as sem
-from ..domain.data import BASE_SPLIT, CRITERIA_FIELDS, TauDomain, TauTask, criteria_differences, parse_task
+from ..domain.data import BASE_SPLIT, LAYOUTS, EnvAssertion, EnvCall, GoldAction, TauDomain, TauTask, parse_task
 
 HEALTH_MODEL = "health"
 # What the idle agent says (our wording): no call, no fact, no promise.
@@ -64,8 +71,9 @@ HAND_OFF = "transfer_to_human_agents"
 STATE_BASES = ("DB", "ENV_ASSERTION")
 SCENARIO_FIELDS = ("reason_for_call", "known_info", "unknown_info", "task_instructions", "persona")
 # Top-level fields of a task object that :class:`TauTask` reads (the rest is metadata: description,
-# annotations, issues, ...).
-TASK_FIELDS = ("id", "user_scenario", "evaluation_criteria", "initial_state")
+# annotations, issues, ...). Within them, what TauTask leaves out (action ids, the scenario's domain
+# name) is not compared between releases.
+TASK_FIELDS = ("id", "user_scenario", "evaluation_criteria", "initial_state", "ticket")
 
 
 # --- releases ---------------------------------------------------------------------------------------
@@ -108,6 +116,7 @@ class PackageRelease:
     path: Path
     definitions: Mapping[str, Mapping[str, Any]]
     split: frozenset[str]
+    policy: tuple[Path, ...]  # the agent's policy files, in the order tau2 joins them
 
 
 def package_release(domain: TauDomain) -> PackageRelease | None:
@@ -118,7 +127,9 @@ def package_release(domain: TauDomain) -> PackageRelease | None:
     definitions = task_definitions(path)
     split_file = path.with_name("split_tasks.json")
     split = json.loads(split_file.read_text(encoding="utf-8")).get(BASE_SPLIT) if split_file.is_file() else None
-    return PackageRelease(domain.tau2_version, path, definitions, frozenset(split if split is not None else definitions))
+    return PackageRelease(domain.tau2_version, path, definitions,
+                          frozenset(split if split is not None else definitions),
+                          tuple(path.with_name(name) for name in LAYOUTS[domain.name].policy))
 
 
 # --- tau2's own evaluation -----------------------------------------------------------------------------
@@ -484,40 +495,43 @@ class TauProbe:
             where = "has no such task" if theirs_def is None else "has it in tasks.json, outside its base split"
             return [Finding("changed_between_releases", f"task {task.id} is in {self.release} only: {package.label}'s "
                                                         f"own {domain} tasks ({BASE_SPLIT} split) {where}")]
-        theirs = parse_task(theirs_def, domain, f"{package.label} {domain}/tasks.json")
-        ours_def = self.definition
-        read, unread = criteria_differences({f: getattr(theirs, f) for f in CRITERIA_FIELDS},
-                                            {f: getattr(task, f) for f in CRITERIA_FIELDS})
-        scenario = [f for f in SCENARIO_FIELDS if getattr(theirs, f) != getattr(task, f)]
-        metadata = sorted(k for k in set(ours_def) | set(theirs_def)
-                          if k not in TASK_FIELDS and ours_def.get(k) != theirs_def.get(k))
-        if not (read or unread or scenario or metadata):
-            return []
-        ours_name, theirs_name = self.release, package.label
-        groups = []
-        if read:
-            groups.append("criteria the reward reads: " + "; ".join(_criterion(f, theirs, task, theirs_name, ours_name)
-                                                                    for f in read))
-        if unread:
-            groups.append("criteria the reward does not read: " + ", ".join(unread))
-        if scenario:
-            groups.append("user scenario: " + ", ".join(scenario))
-        if metadata:
-            groups.append("other fields: " + ", ".join(metadata))
-        text = f"{ours_name} and {theirs_name} (the package's own {domain} tasks) define task {task.id} differently — " \
-               + "; ".join(groups)
-        if read:
-            ours_there = replay(_embedded(gold.rollout, theirs_def, f"{theirs_name}: {domain}/tasks.json"), bench,
-                                with_gold=False)
-            theirs_rollout = bench.reference_rollout_of(theirs)
-            theirs_here = replay(_embedded(theirs_rollout, ours_def, f"{ours_name}: {domain}/tasks.json"), bench,
-                                 with_gold=False)
-            text += (f". {ours_name}'s gold scores {ours_there.Y} under {theirs_name}'s definition "
-                     f"({ours_there.y_detail}); {theirs_name}'s gold scores {theirs_here.Y} under {ours_name}'s "
-                     f"({theirs_here.y_detail})")
-        else:
-            text += ". The reward reads the same criteria in both: each gold scores alike under either definition"
-        return [Finding("changed_between_releases", text)]
+        # Its own sha256 keeps its gold database apart from ours of the same id in the benchmark's caches.
+        theirs = dataclasses.replace(parse_task(theirs_def, domain, f"{package.label} {domain}/tasks.json"),
+                                     embedded_sha256=emb.definition_sha256(theirs_def))
+        pair = ReleasePair(bench, theirs, task, theirs_def, self.definition, package.label, self.release)
+        policy = policy_change(tuple(bench.domain.files.policy), package.policy)
+        changes = {SCORED: pair.scored(), SEEN: pair.seen() + ([f"the agent's policy: {policy}"] if policy else []),
+                   UNSEEN: pair.unseen()}
+        head = f"{self.release} and {package.label} (the package's own {domain} tasks) define task {task.id} " \
+               f"differently (read from {package.label} to {self.release}) — "
+        found = []
+        for effect, parts in changes.items():
+            if not parts:
+                continue
+            text = head + f"{EFFECT_WORDS[effect]}: " + "; ".join(parts)
+            if effect == SCORED:
+                text += self._cross_scores(gold, pair)
+            found.append(Finding("changed_between_releases", text, kind=NOTE if effect == UNSEEN else CAUTION,
+                                 effect=effect))
+        return found
+
+    def _cross_scores(self, gold: EpisodeResult, pair: ReleasePair) -> str:
+        """Each release's gold scored under the other's definition. Each may score 1 under both and the
+        change still be scored: the criteria compare other calls differently (an agent that does not say
+        a communicate_info string, or reaches the gold database by other calls), so the effect is decided
+        by what the reward compares, and this is the evidence on the golds' side."""
+        bench, domain = self.benchmark, self.benchmark.domain.name
+        ours_there = replay(_embedded(gold.rollout, pair.theirs_def, f"{pair.theirs_name}: {domain}/tasks.json"),
+                            bench, with_gold=False)
+        theirs_here = replay(_embedded(bench.reference_rollout_of(pair.theirs), pair.ours_def,
+                                       f"{pair.ours_name}: {domain}/tasks.json"), bench, with_gold=False)
+        text = (f". {pair.ours_name}'s gold scores {ours_there.Y} under {pair.theirs_name}'s definition "
+                f"({ours_there.y_detail}); {pair.theirs_name}'s gold scores {theirs_here.Y} under {pair.ours_name}'s "
+                f"({theirs_here.y_detail})")
+        if ours_there.Y == theirs_here.Y == 1:
+            text += "; each gold scores 1 under the other's definition too, yet other calls are scored " \
+                    "differently by what changed above"
+        return text
 
 
 def _embedded(rollout: Rollout, definition: Mapping[str, Any], source: str) -> Rollout:
@@ -526,31 +540,224 @@ def _embedded(rollout: Rollout, definition: Mapping[str, Any], source: str) -> R
     return dataclasses.replace(rollout, meta={**rollout.meta, emb.KEY: entry.to_json()})
 
 
-def _criterion(field: str, theirs: TauTask, ours: TauTask, theirs_name: str, ours_name: str) -> str:
-    """One differing criterion, briefly: how it reads in each release."""
-    a, b = getattr(theirs, field), getattr(ours, field)
-    if field == "gold":
-        calls_a, calls_b = Counter(map(_action_text, a)), Counter(map(_action_text, b))
-        only_a, only_b = calls_a - calls_b, calls_b - calls_a
-        extra = [f"only in {theirs_name}: " + ", ".join(_counted(only_a))] if only_a else []
-        extra += [f"only in {ours_name}: " + ", ".join(_counted(only_b))] if only_b else []
-        if not extra:
-            extra = ["the same actions in another order, or with other requestors or compared arguments"]
-        return f"gold ({len(a)} actions in {theirs_name}, {len(b)} in {ours_name}; " + "; ".join(extra) + ")"
-    if field == "reward_basis":
-        return f"reward_basis ({', '.join(a)} in {theirs_name}; {', '.join(b)} in {ours_name})"
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return f"{field} ({len(a)} in {theirs_name}, {len(b)} in {ours_name})"
-    return f"{field} ({a!r} in {theirs_name}; {b!r} in {ours_name})"
+# --- what changed between releases ----------------------------------------------------------------------
+
+# tau2's reward components in the order evaluate_simulation multiplies them, and the TauTask fields each
+# compares (evaluator_env: DB runs the gold actions on a fresh environment and compares database hashes,
+# unless the criteria list neither actions nor env assertions; ENV_ASSERTION runs the env assertions;
+# evaluator_action matches every gold action's compared arguments anywhere in the conversation;
+# evaluator_communicate and evaluator_nl_assertions read their lists). Every component returns 1 for an
+# empty list, so a component with nothing to compare scores as if it were not in the basis.
+COMPONENT_READS: Mapping[str, tuple[str, ...]] = {
+    "DB": ("gold", "db_compared"), "ENV_ASSERTION": ("env_assertions",), "ACTION": ("gold",),
+    "NL_ASSERTION": ("nl_assertions",), "COMMUNICATE": ("communicate_info",)}
+# A task without criteria is scored 1 by every component.
+FIELD_READERS = {field: tuple(c for c, fields in COMPONENT_READS.items() if field in fields)
+                 for field in ("gold", "db_compared", "env_assertions", "nl_assertions", "communicate_info")} \
+    | {"has_criteria": tuple(COMPONENT_READS)}
+EMPTY_LIST = {"ENV_ASSERTION": "env assertions", "ACTION": "gold actions", "NL_ASSERTION": "NL assertions",
+              "COMMUNICATE": "communicate_info"}
+EFFECT_WORDS = {SCORED: "what the reward compares", SEEN: "what the agent or the user simulator is given",
+                UNSEEN: "what nothing reads (not the agent, the user simulator or the reward)"}
+POLICY_EVIDENCE_CHARS = 600
 
 
-MAX_ACTION_CHARS = 160
+@dataclass
+class ReleasePair:
+    """One task as two data releases define it — ``theirs`` (the package's own) and ``ours`` — and what
+    their differences change, by what tau2's evaluation reads (:data:`COMPONENT_READS`), the user
+    simulator's scenario and the agent's ticket; each change is told as both texts."""
+
+    bench: Any
+    theirs: TauTask
+    ours: TauTask
+    theirs_def: Mapping[str, Any]
+    ours_def: Mapping[str, Any]
+    theirs_name: str
+    ours_name: str
+
+    def compared(self, task: TauTask) -> dict[str, Any]:
+        """What each component of ``task``'s reward compares, for those that compare anything: DB the gold
+        database (tau2's hash; telecom: the provider's and the user's), ACTION each gold action's name and
+        compared arguments (requestor and order are not compared), COMMUNICATE its strings as matched
+        (without case), the others their lists."""
+        if not task.has_criteria:
+            return {}
+        basis, out = set(task.reward_basis), {}
+        if "DB" in basis and task.db_compared:
+            out["DB"] = self.bench.gold_fingerprint(task) if self.bench.user_acts else self.bench.gold_db_hash(task)
+        if "ENV_ASSERTION" in basis and task.env_assertions:
+            out["ENV_ASSERTION"] = task.env_assertions
+        if "ACTION" in basis and task.gold:
+            out["ACTION"] = frozenset(_compared_action(a) for a in task.gold)
+        if "NL_ASSERTION" in basis and task.nl_assertions:
+            out["NL_ASSERTION"] = task.nl_assertions
+        if "COMMUNICATE" in basis and task.communicate_info:
+            out["COMMUNICATE"] = frozenset(s.lower() for s in task.communicate_info)
+        return out
+
+    @cached_property
+    def _components(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        return self.compared(self.theirs), self.compared(self.ours)
+
+    @cached_property
+    def changed_components(self) -> list[str]:
+        theirs, ours = self._components
+        return [c for c in COMPONENT_READS if theirs.get(c) != ours.get(c)]
+
+    def _state(self, component: str, task: TauTask, compared: Mapping[str, Any]) -> str:
+        """How one release's reward reads ``component``, in words."""
+        if component in compared:
+            return "compares " + ("the gold database (hash " + compared[component][:12] + ")" if component == "DB"
+                                  else self._listing(component, task))
+        if not task.has_criteria:
+            return "has no evaluation criteria (tau2 scores every conversation 1)"
+        if component not in task.reward_basis:
+            return "does not have it in its reward basis"
+        if component == "DB":
+            return "has it in its basis with neither actions nor env assertions listed (tau2 scores it 1)"
+        return f"has it in its basis with no {EMPTY_LIST[component]} (tau2 scores it 1)"
+
+    @staticmethod
+    def _listing(component: str, task: TauTask) -> str:
+        if component == "ACTION":
+            return "its gold actions: " + "; ".join(map(_call_text, task.gold))
+        if component == "ENV_ASSERTION":
+            return repr([_env_text(a) for a in task.env_assertions])
+        return repr(list(task.nl_assertions if component == "NL_ASSERTION" else task.communicate_info))
+
+    def _states(self, component: str) -> str:
+        theirs, ours = self._components
+        return f"{self.theirs_name} {self._state(component, self.theirs, theirs)}, " \
+               f"{self.ours_name} {self._state(component, self.ours, ours)}"
+
+    def _field_change(self, field: str) -> str:
+        a, b = getattr(self.theirs, field), getattr(self.ours, field)
+        if field == "gold":
+            return "gold actions " + _list_changes([_call_text(x) for x in a], [_call_text(x) for x in b])
+        if field == "env_assertions":
+            return "env assertions " + _list_changes([_env_text(x) for x in a], [_env_text(x) for x in b])
+        if field in ("nl_assertions", "communicate_info"):
+            return f"{field} " + _list_changes(list(a), list(b))
+        return f"{field} {a!r} → {b!r}"
+
+    def _read_by(self, component: str) -> list[str]:
+        """The differing fields ``component`` reads (the basis label itself aside)."""
+        return [f for f in COMPONENT_READS[component] if getattr(self.theirs, f) != getattr(self.ours, f)]
+
+    def scored(self) -> list[str]:
+        """The changes that score the same calls differently: each component whose comparison changed —
+        what changed in it where both compare something, else what each release makes of it — and the
+        initial state."""
+        theirs, ours = self._components
+        out = []
+        for c in self.changed_components:
+            if c not in theirs or c not in ours:
+                out.append(f"{c}: {self._states(c)}")
+                continue
+            what = [self._field_change(f) for f in self._read_by(c) if f != "db_compared"]
+            if c == "DB":
+                what.insert(0, f"the gold database differs (hash {theirs[c][:12]} → {ours[c][:12]})")
+            out.append(f"{c}: " + "; ".join(what))
+        if self.theirs.initialization != self.ours.initialization:
+            out.append("initial state " + _list_changes([_env_text(x) for x in self.theirs.initialization],
+                                                        [_env_text(x) for x in self.ours.initialization]))
+        return out
+
+    def seen(self) -> list[str]:
+        """What the user simulator is told (its scenario, field by field) and the solo agent's ticket."""
+        return [f"{f}: {changed_text(getattr(self.theirs, f) or '', getattr(self.ours, f) or '')}"
+                for f in (*SCENARIO_FIELDS, "ticket") if getattr(self.theirs, f) != getattr(self.ours, f)]
+
+    def unseen(self) -> list[str]:
+        """Differences nothing reads: a basis label whose component compares nothing where it is listed,
+        criteria no changed component compares, fields of the task object outside what tau2 runs."""
+        out = []
+        changed = set(self.changed_components)
+        labels = set(self.theirs.reward_basis) ^ set(self.ours.reward_basis)
+        quiet = [c for c in COMPONENT_READS if c in labels and c not in changed]
+        if quiet:
+            out.append(f"reward basis {', '.join(self.theirs.reward_basis)} → {', '.join(self.ours.reward_basis)}, "
+                       f"where {', '.join(quiet)} compare{'s' * (len(quiet) == 1)} nothing: "
+                       + "; ".join(f"{c}: {self._states(c)}" for c in quiet))
+        for field, readers in FIELD_READERS.items():
+            if getattr(self.theirs, field) == getattr(self.ours, field) or changed & set(readers):
+                continue
+            out.append(self._field_change(field) + " — read by none that changed: "
+                       + "; ".join(f"{c}: {self._states(c)}" for c in readers))
+        keys = sorted(k for k in set(self.theirs_def) | set(self.ours_def)
+                      if k not in TASK_FIELDS and self.theirs_def.get(k) != self.ours_def.get(k))
+        out += [change for k in keys for change in _value_changes(k, self.theirs_def.get(k), self.ours_def.get(k))]
+        return out
 
 
-def _action_text(action: Any) -> str:
+def _compared_action(action: GoldAction) -> tuple[str, tuple[str, ...] | None, str]:
+    """What tau2's ``Action.compare_with_tool_call`` compares of a gold action: its name and its compared
+    arguments (all of them where ``compare_args`` is None)."""
+    keys = action.arguments if action.compare_args is None else action.compare_args
+    compared = {k: v for k, v in action.arguments.items() if k in keys}
+    return action.name, action.compare_args, json.dumps(compared, sort_keys=True, default=str)
+
+
+def _call_text(action: GoldAction) -> str:
     text = f"{action.name}({', '.join(f'{k}={v!r}' for k, v in sorted(action.arguments.items()))})"
-    return text if len(text) <= MAX_ACTION_CHARS else text[:MAX_ACTION_CHARS - 1] + "…"
+    if action.requestor != "assistant":
+        text = f"{action.requestor}: {text}"
+    return text if action.compare_args is None else f"{text} [compared: {', '.join(action.compare_args) or 'none'}]"
 
 
-def _counted(calls: Counter) -> list[str]:
-    return [text + (f" ×{n}" if n > 1 else "") for text, n in sorted(calls.items())]
+def _env_text(call: EnvCall) -> str:
+    text = f"{call.env_type}: {call.func_name}({', '.join(f'{k}={v!r}' for k, v in sorted(call.arguments.items()))})"
+    return text + (f" is {call.assert_value}" if isinstance(call, EnvAssertion) else "")
+
+
+def _list_changes(before: Sequence[str], after: Sequence[str]) -> str:
+    """Two lists of texts, their changes in full: an item changed in place as :func:`changed_text`, the
+    others dropped or added."""
+    before, after = list(before), list(after)
+    if sorted(before) == sorted(after):
+        return f"(the same {len(before)}, in another order)"
+    parts = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            parts += [changed_text(x, y) for x, y in zip(before[i1:i2], after[j1:j2])]
+        elif tag != "equal":
+            parts += [f"dropped {x!r}" for x in before[i1:i2]] + [f"added {y!r}" for y in after[j1:j2]]
+    return f"({len(before)} → {len(after)}: " + "; ".join(parts) + ")"
+
+
+def _value_changes(path: str, a: Any, b: Any) -> list[str]:
+    """The changes of one field of a task object, leaf by leaf: texts as :func:`changed_text`, lists of
+    texts as :func:`_list_changes`, other values as both JSON texts."""
+    if a == b:
+        return []
+    if isinstance(a, dict) or isinstance(b, dict):
+        if (a is None or isinstance(a, dict)) and (b is None or isinstance(b, dict)):
+            a, b = a or {}, b or {}
+            return [c for k in sorted(set(a) | set(b)) for c in _value_changes(f"{path}.{k}", a.get(k), b.get(k))]
+    if isinstance(a, str) and isinstance(b, str):
+        return [f"{path}: {changed_text(a, b)}"]
+    if all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in (a, b)):
+        return [f"{path} {_list_changes(a, b)}"]
+    before, after = (json.dumps(v, sort_keys=True, ensure_ascii=False) for v in (a, b))
+    return [f"{path}: {before} → {after}"]
+
+
+@lru_cache(maxsize=8)
+def policy_change(ours: tuple[Path, ...], theirs: tuple[Path, ...]) -> str | None:
+    """How the agent's policy of a data directory differs from the package's (None: the same text),
+    briefly: the first changes that fit :data:`POLICY_EVIDENCE_CHARS`, and how many more there are."""
+    if ours == theirs:
+        return None
+    texts = ["\n".join(p.read_text(encoding="utf-8") for p in paths) for paths in (theirs, ours)]
+    hunks = changed_hunks(*texts)
+    if not hunks:
+        return None
+    shown = [hunks[0]]
+    for hunk in hunks[1:]:
+        if len(" ".join(shown)) + len(hunk) > POLICY_EVIDENCE_CHARS:
+            break
+        shown.append(hunk)
+    more = len(hunks) - len(shown)
+    return f"{', '.join(p.name for p in ours)} differs from the package's in {len(hunks)} place" \
+           f"{'s' * (len(hunks) != 1)}: " + " ".join(shown) + (f" (and {more} more, not shown)" if more else "")
