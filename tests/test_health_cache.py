@@ -244,3 +244,14 @@ def test_each_benchmark_names_what_its_release_health_reads(resolve, tau, tau3):
     assert "gorilla_file_system.py" in {p.name for p in class_files(root)}
     sandbox = ToolSandboxBenchmark()
     assert sandbox.health_digest(sandbox.health_releases()[0]) == sandbox.scenario_set_sha256
+
+
+def test_a_folder_that_cannot_be_written_costs_a_warning_not_the_command(toy, tmp_path, caplog):
+    blocked = tmp_path / "health"
+    blocked.write_text("a file where the folder would be")
+    with caplog.at_level(logging.WARNING, logger=health_cache.__name__):
+        report = _audit(toy.ToyLights("toy_lights"), blocked)
+    assert report.results == _audit(toy.ToyLights("toy_lights"), None).results
+    said = [r.getMessage() for r in caplog.records if r.name == health_cache.__name__]
+    assert len(said) == 2 and said[0].startswith("the kept health of toy_lights toy-1 cannot be read")
+    assert said[1].startswith("the health of toy_lights toy-1 could not be kept in ")

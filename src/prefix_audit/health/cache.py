@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import prefix_audit
 from prefix_audit.core.health import Finding
@@ -74,10 +73,6 @@ class ReleaseKey:
         return root / path_label(self.dataset) / path_label(self.release) / f"{name}.json"
 
 
-def _finding_fields(finding: Finding) -> dict[str, Any]:
-    return dataclasses.asdict(finding)  # every field, those a later Finding adds included
-
-
 class HealthCache:
     """The task health kept under ``root`` (:func:`cache_folder`; None: nothing is kept)."""
 
@@ -93,7 +88,7 @@ class HealthCache:
     def read(self, key: ReleaseKey) -> dict[str, tuple[Finding, ...]]:
         """The kept findings of each task computed so far (none: nothing kept, or an entry that cannot be
         read, said in one warning line)."""
-        path = key.path(self._folder)
+        path = self.path(key)
         try:
             return self._tasks(path, key)
         except FileNotFoundError:
@@ -108,7 +103,7 @@ class HealthCache:
         with what other processes kept meanwhile; a failure to write is said in one warning line."""
         if not found:
             return
-        path = key.path(self._folder)
+        path = self.path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with locked_folder(path.parent):
@@ -117,22 +112,24 @@ class HealthCache:
                 except UNREADABLE:
                     kept = {}  # none yet, or unreadable (said when it was read): replaced
                 tasks = {**kept, **{task_id: tuple(findings) for task_id, findings in found.items()}}
-                entry = {**key.fields(), "tasks": {task_id: [_finding_fields(f) for f in findings]
+                # Every field of each finding, those a later Finding adds included.
+                entry = {**key.fields(), "tasks": {task_id: [dataclasses.asdict(f) for f in findings]
                                                    for task_id, findings in sorted(tasks.items())}}
                 atomic_write_text(path, json.dumps(entry, sort_keys=True) + "\n")
         except OSError as exc:
             log.warning("the health of %s %s could not be kept in %s: %s", key.dataset, key.release, path,
                         " ".join(str(exc).split()))
 
-    @property
-    def _folder(self) -> Path:
+    def path(self, key: ReleaseKey) -> Path:
+        """The file of ``key``'s entry."""
         if self.root is None:
             raise ValueError("no folder to keep task health in: this cache gives no keys")
-        return self.root
+        return key.path(self.root)
 
     @staticmethod
     def _tasks(path: Path, key: ReleaseKey) -> dict[str, tuple[Finding, ...]]:
         entry = json.loads(path.read_text(encoding="utf-8"))
         if {k: entry[k] for k in key.fields()} != key.fields():
             raise ValueError("the entry is of another key")
-        return {task_id: tuple(Finding(**fields) for fields in findings) for task_id, findings in entry["tasks"].items()}
+        return {task_id: tuple(Finding(**fields) for fields in findings)
+                for task_id, findings in entry["tasks"].items()}

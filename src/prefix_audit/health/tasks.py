@@ -142,9 +142,13 @@ def audit_tasks(requests: Sequence[tuple[str, str, Sequence[str] | None]], open_
         if key is not None:
             keys[(dataset, release)] = key
             kept = kept_in.read(key)
-            done.update({(dataset, release, t): TaskResult(dataset, release, t, kept[t]) for t in chosen if t in kept})
+            done.update({(dataset, release, t): TaskResult(dataset, release, t, kept[t])
+                         for t in chosen if t in kept})
+            log.info("%s %s: the health of %d of %d tasks read from %s", dataset, release,
+                     sum(t in kept for t in chosen), len(chosen), kept_in.path(key))
         missing = [t for t in chosen if (dataset, release, t) not in done]
-        items += [(dataset, release, tuple(missing[i:i + TASKS_PER_ITEM])) for i in range(0, len(missing), TASKS_PER_ITEM)]
+        items += [(dataset, release, tuple(missing[i:i + TASKS_PER_ITEM]))
+                  for i in range(0, len(missing), TASKS_PER_ITEM)]
     bar = Progress("tasks", sum(len(i[2]) for i in items), enabled=progress, unit="task")
     computed: dict[tuple[str, str], dict[str, tuple[Finding, ...]]] = {}
     for results in pool.map(_check_tasks, items):
