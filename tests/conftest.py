@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "resources"
 SHARED = ROOT.parent / "shared"
 # Every command the tests run without --resources, in this process or a subprocess, reads the packages
-# fetched here, never the user's cache folder.
+# fetched here, never the user's cache folder — and keeps task health in health/ here too (the folder the
+# packages are in: prefix_audit.health.cache), never in the user's.
 os.environ[RESOURCES_ENV] = str(RESOURCES)
 
 

@@ -183,7 +183,7 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
                workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
                labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False,
-               site: bool | None = None, figures: bool = False) -> AuditReport:
+               site: bool | None = None, figures: bool = False, health_cache: str | Path | None = None) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring): files, folders that are one log,
     folders of logs (:func:`~prefix_audit.replay.log_folders.expand_logs`, with the importer
     ``options``). Every input is checked first — a path that does not exist, a folder without any log,
@@ -196,6 +196,8 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     the sound tasks only (they say how many were left out and why). ``site``: build the audit browser
     into ``site/`` (None: when the audit has at most :data:`SITE_ROLLOUTS` entries). ``figures``: draw the
     PEC curves and the first-failure categories by depth (PNG and PDF) into ``figures/{curves,categories}/``.
+    ``health_cache``: the folder task health is kept in across commands (:mod:`prefix_audit.health.cache`;
+    None: every task's health computed here).
 
     ``workers`` processes read the logs and replay the entries (``open_dataset`` must then pickle:
     :class:`prefix_audit.replay.registry.Resolver` does), and threads compute the statistics; the
@@ -213,7 +215,8 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
             WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
         report = _audit_into(tree.path, out, expansion, pool, model=model, method=method, resamples=resamples,
                              seed=seed, k_max=k_max, confidence=confidence, progress=progress, labels=labels,
-                             health=health, exclude_unsound=exclude_unsound, figures=figures)
+                             health=health, exclude_unsound=exclude_unsound, figures=figures,
+                             health_cache=health_cache)
         if not report.blocks:  # raised inside: nothing of this run lands
             raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported: "
                              f"{'; '.join(report.imported.quarantine.lines())}")
@@ -284,7 +287,7 @@ def _score_outputs(out: Path, key: tuple[str, str, str]) -> ScoreOutputs:
 def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPool, *,
                 model: str | None, method: str, resamples: int, seed: int, k_max: int, confidence: float,
                 progress: bool, labels: Sequence[LabelsFile], health: bool, exclude_unsound: bool,
-                figures: bool) -> AuditReport:
+                figures: bool, health_cache: str | Path | None) -> AuditReport:
     report = AuditReport(ImportReport())
     report.imported.skipped.merge(expansion.tally())
     if expansion.skipped:  # only a folder's walk skips files: a file named by hand is a log
@@ -311,7 +314,7 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
     episodes = [_score_outputs(out, key).episodes for key in sorted(blocks)]
     health_files: list[Path] = []
     if health:
-        report.health, health_files = _task_health(out, episodes, pool, progress)
+        report.health, health_files = _task_health(out, episodes, pool, progress, health_cache)
     merge_episodes(episodes, out / "fed" / "episodes.parquet", health=health_files)
     stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", resamples=resamples,
                         seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=pool.workers,
@@ -338,14 +341,15 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
     return report
 
 
-def _task_health(out: Path, episodes: Sequence[Path], pool: WorkerPool,
-                 progress: bool) -> tuple[HealthReport, list[Path]]:
+def _task_health(out: Path, episodes: Sequence[Path], pool: WorkerPool, progress: bool,
+                 health_cache: str | Path | None) -> tuple[HealthReport, list[Path]]:
     """The health of every task the blocks ran, on the release each was scored on, written per dataset
     under ``out/health/<dataset>/``; the report and the per-task tables."""
     open_dataset = pool.shared
     scored = scored_tasks(episodes)
     releases = audited_releases(open_dataset, sorted(scored["dataset"].unique().to_list()))
-    report = audit_tasks(list(requests_of(scored, releases)), open_dataset, pool, progress=progress)
+    report = audit_tasks(list(requests_of(scored, releases)), open_dataset, pool, progress=progress,
+                         cache=health_cache)
     files = []
     for dataset in sorted({r.dataset for r in report.results}):
         part = HealthReport([r for r in report.results if r.dataset == dataset])
@@ -368,18 +372,19 @@ class TaskHealthRun:
 
 def check_task_health(dataset: str, out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
                       release: str | None = None, audits: Sequence[str | Path] = (), workers: int = 1,
-                      progress: bool = False) -> TaskHealthRun:
+                      progress: bool = False, health_cache: str | Path | None = None) -> TaskHealthRun:
     """``prefix-audit tasks``: every task of ``dataset``'s ``release`` (default: the dataset's default) audited
     by its benchmark, with the findings of the audit folders ``audits``, written into ``out_dir`` as one tree
     replacing the previous one (:func:`~prefix_audit.core.output_tree.replaced_tree`): ``findings.parquet``,
     ``tasks.parquet``, ``summary.json`` and ``tables/table_task_health.{csv,md,tex}`` — unless the audit of
-    every task failed, when ``out_dir`` is left as it was."""
+    every task failed, when ``out_dir`` is left as it was. ``health_cache``: as :func:`audit_logs` has it."""
     check_output_folder(out_dir)
     bench = open_dataset(dataset)
     release = check_release(bench, release)
     episodes = read_audits(audits, dataset, release, release == bench.health_releases()[0]) if audits else None
     with WorkerPool(workers, open_dataset, preload=[*registry.modules(), __name__]) as pool:
-        report = audit_tasks([(dataset, release, None)], open_dataset, pool, progress=progress)
+        report = audit_tasks([(dataset, release, None)], open_dataset, pool, progress=progress,
+                             cache=health_cache)
     run = TaskHealthRun(report, release)
     if episodes is not None:
         run.not_in_release = add_findings(report, dataset, release, audit_findings(episodes))

@@ -47,6 +47,14 @@ def _resolver(args: argparse.Namespace):
     return registry.resolver(args.resources, _dataset_settings(args))
 
 
+def _health_cache(args: argparse.Namespace) -> Path | None:
+    """Where ``audit`` and ``tasks`` keep task health: ``health/`` beside the pinned packages, unless
+    ``--no-health-cache``."""
+    from .health.cache import cache_folder
+
+    return None if args.no_health_cache else cache_folder(args.resources)
+
+
 def _import(args: argparse.Namespace) -> int:
     from .ingest.imports import ImportReport, read_logs, write_records
 
@@ -77,7 +85,7 @@ def _audit(args: argparse.Namespace) -> int:
                         method=args.method, resamples=args.resamples, seed=args.seed,
                         workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True,
                         labels=args.labels, health=not args.no_health, exclude_unsound=args.exclude_unsound,
-                        site=args.site, figures=args.figures)
+                        site=args.site, figures=args.figures, health_cache=_health_cache(args))
     _print_lines([*report.lines(), *_audit_next_steps(Path(args.output), report)])
     if args.strict and report.worst() >= STRICT_SEVERITY:
         print(f"audit --strict: a block's audit disagrees with what its logs recorded or could not read them "
@@ -122,7 +130,8 @@ def _tasks(args: argparse.Namespace) -> int:
         return 2
     try:
         run = check_task_health(args.dataset, args.output, _resolver(args), release=args.release, audits=args.audits,
-                                workers=args.workers or default_workers(), progress=True)
+                                workers=args.workers or default_workers(), progress=True,
+                                health_cache=_health_cache(args))
     except HealthError as exc:
         print(f"tasks: {exc} (datasets with benchmark health: {', '.join(healthy)})", file=sys.stderr)
         return 2
@@ -355,6 +364,13 @@ def _workers(text: str) -> int:
     return n
 
 
+def _health_cache_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-health-cache", action="store_true",
+                        help="compute every task's health again, neither reading nor keeping the findings that "
+                             "commands keep per data release in health/ of the --resources folder (kept: keyed by "
+                             "the release's data and prefix-audit's code, so never out of date)")
+
+
 def _benchmark_commands(sub: Any) -> None:
     from .replay import registry
 
@@ -395,6 +411,7 @@ def _benchmark_commands(sub: Any) -> None:
     au.add_argument("--no-health", action="store_true",
                     help="leave out the health of the audited tasks (health/, table_task_health, the episodes' "
                          "task_sound); by default every task the logs ran is audited on the release it was scored on")
+    _health_cache_option(au)
     au.add_argument("--exclude-unsound", action="store_true",
                     help="statistics and tables over the tasks with no defect found only (they say how many were "
                          "left out and why; default: every task, the paper's protocol)")
@@ -421,6 +438,7 @@ def _benchmark_commands(sub: Any) -> None:
                          "agents' episodes there")
     ts.add_argument("-o", "--output", required=True, help="the folder for findings.parquet, tasks.parquet, "
                                                          "summary.json and tables/")
+    _health_cache_option(ts)
     ts.add_argument("--workers", type=_workers,
                     help="processes that audit the tasks (default: the cores, at most 8; outputs do not depend on it)")
     _dataset_options(ts)

@@ -15,6 +15,7 @@ mutation blocks are skipped for it.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -253,6 +254,13 @@ class ToyLights(ToyReplay):
 
     def task_health(self, task_id: str, release: str) -> list[Finding]:
         return probe_findings(ToyProbe(self, task_id))
+
+    def health_digest(self, release: str) -> str:
+        """What the toy's health reads: this module (the home, its reward, the probe) and the tasks as they
+        are now (a test may add some)."""
+        tasks = [(task_id, task.user_turns, task.reference, sorted(task.lights_on))
+                 for task_id, task in sorted(TASKS.items())]
+        return hashlib.sha256(Path(__file__).read_bytes() + repr(tasks).encode("utf-8")).hexdigest()
 
 
 TOY_RELEASE = "toy-1"

@@ -5,4 +5,5 @@ with logging_to(snakemake.log[0]):
     write_run_health(snakemake.input.task_lists, snakemake.input.episodes, snakemake.output.findings,
                      snakemake.output.tasks, snakemake.output.summary, resources=snakemake.params.resources,
                      dataset=snakemake.wildcards.dataset, benchmark=snakemake.params.benchmark,
-                     plugins=snakemake.params.plugins, workers=snakemake.threads)
+                     plugins=snakemake.params.plugins, workers=snakemake.threads,
+                     health_cache=snakemake.params.health_cache)

@@ -7,7 +7,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -48,6 +48,15 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
+    return digest.hexdigest()
+
+
+def files_sha256(files: Iterable[tuple[str, str | os.PathLike[str]]]) -> str:
+    """One sha256 of several files: each ``(name, path)`` in the order of their names, the name and the
+    file's bytes, so that a file renamed, added or removed changes it as a change of content does."""
+    digest = hashlib.sha256()
+    for name, path in sorted(files, key=lambda pair: pair[0]):
+        digest.update(name.encode("utf-8") + b"\0" + file_sha256(path).encode("ascii"))
     return digest.hexdigest()
 
 

@@ -93,7 +93,7 @@ def replaced_tree(out: str | os.PathLike[str], *, owned: tuple[str, ...] = (),
         stage.mkdir()
         yield replacement
         _prune_empty(stage)
-        with _locked(target.parent):
+        with locked_folder(target.parent):
             _swap_in(replacement, owned, manifest)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -272,9 +272,10 @@ def _remove_dead_stages(out: Path) -> None:
 
 
 @contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def locked_folder(folder: Path) -> Iterator[None]:
     """An exclusive lock on ``folder`` (flock on the folder itself: nothing is written for it), so that two
-    commands replacing trees in one folder take turns; where the file system has no locks, none."""
+    commands replacing trees in one folder — or keeping task health in one (:mod:`prefix_audit.health.cache`)
+    — take turns; where the file system has no locks, none."""
     fd = os.open(folder, os.O_RDONLY)
     try:
         try:

@@ -7,7 +7,8 @@ What is written (:func:`health_contents`): ``findings.parquet`` (one row per fin
 :data:`~prefix_audit.core.health.TASKS_SCHEMA`) and ``summary.json`` (per release: tasks, sound ones, and
 per code the tasks and findings). Rows come in dataset, release and natural task order, so the bytes do
 not depend on the number of workers. A task whose check raised is a row with ``sound`` null and its
-``error``, said by the command — never a lost task.
+``error``, said by the command — never a lost task. The findings a command computed are kept per release
+for the next (:mod:`.cache`), and read from there: the bytes are the same.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from prefix_audit.core.io import commit_files, natural_key, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
 from prefix_audit.replay import registry
 from prefix_audit.replay.contract import Benchmark, MissingCapability
+
+from .cache import HealthCache, ReleaseKey
 
 log = logging.getLogger(__name__)
 
@@ -127,23 +130,46 @@ def _check_tasks(open_dataset: Callable[[str], Benchmark], item: Item) -> list[T
 
 
 def audit_tasks(requests: Sequence[tuple[str, str, Sequence[str] | None]], open_dataset: Callable[[str], Benchmark],
-                pool: WorkerPool, *, progress: bool = False) -> HealthReport:
+                pool: WorkerPool, *, progress: bool = False, cache: str | Path | None = None) -> HealthReport:
     """Audit the tasks of each ``(dataset, release, task ids)`` request (None: every task of the release;
-    the release checked with :func:`check_release`) on ``pool``, whose shared object opens the datasets."""
+    the release checked with :func:`check_release`) on ``pool``, whose shared object opens the datasets.
+    ``cache``: the folder task health is kept in (:mod:`.cache`): a task whose findings it keeps for the
+    release is read from there, and the findings of the others are added (not those whose check raised); the
+    report is the same either way."""
+    kept_in = HealthCache(cache)
     items: list[Item] = []
+    wanted: list[tuple[str, str, list[str]]] = []
+    done: dict[tuple[str, str, str], TaskResult] = {}
+    keys: dict[tuple[str, str], ReleaseKey] = {}
     for dataset, release, task_ids in requests:
         bench = open_dataset(dataset)
         check_release(bench, release)
         known = list(bench.release_tasks(release))
         chosen = sorted(set(known) if task_ids is None else set(task_ids) & set(known), key=natural_key)
-        items += [(dataset, release, tuple(chosen[i:i + TASKS_PER_ITEM])) for i in range(0, len(chosen), TASKS_PER_ITEM)]
+        wanted.append((dataset, release, chosen))
+        key = kept_in.key(bench, release)
+        if key is not None:
+            keys[(dataset, release)] = key
+            kept = kept_in.read(key)
+            done.update({(dataset, release, t): TaskResult(dataset, release, t, kept[t])
+                         for t in chosen if t in kept})
+            log.info("%s %s: the health of %d of %d tasks read from %s", dataset, release,
+                     sum(t in kept for t in chosen), len(chosen), kept_in.path(key))
+        missing = [t for t in chosen if (dataset, release, t) not in done]
+        items += [(dataset, release, tuple(missing[i:i + TASKS_PER_ITEM]))
+                  for i in range(0, len(missing), TASKS_PER_ITEM)]
     bar = Progress("tasks", sum(len(i[2]) for i in items), enabled=progress, unit="task")
-    report = HealthReport()
+    computed: dict[tuple[str, str], dict[str, tuple[Finding, ...]]] = {}
     for results in pool.map(_check_tasks, items):
-        report.results += results
+        for r in results:
+            done[(r.dataset, r.release, r.task_id)] = r
+            if r.error is None:
+                computed.setdefault((r.dataset, r.release), {})[r.task_id] = r.findings
         bar.advance(len(results))
     bar.close()
-    return report
+    for dataset_release, key in keys.items():
+        kept_in.keep(key, computed.get(dataset_release, {}))
+    return HealthReport([done[(dataset, release, t)] for dataset, release, chosen in wanted for t in chosen])
 
 
 def add_findings(report: HealthReport, dataset: str, release: str, found: Mapping[str, Sequence[Finding]]) -> list[str]:
@@ -247,12 +273,13 @@ def scored_tasks(episodes: Sequence[str | Path]) -> pl.DataFrame:
 def write_run_health(task_lists: Sequence[str | Path], episodes: Sequence[str | Path], findings: str | Path,
                      tasks: str | Path, summary_path: str | Path, *, resources: str | Path, dataset: str,
                      benchmark: Mapping[str, Any] | None = None, plugins: Sequence[str] = (),
-                     workers: int = 1) -> HealthReport:
+                     workers: int = 1, health_cache: str | Path | None = None) -> HealthReport:
     """The ``task_health`` stage: the health of every task of ``dataset`` the run holds — those of its task
     ``task_lists`` (the sample its generated blocks ran, on the dataset's default release) and those its
     imported blocks scored (their ``episodes`` tables, on the release each was scored on) — with ``dataset``
     opened from its config entry ``benchmark``; written as :func:`health_contents` names the files (outputs
-    under those names). An agent's rollouts play no part: a new model or method reruns none of it."""
+    under those names). An agent's rollouts play no part: a new model or method reruns none of it. ``health_cache``:
+    the folder task health is kept in across jobs and commands (:mod:`.cache`; None: none)."""
     out = Path(findings).parent
     expected = [out / name for name in FILES]
     if [Path(findings), Path(tasks), Path(summary_path)] != expected:
@@ -269,7 +296,7 @@ def write_run_health(task_lists: Sequence[str | Path], episodes: Sequence[str | 
         wanted.setdefault(release, set()).update(ids)
     requests = [(dataset, release, sorted(ids, key=natural_key)) for release, ids in sorted(wanted.items())]
     with WorkerPool(workers, resolve, preload=[*registry.modules(), __name__]) as pool:
-        report = audit_tasks(requests, resolve, pool)
+        report = audit_tasks(requests, resolve, pool, cache=health_cache)
     for line in report.lines():
         log.info(line)
     failed = {(r.dataset, r.release) for r in report.results if r.error is not None}

@@ -289,7 +289,8 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     # a live environment for agents to act in
     "agent": ("agent_environment",),
     # benchmark health (SPEC §3): every task of a data release audited by running the benchmark's own
-    # environment and evaluator on its gold and on counterfactual trajectories
+    # environment and evaluator on its gold and on counterfactual trajectories; ``health_digest`` is optional
+    # within it (without it a release's findings are computed by every command, never kept)
     "health": ("health_releases", "release_tasks", "task_health"),
 }
 
@@ -391,6 +392,14 @@ class Benchmark:
         (:func:`prefix_audit.replay.health.probe_findings`); raises KeyError for a task the release
         lacks."""
         raise MissingCapability(f"{self.dataset} offers no benchmark health")
+
+    def health_digest(self, release: str) -> str | None:
+        """A digest of everything :meth:`task_health` reads for ``release`` but prefix-audit's own code: the
+        release's data and the benchmark's code, every other release it is compared with, and any setting
+        that changes a finding. Equal digests promise equal findings, so the findings are kept under it
+        across commands (:mod:`prefix_audit.health.cache`). None (the default, and where findings depend on
+        more than files — a judge model): nothing is kept."""
+        return None
 
 
 def capabilities_of(adapter: type[Benchmark]) -> frozenset[str]:

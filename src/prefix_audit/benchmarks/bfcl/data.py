@@ -89,6 +89,15 @@ class BfclData:
         return h.hexdigest()
 
 
+def data_files(root: str | Path) -> list[Path]:
+    """Every file :class:`BfclData` reads from the wheel unpacked at ``root``: the multi-turn entries, their
+    ground truth and the function docs."""
+    data = Path(root) / _DATA
+    return [*(data / f"BFCL_v4_multi_turn_{cat}.json" for cat in CATEGORIES),
+            *(data / "possible_answer" / f"BFCL_v4_multi_turn_{cat}.json" for cat in CATEGORIES),
+            *(data / "multi_turn_func_doc" / name for name in sem.FUNC_DOC_FILES.values())]
+
+
 def load_data(resources: str | Path, pin: PackagePin = DEFAULT_PIN, fetch: bool = True) -> BfclData:
     return BfclData(pinned_package(pin, resources, fetch=fetch), pin)
 

@@ -38,6 +38,12 @@ PACKAGE = "bfcl_eval"
 CLASS_PACKAGE = f"{PACKAGE}.eval_checker.multi_turn_eval.func_source_code"
 
 
+def class_files(root: str | Path) -> list[Path]:
+    """The source of the environment classes of the wheel unpacked at ``root`` (every module of their
+    package: they import each other)."""
+    return sorted((Path(root) / CLASS_PACKAGE.replace(".", "/")).rglob("*.py"))
+
+
 def _ours(name: str) -> bool:
     return name == PACKAGE or name.startswith(PACKAGE + ".")
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall, parse_call_string
 from prefix_audit.core.health import Finding
+from prefix_audit.core.io import files_sha256
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.replay.contract import (
     Benchmark,
@@ -35,10 +36,10 @@ from prefix_audit.replay.health import probe_findings
 from prefix_audit.replay.values import argument_values, mentions, scalars
 
 from . import semantics as sem
-from .data import DATASET, BfclData, Entry, id_order, sample_task_ids
+from .data import DATASET, BfclData, Entry, data_files, id_order, sample_task_ids
 from .environment import BfclAgentEnvironment
 from .health import BfclProbe
-from .loader import ClassLoader, instance_names, invoke, method_table, public_state
+from .loader import ClassLoader, class_files, instance_names, invoke, method_table, public_state
 from .semantics import json_schema_of
 
 # ``meta["reward_rule"]``: how a rollout's log scored it, where that is not BFCL's own checker.
@@ -217,6 +218,15 @@ class BfclBenchmark(Benchmark):
 
     def task_health(self, task_id: str, release: str) -> list[Finding]:
         return probe_findings(BfclProbe(self, self.data_of(release).entries[task_id]))
+
+    def health_digest(self, release: str) -> str:
+        """The files of every pinned release's package that health reads — an entry is compared with its
+        version in each other release —: the multi-turn data and answers, the function docs and the
+        environment classes' source."""
+        self.data_of(release)  # KeyError for a release not pinned
+        return files_sha256((f"{version}/{path.relative_to(data.root).as_posix()}", path)
+                            for version in self.releases() for data in (self.data_of(version),)
+                            for path in [*data_files(data.root), *class_files(data.root)])
 
     def open_session(self, rollout: Rollout) -> BfclSession:
         release = rollout.meta.get("bfcl_data", self.data.release)

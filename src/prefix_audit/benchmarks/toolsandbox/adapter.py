@@ -227,6 +227,11 @@ class ToolSandboxBenchmark(Benchmark):
             raise KeyError(f"{task_id!r} is no scenario of ToolSandbox release {release}")
         return probe_findings(ToolSandboxProbe(self, self.scenario(task_id)))
 
+    def health_digest(self, release: str) -> str:
+        """The scenario set (the sandbox and its tools are prefix-audit's own code)."""
+        self._release(release)
+        return self.scenario_set_sha256
+
     def _release(self, release: str) -> None:
         if release not in self.health_releases():
             raise KeyError(f"ToolSandbox has no release {release!r} (this scenario set is {self.health_releases()[0]})")

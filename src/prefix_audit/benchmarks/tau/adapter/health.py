@@ -56,6 +56,7 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding, changed_hunks, changed_text
+from prefix_audit.core.io import files_sha256
 from prefix_audit.core.records import PARTY_CALLS_KEY, Action, Rollout, Step, rollout_id_for, without_action
 from prefix_audit.replay.checker import EpisodeResult, replay
 from prefix_audit.replay.health import Counterfactual, call_text
@@ -106,6 +107,20 @@ def task_definitions(path: Path) -> dict[str, dict[str, Any]]:
     """The task objects of a ``tasks.json`` by id, as the file has them (read again when it changes)."""
     stat = path.stat()
     return _definitions(str(path.resolve()), (stat.st_mtime_ns, stat.st_size))
+
+
+def health_digest(domain: TauDomain, package: Path) -> str:
+    """What the health of ``domain``'s tasks reads: the source of the tau2 package (``package``: its
+    environments and evaluators), the domain's task, split, policy and database files in use, and the
+    package's own task and split files (what a data directory's tasks are compared with)."""
+    own = package_tasks_file(domain.name)
+    files = [(f"tau2/{p.relative_to(package).as_posix()}", p) for p in package.rglob("*.py")]
+    files += [(f"policy/{n}", p) for n, p in enumerate(domain.files.policy)]
+    files += [(name, p) for name, p in (("tasks", domain.files.tasks), ("split", domain.files.split),
+                                        ("db", domain.files.db), ("user_db", domain.files.user_db),
+                                        ("package/tasks", own), ("package/split", own.with_name("split_tasks.json")))
+              if p is not None and p.is_file()]
+    return files_sha256(files)
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ from ..generation.conversation import (
     said,
     user_fact_values,
 )
-from .health import TauProbe, release_label
+from .health import TauProbe, health_digest, release_label
 
 AGENT = "assistant"  # tau2's requestor of the agent's calls
 Y_BASIS_FULL = "full"
@@ -314,6 +314,11 @@ class TauBenchmark(Benchmark):
     def task_health(self, task_id: str, release: str) -> list[Finding]:
         self._check_release(release)
         return probe_findings(TauProbe(self, self.domain.tasks[task_id], release))
+
+    def health_digest(self, release: str) -> str | None:
+        """None with a judge model: its verdicts on NL assertions are no function of the files."""
+        self._check_release(release)
+        return health_digest(self.domain, self.data.package) if self.nl_judge is None else None
 
     def _check_release(self, release: str) -> None:
         if release != self.data_release:
