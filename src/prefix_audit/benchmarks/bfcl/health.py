@@ -27,9 +27,16 @@ Per entry of a pinned data release (:class:`BfclProbe`, run by
   ``12/2025``): the gold transcribes that source and changes it. Each is confirmed by execution: the
   gold with the source's text instead (what a faithful agent writes) does not score 1. Text the gold
   composes from words of its own, numbers, and texts changed more than that are not judged;
-* ``changed_between_releases``: per other pinned release, which fields of the entry differ and what
-  each release's ground truth does on the other's data and classes (Y by the replay, calls the classes
-  reject); for identical data, the gold calls whose results differ between the two releases' classes.
+* ``changed_between_releases`` (:meth:`BfclProbe._compared`): per other pinned release, one finding per
+  effect the differences have, each difference in full — ``scored``: the initial state, the involved
+  classes, the ground truth where the question's change does not explain it, and this release's ground
+  truth behaving otherwise on the other release's classes (accepted on one only, another state change,
+  other result values), with what each release's ground truth scores on the other's data and classes;
+  ``seen``: the question, the function docs BFCL gives per involved class and when a missed function
+  arrives, a result's values under other keys; ``unseen``: a ground truth that gives BFCL's checker the
+  same state after each turn and the same results. A change the question makes is applied as token
+  substitutions (with the config's dates where the question's dates change) to the other release's
+  ground truth and config; what then equals this release's follows the question (a date refresh).
 """
 
 from __future__ import annotations
@@ -658,7 +665,8 @@ class BfclProbe:
             new = {d["name"]: d for d in here.docs.get(cls_name, [])} if cls_name in self.entry.involved_classes else {}
             said = [f"{name} only on {other.release}" for name in old if name not in new]
             said += [f"{name} new" for name in new if name not in old]
-            said += [f"{name} {change}" for name in old if name in new for change in _doc_changes(old[name], new[name])]
+            said += [f"{name} {change}" for name in old if name in new and old[name] != new[name]
+                     for change in _doc_changes(old[name], new[name])]
             if said:
                 out.append(f"tools of {cls_name}: " + ", ".join(said))
         for name in sorted(other.held_out.keys() | self.entry.held_out.keys()):
@@ -783,7 +791,10 @@ def _substitute_value(value: Any, subs: Mapping[str, str]) -> Any:
         return [_substitute_value(v, subs) for v in value]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         text = _substitute(repr(value), subs)
-        return value if text == repr(value) else type(value)(text)
+        try:
+            return value if text == repr(value) else type(value)(text)
+        except ValueError:  # a number replaced by a word: the config then differs, as it should
+            return text
     return value
 
 
