@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zlib
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -230,6 +231,14 @@ def test_answer_unreachable_when_the_ground_truth_has_more_turns_than_questions(
     assert "6 turns, the entry's question 5" in real and "view_messages_sent()" in real
 
 
+def _effects(bench: BfclBenchmark, entry: Entry) -> dict[str, str]:
+    """effect → evidence of the entry's changed_between_releases findings (one per effect)."""
+    found = [f for f in bench.task_health(entry.id, entry.release) if f.code == "changed_between_releases"]
+    assert len({f.effect for f in found}) == len(found)
+    assert all(f.kind == ("note" if f.effect == "unseen" else "caution") for f in found)
+    return {f.effect: f.evidence for f in found}
+
+
 def test_changed_between_releases(made):
     config = _files(**{"a.txt": "x"})
     new = _entry("health_rel_1", ["make b.txt"], [["touch(file_name='b.txt')"]], config)
@@ -240,22 +249,102 @@ def test_changed_between_releases(made):
     # the same data; the classes differ (2025.9.29's echo creates the file, 2026.3.23's refuses)
     echo_new = _entry("health_rel_4", ["write hi"], [["echo(content='hi', file_name='n.txt')"]], config)
     echo_old = _entry("health_rel_4", ["write hi"], [["echo(content='hi', file_name='n.txt')"]], config, release=OLD)
-    bench = made([new, same_new, only_new, echo_new], [old, same_old, echo_old])
-    (evidence,) = _found(bench, new, "changed_between_releases")
-    assert evidence.startswith(f"differs from bfcl-eval {OLD} in user text, ground truth; {OLD}'s ground truth on "
-                               f"this release's ({NEW}) data and classes scores 0 "
-                               f"(multi_turn:instance_state_mismatch GorillaFileSystem (turn 1))")
-    assert "ground truth: turn 1 touch(file_name='c.txt') → touch(file_name='b.txt')" in evidence
-    (there,) = _found(bench, old, "changed_between_releases")
-    assert there.startswith(f"differs from bfcl-eval {NEW} in user text, ground truth")
-    assert not _found(bench, same_new, "changed_between_releases")
-    assert not _found(bench, same_old, "changed_between_releases")
+    # the same calls in another order, to the same effect: nothing BFCL's checker reads differs
+    order_new = _entry("health_rel_5", ["make b and c"], [["touch(file_name='b.txt')", "touch(file_name='c.txt')"]],
+                       config)
+    order_old = _entry("health_rel_5", ["make b and c"], [["touch(file_name='c.txt')", "touch(file_name='b.txt')"]],
+                       config, release=OLD)
+    bench = made([new, same_new, only_new, echo_new, order_new], [old, same_old, echo_old, order_old])
+    effects = _effects(bench, new)
+    # b.txt → c.txt in the question explains the ground truth's change: only what the model sees
+    assert set(effects) == {"seen"}
+    assert effects["seen"].startswith(f"what the model sees differs from bfcl-eval {OLD}: question, turn 1: "
+                                      f"make ['c.txt' → 'b.txt'];")
+    assert "the same substitutions applied to question and ground truth alike: c.txt→b.txt" in effects["seen"]
+    assert "turn 1 is BFCL's turn 0" in effects["seen"]
+    assert set(_effects(bench, old)) == {"seen"}
+    assert not _effects(bench, same_new) and not _effects(bench, same_old)
     assert _found(bench, only_new, "changed_between_releases") == [
         f"in bfcl-eval {NEW}'s data only: bfcl-eval {OLD} has no entry health_rel_3"]
-    (classes,) = _found(bench, echo_new, "changed_between_releases")
-    assert classes.startswith(f"the same data as bfcl-eval {OLD}, but the ground truth's calls give other results "
-                              f"on {OLD}'s classes: turn 1, action 1: echo(content='hi', file_name='n.txt') → ")
-    assert "No such file" in classes
+    echo = _effects(bench, echo_new)
+    assert set(echo) == {"scored", "seen"}  # seen: GorillaFileSystem's docs differ between the releases
+    assert echo["seen"].startswith(f"what the model sees differs from bfcl-eval {OLD}: tools of GorillaFileSystem: ")
+    assert echo["scored"].startswith(f"the same calls are scored differently than on bfcl-eval {OLD}: turn 1, action 1: "
+                                     f"echo(content='hi', file_name='n.txt') is rejected here")
+    assert "No such file" in echo["scored"]
+    order = _effects(bench, order_new)
+    assert set(order) == {"unseen", "seen"}  # seen: the docs, as above
+    assert ("ground truth, turn 1: the same calls in another order, [touch(file_name='c.txt'), "
+            "touch(file_name='b.txt')] → [touch(file_name='b.txt'), touch(file_name='c.txt')]") in order["unseen"]
+
+
+TRAVEL_ID = "multi_turn_base_161"  # a card the user says expires in 2026, its expiry in the initial state
+
+
+def _shifted(text: str) -> str:
+    return text.replace("2026", "2031")
+
+
+def test_a_date_shifted_in_question_and_answer_is_seen_not_scored(both, made):
+    """Built from a real entry by editing both its question and its ground truth (and its config) alike:
+    only what the model sees changes; the same edit to the ground truth alone changes the score."""
+    real = both.data_of(NEW).entries[TRAVEL_ID]
+    old = replace(real, release=OLD)
+    shifted = replace(real, question=tuple(map(tuple, json.loads(_shifted(json.dumps(real.question))))),
+                      initial_config=json.loads(_shifted(json.dumps(real.initial_config))),
+                      ground_truth=tuple(tuple(map(_shifted, t)) for t in real.ground_truth))
+    assert shifted.question != real.question and shifted.initial_config != real.initial_config
+    effects = _effects(made([shifted], [old]), shifted)
+    assert "scored" not in effects
+    assert "a date refresh applied to question and initial state alike: 2026→2031" in effects["seen"]
+    state_only = replace(real, initial_config=shifted.initial_config)
+    scored = _effects(made([state_only], [old]), state_only)["scored"]
+    assert "initial state, TravelAPI['credit_card_list']['card_4455']['expiry_date']: [\"'2026'\" → \"'2031'\"]" in scored
+
+
+def test_a_result_key_renamed_with_the_same_behaviour_is_seen_not_scored(both, made, monkeypatch):
+    """The same entry on both releases; one method of the other release's class returns its result
+    under another key: what the model sees. Returning another value instead is scored."""
+    entry = both.data_of(NEW).entries["multi_turn_miss_param_140"]
+    bench = made([entry], [replace(entry, release=OLD)])
+    bench.data_of(OLD)
+    cls = type(bench.loader_of(replace(entry, release=OLD)).instantiate(entry)["TradingBot"])
+    original = cls.get_account_info
+    monkeypatch.setattr(cls, "get_account_info", lambda self: {
+        ("funds" if k == "balance" else k): v for k, v in original(self).items()})
+    effects = _effects(bench, entry)
+    assert "scored" not in effects
+    assert ("turn 3, action 2: get_account_info() returns the same values under other keys: 'funds' on 2025.9.29 "
+            "→ 'balance' here") in effects["seen"]
+    monkeypatch.setattr(cls, "get_account_info", lambda self: {**original(self), "balance": 0.0})
+    scored = _effects(bench, entry)["scored"]
+    assert "turn 3, action 2: get_account_info() returns other values: " in scored and "['0.0,' → '10000.0,']" in scored
+
+
+def test_a_function_removed_from_an_involved_class_is_seen(both):
+    """The entry's data the same on both releases; this release's docs of one of its classes lack a
+    function the other release's have: the model is shown other tools, the same calls score the same."""
+    entry = both.data_of(NEW).entries["multi_turn_base_0"]
+    cls_name = entry.involved_classes[0]
+    new_data, old_data = copy.copy(both.data_of(NEW)), copy.copy(both.data_of(OLD))
+    removed = old_data.docs[cls_name][0]["name"]
+    new_data.docs = {**new_data.docs, cls_name: [d for d in new_data.docs[cls_name] if d["name"] != removed]}
+    new_data.entries, old_data.entries = {entry.id: entry}, {entry.id: replace(entry, release=OLD)}
+    effects = _effects(BfclBenchmark(new_data, releases={OLD: lambda: old_data}), entry)
+    assert set(effects) == {"seen"}
+    assert f"tools of {cls_name}: {removed} only on {OLD}" in effects["seen"]
+
+
+@pytest.mark.slow
+def test_changed_between_releases_on_the_real_releases(both):
+    new = lambda task_id: _effects(both, both.data_of(NEW).entries[task_id])  # noqa: E731
+    assert ("tools of TradingBot: make_transaction only on 2025.9.29, update_market_status only on 2025.9.29, "
+            "update_stock_price only on 2025.9.29, withdraw_funds new") in new("multi_turn_base_100")["seen"]
+    assert "Receiver USR003's ['first' → 'latest'] message" in new("multi_turn_base_149")["scored"]
+    long_context = new("multi_turn_long_context_176")
+    assert "December 15, ['2024.' → '2026.']" in long_context["seen"]
+    assert "['date']: [\"'2026-12-15'\" → \"'2026-10-15'\"]" in long_context["scored"]
+    assert set(new("multi_turn_base_161")) == {"seen"}  # a date refresh, nothing else
 
 
 def test_the_public_example_multi_turn_base_4_is_answer_unreachable_on_both_releases(both):
@@ -390,7 +479,8 @@ def test_every_entry_of_both_releases(both):
         # 2025.9.29's 20 touches in 12 entries that an echo after them makes again are superseded, not unchecked
         assert not with_code("unchecked_required_action")
         changed = with_code("changed_between_releases")
-        assert len(changed) == 447  # 392 entries whose data differ, 55 whose calls' results differ
+        # every entry: the docs of every class but MathAPI's and TwitterAPI's differ (seen); 214/215 scored
+        assert len(changed) == 800
         assert all((f.evidence.count(OLD if release == NEW else NEW) > 0)
                    for fs in by_task.values() for f in fs if f.code == "changed_between_releases")
 

@@ -27,26 +27,33 @@ Per entry of a pinned data release (:class:`BfclProbe`, run by
   ``12/2025``): the gold transcribes that source and changes it. Each is confirmed by execution: the
   gold with the source's text instead (what a faithful agent writes) does not score 1. Text the gold
   composes from words of its own, numbers, and texts changed more than that are not judged;
-* ``changed_between_releases``: per other pinned release, which fields of the entry differ and what
-  each release's ground truth does on the other's data and classes (Y by the replay, calls the classes
-  reject); for identical data, the gold calls whose results differ between the two releases' classes.
+* ``changed_between_releases`` (:meth:`BfclProbe._compared`): per other pinned release, one finding per
+  effect the differences have, each difference in full — ``scored``: the initial state, the involved
+  classes, the ground truth where the question's change does not explain it, and this release's ground
+  truth behaving otherwise on the other release's classes (accepted on one only, another state change,
+  other result values), with what each release's ground truth scores on the other's data and classes;
+  ``seen``: the question, the function docs BFCL gives per involved class and when a missed function
+  arrives, a result's values under other keys; ``unseen``: a ground truth that gives BFCL's checker the
+  same state after each turn and the same results. A change the question makes is applied as token
+  substitutions (with the config's dates where the question's dates change) to the other release's
+  ground truth and config; what then equals this release's follows the question (a date refresh).
 """
 
 from __future__ import annotations
 
+import calendar
 import difflib
 import json
 import random
 import re
-import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.health import Finding
+from prefix_audit.core.calls import ToolCall, parse_call_string
+from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding, changed_text
 from prefix_audit.core.records import Rollout, rollout_id_for, without_action
 from prefix_audit.replay.checker import EpisodeResult, replay
 from prefix_audit.replay.health import Counterfactual, call_text
@@ -57,7 +64,6 @@ from .loader import instance_names, invoke, method_table
 HEALTH_MODEL = "health"
 MAX_VALUE_CHARS = 120  # a value quoted in evidence
 MAX_CHANGES = 6  # state changes named per call
-MAX_TURNS_SAID = 3  # turns whose differences a release comparison spells out
 NEAR_CHARS = 2  # a dictated text and the gold's: this many characters apart at most
 
 
@@ -191,11 +197,13 @@ class _Traced:
 
 
 def _run(bench: Any, entry: Entry, calls: Sequence[Sequence[ToolCall]], skip: int | None = None,
-         trees_from: int = 0, until_turn: int | None = None) -> tuple[dict[str, str], list[_Traced]]:
+         trees_from: int = 0, until_turn: int | None = None,
+         classes_of: str | None = None) -> tuple[dict[str, str], list[_Traced]]:
     """``calls`` (per turn, up to ``until_turn``) on fresh instances of ``entry``'s classes of its
-    release, but the one at depth ``skip``: the initial state tree and each call traced, with the state
-    tree after it from depth ``trees_from`` on (before it: no tree, no changes)."""
-    instances = bench.loader_of(entry).instantiate(entry)
+    release (or of release ``classes_of``, loaded with ``entry``'s data), but the one at depth ``skip``:
+    the initial state tree and each call traced, with the state tree after it from depth ``trees_from``
+    on (before it: no tree, no changes)."""
+    instances = bench.loader_of(replace(entry, release=classes_of or entry.release)).instantiate(entry)
     methods = method_table(instances)
     names = instance_names(methods, HEALTH_MODEL, entry.id)
     start = state_tree(instances) if trees_from <= 1 else {}
@@ -564,28 +572,137 @@ class BfclProbe:
             if other is None:
                 found.append(Finding("changed_between_releases",
                                      f"in bfcl-eval {self.entry.release}'s data only: bfcl-eval {other_release} has no "
-                                     f"entry {self.entry.id}"))
+                                     f"entry {self.entry.id}", kind=CAUTION, effect=SCORED))
                 continue
-            evidence = self._compared(other)
-            if evidence:
-                found.append(Finding("changed_between_releases", evidence))
+            found.extend(self._compared(other))
         return found
 
-    def _compared(self, other: Entry) -> str | None:
-        here, there = self.entry.release, other.release
-        fields = _field_differences(other, self.entry)
-        if not fields:
-            differ = self._result_differences(other)
-            if not differ:
-                return None
-            return (f"the same data as bfcl-eval {there}, but the ground truth's calls give other results on "
-                    f"{there}'s classes: " + "; ".join(differ))
-        names = ", ".join(dict.fromkeys(f.split(":", 1)[0] for f in fields))
-        said = [f"differs from bfcl-eval {there} in {names}",
-                self._cross(other, self.entry, f"{there}'s ground truth on this release's ({here}) data and classes"),
-                self._cross(self.entry, other, f"this release's ground truth on {there}'s data and classes"),
-                "details: " + "; ".join(fields)]
-        return "; ".join(said)
+    def _compared(self, other: Entry) -> list[Finding]:
+        """One finding per effect the differences from ``other`` (the same entry of another release) have:
+        ``scored`` — what changes how the same calls are scored (the initial state, the ground truth where
+        the question's change does not explain it, the involved classes, a tool's state change or result
+        values); ``seen`` — what only the model sees (the question, the tools given and their docs, result
+        key names); ``unseen`` — a ground truth BFCL's checker reads no differently."""
+        here, there = self.entry, other.release
+        subs = _substitutions(other, here)
+        config = _substitute_value(other.initial_config, subs)
+        gold = tuple(tuple(_substitute(c, subs) for c in turn) for turn in other.ground_truth)
+        scored, seen, unseen = [], [], []
+        # the question, and what follows it
+        seen.extend(f"question, {label}" for label in _turn_changes(
+            [" / ".join(other.user_texts(t)) for t in range(len(other.question))],
+            [" / ".join(here.user_texts(t)) for t in range(len(here.question))], there, _text_pair))
+        used = {a: b for a, b in subs.items()
+                if any(_substitute(text, {a: b}) != text for text in (json.dumps(other.initial_config),
+                                                                      *map(" ".join, other.ground_truth)))}
+        followed = [what for what, before, after, now in (
+            ("initial state", other.initial_config, config, here.initial_config),
+            ("ground truth", other.ground_truth, gold, here.ground_truth)) if before != now and after == now]
+        if used and followed:
+            kind = "a date refresh" if all(_is_date_change(a, b) for a, b in used.items()) else "the same substitutions"
+            seen.append(f"{kind} applied to question and {' and '.join(followed)} alike: "
+                        + ", ".join(f"{a}→{b}" for a, b in used.items()))
+        # the tools the model is given
+        seen.extend(self._tool_changes(other))
+        # the initial state
+        if tuple(other.involved_classes) != tuple(here.involved_classes):
+            scored.append(f"involved classes (the classes run and compared): {', '.join(other.involved_classes)} "
+                          f"on {there} → {', '.join(here.involved_classes)} here")
+        if config != here.initial_config:
+            before, after = _config_tree(config), _config_tree(here.initial_config)
+            scored.extend(f"initial state, {_complete(c, before, after)}" for c in changes(before, after))
+        # the ground truth
+        if gold != here.ground_truth:
+            applied = f" ({there}'s with {', '.join(f'{a}→{b}' for a, b in used.items())} applied)" if used else ""
+            said = [f"ground truth{applied}, {label}" for label in _turn_changes(gold, here.ground_truth, there,
+                                                                                 _calls_pair)]
+            if self._checked(self._parsed(gold)) == self._checked(self.calls):
+                unseen.extend(s + " — on this release's data and classes BFCL's checker gets the same state after "
+                              "each turn and the same results from either" for s in said)
+            else:
+                scored.extend(said)
+        # the classes' behaviour on the same calls
+        behaviour_scored, behaviour_seen = self._class_changes(there)
+        scored.extend(behaviour_scored)
+        seen.extend(behaviour_seen)
+        if scored and (here.question != other.question or config != here.initial_config or gold != here.ground_truth):
+            scored.append(self._cross(other, here, f"{there}'s ground truth on this release's ({here.release}) data "
+                                                   f"and classes"))
+            scored.append(self._cross(here, other, f"this release's ground truth on {there}'s data and classes"))
+        heads = {SCORED: f"the same calls are scored differently than on bfcl-eval {there}",
+                 SEEN: f"what the model sees differs from bfcl-eval {there}",
+                 UNSEEN: f"differs from bfcl-eval {there} only where nothing reads it"}
+        numbered = lambda said: f" ({TURNS_SAID})" if any("turn " in s for s in said) else ""  # noqa: E731
+        return [Finding("changed_between_releases", f"{heads[effect]}: {'; '.join(said)}{numbered(said)}",
+                        kind=NOTE if effect == UNSEEN else CAUTION, effect=effect)
+                for effect, said in ((SCORED, scored), (SEEN, seen), (UNSEEN, unseen)) if said]
+
+    def _parsed(self, ground_truth: Sequence[Sequence[str]]) -> tuple[tuple[ToolCall, ...], ...] | None:
+        try:
+            return tuple(tuple(parse_call_string(c) for c in turn) for turn in ground_truth)
+        except (SyntaxError, ValueError):
+            return None
+
+    def _checked(self, calls: Sequence[Sequence[ToolCall]] | None) -> list[tuple] | None:
+        """What BFCL's checker reads of a ground truth, run on this entry's data and classes: per turn,
+        whether it is empty, the public state after it and its results as a multiset."""
+        if calls is None:
+            return None
+        start, traced = _run(self.benchmark, self.entry, calls)
+        out, state = [], start
+        for t, turn in enumerate(calls):
+            done = [c for c in traced if c.turn == t]
+            state = done[-1].after if done else state
+            out.append((bool(turn), {p: v for p, v in state.items() if is_public(p)}, sorted(c.text for c in done)))
+        return out
+
+    def _tool_changes(self, other: Entry) -> list[str]:
+        """The function docs BFCL gives the model, per class, and when a missed function arrives."""
+        here, there = self.benchmark.data_of(self.entry.release), self.benchmark.data_of(other.release)
+        out = []
+        for cls_name in dict.fromkeys((*other.involved_classes, *self.entry.involved_classes)):
+            old = {d["name"]: d for d in there.docs.get(cls_name, [])} if cls_name in other.involved_classes else {}
+            new = {d["name"]: d for d in here.docs.get(cls_name, [])} if cls_name in self.entry.involved_classes else {}
+            said = [f"{name} only on {other.release}" for name in old if name not in new]
+            said += [f"{name} new" for name in new if name not in old]
+            said += [f"{name} {change}" for name in old if name in new and old[name] != new[name]
+                     for change in _doc_changes(old[name], new[name])]
+            if said:
+                out.append(f"tools of {cls_name}: " + ", ".join(said))
+        for name in sorted(other.held_out.keys() | self.entry.held_out.keys()):
+            before, after = other.held_out.get(name), self.entry.held_out.get(name)
+            if before != after:
+                given = lambda t: "from the start" if t is None else f"from turn {t + 1}"  # noqa: E731
+                out.append(f"missed function {name}: given {given(before)} on {other.release}, {given(after)} here")
+        return out
+
+    def _class_changes(self, there: str) -> tuple[list[str], list[str]]:
+        """This release's ground truth on this entry's data, run on this release's classes and on
+        ``there``'s, call by call: a call accepted on one only, or changing the state otherwise, or
+        returning other values (scored); returning the same values under other key names (seen — BFCL
+        compares a run's results with the ground truth's run on the same release)."""
+        _, here = self._trace
+        _, other = _run(self.benchmark, self.entry, self.calls, classes_of=there)
+        scored, seen = [], []
+        for a, b in zip(here, other):
+            call = f"turn {a.turn + 1}, action {a.depth}: {a.call.render()}"
+            if a.accepted != b.accepted:
+                scored.append(f"{call} is {'accepted' if a.accepted else 'rejected'} here ({a.text}), "
+                              f"{'accepted' if b.accepted else 'rejected'} on {there} ({b.text})")
+            elif a.changes != b.changes:
+                scored.append(f"{call} changes {describe_changes(a.changes, a.after) or 'nothing'} here, "
+                              f"{describe_changes(b.changes, b.after) or 'nothing'} on {there}")
+            elif a.text != b.text:
+                renamed = _renamed_keys(_json(b.text), _json(a.text))
+                if renamed is None:
+                    scored.append(f"{call} returns other values: {changed_text(b.text, a.text)} ({there} → here)")
+                elif not renamed:
+                    seen.append(f"{call} returns the same values written otherwise: {changed_text(b.text, a.text)} "
+                                f"({there} → here)")
+                else:
+                    seen.append(f"{call} returns the same values under other keys: "
+                                + ", ".join(f"{k!r} on {there} → {n!r} here" for k, n in renamed))
+        return scored, seen
 
     def _cross(self, gold_of: Entry, on: Entry, label: str) -> str:
         bench = self.benchmark
@@ -601,58 +718,208 @@ class BfclProbe:
             text += f", the classes reject {len(rejected)} call(s): " + ", ".join(rejected[:3])
         return text
 
-    def _result_differences(self, other: Entry) -> list[str]:
-        _, here = self._trace
-        _, there = _run(self.benchmark, other, self.calls, trees_from=sys.maxsize)
-        out = []
-        for a, b in zip(here, there):
-            if a.text != b.text or a.accepted != b.accepted:
-                out.append(f"turn {a.turn + 1}, action {a.depth}: {_short(a.call.render())} → "
-                           f"{_quoted(a.text, 80)} here, {_quoted(b.text, 80)} on {other.release}")
-        return out
+
+# --- releases: substitutions, turns, docs -----------------------------------------------------------
+
+TURNS_SAID = "turn numbers count from 1: turn 1 is BFCL's turn 0"
+# A token: words joined by / : . - (a file name, a date, a time, a booking key); a fine token: one word.
+_TOKEN = re.compile(r"\w+(?:[/:.-]\w+)*")
+_FINE = re.compile(r"\w+")
+_DATE_SHAPE = re.compile(r"\d{1,2}/\d{2}")  # a month and year: a card's 12/25
+_YEAR = re.compile(r"(?:19|20)\d{2}")
+_CALENDAR = {w.casefold() for w in (*calendar.day_name, *calendar.month_name) if w}
 
 
-def _field_differences(old: Entry, new: Entry) -> list[str]:
-    """``field: what differs`` between two releases' versions of an entry (``old`` the other release)."""
-    out = []
-    if len(old.question) != len(new.question):
-        out.append(f"turn count: {len(old.question)} → {len(new.question)} questions")
-    texts = [t for t in range(min(len(old.question), len(new.question))) if old.user_texts(t) != new.user_texts(t)]
-    for t in texts[:MAX_TURNS_SAID]:
-        a, b = " / ".join(old.user_texts(t)), " / ".join(new.user_texts(t))
-        out.append(f"user text: turn {t + 1} " + (_text_change(a, b) if a and b else f"{_quoted(a)} → {_quoted(b)}"))
-    if len(texts) > MAX_TURNS_SAID:
-        out.append(f"user text: turns {', '.join(str(t + 1) for t in texts[MAX_TURNS_SAID:])} too")
-    if tuple(old.involved_classes) != tuple(new.involved_classes):
-        out.append(f"involved classes: {', '.join(old.involved_classes)} → {', '.join(new.involved_classes)}")
-    if dict(old.held_out) != dict(new.held_out):
-        out.append(f"missed functions: {dict(old.held_out)} → {dict(new.held_out)}")
-    if old.initial_config != new.initial_config:
-        a, b = _config_tree(old.initial_config), _config_tree(new.initial_config)
-        found = changes(a, b)
-        out.append("initial_config: " + describe_changes(found, b))
-    if old.ground_truth != new.ground_truth:
-        if len(old.ground_truth) != len(new.ground_truth):
-            out.append(f"ground truth: {len(old.ground_truth)} → {len(new.ground_truth)} turns")
-        pairs = [(t, old.ground_truth[t] if t < len(old.ground_truth) else None,
-                  new.ground_truth[t] if t < len(new.ground_truth) else None)
-                 for t in range(max(len(old.ground_truth), len(new.ground_truth)))]
-        pairs = [(t, a, b) for t, a, b in pairs if a != b]
-        out.extend(f"ground truth: turn {t + 1} " + _calls_change(a, b) for t, a, b in pairs[:MAX_TURNS_SAID])
-        if len(pairs) > MAX_TURNS_SAID:
-            out.append(f"ground truth: turns {', '.join(str(t + 1) for t, _, _ in pairs[MAX_TURNS_SAID:])} too")
+def _is_date_change(a: str, b: str) -> bool:
+    """Whether token ``a`` becomes ``b`` by a change of years only (``2024``, ``2024-12-15``, a booking key's
+    ``20241215``, a card's ``12/25``) or of day or month names."""
+    fa, fb = _FINE.findall(a), _FINE.findall(b)
+    differ = [(x, y) for x, y in zip(fa, fb) if x != y]
+
+    def year(x: str, y: str, last: bool) -> bool:
+        if _YEAR.fullmatch(x) and _YEAR.fullmatch(y):
+            return True
+        if len(x) == len(y) == 8 and x.isdigit() and y.isdigit():  # yyyymmdd, the month and day kept
+            return bool(_YEAR.fullmatch(x[:4]) and _YEAR.fullmatch(y[:4])) and x[4:] == y[4:]
+        return last and bool(_DATE_SHAPE.fullmatch(a) and _DATE_SHAPE.fullmatch(b))
+
+    return len(fa) == len(fb) and bool(differ) and all(
+        year(x, y, x == fa[-1]) or (x.casefold() in _CALENDAR and y.casefold() in _CALENDAR) for x, y in differ)
+
+
+def _token_pairs(before: str, after: str) -> list[tuple[str, str]]:
+    """The tokens replaced one for one from ``before`` to ``after``."""
+    a, b = _TOKEN.findall(before), _TOKEN.findall(after)
+    return [(x, y) for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+            if tag == "replace" and i2 - i1 == j2 - j1 for x, y in zip(a[i1:i2], b[j1:j2]) if x != y]
+
+
+def _substitutions(old: Entry, new: Entry) -> dict[str, str]:
+    """Token → token, as the question changes from ``old`` to ``new`` (turns aligned), and — where the
+    question's dates change — as the initial config's dates change; a token replaced two ways is left out."""
+    pairs = [p for i, j in _aligned([old.user_texts(t) for t in range(len(old.question))],
+                                    [new.user_texts(t) for t in range(len(new.question))]) if i is not None and j is not None
+             for p in _token_pairs(" / ".join(old.user_texts(i)), " / ".join(new.user_texts(j)))]
+    if any(_is_date_change(*p) for p in pairs):  # a refresh the question shows; a config's dates alone are no refresh
+        pairs += [p for p in _token_pairs(json.dumps(old.initial_config, sort_keys=True),
+                                          json.dumps(new.initial_config, sort_keys=True)) if _is_date_change(*p)]
+    targets: dict[str, set[str]] = {}
+    for a, b in pairs:
+        targets.setdefault(a, set()).add(b)
+    return {a: next(iter(b)) for a, b in targets.items() if len(b) == 1}
+
+
+def _substitute(text: str, subs: Mapping[str, str]) -> str:
+    """``text`` with each token of ``subs`` replaced — a whole token, or one word of a token (a year in
+    ``2024-12-15``)."""
+    if not subs:
+        return text
+    fine = {a: b for a, b in subs.items() if _FINE.fullmatch(a)}
+    return _TOKEN.sub(lambda m: subs.get(m.group(0)) or _FINE.sub(lambda w: fine.get(w.group(0), w.group(0)),
+                                                                  m.group(0)), text)
+
+
+def _substitute_value(value: Any, subs: Mapping[str, str]) -> Any:
+    """A config with ``subs`` applied to its strings, keys and numbers (a number stays a number)."""
+    if not subs:
+        return value
+    if isinstance(value, str):
+        return _substitute(value, subs)
+    if isinstance(value, dict):
+        return {_substitute_value(k, subs): _substitute_value(v, subs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute_value(v, subs) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = _substitute(repr(value), subs)
+        try:
+            return value if text == repr(value) else type(value)(text)
+        except ValueError:  # a number replaced by a word: the config then differs, as it should
+            return text
+    return value
+
+
+def _aligned(old: Sequence[Any], new: Sequence[Any]) -> list[tuple[int | None, int | None]]:
+    """The turns that differ, as (index in ``old``, index in ``new``), a turn present on one side only
+    with None for the other: turns matched by their content, so a turn inserted or removed does not
+    shift every later one."""
+    out: list[tuple[int | None, int | None]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, list(map(repr, old)), list(map(repr, new)),
+                                                       autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        paired = min(i2 - i1, j2 - j1)
+        out += [(i1 + k, j1 + k) for k in range(paired)]
+        out += [(i, None) for i in range(i1 + paired, i2)] + [(None, j) for j in range(j1 + paired, j2)]
     return out
 
 
-def _calls_change(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> str:
+def _turn_changes(old: Sequence[Any], new: Sequence[Any], there: str, pair: Any) -> list[str]:
+    """Each differing turn said: ``turn 3: …`` (``turn 4 here, turn 3 on R`` where the turns moved)."""
+    out = []
+    for i, j in _aligned(old, new):
+        if j is None:
+            out.append(f"turn {i + 1} on {there} only: {pair(old[i], None)}")
+        elif i is None:
+            out.append(f"turn {j + 1} new: {pair(None, new[j])}")
+        else:
+            where = f"turn {j + 1}" if i == j else f"turn {j + 1} here, turn {i + 1} on {there}"
+            out.append(f"{where}: {pair(old[i], new[j])}")
+    return out
+
+
+def _text_pair(a: str | None, b: str | None) -> str:
+    return changed_text(a, b) if a is not None and b is not None else repr(a if b is None else b)
+
+
+def _calls_pair(a: Sequence[str] | None, b: Sequence[str] | None) -> str:
     if a is None or b is None:
-        said = ["absent" if x is None else str(list(map(_short, x))) for x in (a, b)]
-        return f"{said[0]} → {said[1]}"
-    gone = [c for c in a if c not in b]
-    new = [c for c in b if c not in a]
-    if not gone and not new:
-        return "the same calls in another order"
-    return (f"{', '.join(_short(c) for c in gone) or 'nothing'} → {', '.join(_short(c) for c in new) or 'nothing'}")
+        return f"[{', '.join(a if b is None else b)}]"
+    if Counter(a) == Counter(b):
+        return f"the same calls in another order, [{', '.join(a)}] → [{', '.join(b)}]"
+    gone, new = [c for c in a if c not in b], [c for c in b if c not in a]
+    if len(gone) == len(new) == 1:
+        return changed_text(gone[0], new[0])
+    return f"[{', '.join(gone)}] → [{', '.join(new)}]"
+
+
+def _complete(change: Change, before: Mapping[str, str], after: Mapping[str, str]) -> str:
+    """A config change in full: a value's change word by word, an added or removed part with every value."""
+    if change.before is not None and change.after is not None:
+        return f"{change.path}: {changed_text(change.before, change.after)}"
+    tree, said = (after, "added") if change.before is None else (before, "removed")
+    inside = ", ".join(f"{p[len(change.path):]}={v}" for p, v in tree.items()
+                       if _under(p, change.path) and not v.startswith(("{", "[")))
+    return f"{change.path} {said}" + (f" ({inside})" if inside else "")
+
+
+def _flat(value: Any, path: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        return {k: v for key, item in value.items() for k, v in _flat(item, f"{path}.{key}" if path else key).items()}
+    return {path: value}
+
+
+def _doc_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What differs in one function's doc: a parameter or result field added or removed (with its doc),
+    a type, a description (word by word), the required parameters."""
+    units = lambda doc: {  # noqa: E731
+        **{f"{named} {key}": item for section, named in (("parameters", "parameter"), ("response", "result field"))
+           for key, item in doc.get(section, {}).get("properties", {}).items()},
+        **{path.replace(".", " "): item for path, item in _flat({k: ({**v, "properties": {}} if isinstance(v, dict) else v)
+                                                                for k, v in doc.items()}).items()
+           if not path.endswith(".properties")}}
+    a, b = units(old), units(new)
+    out = []
+    for unit in sorted(a.keys() | b.keys()):
+        if unit not in b:
+            out.append(f"{unit} removed (was {a[unit]!r})")
+        elif unit not in a:
+            out.append(f"{unit} added ({b[unit]!r})")
+        elif a[unit] != b[unit]:
+            x, y = _flat(a[unit]), _flat(b[unit])
+            for path in sorted(x.keys() | y.keys()):
+                where = f"{unit} {path}".strip().replace(".", " ")
+                if x.get(path) == y.get(path):
+                    continue
+                if isinstance(x.get(path), str) and isinstance(y.get(path), str):
+                    out.append(f"{where}: {changed_text(x[path], y[path])}")
+                elif path not in y:
+                    out.append(f"{where} removed (was {x[path]!r})")
+                elif path not in x:
+                    out.append(f"{where} added ({y[path]!r})")
+                else:
+                    out.append(f"{where}: {x[path]!r} → {y[path]!r}")
+    return out
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _renamed_keys(old: Any, new: Any) -> list[tuple[str, str]] | None:
+    """The keys renamed from ``old`` to ``new`` where the two hold the same values in the same order
+    (None: they differ otherwise)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        if len(old) != len(new):
+            return None
+        out = []
+        for (ka, va), (kb, vb) in zip(old.items(), new.items()):
+            inner = _renamed_keys(va, vb)
+            if inner is None:
+                return None
+            out += ([(ka, kb)] if ka != kb else []) + inner
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        out = []
+        for va, vb in zip(old, new):
+            inner = _renamed_keys(va, vb)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return [] if old == new else None
 
 
 def _config_tree(config: Mapping[str, Any]) -> dict[str, str]:

@@ -102,7 +102,7 @@ class ClassLoader:
         os.environ["TZ"] = "UTC"
         time.tzset()
         self.classes: dict[str, type] = {}
-        self._prototypes: dict[str, bytes] = {}
+        self._prototypes: dict[tuple[str, str], bytes] = {}
         self._pristine: list[tuple[Any, str, Any]] = []
         modules = environment_modules(root, [*sem.CLASS_MODULES.values(), *sem.MUTABLE_MODULE_STATE])
         for cls_name, module_name in sem.CLASS_MODULES.items():
@@ -121,11 +121,14 @@ class ClassLoader:
 
     def instantiate(self, entry: Entry) -> dict[str, Any]:
         """Fresh instances of the entry's classes, sharing nothing with the module or each other."""
-        if entry.id not in self._prototypes:
+        # Keyed by the release whose data the entry is too: health loads one release's entry on another
+        # release's classes (the same id, other data) to compare the classes' behaviour.
+        key = (entry.id, entry.release)
+        if key not in self._prototypes:
             if len(self._prototypes) >= self.PROTOTYPES_KEPT:
                 self._prototypes.pop(next(iter(self._prototypes)))
-            self._prototypes[entry.id] = pickle.dumps(self._load(entry), protocol=pickle.HIGHEST_PROTOCOL)
-        return pickle.loads(self._prototypes[entry.id])
+            self._prototypes[key] = pickle.dumps(self._load(entry), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(self._prototypes[key])
 
     def _load(self, entry: Entry) -> dict[str, Any]:
         # Loaded once per entry and copied (through pickle: a deep copy, much faster than
