@@ -588,22 +588,32 @@ class BfclProbe:
         config = _substitute_value(other.initial_config, subs)
         gold = tuple(tuple(_substitute(c, subs) for c in turn) for turn in other.ground_truth)
         scored, seen, unseen = [], [], []
+        # What the model sees that changes what it can do or is asked; the rest of ``seen`` is wording (a
+        # function doc's description) or a date refresh applied alike to question and answer: a note.
+        weighty = False
         # the question, and what follows it
-        seen.extend(f"question, {label}" for label in _turn_changes(
-            [" / ".join(other.user_texts(t)) for t in range(len(other.question))],
-            [" / ".join(here.user_texts(t)) for t in range(len(here.question))], there, _text_pair))
+        questions = ([" / ".join(other.user_texts(t)) for t in range(len(other.question))],
+                     [" / ".join(here.user_texts(t)) for t in range(len(here.question))])
+        asked = [f"question, {label}" for label in _turn_changes(*questions, there, _text_pair)]
+        seen.extend(asked)
         used = {a: b for a, b in subs.items()
                 if any(_substitute(text, {a: b}) != text for text in (json.dumps(other.initial_config),
                                                                       *map(" ".join, other.ground_truth)))}
         followed = [what for what, before, after, now in (
             ("initial state", other.initial_config, config, here.initial_config),
             ("ground truth", other.ground_truth, gold, here.ground_truth)) if before != now and after == now]
+        refresh = bool(subs) and all(_is_date_change(a, b) for a, b in subs.items()) \
+            and [_substitute(q, subs) for q in questions[0]] == questions[1]
         if used and followed:
             kind = "a date refresh" if all(_is_date_change(a, b) for a, b in used.items()) else "the same substitutions"
             seen.append(f"{kind} applied to question and {' and '.join(followed)} alike: "
                         + ", ".join(f"{a}→{b}" for a, b in used.items()))
+        weighty |= bool(asked) and not refresh
         # the tools the model is given
-        seen.extend(self._tool_changes(other))
+        tools, wording = self._tool_changes(other)
+        seen.extend(tools)
+        weighty |= bool(tools)
+        seen.extend(wording)
         # the initial state
         if tuple(other.involved_classes) != tuple(here.involved_classes):
             scored.append(f"involved classes (the classes run and compared): {', '.join(other.involved_classes)} "
@@ -625,6 +635,7 @@ class BfclProbe:
         behaviour_scored, behaviour_seen = self._class_changes(there)
         scored.extend(behaviour_scored)
         seen.extend(behaviour_seen)
+        weighty |= bool(behaviour_seen)
         if scored and (here.question != other.question or config != here.initial_config or gold != here.ground_truth):
             scored.append(self._cross(other, here, f"{there}'s ground truth on this release's ({here.release}) data "
                                                    f"and classes"))
@@ -633,8 +644,9 @@ class BfclProbe:
                  SEEN: f"what the model sees differs from bfcl-eval {there}",
                  UNSEEN: f"differs from bfcl-eval {there} only where nothing reads it"}
         numbered = lambda said: f" ({TURNS_SAID})" if any("turn " in s for s in said) else ""  # noqa: E731
+        kinds = {SCORED: CAUTION, SEEN: CAUTION if weighty else NOTE, UNSEEN: NOTE}
         return [Finding("changed_between_releases", f"{heads[effect]}: {'; '.join(said)}{numbered(said)}",
-                        kind=NOTE if effect == UNSEEN else CAUTION, effect=effect)
+                        kind=kinds[effect], effect=effect)
                 for effect, said in ((SCORED, scored), (SEEN, seen), (UNSEEN, unseen)) if said]
 
     def _parsed(self, ground_truth: Sequence[Sequence[str]]) -> tuple[tuple[ToolCall, ...], ...] | None:
@@ -656,25 +668,32 @@ class BfclProbe:
             out.append((bool(turn), {p: v for p, v in state.items() if is_public(p)}, sorted(c.text for c in done)))
         return out
 
-    def _tool_changes(self, other: Entry) -> list[str]:
-        """The function docs BFCL gives the model, per class, and when a missed function arrives."""
+    def _tool_changes(self, other: Entry) -> tuple[list[str], list[str]]:
+        """The function docs BFCL gives the model, per class, and when a missed function arrives: the changes
+        of what the model is given (functions, parameters, result fields, types, when a missed function
+        arrives), and apart those of wording only (a description's text)."""
         here, there = self.benchmark.data_of(self.entry.release), self.benchmark.data_of(other.release)
-        out = []
+        out, wording = [], []
         for cls_name in dict.fromkeys((*other.involved_classes, *self.entry.involved_classes)):
             old = {d["name"]: d for d in there.docs.get(cls_name, [])} if cls_name in other.involved_classes else {}
             new = {d["name"]: d for d in here.docs.get(cls_name, [])} if cls_name in self.entry.involved_classes else {}
             said = [f"{name} only on {other.release}" for name in old if name not in new]
             said += [f"{name} new" for name in new if name not in old]
-            said += [f"{name} {change}" for name in old if name in new and old[name] != new[name]
-                     for change in _doc_changes(old[name], new[name])]
+            reworded = []
+            for name in old:
+                if name in new and old[name] != new[name]:
+                    for change, words_only in _doc_changes(old[name], new[name]):
+                        (reworded if words_only else said).append(f"{name} {change}")
             if said:
                 out.append(f"tools of {cls_name}: " + ", ".join(said))
+            if reworded:
+                wording.append(f"docs of {cls_name} reworded: " + ", ".join(reworded))
         for name in sorted(other.held_out.keys() | self.entry.held_out.keys()):
             before, after = other.held_out.get(name), self.entry.held_out.get(name)
             if before != after:
                 given = lambda t: "from the start" if t is None else f"from turn {t + 1}"  # noqa: E731
                 out.append(f"missed function {name}: given {given(before)} on {other.release}, {given(after)} here")
-        return out
+        return out, wording
 
     def _class_changes(self, there: str) -> tuple[list[str], list[str]]:
         """This release's ground truth on this entry's data, run on this release's classes and on
@@ -858,9 +877,10 @@ def _flat(value: Any, path: str = "") -> dict[str, Any]:
     return {path: value}
 
 
-def _doc_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def _doc_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, bool]]:
     """What differs in one function's doc: a parameter or result field added or removed (with its doc),
-    a type, a description (word by word), the required parameters."""
+    a type, a description (word by word), the required parameters — each with whether it is wording only
+    (a description's text)."""
     units = lambda doc: {  # noqa: E731
         **{f"{named} {key}": item for section, named in (("parameters", "parameter"), ("response", "result field"))
            for key, item in doc.get(section, {}).get("properties", {}).items()},
@@ -871,9 +891,9 @@ def _doc_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     out = []
     for unit in sorted(a.keys() | b.keys()):
         if unit not in b:
-            out.append(f"{unit} removed (was {a[unit]!r})")
+            out.append((f"{unit} removed (was {a[unit]!r})", False))
         elif unit not in a:
-            out.append(f"{unit} added ({b[unit]!r})")
+            out.append((f"{unit} added ({b[unit]!r})", False))
         elif a[unit] != b[unit]:
             x, y = _flat(a[unit]), _flat(b[unit])
             for path in sorted(x.keys() | y.keys()):
@@ -881,13 +901,13 @@ def _doc_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
                 if x.get(path) == y.get(path):
                     continue
                 if isinstance(x.get(path), str) and isinstance(y.get(path), str):
-                    out.append(f"{where}: {changed_text(x[path], y[path])}")
+                    out.append((f"{where}: {changed_text(x[path], y[path])}", where.endswith("description")))
                 elif path not in y:
-                    out.append(f"{where} removed (was {x[path]!r})")
+                    out.append((f"{where} removed (was {x[path]!r})", False))
                 elif path not in x:
-                    out.append(f"{where} added ({y[path]!r})")
+                    out.append((f"{where} added ({y[path]!r})", False))
                 else:
-                    out.append(f"{where}: {x[path]!r} → {y[path]!r}")
+                    out.append((f"{where}: {x[path]!r} → {y[path]!r}", False))
     return out
 
 
