@@ -6,7 +6,8 @@ Usage: python bench/task_health.py [--resources resources] [--tau3 ../shared/ben
                                    [--shared ../shared] [--skip-releases] [--skip-audits] [--repeats N]
                                    [--no-site]
 
-1. **Whole releases.** Each run is one ``prefix-audit tasks DATASET [--release R] [--tau-data DIR] -o DIR
+1. **Whole releases.** Per release, the tasks with each code, split by the findings' kind and effect
+   (``defect scored 1``: tasks with a finding of that kind and effect). Each run is one ``prefix-audit tasks DATASET [--release R] [--tau-data DIR] -o DIR
    --workers W --no-health-cache`` process, in turn on the same machine (the wall time is the whole
    command: start-up, opening the benchmark, every task, the outputs). The goal of the issue that made the
    command: the whole health of BFCL (800 tasks, one release) and of τ retail (114 tasks) each within 60 s
@@ -147,7 +148,8 @@ def main() -> None:
         identical = all(filecmp.cmp(first / name, folder / name, shallow=False)
                         for folder in folders.values() for name in OUTPUTS)
         (rel, entry), = summaries[args.workers[0]][dataset].items()
-        codes = {c: v["tasks"] for c, v in entry["codes"].items() if v["tasks"]}
+        codes = {c: (v["tasks"], {by: n["tasks"] for by, n in v["by"].items()})
+                 for c, v in entry["codes"].items() if v["tasks"]}
         rows.append((dataset + (" (τ³ v1.0.1 tasks)" if on_tau3 else ""), rel, entry["tasks"], entry["sound"],
                      times, identical, codes))
         kept.append({"dataset": dataset, "tau3": on_tau3, "release": rel, "tasks": entry["tasks"],
@@ -175,11 +177,12 @@ def main() -> None:
 
 def print_releases(rows: list, workers: list[int]) -> None:
     columns = " | ".join(f"{w} worker{'s' if w > 1 else ''}" for w in workers)
-    print(f"| dataset | release | tasks | sound | {columns} | same bytes | tasks per code |")
+    print(f"| dataset | release | tasks | sound | {columns} | same bytes | tasks per code (per kind and effect) |")
     print("|---|---|---:|---:|" + "---:|" * len(workers) + "---|---|")
     for name, rel, tasks, sound, times, identical, codes in rows:
         cells = " | ".join(f"{times[w]:.1f} s" for w in workers)
-        found = ", ".join(f"{c} {n}" for c, n in codes.items()) or "none"
+        found = ", ".join(f"{c} {n} ({', '.join(f'{by} {m}' for by, m in sorted(split.items()))})"
+                          for c, (n, split) in codes.items()) or "none"
         print(f"| {name} | {rel} | {tasks} | {sound} | {cells} | {'yes' if identical else 'NO'} | {found} |")
 
 
