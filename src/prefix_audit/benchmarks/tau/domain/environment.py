@@ -432,21 +432,30 @@ class DomainBackend:
 
     def evaluator_environment(self, get_environment: Any, solo_mode: bool = False) -> Any:
         """A fresh tau2 environment for tau2's own evaluators: tau2's constructor ``get_environment``
-        handed a copy-on-write copy of the template (every record tau2 reaches is deep-copied first:
-        tau2 runs its calls outside :meth:`AccessMode.reading`, so it is handed no template object; an
-        unreached record serialises as its copy would), which holds exactly what a freshly validated
-        database would, without validating ``db.json`` again (airline: 0.1 s, two per reward). Its
-        ``get_db_hash`` is tau2's own, except where the text tau2 hashes is still the fresh database's
-        (no row differs: :meth:`_changed_rows`): there it answers tau2's own hash of the fresh database
-        (:attr:`initial_db_hash`), which tau2 cannot answer otherwise."""
-        environment = get_environment(db=self.copy_on_write_db(AccessMode()), solo_mode=solo_mode)
+        handed a copy-on-write copy of the template under the rule every live environment keeps (a
+        call of a tool that may write gets private deep copies of the records it reaches; tau2's READ
+        tools see the template's records, which they leave as they are), so it holds exactly what a
+        freshly validated database would, without validating ``db.json`` again (airline: 0.1 s, two
+        environments per reward) nor copying the flights a search reads. Its ``get_db_hash`` is tau2's
+        own, except where the text tau2 hashes is still the fresh database's (no row differs:
+        :meth:`_changed_rows`): there it answers tau2's own hash of the fresh database
+        (:attr:`initial_db_hash`), the same text hashed."""
+        mode = AccessMode()
+        environment = get_environment(db=self.copy_on_write_db(mode), solo_mode=solo_mode)
         toolkit = environment.tools
-        tau2_hash = toolkit.get_db_hash
+        tau2_hash, tau2_use_tool = toolkit.get_db_hash, toolkit.use_tool
 
         def get_db_hash() -> str:
             return self.initial_db_hash if self._changed_rows(toolkit.db) == frozenset() else tau2_hash()
 
-        toolkit.get_db_hash = get_db_hash  # shadows tau2's method on this toolkit only
+        def use_tool(tool_name: str, **kwargs: Any) -> Any:
+            if not self.reads_only(tool_name):
+                return tau2_use_tool(tool_name, **kwargs)
+            with mode.reading():
+                return tau2_use_tool(tool_name, **kwargs)
+
+        # both shadow tau2's methods on this toolkit only
+        toolkit.get_db_hash, toolkit.use_tool = get_db_hash, use_tool
         return environment
 
     @cached_property
