@@ -142,12 +142,18 @@ class CopyOnWriteTable(dict):  # type: ignore[type-arg]
     changes nothing: an unreached record serialises exactly as its private copy would.
     """
 
-    __slots__ = ("_mode", "_own")
+    __slots__ = ("_mode", "_own", "template")
 
     def __init__(self, template: Mapping[Any, Any], mode: AccessMode) -> None:
         super().__init__(template)
         self._mode = mode
         self._own: set[Any] = set()  # keys whose value is this table's own object
+        self.template = template
+
+    def own_entries(self) -> dict[Any, Any]:
+        """The entries whose value is this table's own object (a writing call reached or stored it),
+        handed out without copying anything: every other entry is still the template's object."""
+        return {k: dict.__getitem__(self, k) for k in self._own}
 
     def _reach(self, key: Any) -> Any:
         if self._mode.copying and key not in self._own and dict.__contains__(self, key):
@@ -380,12 +386,13 @@ class DomainBackend:
 
     def _changed_rows(self, db: Any) -> frozenset[tuple[str, str, str | None]] | None:
         """Where the text tau2's ``get_db_hash`` hashes for ``db`` differs from the template's: (table,
-        key, the row's text, None for a key the template has and ``db`` has not). Only records that are
-        not the template's own objects are serialised — in a copy-on-write view, those a call reached:
-        by the database's own serialiser (a database holding just them) and with tau2's ``json.dumps``
-        options. A JSON object with sorted keys is its sorted rows, each written as it is alone, so the
-        rows and the template's determine the text to the byte. None where :attr:`_template_rows` is,
-        or ``db`` is not this domain's database of tables keyed by strings."""
+        key, the row's text, None for a key the template has and ``db`` has not). Only the records that
+        are not the template's own objects (:meth:`CopyOnWriteTable.own_entries`: those a writing call
+        reached or stored) are serialised: by the database's own serialiser (a database holding just
+        them) and with tau2's ``json.dumps`` options. A JSON object with sorted keys is its sorted rows,
+        each written as it is alone, so the rows and the template's determine the text to the byte.
+        None where :attr:`_template_rows` is, or ``db`` is not a copy-on-write view of this template
+        (:meth:`copy_on_write_db`) keyed by strings."""
         rows, template = self._template_rows, self.template_db
         if rows is None or type(db) is not type(template):
             return None
@@ -393,10 +400,9 @@ class DomainBackend:
         gone = []
         for name in rows:
             table, base = getattr(db, name), getattr(template, name)
-            if not isinstance(table, dict):
+            if not isinstance(table, CopyOnWriteTable) or table.template is not base:
                 return None
-            # dict's own items and keys: a copy-on-write table hands out nothing here (and copies nothing)
-            reached[name] = {k: v for k, v in dict.items(table) if base.get(k) is not v}
+            reached[name] = table.own_entries()
             if any(type(k) is not str for k in reached[name]):
                 return None
             gone += [(name, k, None) for k in rows[name].keys() - dict.keys(table)]
