@@ -172,9 +172,9 @@ def environment_constructor(bench: Any) -> Callable[..., Any]:
     """tau2's environment constructor of the benchmark's domain (``tau2.domains.<d>.environment.
     get_environment``), handed a fresh copy of this benchmark's database each time
     (:meth:`~..domain.environment.DomainBackend.evaluator_environment`: what tau2's own ``DB.load``
-    makes of the file, without parsing and validating it again — the package's airline database took
-    0.27 s an environment to load, two environments per reward — and tau2's hash of it memoised while
-    it is still the fresh one)."""
+    makes of the file, as a copy-on-write copy of the template validated once — validating the file
+    took 0.27 s an environment on airline, two environments per reward — and tau2's hash of the fresh
+    database computed once per process)."""
     module = importlib.import_module(f"tau2.domains.{bench.domain.name}.environment")
     if not hasattr(bench.backend, "evaluator_environment"):
         return module.get_environment

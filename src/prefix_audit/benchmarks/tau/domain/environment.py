@@ -14,6 +14,13 @@ validated environments answer every call alike). So no state passes between roll
 replay. The clock is tau2's own constant (``2024-05-15T15:00:00`` in airline) and new ids are fixed
 sequences, so replays are deterministic.
 
+Hashes: tau2's DB check compares ``get_db_hash`` (sha256 of the database dump as sorted-key JSON). A
+copy-on-write database's hash is put together from the template's records, written once per process,
+and the records writing calls reached (:meth:`DomainBackend.db_hash_of`: the same text, to the byte,
+without dumping the whole database); tau2's own evaluators get environments of the same kind, whose
+hash is tau2's own except that a database still reading as the fresh one answers tau2's hash of the
+fresh one (:meth:`DomainBackend.evaluator_environment`).
+
 The one call not run by tau2 is ``calculate`` (see :data:`semantics.OWN_IMPLEMENTATION`).
 """
 
