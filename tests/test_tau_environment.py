@@ -1,14 +1,17 @@
 """τ environments on copy-on-write databases: isolated per rollout, and equal call for call to
-environments on a freshly validated database (the reference they replace)."""
+environments on a freshly validated database (the reference they replace); tau2's hash put together
+from the rows calls changed equals tau2's own."""
 
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 
 import pytest
 
-from prefix_audit.benchmarks.tau.domain.environment import AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint
+from prefix_audit.benchmarks.tau.domain.environment import (AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint,
+                                                             quiet_serializer)
 
 
 class Record:
@@ -119,4 +122,59 @@ def test_copy_on_write_environments_answer_every_call_like_validated_ones(tau, d
         for name, arguments in gold + gold + _SWEEPS[dataset]:
             assert live.call(name, arguments) == backend.call(reference, name, arguments), (task_id, name)
         assert live.db_fingerprint() == _fingerprint(reference.tools.db), task_id
+        with quiet_serializer():
+            assert live.db_hash() == reference.get_db_hash(), task_id  # tau2's own hash of the validated one
+    assert backend.template_db.model_dump_json() == backend.validated_db().model_dump_json()
+
+
+def _tau2_hash(environment):
+    with quiet_serializer():
+        return environment.get_db_hash()
+
+
+def test_the_hash_put_together_from_changed_rows_is_tau2s(tau):
+    """tau2's hash from the template's rows and those calls changed equals tau2's own ``get_db_hash``
+    after a write, a booking (a new record) and a removed record; a record reached and left as it was
+    changes no row."""
+    bench = tau["tau_airline"]
+    backend = bench.backend
+    assert backend._template_rows is not None  # the rows give tau2's own hash of the template
+    booking = next(a for t in bench.task_ids() for a in bench.task(t).gold if a.name == "book_reservation")
+    live, reference = LiveEnvironment(backend), backend.validated_environment()
+    hashes = set()
+    for name, arguments in [("cancel_reservation", {"reservation_id": "EHGLP3"}),
+                            (booking.name, dict(booking.arguments))]:
+        assert live.call(name, arguments) == (True, backend.call(reference, name, arguments)[1])
+        assert live.db_hash() == _tau2_hash(reference) not in hashes | {backend.initial_db_hash}
+        hashes.add(live.db_hash())
+    for db in (live._environment.tools.db, reference.tools.db):
+        del db.reservations["EHGLP3"]
+    assert live.db_hash() == _tau2_hash(reference) not in hashes
+    untouched = backend.copy_on_write_db(AccessMode())
+    assert untouched.reservations["EHGLP3"] is not backend.template_db.reservations["EHGLP3"]  # reached: a copy
+    assert backend.db_hash_of(untouched) == backend.initial_db_hash
+    assert backend.template_db.model_dump_json() == backend.validated_db().model_dump_json()
+
+
+@pytest.mark.parametrize("dataset", ["tau_airline", "tau_retail"])
+def test_tau2s_evaluators_get_fresh_environments_that_hash_as_tau2s(tau, dataset):
+    """What tau2's evaluators are handed: a fresh environment on its own copy of the database, which
+    answers reads that walk whole tables as a validated one does and hashes as tau2 hashes that, fresh,
+    after those reads and after a write, and leaves the template as it was."""
+    bench = tau[dataset]
+    backend = bench.backend
+    module = importlib.import_module(f"tau2.domains.{backend.domain.name}.environment")
+    write = next(a for t in bench.task_ids() for a in bench.task(t).gold
+                 if backend.tools[a.name].may_write and backend.call(backend.validated_environment(), a.name,
+                                                                     dict(a.arguments))[0])
+    environments = [backend.evaluator_environment(module.get_environment) for _ in range(2)]
+    reference = backend.validated_environment()
+    assert [_tau2_hash(e) for e in environments] == [_tau2_hash(reference)] * 2 == [backend.initial_db_hash] * 2
+    for environment in (environments[0], reference):
+        environment.make_tool_call(write.name, **copy.deepcopy(dict(write.arguments)))
+    assert _tau2_hash(environments[0]) == _tau2_hash(reference) != backend.initial_db_hash
+    fresh = backend.validated_environment()
+    for name, arguments in _SWEEPS[dataset]:
+        assert environments[1].make_tool_call(name, **arguments) == fresh.make_tool_call(name, **arguments)
+    assert _tau2_hash(environments[1]) == backend.initial_db_hash  # the other copy saw reads only
     assert backend.template_db.model_dump_json() == backend.validated_db().model_dump_json()

@@ -66,7 +66,6 @@ from .replay.fed import merge_episodes
 from .replay.log_folders import LogExpansion, LogSource, expand_logs
 from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, RowStore, ScoreOutputs, ScoreReport, score_chunks
 from .replay.trust import DEFAULT_MIN_AGREEMENT, STRICT_SEVERITY, worst
-from .reports.figures import write_figures
 from .reports.tables import table_files, task_health_texts, write_tables
 from .reports.view import SiteReport, view_results
 from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
@@ -325,6 +324,10 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
                                         confidence=confidence, workers=pool.workers, exclude_unsound=exclude_unsound)
     report.notes += uncategorised_lines(read_parquet(out / "fed" / "episodes.parquet"), registry.task_categories())
     labels_dir = out / "labels" if labels else None
+    if labels_dir is not None or figures:
+        # matplotlib (about 1 s) is imported where figures are drawn: this module is preloaded into every
+        # worker pool's server (``prefix-audit tasks`` included), which draws none.
+        from .reports.figures import write_figures
     if labels_dir is not None:
         every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
         report.labels = write_label_comparison([every_block], out / "fed" / "episodes.parquet", labels_dir)
