@@ -313,8 +313,8 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, health_aud
     assert ("| bfcl_v3 | 2025.9.29 | answer_unreachable | defect | scored | 2 of 3 | 2 | multi_turn_base_4, "
             "multi_turn_base_10 |") in health
     findings = pl.read_parquet(out / "health" / "bfcl_v3" / "findings.parquet")
-    assert findings.filter(pl.col("task_id") == "multi_turn_base_4")["evidence"].str.contains(
-        "the same words in another order").to_list() == [True]
+    assert findings.filter((pl.col("task_id") == "multi_turn_base_4") & (pl.col("code") == "answer_unreachable"))[
+        "evidence"].str.contains("the same words in another order").to_list() == [True]
 
     left = tmp_path / "left"
     assert main(["audit", str(log), "-o", str(left), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",

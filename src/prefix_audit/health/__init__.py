@@ -2,7 +2,8 @@
 and evaluator on the tasks' gold and on counterfactual trajectories.
 
 Holds :mod:`.tasks` (every task of a data release audited by its benchmark over worker processes; the
-findings and per-task verdicts as typed Parquet) and :mod:`.audits` (findings from audits of agents:
+findings and per-task verdicts as typed Parquet), :mod:`.cache` (the findings kept per release across
+commands, keyed by the release's data and the code) and :mod:`.audits` (findings from audits of agents:
 tasks no block solved, tasks most blocks fail first the same way). The codes and the tables' schemas
 are :mod:`prefix_audit.core.health`; the checks every benchmark shares, :mod:`prefix_audit.replay.health`.
 
