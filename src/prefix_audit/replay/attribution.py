@@ -104,6 +104,7 @@ class GoldFailure:
     code: str  # rejected_transition | tool_not_exposed
     answer: str | None  # the benchmark's answer to a rejected call, white space collapsed
     where: str  # the call as evidence (turn and depth)
+    index: int  # the call's depth in the gold
     intent: str  # design | defect | definition
     why: str
 

@@ -466,7 +466,7 @@ def gold_failures(gold: EpisodeResult, benchmark: Benchmark | None = None) -> tu
                 intent, why = DEFECT, ("the gold ends on it and nothing after it is accepted: the reward expects the "
                                        "state without the write the task asks for")
             out.append(GoldFailure(call.render(), call.name or "", "rejected_transition", same_answer(v.result),
-                                   where, intent, why))
+                                   where, v.action.index, intent, why))
         if any(f.code == "tool_not_exposed" for f in v.failures):
             intent, why = DEFECT, f"the task withholds {call.name} in the turn its gold calls it"
             if benchmark is not None:
@@ -475,7 +475,8 @@ def gold_failures(gold: EpisodeResult, benchmark: Benchmark | None = None) -> tu
                     intent, why = DEFINITION, f"{why}, and the gold scores 1 without the call"
                 else:
                     why = f"{why}, and the gold without it scores {without.Y} ({without.y_detail or 'no detail'})"
-            out.append(GoldFailure(call.render(), call.name or "", "tool_not_exposed", None, where, intent, why))
+            out.append(GoldFailure(call.render(), call.name or "", "tool_not_exposed", None, where, v.action.index,
+                                   intent, why))
     return tuple(out)
 
 

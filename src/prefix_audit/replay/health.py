@@ -106,8 +106,7 @@ def gold_replay_findings(gold: EpisodeResult, benchmark: Benchmark | None = None
     first = gold.first_failure
     if first is not None and first.accepted is not False:
         cause = primary(first.failures)
-        withheld = next((f for f in failures if f.code == "tool_not_exposed" and f.where.startswith(
-            f"turn {first.action.turn + 1}, action {first.action.index}:")), None)
+        withheld = next((f for f in failures if f.code == "tool_not_exposed" and f.index == first.action.index), None)
         said = (f"FED {gold.FED} of T {gold.T}: {call_text(first.action)} fails {cause.category} "
                 f"({cause.code}: {cause.detail}); the benchmark accepts the call")
         if withheld is not None and withheld.intent == DEFECT:
