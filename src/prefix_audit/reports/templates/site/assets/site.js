@@ -1,4 +1,11 @@
 // prefix-audit site: sorting and filtering of tables, in the page (no network, works from file://).
+//
+// Filters: a <form class="filters" data-for="TABLE"> holds <select data-filter="NAME"> elements; each keeps
+// the rows of table #TABLE whose data-NAME equals its value (a select marked data-tokens: whose data-NAME
+// holds its value among space-separated tokens). A table of several <tbody> elements (one per task on the
+// health page) is filtered by tbody, its attributes on the tbody. The filters' state lives in the page's
+// address (#category=schema&origin=agent), so a link can open a table already filtered and a filtered
+// view can be bookmarked; an address fragment without "=" is a plain anchor and left alone.
 (function () {
   "use strict";
 
@@ -23,38 +30,88 @@
     rows.forEach(function (row) { body.appendChild(row); });
     Array.prototype.forEach.call(header.parentNode.cells, function (th) {
       th.classList.remove("sorted-asc", "sorted-desc");
+      if (th.hasAttribute("aria-sort")) th.setAttribute("aria-sort", "none");
     });
     header.classList.add(ascending ? "sorted-asc" : "sorted-desc");
+    header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
   }
 
   document.querySelectorAll("table.sortable").forEach(function (table) {
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (header, index) {
       var kind = header.getAttribute("data-sort");
       if (!kind) return;
-      header.addEventListener("click", function () { sortTable(table, index, kind === "num", header); });
+      // Keyboard users sort too: the header is a focusable button.
+      header.setAttribute("tabindex", "0");
+      header.setAttribute("role", "button");
+      header.setAttribute("aria-sort", "none");
+      var sort = function () { sortTable(table, index, kind === "num", header); };
+      header.addEventListener("click", sort);
+      header.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sort(); }
+      });
     });
   });
 
-  var rollouts = document.getElementById("rollouts");
-  var selects = document.querySelectorAll("select[data-filter]");
-  function applyFilters() {
-    var shown = 0;
-    Array.prototype.forEach.call(rollouts.tBodies[0].rows, function (row) {
-      var keep = true;
-      selects.forEach(function (select) {
-        if (!select.value) return;
-        var value = row.getAttribute("data-" + select.getAttribute("data-filter")) || "";
-        // A select marked data-tokens matches one of the row's space-separated values (log issue codes).
-        var match = select.hasAttribute("data-tokens") ? value.split(" ").indexOf(select.value) >= 0 : value === select.value;
-        if (!match) keep = false;
-      });
-      row.hidden = !keep;
-      if (keep) shown += 1;
+  function hashState() {
+    var hash = window.location.hash.slice(1);
+    var state = {};
+    if (hash.indexOf("=") < 0) return state;
+    hash.split("&").forEach(function (pair) {
+      var at = pair.indexOf("=");
+      if (at > 0) state[decodeURIComponent(pair.slice(0, at))] = decodeURIComponent(pair.slice(at + 1));
     });
-    document.getElementById("shown").textContent = String(shown);
+    return state;
   }
-  if (rollouts) {
-    selects.forEach(function (select) { select.addEventListener("change", applyFilters); });
-    applyFilters();
+
+  function filterUnits(table) {
+    return table.tBodies.length > 1 ? Array.prototype.slice.call(table.tBodies)
+                                    : Array.prototype.slice.call(table.tBodies[0].rows);
   }
+
+  document.querySelectorAll("form.filters[data-for]").forEach(function (form) {
+    var table = document.getElementById(form.getAttribute("data-for"));
+    if (!table) return;
+    var selects = Array.prototype.slice.call(form.querySelectorAll("select[data-filter]"));
+    var shown = form.querySelector("[data-shown]");
+
+    function apply() {
+      var count = 0;
+      filterUnits(table).forEach(function (unit) {
+        var keep = selects.every(function (select) {
+          if (!select.value) return true;
+          var value = unit.getAttribute("data-" + select.getAttribute("data-filter")) || "";
+          return select.hasAttribute("data-tokens") ? value.split(" ").indexOf(select.value) >= 0
+                                                    : value === select.value;
+        });
+        unit.hidden = !keep;
+        if (keep) count += 1;
+      });
+      if (shown) shown.textContent = String(count);
+    }
+
+    function remember() {
+      var pairs = selects.filter(function (s) { return s.value; }).map(function (s) {
+        return encodeURIComponent(s.getAttribute("data-filter")) + "=" + encodeURIComponent(s.value);
+      });
+      var address = window.location.pathname + window.location.search + (pairs.length ? "#" + pairs.join("&") : "");
+      try { window.history.replaceState(null, "", address); } catch (e) { /* some file:// pages refuse; filters still work */ }
+    }
+
+    function restore() {
+      var state = hashState();
+      selects.forEach(function (select) {
+        var wanted = state[select.getAttribute("data-filter")];
+        if (wanted === undefined) return;
+        var known = Array.prototype.some.call(select.options, function (o) { return o.value === wanted; });
+        if (known) select.value = wanted;
+      });
+      apply();
+    }
+
+    selects.forEach(function (select) {
+      select.addEventListener("change", function () { apply(); remember(); });
+    });
+    window.addEventListener("hashchange", restore);
+    restore();
+  });
 })();
