@@ -112,17 +112,41 @@ def _check_links(site: Path, results_root: Path) -> int:
     return parsed
 
 
-def test_the_index_lists_every_block_with_its_figures(site):
+def test_the_index_answers_where_agents_break_per_benchmark(site):
     index = (site / "index.html").read_text()
-    rows = re.findall(r"<tr>\n<td><a href=\"(blocks/[^\"]+)/index.html\">bfcl_v3</a>", index)
+    section = index.split('<section class="dataset" id="dataset-bfcl_v3">')[1].split("</section>")[0]
+    rows = re.findall(r'<td class="name"><a href="(blocks/[^"]+)/index.html">m · ', section)
     assert rows == ["blocks/bfcl_v3/m/plan_conditioned", "blocks/bfcl_v3/m/react"]
-    react = index.split('href="blocks/bfcl_v3/m/react/index.html">react</a></td>')[1].split("</tr>")[0]
-    cells = re.findall(r"<td[^>]*>([^<]*)</td>", react)
-    # N (one task, five trials), TER of the four with an action, PEC@1..4, final success of all
-    # five, one infrastructure failure, one quarantined record, then the five categories: one schema failure,
-    # and whose: the agent's
-    assert cells == ["1 × 5", "0.750", "1.000", "0.750", "0.750", "0.750", "0.600", "1", "1",
-                     "1", "0", "0", "0", "0", "1 · 0 · 0"]
+    react = section.split('<a href="blocks/bfcl_v3/m/react/index.html">m · react</a></td>')[1].split("</tr>")[0]
+    cells = [re.sub(r"<[^>]+>|&nbsp;", " ", c).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", react, re.S)]
+    # N (one task, five trials; one infrastructure failure, one quarantined record), TER of the four with
+    # an action, final success of all five, the FED histogram, one first failure: a schema failure (100%
+    # of the first failures), the agent's, at no_such_tool
+    assert cells[:3] == [["1", "×", "5", "1", "infra", "1", "quarantined"], ["0.750"], ["0.600"]]
+    assert cells[4:] == [["1"], ["100%"], ["0%"], ["0%"], ["0%"], ["0%"], ["100%"], ["0%"], ["0%"],
+                         ["no_such_tool", "1"]]
+    assert 'href="blocks/bfcl_v3/m/react/index.html#tool=no_such_tool"' in react
+    assert 'aria-label="FED distribution: FED 2: 1; fully executable: 3"' in react
+    # one plot of both blocks' PEC curves to the longest trajectory, axes labelled, bands from the statistics
+    plot = section.split('<svg class="pec-plot"')[1].split("</svg>")[0]
+    assert plot.count('<g class="series"') == 2 and plot.count('<polygon class="band"') == 2
+    assert ">depth k (actions)</text>" in plot and ">PEC@k</text>" in plot
+    assert re.search(r"<title>m · react: PEC@1 1\.000, PEC@2 0\.750", plot)
+    legend = section.split('<ul class="legend">')[1].split("</ul>")[0]
+    assert legend.count("<li>") == 2 and 'href="blocks/bfcl_v3/m/react/index.html"' in legend
+
+
+def test_the_pec_curve_runs_to_the_longest_trajectory_and_agrees_with_the_statistics_at_small_k():
+    from prefix_audit.statistics.curves import pec_curve
+    from prefix_audit.statistics.metrics import pec
+
+    fed, T, tasks = [1, 3, 6, 2, 7, 4], [4, 5, 5, 3, 6, 3], ["a", "a", "b", "b", "c", "c"]
+    curve = pec_curve(fed, T, tasks, 6, resamples=400, seed=3)
+    assert curve.estimate == tuple(pec(fed, T, 6)) and len(curve.low) == len(curve.high) == 6
+    assert all(lo <= e <= hi for lo, e, hi in zip(curve.low, curve.estimate, curve.high))
+    assert curve.estimate[-1] == 1 / 6  # only the rollout with FED 7 = T + 1 survives depth 6
+    assert pec_curve(fed, T, tasks, 6, resamples=400, seed=3) == curve  # same seed, same band
+    assert pec_curve(fed, T, tasks, 6).low is None  # no band asked for
 
 
 def test_quarantined_records_are_one_line_per_cause(results_root, site, tmp_path):
@@ -255,7 +279,7 @@ def test_in_a_browser_filter_by_category_open_a_rollout_and_see_its_first_failur
     from selenium.webdriver.support.ui import Select
 
     browser.get((site / "index.html").as_uri())
-    browser.find_element(By.LINK_TEXT, "react").click()
+    browser.find_element(By.LINK_TEXT, "m · react").click()
     assert browser.current_url.endswith("blocks/bfcl_v3/m/react/index.html")
     rows = browser.find_elements(By.CSS_SELECTOR, "#rollouts tbody tr")
     assert len(rows) == 5 and browser.find_element(By.ID, "shown").text == "5"

@@ -42,23 +42,12 @@ from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.statistics.intervals import hoeffding_bound, hoeffding_sample_size
 from prefix_audit.statistics.stats import cohort_size, paper_rows
 
+from .palette import CATEGORY_COLOURS, SERIES_COLOURS, UNCLASSIFIED
+
 log = logging.getLogger(__name__)
 
-UNCLASSIFIED = "unclassified"
-CATEGORY_COLOURS = {
-    "schema": "#4477AA",
-    "dependency": "#EE6677",
-    "precondition": "#228833",
-    "state_consistency": "#CCBB44",
-    "information": "#AA3377",
-    UNCLASSIFIED: "#BBBBBB",
-}
-# Colour-blind-safe qualitative palette (Paul Tol "bright" + "muted" extras), assigned to methods
-# in sorted order over the whole stats table so a method keeps its colour across figures.
-METHOD_COLOURS = (
-    "#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB",
-    "#332288", "#117733", "#882255",
-)
+# Methods take the series colours in sorted order over the whole stats table, so a method keeps its colour.
+METHOD_COLOURS = SERIES_COLOURS
 DEPTH_CAP = 10
 FORMATS = ("png", "pdf")
 INDEX_NAME = "index.json"

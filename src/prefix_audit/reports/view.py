@@ -56,6 +56,16 @@ from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHE
 from prefix_audit.statistics.metrics import block_metrics
 from prefix_audit.statistics.stats import ORIGINS, TAU_POOL, cohort_size, paper_rows
 
+from .glance import (
+    BlockGlance,
+    Series,
+    block_glance,
+    dataset_tools,
+    pec_plot,
+    series_style,
+    where_agents_break,
+)
+from .palette import CATEGORY_COLOURS
 from .tables import CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, table_f1, table_g1, table_task_categories
 
 log = logging.getLogger(__name__)
@@ -63,6 +73,7 @@ log = logging.getLogger(__name__)
 ROLLOUTS_PER_PAGE = 1000  # rows of one rollout list page (about 0.3 MB)
 CLIP_CHARS = 2_000  # an observation or action text longer than this is cut, with a note
 META_CHARS = 10_000  # a rollout's metadata as shown
+FAILING_CALL_CHARS = 80  # the failing call as a block's rollout list shows it
 K_MAX = 4
 BLOCK_KEYS = ("dataset", "model", "method")
 _ASSETS = ("site.css", "site.js")
@@ -218,51 +229,35 @@ def _health_view(tasks: pl.DataFrame, findings: pl.DataFrame) -> list[dict[str, 
     return out
 
 
-PEC_SVG = (140, 44)  # the index's PEC curve: width, height in pixels
-
-
-def pec_svg(points: Sequence[tuple[int, float | None, float | None, float | None]]) -> Markup | None:
-    """A block's PEC curve as a small inline SVG: PEC@k by k (``(k, estimate, low, high)``), the
-    interval as a band where the statistics give one; None without a point. Numbers only: no text of
-    the logs reaches it."""
-    known = [(k, e, lo, hi) for k, e, lo, hi in points if e is not None]
-    if not known:
+def _band(stats: pl.DataFrame | None, block: Block) -> dict[str, Any] | None:
+    """How the block's statistics drew their intervals (resamples, seed, confidence): the PEC curve's
+    band is drawn the same way; None without statistics of the block."""
+    if stats is None:
         return None
-    width, height = PEC_SVG
-    pad = 4
-    most = max(k for k, *_ in known)
-    fewest = min(k for k, *_ in known)
-
-    def x(k: int) -> float:
-        return pad + (width - 2 * pad) * ((k - fewest) / (most - fewest) if most > fewest else 0.5)
-
-    def y(v: float) -> float:
-        return pad + (height - 2 * pad) * (1 - v)
-
-    line = " ".join(f"{x(k):.1f},{y(e):.1f}" for k, e, _, _ in known)
-    banded = [(k, lo, hi) for k, _, lo, hi in known if lo is not None and hi is not None]
-    band = ""
-    if len(banded) == len(known):
-        upper = [f"{x(k):.1f},{y(hi):.1f}" for k, _, hi in banded]
-        lower = [f"{x(k):.1f},{y(lo):.1f}" for k, lo, _ in reversed(banded)]
-        band = f'<polygon class="band" points="{" ".join(upper + lower)}"/>'
-    dots = "".join(f'<circle cx="{x(k):.1f}" cy="{y(e):.1f}" r="1.8"/>' for k, e, _, _ in known)
-    title = "; ".join(f"PEC@{k} {e:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else "")
-                      for k, e, lo, hi in known)
-    return Markup(f'<svg class="pec" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-                  f'aria-label="{title}"><title>{title}</title><rect class="frame" x="0.5" y="0.5" '
-                  f'width="{width - 1}" height="{height - 1}"/>{band}<polyline points="{line}"/>{dots}</svg>')
+    rows = stats.filter((pl.col("dataset") == block.dataset) & (pl.col("model") == block.model)
+                        & (pl.col("method") == block.method) & (pl.col("metric") == "pec")
+                        & pl.col("versus").is_null() & pl.col("resamples").is_not_null())
+    if not rows.height:
+        return None
+    row = rows.row(0, named=True)
+    return {"resamples": int(row["resamples"]), "seed": int(row["seed"]), "confidence": float(row["confidence"])}
 
 
-def _pec_points(stats: pl.DataFrame | None, block: Block, summary: Mapping[str, Any]) -> list[tuple]:
-    """PEC@1..K of a block: from the statistics with their intervals where given, else the summary's points."""
-    if stats is not None:
-        rows = stats.filter((pl.col("dataset") == block.dataset) & (pl.col("model") == block.model)
-                            & (pl.col("method") == block.method) & (pl.col("metric") == "pec")
-                            & pl.col("versus").is_null()).sort("k")
-        if rows.height:
-            return [(r["k"], r["estimate"], r["ci_low"], r["ci_high"]) for r in rows.iter_rows(named=True)]
-    return [(k, float(p) if p != "—" else None, None, None) for k, p in enumerate(summary["pec"], start=1)]
+def _with_table_intervals(glance: BlockGlance, stats: pl.DataFrame | None, block: Block) -> BlockGlance:
+    """The block's curve with the statistics' own intervals where the statistics have PEC@k (k ≤ their
+    k_max), so the band agrees with Table G.1 there; the curve's own bootstrap beyond."""
+    curve = glance.curve
+    if stats is None or curve is None or curve.low is None or curve.high is None:
+        return glance
+    rows = stats.filter((pl.col("dataset") == block.dataset) & (pl.col("model") == block.model)
+                        & (pl.col("method") == block.method) & (pl.col("metric") == "pec")
+                        & pl.col("versus").is_null() & pl.col("ci_low").is_not_null())
+    low, high = list(curve.low), list(curve.high)
+    for k, estimate, lo, hi in rows.select("k", "estimate", "ci_low", "ci_high").iter_rows():
+        # only where the statistics are of the same cohort (not of the sound tasks alone: --exclude-unsound)
+        if 1 <= k <= len(low) and abs(estimate - curve.estimate[k - 1]) < 1e-12:
+            low[k - 1], high[k - 1] = lo, hi
+    return dataclasses.replace(glance, curve=dataclasses.replace(curve, low=tuple(low), high=tuple(high)))
 
 
 def _share(x: float | None) -> str:
@@ -292,6 +287,44 @@ def block_summary(block: Block) -> dict[str, Any]:
     else:
         row |= {"ter": "—", "pec": ["—"] * K_MAX, "cohort": 0}
     return row
+
+
+def _failing_call(failure: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A rollout's failing action as its block's table names it: the tool and the call, cut short."""
+    if failure is None:
+        return None
+    call = failure["call"] or ""
+    return {"tool": failure["tool"], "call": call if len(call) <= FAILING_CALL_CHARS else
+            call[:FAILING_CALL_CHARS] + "…", "whole": call}
+
+
+def _dataset_sections(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The index's sections: per dataset its blocks, their PEC curves in one plot and the tools their
+    first failures happen at."""
+    by_dataset: dict[str, list[Mapping[str, Any]]] = {}
+    for item in summaries:
+        by_dataset.setdefault(item["block"].dataset, []).append(item)
+    sections = []
+    for dataset, items in by_dataset.items():
+        anchor = "dataset-" + path_label(dataset)
+        curves = [(item, item["summary"]["glance"].curve) for item in items if item["summary"]["glance"].curve]
+        top = max((len(c.estimate) for _, c in curves), default=1)
+        series = []
+        for i, (item, curve) in enumerate(curves):
+            colour, dash = series_style(i)
+            block = item["block"]
+            series.append(Series(f"{block.model} · {block.method}", f"{block.folder}/index.html", colour, dash, curve))
+        sections.append({
+            "dataset": dataset, "anchor": anchor, "blocks": list(items), "top": top,
+            "rollouts": sum(item["summary"]["rollouts"] for item in items),
+            "failures": sum(item["summary"]["glance"].failures.height for item in items),
+            "plot": pec_plot(series, top, f"{anchor}-caption") if series else None,
+            "banded": any(s.curve.low is not None for s in series),
+            "series": [{"label": s.label, "href": s.href, "colour": s.colour, "dash": s.dash,
+                        "pec1": _share(s.curve.estimate[0])} for s in series],
+            "tools": dataset_tools([(item["block"], item["summary"]["glance"]) for item in items],
+                                   lambda block: f"{block.folder}/index.html")})
+    return sections
 
 
 def _clip(text: str | None, limit: int = CLIP_CHARS, stored: int | None = None) -> dict[str, Any] | None:
@@ -446,6 +479,7 @@ def _environment() -> jinja2.Environment:
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["text"] = _text
+    env.globals |= {"colours": CATEGORY_COLOURS, "origins": ORIGINS}
     return env
 
 
@@ -548,7 +582,9 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     trusts = []  # the blocks of imported logs against their records, for the index
     for block in blocks:
         summary = summary_of[block.folder] = block_summary(block)
-        summary["pec_svg"] = pec_svg(_pec_points(stats, block, summary))
+        glance = summary["glance"] = _with_table_intervals(
+            block_glance(block.episodes, block.actions, _band(stats, block)), stats, block)
+        failing = {r["rollout_id"]: r for r in glance.failures.iter_rows(named=True)}
         depths = _failing_depths(block.episodes)
         by_rollout = block.actions.partition_by("rollout_id", as_dict=True) if block.actions.height else {}
         empty = block.actions.clear()
@@ -564,7 +600,8 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
             href = f"r/{n}.html"
             rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"]),
-                         "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"])})
+                         "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"]),
+                         "failing": _failing_call(failing.get(ep["rollout_id"]))})
             page(f"{block.folder}/{href}", "rollout.html.j2", block=block, n=n,
                  rollout=_rollout_view(ep, by_rollout.get((ep["rollout_id"],), empty),
                                        labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"])))
@@ -577,16 +614,18 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
             page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
                  pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
                  categories=CATEGORIES, fed_values=depths, trust=trust.lines() if trust else None,
-                 issue_codes=codes, comparison=_comparison_view(comparison))
+                 issue_codes=codes, comparison=_comparison_view(comparison), k_max=K_MAX,
+                 where=where_agents_break(glance.failures), tools=[t for t, _ in glance.tools])
         summaries.append({"block": block, "summary": summary})
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
     for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
         for row in table["rows"]:
-            members = [{"block": link["block"], "summary": summary_of[link["block"].folder]} for link in row["links"]]
-            page(row["href"], "pool.html.j2", row=row, table=table, blocks=members, categories=CATEGORIES,
-                 k_max=K_MAX)
-    page("index.html", "index.html.j2", blocks=summaries, categories=CATEGORIES, k_max=K_MAX,
-         has_tables=tables is not None, notes=report.notes, trust=trusts, import_quarantine=import_quarantine)
+            members = [{"block": link["block"], "summary": summary_of[link["block"].folder], "show_dataset": True}
+                       for link in row["links"]]
+            page(row["href"], "pool.html.j2", row=row, table=table, blocks=members, categories=CATEGORIES)
+    page("index.html", "index.html.j2", datasets=_dataset_sections(summaries), categories=CATEGORIES, n_blocks=len(blocks),
+         rollouts=sum(b.episodes.height for b in blocks), has_tables=tables is not None, notes=report.notes,
+         trust=trusts, import_quarantine=import_quarantine)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
     if health_pages:
         page("health.html", "health.html.j2", releases=health_pages, codes=CODES, kinds=KINDS, effects=EFFECTS)

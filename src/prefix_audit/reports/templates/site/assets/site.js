@@ -97,14 +97,16 @@
       try { window.history.replaceState(null, "", address); } catch (e) { /* some file:// pages refuse; filters still work */ }
     }
 
+    // An address with filters sets every select (those it does not name to "any"); a plain anchor none.
     function restore() {
       var state = hashState();
-      selects.forEach(function (select) {
-        var wanted = state[select.getAttribute("data-filter")];
-        if (wanted === undefined) return;
-        var known = Array.prototype.some.call(select.options, function (o) { return o.value === wanted; });
-        if (known) select.value = wanted;
-      });
+      if (Object.keys(state).length) {
+        selects.forEach(function (select) {
+          var wanted = state[select.getAttribute("data-filter")];
+          var known = Array.prototype.some.call(select.options, function (o) { return o.value === wanted; });
+          select.value = wanted !== undefined && known ? wanted : "";
+        });
+      }
       apply();
     }
 
