@@ -9,6 +9,8 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
   blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`prefix_audit.replay.trust`);
   and the entries of the logs the import quarantined (``rollouts/imported/**/*quarantine.jsonl``),
   one line per cause with its count and first entries (:mod:`prefix_audit.core.quarantine`);
+* ``glossary.html`` — every term the pages name (:mod:`prefix_audit.reports.glossary`), which their
+  column headers and facts link and show as tooltips;
 * ``tables.html`` — G.1, G.1 per BFCL task category (``stats/categories.parquet``, where present) and
   F.1 with their intervals, each cell linking to its block(s);
 * ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
@@ -56,6 +58,7 @@ from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHE
 from prefix_audit.statistics.metrics import block_metrics
 from prefix_audit.statistics.stats import ORIGINS, TAU_POOL, cohort_size, paper_rows
 
+from .glossary import GLOSSARY, TERMS, column_term, column_terms
 from .tables import CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, table_f1, table_g1, table_task_categories
 
 log = logging.getLogger(__name__)
@@ -446,6 +449,8 @@ def _environment() -> jinja2.Environment:
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["text"] = _text
+    # The glossary's terms, for the header and fact macros of terms.html.j2 on every page.
+    env.globals |= {"glossary": GLOSSARY, "column_term": column_term, "column_terms": column_terms}
     return env
 
 
@@ -588,6 +593,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     page("index.html", "index.html.j2", blocks=summaries, categories=CATEGORIES, k_max=K_MAX,
          has_tables=tables is not None, notes=report.notes, trust=trusts, import_quarantine=import_quarantine)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
+    page("glossary.html", "glossary.html.j2", terms=TERMS)
     if health_pages:
         page("health.html", "health.html.j2", releases=health_pages, codes=CODES, kinds=KINDS, effects=EFFECTS)
     for name in _ASSETS:
