@@ -164,7 +164,7 @@ TERMS: tuple[Term, ...] = (
          "τ-bench's pass^k: per task C(c, k) / C(n, k), c the successes among its n trials whose Y is known, "
          "averaged over the tasks, each task weighing the same whatever its trials. Given for k = 1 up to the "
          "fewest trials a task of the cohort has; pass^1 equals final success when every task has as many "
-         "trials.",
+         "trials with a known Y.",
          "statistics.md"),
     Term("ter-k", "TER^k",
          "the chance that k trials of a task are all fully executable, averaged over tasks",
