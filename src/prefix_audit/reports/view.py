@@ -9,6 +9,8 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
   blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`prefix_audit.replay.trust`);
   and the entries of the logs the import quarantined (``rollouts/imported/**/*quarantine.jsonl``),
   one line per cause with its count and first entries (:mod:`prefix_audit.core.quarantine`);
+* ``glossary.html`` — every term the pages name (:mod:`prefix_audit.reports.glossary`), which their
+  column headers and facts link and show as tooltips;
 * ``tables.html`` — G.1, G.1 per BFCL task category (``stats/categories.parquet``, where present) and
   F.1 with their intervals, each cell linking to its block(s);
 * ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
@@ -66,6 +68,7 @@ from .glance import (
     where_agents_break,
 )
 from .palette import CATEGORY_COLOURS
+from .glossary import GLOSSARY, TERMS, column_term, column_terms
 from .tables import CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, table_f1, table_g1, table_task_categories
 
 log = logging.getLogger(__name__)
@@ -480,6 +483,8 @@ def _environment() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["text"] = _text
     env.globals |= {"colours": CATEGORY_COLOURS, "origins": ORIGINS}
+    # The glossary's terms, for the header and fact macros of terms.html.j2 on every page.
+    env.globals |= {"glossary": GLOSSARY, "column_term": column_term, "column_terms": column_terms}
     return env
 
 
@@ -627,6 +632,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
          rollouts=sum(b.episodes.height for b in blocks), has_tables=tables is not None, notes=report.notes,
          trust=trusts, import_quarantine=import_quarantine)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
+    page("glossary.html", "glossary.html.j2", terms=TERMS)
     if health_pages:
         page("health.html", "health.html.j2", releases=health_pages, codes=CODES, kinds=KINDS, effects=EFFECTS)
     for name in _ASSETS:
