@@ -20,6 +20,7 @@ from prefix_audit.models.base import ModelBackend, ToolSchema
 from prefix_audit.replay.checker import EpisodeResult, bind_arguments
 from prefix_audit.replay.contract import (
     CAPABILITIES,
+    USER_SOURCES,
     AgentEnvironment,
     Benchmark,
     Conversation,
@@ -49,7 +50,7 @@ __all__ = ["CAPABILITIES", "AgentEnvironment", "BadLine", "Benchmark", "CliOptio
            "DatasetSpec", "DecodeError", "EpisodeResult", "Finding", "HealthProbe", "ImportRequest", "Located",
            "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "PackagePin", "Recorded", "RecordedResult",
            "RefusedOption", "Registration", "ReplaySession", "Rollout", "ScriptedEnvironment", "Step", "TaskCategories",
-           "TaskFacts", "TaskIndex", "ToolCall", "ToolSchema", "ToolSpec", "UnscorableRollout", "Usage", "bind_arguments",
+           "TaskFacts", "TaskIndex", "ToolCall", "ToolSchema", "ToolSpec", "USER_SOURCES", "UnscorableRollout", "Usage", "bind_arguments",
            "call_text", "count", "iter_json_lines", "parse_call_string", "pinned_package", "probe_findings",
            "read_json_document", "register", "rollout_id_for", "seconds", "structured_call",
            "unreadable_call_observation", "without_action"]

@@ -36,7 +36,7 @@ from .decode import BadLine, DecodeError, JsonLine, count, iter_json_lines, seco
 
 __all__ = ["MESSAGE_ROLES", "BadLine", "Located", "LogIssue", "Recorded", "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
            "ModelNamed", "NamedBy", "ScoredOn", "UNKNOWN_MODEL", "model_in_log",
-           "PARTY_CALLS_KEY", "actions_of", "call_from_json", "call_like_text_steps", "call_steps", "call_to_json", "dumps", "read_rollouts", "rollout_from_json",
+           "PARTY_CALLS_KEY", "actions_of", "agent_texts", "call_from_json", "call_like_text_steps", "call_steps", "call_to_json", "dumps", "read_rollouts", "rollout_from_json",
            "party_results", "result_from_json", "rollout_id_for", "unmatched_results"]
 
 SCHEMA_VERSION = 1
@@ -321,6 +321,21 @@ class Action:
         return self.call is None
 
 
+def _final_step(rollout: Rollout) -> tuple[int, int]:
+    """Where the rollout's last step is (turn, step): the terminal action's step, when it ends with text."""
+    last_turn = max(t for t, turn in enumerate(rollout.turns) if turn)
+    return last_turn, len(rollout.turns[last_turn]) - 1
+
+
+def agent_texts(rollout: Rollout) -> list[tuple[int, int, str]]:
+    """The agent's text that is no action, as (turn, step, text) in order: what it told the user between
+    actions (a text step that does not end the rollout) and what it wrote beside its calls — every
+    step's text but the terminal action's (:func:`actions_of`) and blank ones."""
+    terminal = _final_step(rollout) if rollout.final_text is not None else None
+    return [(t, s, step.text) for t, turn in enumerate(rollout.turns) for s, step in enumerate(turn)
+            if step.text and step.text.strip() and (t, s) != terminal]
+
+
 def actions_of(rollout: Rollout) -> list[Action]:
     actions: list[Action] = []
     for t, turn in enumerate(rollout.turns):
@@ -331,10 +346,9 @@ def actions_of(rollout: Rollout) -> list[Action]:
                                       message=step.call_messages[i] if step.call_messages else step.message))
     final = rollout.final_text
     if final is not None:
-        last_turn = max(t for t, turn in enumerate(rollout.turns) if turn)
-        last = rollout.turns[last_turn][-1]
-        actions.append(Action(len(actions) + 1, last_turn, len(rollout.turns[last_turn]) - 1, None, final,
-                              message=last.message))
+        last_turn, last_step = _final_step(rollout)
+        actions.append(Action(len(actions) + 1, last_turn, last_step, None, final,
+                              message=rollout.turns[last_turn][last_step].message))
     elif not actions and rollout.infra_error is None:
         # The model answered, with nothing: one empty terminal no-tool action (SPEC §2), in the
         # last turn the log has (the first when it has none).

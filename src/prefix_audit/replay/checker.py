@@ -75,6 +75,7 @@ class EpisodeResult:
     user_texts: tuple[str, ...] = ()  # the user's message of each turn, as the benchmark has it (TaskFacts)
     # The first failure attributed to the agent (T + 1 when none is; None with FED): FED <= FED_agent.
     FED_agent: int | None = None
+    user_source: str = "benchmark"  # who wrote user_texts (TaskFacts.user_source)
 
     @property
     def first_failure(self) -> ActionVerdict | None:
@@ -413,7 +414,8 @@ def replay(rollout: Rollout, benchmark: Benchmark, *, with_gold: bool = True) ->
     fed = run.fed if run.fed is not None else T + 1
     fed_agent = run.agent_fed if run.agent_fed is not None else T + 1
     return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail, run.unknown_calls,
-                         tuple(getattr(session, "party_calls", ())), tuple(session.facts.user_texts), fed_agent)
+                         tuple(getattr(session, "party_calls", ())), tuple(session.facts.user_texts), fed_agent,
+                         session.facts.user_source)
 
 
 _GOLD_CACHE: weakref.WeakKeyDictionary[Benchmark, dict[tuple[str, str | None], tuple[GoldFailure, ...]]] = \

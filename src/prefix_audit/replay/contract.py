@@ -30,9 +30,9 @@ from prefix_audit.core.records import RecordedResult, Rollout, Usage
 from prefix_audit.core.taxonomy import CATEGORIES, PRIORITY
 from prefix_audit.models.base import ModelBackend, ToolSchema
 
-__all__ = ["CAPABILITIES", "CATEGORIES", "PRIORITY", "AgentEnvironment", "Benchmark", "Conversation",
-           "MissingCapability", "Outcome", "PartyCall", "ReplaySession", "ScriptedEnvironment", "TaskFacts", "TaskIndex",
-           "TaskSample", "ToolSpec", "UnknownDataset", "UnscorableRollout", "Validator", "capabilities_of",
+__all__ = ["CAPABILITIES", "CATEGORIES", "PRIORITY", "USER_SOURCES", "AgentEnvironment", "Benchmark",
+           "Conversation", "MissingCapability", "Outcome", "PartyCall", "ReplaySession", "ScriptedEnvironment", "TaskFacts",
+           "TaskIndex", "TaskSample", "ToolSpec", "UnknownDataset", "UnscorableRollout", "Validator", "capabilities_of",
            "unreadable_call_observation"]
 
 # A registered argument validator: returns an error message, or None when the value is valid.
@@ -103,6 +103,14 @@ class PartyCall:
     recorded: RecordedResult | None = None
 
 
+# Who wrote the user's messages of a rollout (:attr:`TaskFacts.user_source`): the benchmark's own text
+# (BFCL's questions, a scenario's scripted turns), a simulated user as the rollout recorded it (an LLM
+# playing the user in a τ or ToolSandbox log; this package's scripted or model user in a generated τ
+# conversation), or the scripted user of this package's reference conversation of a τ task (a rollout
+# that recorded no user messages is read against it).
+USER_SOURCES = ("benchmark", "simulated", "reference")
+
+
 @dataclass(frozen=True)
 class TaskFacts:
     """Per-task knowledge the information and dependency predicates need.
@@ -113,6 +121,8 @@ class TaskFacts:
     ``always_available``: constants any action may use (e.g. ``'..'`` for a parent directory).
     ``id_prefixes``: prefixes the benchmark's own records put before an id that people write without it
     (τ retail's ``#`` of ``#W4284542``): a value with one is given where the rest of it is.
+    ``user_source``: who wrote ``user_texts`` (:data:`USER_SOURCES`), for whoever reads them beside the
+    agent's actions.
     """
 
     initial_values: frozenset[Any]
@@ -120,6 +130,11 @@ class TaskFacts:
     user_facts: Mapping[Any, int]
     always_available: frozenset[Any] = frozenset()
     id_prefixes: tuple[str, ...] = ()
+    user_source: str = "benchmark"
+
+    def __post_init__(self) -> None:
+        if self.user_source not in USER_SOURCES:
+            raise ValueError(f"user_source must be one of {', '.join(USER_SOURCES)}, not {self.user_source!r}")
 
 
 class UnknownDataset(KeyError):

@@ -72,7 +72,19 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("task_sound", pa.bool_()),  # no defect found in the task; null: not audited
     pa.field("task_health", pa.list_(pa.string()), nullable=False),  # every code found for the task
     pa.field("task_defects", pa.list_(pa.string()), nullable=False),  # the codes of its defect findings
-    pa.field("user_turns", pa.list_(pa.string()), nullable=False),  # the user's message of each turn (the benchmark's text)
+    # The conversation around the actions, for the rollout page: the user's message of each turn (the
+    # benchmark's through the last turn it has, a τ rollout's through the last turn it reached), who
+    # wrote those messages — benchmark (its own text) | simulated (a simulated user, as the rollout
+    # recorded it) | reference (this package's scripted user of a τ task's reference conversation;
+    # replay.contract.USER_SOURCES) —, and the agent's text that is no action, by turn and step: what it
+    # told the user between actions and what it wrote beside its calls (every step's text but the
+    # terminal action's; core.records.agent_texts), each cut at scoring's MAX_RESULT_CHARS.
+    pa.field("user_turns", pa.list_(pa.string()), nullable=False),
+    pa.field("user_source", pa.string(), nullable=False),
+    pa.field("agent_texts", pa.list_(pa.struct([pa.field("turn", pa.int32(), nullable=False),
+                                                pa.field("step", pa.int32(), nullable=False),
+                                                pa.field("text", pa.string(), nullable=False)])),
+             nullable=False),
 ])
 
 ACTION_SCHEMA = pa.schema([

@@ -26,7 +26,7 @@ from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.io import commit_files, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
 from prefix_audit.core.quarantine import QuarantineTally, tally
-from prefix_audit.core.records import AGENT_ROLES, BadLine, Located, Rollout, call_steps, located_rollout
+from prefix_audit.core.records import AGENT_ROLES, BadLine, Located, Rollout, agent_texts, call_steps, located_rollout
 
 from . import registry
 from .checker import EpisodeResult, primary, replay
@@ -146,6 +146,8 @@ def episode_row(ep: EpisodeResult, check: RecordCheck | None = None, release: st
         "meta_json": meta_json(r.meta),
         **_record_columns(ep, check),
         "release": release, "task_sound": None, "task_health": [], "task_defects": [], "user_turns": list(ep.user_texts),
+        "user_source": ep.user_source,
+        "agent_texts": [{"turn": t, "step": s, "text": _cut(text)} for t, s, text in agent_texts(r)],
     }
 
 

@@ -16,7 +16,9 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
 * ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
   the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure, and
   the records its scoring quarantined, one line per cause;
-* ``blocks/<scored path>/r/<n>.html`` — one rollout: its actions by turn with V_j, the first
+* ``blocks/<scored path>/r/<n>.html`` — one rollout: every message in order, turn by turn — the
+  user's (said whose: the benchmark's text or a simulated user's), the agent's text between and beside
+  its actions, the actions with V_j —, the turns it never reached said once, the first
   failure highlighted with every failing predicate, the observations, the planning trace, Y's detail;
   for an imported one, the log's own verdict, its ``log_issue`` and, beside each call whose replay
   diverged from the log, the recorded and the replayed result.
@@ -378,22 +380,35 @@ def _labels_by_place(labels: pl.DataFrame | None) -> tuple[dict[int, list], dict
     return on, between, unmatched
 
 
+# Who wrote a turn's user message, as its rollout page says it (replay.contract.USER_SOURCES; null: a FED
+# table of an earlier version, which did not say).
+_USER_WORDS = {"benchmark": "the user's message — the benchmark's text",
+               "simulated": "the simulated user's message, as the log recorded it",
+               "reference": "the scripted user's message of this package's reference conversation (the rollout "
+                            "recorded none)",
+               None: "the user's message"}
+
+
 def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame, labels: pl.DataFrame | None = None,
                   compared: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What a rollout page shows, in plain values (the template escapes every one); ``labels`` and
-    ``compared``: its human step labels and its row of the label comparison, where it has them."""
+    ``compared``: its human step labels and its row of the label comparison, where it has them.
+
+    ``turns`` holds every message in the order it happened, turn by turn: the user's message (said
+    whose it is), the user's own calls, then step by step the agent's text and its actions. Turns the
+    task has but the rollout never reached (BFCL stops a run early) are one entry, ``unreached``."""
     meta = json.loads(ep["meta_json"]) if ep["meta_json"] else {}
     planning = meta.pop("planning", None) if isinstance(meta, dict) else None
     on, between, unmatched = _labels_by_place(labels)
     first = ep["FED"] if ep["T"] is not None and ep["FED"] is not None and ep["FED"] <= ep["T"] else None
     agent_first = ep["FED_agent"] if first is not None and first < ep["FED_agent"] <= ep["T"] else None
-    turns: dict[int, list[dict[str, Any]]] = {}
+    said: dict[int, list[dict[str, Any]]] = {}  # by turn: the agent's texts and actions, ordered below
     for a in actions.sort("j").iter_rows(named=True):
         predicates = [{"category": c, "code": k, "detail": d} for c, k, d in
                       zip(a["failure_categories"], a["failure_codes"], a["failure_details"])]
-        turns.setdefault(a["turn"], []).append({
-            "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"], "message": a["message"],
-            "labels": on.get(a["j"], []), "after": between.get(a["j"], []),
+        said.setdefault(a["turn"], []).append({
+            "kind": "action", "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"],
+            "message": a["message"], "labels": on.get(a["j"], []), "after": between.get(a["j"], []),
             "call": _clip(a["call"]), "verdict": _verdict(a), "V": a["V"], "accepted": a["accepted"],
             "result": _clip(a["result"], stored=MAX_RESULT_CHARS), "predicates": predicates,
             "first": a["j"] == first, "agent_first": a["j"] == agent_first,
@@ -402,20 +417,48 @@ def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame, labels: pl.DataF
             "match": _MATCH_WORDS.get(a["record_match"]), "recorded_error": a["recorded_error"],
             "recorded": _clip(a["recorded_result"], stored=MAX_RESULT_CHARS),
             "replayed": _clip(a["replayed_result"], stored=MAX_RESULT_CHARS)})
+    with_calls = {(a["turn"], a["step"]) for a in actions.iter_rows(named=True) if not a["terminal"]}
+    for t in ep["agent_texts"] or []:
+        said.setdefault(t["turn"], []).append({"kind": "text", "step": t["step"],
+                                               "beside": (t["turn"], t["step"]) in with_calls,
+                                               "text": _clip(t["text"], stored=MAX_RESULT_CHARS)})
+    for items in said.values():  # a step's text before its calls: the model wrote it first
+        items.sort(key=lambda item: (item["step"], item["kind"] == "action"))
     party = _party_calls(meta.get(PARTY_CALLS_KEY) if isinstance(meta, dict) else None)
-    for turn in party:
-        turns.setdefault(turn, [])
-    users = {t: _clip(text) for t, text in enumerate(ep["user_turns"] or []) if text}
-    for turn in users:
-        turns.setdefault(turn, [])
+    users = list(ep["user_turns"] or [])
+    # The turns the rollout reached: those of its record, and any its actions sit in (an empty rollout's
+    # one empty terminal action opens the first).
+    reached = max([ep["n_turns"], *(t + 1 for t in said)])
+    who = _USER_WORDS.get(ep["user_source"], _USER_WORDS[None])
+    turns = [{"turn": t, "heading": f"Turn {t + 1}" if t < reached else "After the last turn",
+              "user": _clip(users[t]) if t < min(reached, len(users)) and users[t] else None, "who": who,
+              "party": party.get(t, []), "said": said.get(t, [])}
+             for t in sorted({*said, *party, *(t for t, text in enumerate(users[:reached]) if text)})]
     shown_meta = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) if meta else None
-    return {"ep": ep, "turns": sorted(turns.items()), "party": party, "first": first, "agent_first": agent_first,
-            "planning": _planning(planning),
+    return {"ep": ep, "turns": turns, "first": first, "agent_first": agent_first,
+            "unreached": _unreached(ep, users, who, reached, said), "planning": _planning(planning),
             "meta": _clip(shown_meta, META_CHARS), "record": ep["call_steps"] is not None,
             "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else [],
             "labels": labels is not None and labels.height > 0, "labels_before": between.get(0, []),
-            "labels_unmatched": unmatched, "compared": compared, "users": users,
+            "labels_unmatched": unmatched, "compared": compared,
             "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"])}
+
+
+def _unreached(ep: Mapping[str, Any], users: Sequence[str], who: str, reached: int,
+               said: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, Any] | None:
+    """The turns of the task after the last one the rollout reached (``reached`` ≥ 1: a rollout with
+    user messages has an action), said once: which, why the run stopped — how far its last turn went
+    and Y's detail —, and their user messages (written by ``who``); None when it reached them all."""
+    if len(users) <= reached:
+        return None
+    span = f"Turn {reached + 1}" if len(users) == reached + 1 else f"Turns {reached + 1}–{len(users)}"
+    why = f"the run stopped in turn {reached}"
+    if said.get(reached - 1):
+        steps = 1 + max(item["step"] for item in said[reached - 1])
+        why += f", after {steps} model step{'s' if steps > 1 else ''} in it"
+    why += f" (Y's detail: {ep['y_detail']})" if ep["y_detail"] else ""
+    return {"span": span, "why": why, "who": who,
+            "users": [(t + 1, _clip(users[t])) for t in range(reached, len(users)) if users[t]]}
 
 
 def _comparison_view(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -224,7 +224,8 @@ def _user_facts(run: RecordedRun) -> dict[Any, int]:
 class RecordedSession:
     def __init__(self, run: RecordedRun) -> None:
         self.run = run
-        self.facts = TaskFacts(frozenset(), run.user_turns, _user_facts(run))
+        # ToolSandbox's user is a model playing the user: its messages as the log recorded them
+        self.facts = TaskFacts(frozenset(), run.user_turns, _user_facts(run), user_source="simulated")
         self._specs = {name: run.spec(name) for name in run.exposed_names}
         self._next = 0  # position in run.ordered of the call about to execute
         self.y_detail = run.detail

@@ -111,14 +111,15 @@ class NlJudge(Protocol):
     def __call__(self, task: TauTask, transcript: Sequence[tuple[str, str]]) -> bool: ...
 
 
-def task_facts(task: TauTask, user_turns: Sequence[str]) -> TaskFacts:
+def task_facts(task: TauTask, user_turns: Sequence[str], user_source: str = "simulated") -> TaskFacts:
     """Facts for one conversation: a user fact is revealed in the first turn whose user message
     states it (never given: revealed after the last turn). What the first message states is visible
-    from the start."""
+    from the start. ``user_source``: who wrote those messages (a τ user is always simulated; see
+    :data:`~prefix_audit.replay.contract.USER_SOURCES`)."""
     facts = {v: next((t for t, text in enumerate(user_turns) if said(v, text)), len(user_turns))
              for v in user_fact_values(task)}
     initial = frozenset(identifiers(user_turns[0])) if user_turns else frozenset()
-    return TaskFacts(initial, tuple(user_turns), facts, id_prefixes=sem.ID_PREFIXES)
+    return TaskFacts(initial, tuple(user_turns), facts, id_prefixes=sem.ID_PREFIXES, user_source=user_source)
 
 
 class TauBenchmark(Benchmark):
@@ -370,7 +371,9 @@ class TauSession:
             raise UnscorableRollout(f"a solo-mode rollout, but tau2's {bench.domain.name} has no solo mode "
                                     f"(its get_environment refuses solo_mode)")
         self.user_turns = self._turn_texts(rollout)
-        self.facts = task_facts(task, self.user_turns)
+        # the messages the rollout recorded, or else those of the reference conversation (_user_turns)
+        self.facts = task_facts(task, self.user_turns,
+                                "simulated" if rollout.meta.get("user_turns") is not None else "reference")
         self._rollout = rollout
         self._live = bench.live_environment(rollout, task)
         # the calls that reached the live environment, as they reached it, with who made them
