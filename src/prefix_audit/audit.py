@@ -49,6 +49,8 @@ from .health.tasks import (
     health_tables,
     requests_of,
     scored_tasks,
+    unaudited,
+    unaudited_contents,
 )
 from .ingest.imports import (
     IMPORTED,
@@ -347,18 +349,21 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
 def _task_health(out: Path, episodes: Sequence[Path], pool: WorkerPool, progress: bool,
                  health_cache: str | Path | None) -> tuple[HealthReport, list[Path]]:
     """The health of every task the blocks ran, on the release each was scored on, written per dataset
-    under ``out/health/<dataset>/``; the report and the per-task tables."""
+    under ``out/health/<dataset>/``, and why the others were not (``out/health/unaudited.json``); the report
+    and the per-task tables."""
     open_dataset = pool.shared
     scored = scored_tasks(episodes)
     releases = audited_releases(open_dataset, sorted(scored["dataset"].unique().to_list()))
     report = audit_tasks(list(requests_of(scored, releases)), open_dataset, pool, progress=progress,
                          cache=health_cache)
+    report.unaudited = unaudited(scored, releases, report)
     files = []
     for dataset in sorted({r.dataset for r in report.results}):
         part = HealthReport([r for r in report.results if r.dataset == dataset])
         contents = health_contents(part, out / "health" / path_label(dataset))
         commit_files(contents)
         files += [p for p in contents if p.name == "tasks.parquet"]
+    commit_files(unaudited_contents(report, out / "health"))  # why the other tasks say "not audited"
     return report, files
 
 

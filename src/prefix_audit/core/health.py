@@ -159,6 +159,11 @@ TASKS_SCHEMA = pa.schema([
     pa.field("error", pa.string()),  # why the task's check could not run; null when it ran
 ])
 
+# Beside the per-dataset health folders of an audit (``health/unaudited.json``): the scored tasks whose health
+# was not audited, each group with why — a JSON list of ``{"dataset", "release" (null: none), "reason",
+# "task_ids"}`` — so that a page saying "not audited" can say why.
+UNAUDITED_FILE = "unaudited.json"
+
 
 def changed_text(before: str, after: str, context: int = DIFF_CONTEXT_WORDS) -> str:
     """What changed from ``before`` to ``after``, every change in full within a few unchanged words on each

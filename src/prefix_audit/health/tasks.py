@@ -24,8 +24,8 @@ import polars as pl
 import pyarrow as pa
 
 from prefix_audit.core.fetch import FetchError
-from prefix_audit.core.health import (CODES, FINDINGS_SCHEMA, TASKS_SCHEMA, Finding, defect_codes, is_sound,
-                                      ordered_codes)
+from prefix_audit.core.health import (CODES, FINDINGS_SCHEMA, TASKS_SCHEMA, UNAUDITED_FILE, Finding, defect_codes,
+                                      is_sound, ordered_codes)
 from prefix_audit.core.io import commit_files, natural_key, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
 from prefix_audit.replay import registry
@@ -54,11 +54,23 @@ class TaskResult:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Unaudited:
+    """Scored tasks whose health was not audited, and why (:func:`unaudited`)."""
+
+    dataset: str
+    release: str | None
+    reason: str
+    task_ids: tuple[str, ...]
+
+
 @dataclass
 class HealthReport:
-    """Every audited task of one command, in dataset, release and task order."""
+    """Every audited task of one command, in dataset, release and task order, and the scored tasks it did
+    not audit with why (an audit's; empty for ``prefix-audit tasks``)."""
 
     results: list[TaskResult] = field(default_factory=list)
+    unaudited: list[Unaudited] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """Per release: how many tasks are sound, the codes found, and each task whose check failed."""
@@ -74,6 +86,8 @@ class HealthReport:
             out.append(f"{dataset} {release}: {len(results)} tasks, {sound} sound; tasks with a finding: {found}"
                        + (f"; {failed} could not be checked" if failed else ""))
             out += [f"  {dataset} {release} task {r.task_id}: check failed: {r.error}" for r in results if r.error]
+        out += [f"{u.dataset}{'' if u.release is None else ' ' + u.release}: {len(u.task_ids)} tasks not audited: "
+                f"{u.reason}" for u in self.unaudited]
         return out
 
     @property
@@ -254,6 +268,42 @@ def requests_of(episodes: pl.DataFrame, releases: Mapping[str, Sequence[str]]) -
     for (dataset, release), frame in sorted(known.partition_by(["dataset", "release"], as_dict=True).items()):
         if release in releases.get(dataset, ()):
             yield dataset, release, sorted(frame["task_id"].to_list(), key=natural_key)
+
+
+def unaudited(scored: pl.DataFrame, releases: Mapping[str, Sequence[str]], report: HealthReport) -> list[Unaudited]:
+    """The tasks of the FED table ``scored`` (dataset, release, task id) that ``report`` holds no health of,
+    grouped by why: a dataset without health (its registration's ``no_health``), no data release (as when the
+    entries were scored on the task definitions their log carries), a release the benchmark does not audit, or a task
+    the release lacks. ``releases`` as :func:`requests_of` takes it."""
+    audited = {(r.dataset, r.release, r.task_id) for r in report.results}
+    out = []
+    keys = scored.select("dataset", "release", "task_id").unique()
+    for (dataset, release), frame in sorted(keys.partition_by(["dataset", "release"], as_dict=True).items(),
+                                            key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        missing = tuple(sorted((t for t in frame["task_id"].to_list() if (dataset, release, t) not in audited),
+                               key=natural_key))
+        if not missing:
+            continue
+        pinned = releases.get(dataset, ())
+        if not pinned:
+            reason = (registry.dataset(dataset).no_health if dataset in registry.dataset_names() else None) \
+                or f"{dataset} has no benchmark health (its adapter does not audit tasks)"
+        elif release is None:
+            reason = (f"scored on no data release {dataset} pins (a log that carries its own task definitions is "
+                      f"scored on those), and its health audits only the pinned one ({', '.join(pinned)})")
+        elif release not in pinned:
+            reason = f"release {release} is not one {dataset}'s health audits ({', '.join(pinned)})"
+        else:
+            reason = f"not a task of release {release}"
+        out.append(Unaudited(dataset, release, reason, missing))
+    return out
+
+
+def unaudited_contents(report: HealthReport, health_dir: str | Path) -> dict[Path, bytes]:
+    """The bytes of :data:`~prefix_audit.core.health.UNAUDITED_FILE` under ``health_dir``."""
+    rows = [{"dataset": u.dataset, "release": u.release, "reason": u.reason, "task_ids": list(u.task_ids)}
+            for u in report.unaudited]
+    return {Path(health_dir) / UNAUDITED_FILE: (json.dumps(rows, indent=1, ensure_ascii=False) + "\n").encode("utf-8")}
 
 
 def audited_releases(open_dataset: Callable[[str], Benchmark], datasets: Sequence[str]) -> dict[str, list[str]]:

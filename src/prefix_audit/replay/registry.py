@@ -131,7 +131,8 @@ class DatasetSpec:
     None makes it a dataset of imported logs only (no workflow blocks). ``categories``: how its task
     ids name the benchmark's task categories, or None where it has none. ``package``: the pinned
     package it opens when its config entry names none (what ``prefix-audit fetch`` fetches for it), or
-    None where it needs none."""
+    None where it needs none. ``no_health``: for a dataset without the capability "health", why it has
+    none, as an audit's pages say it beside its "not audited" tasks."""
 
     name: str
     adapter: type[Benchmark]
@@ -139,6 +140,7 @@ class DatasetSpec:
     config_schema: Mapping[str, Any] | None = None
     categories: TaskCategories | None = None
     package: PackagePin | None = None
+    no_health: str | None = None
 
     @property
     def capabilities(self) -> frozenset[str]:

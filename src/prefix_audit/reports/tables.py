@@ -579,7 +579,7 @@ TRUST_DISPLAY = ("dataset", "model", "method", "entries", "Y agrees", "replay re
 TRUST_HEADLINE = ("final success", "recorded headline")
 
 
-def trust_display(trust: pl.DataFrame) -> list[str]:
+def trustdisplay_columns(trust: pl.DataFrame) -> list[str]:
     """The trust table's display columns: final success and the recorded headline only where a
     block's logs record the benchmark's own score."""
     if trust["recorded_score"].is_null().all():
@@ -816,7 +816,7 @@ def _confidence_text(frame: pl.DataFrame) -> str:
     return f"{100 * levels[0]:g}% " if len(levels) == 1 else ""
 
 
-def _display(df: pl.DataFrame) -> list[str]:
+def display_columns(df: pl.DataFrame) -> list[str]:
     """The text columns and the block size, and the infrastructure failures when a block has any;
     the other numeric columns go to the CSV only."""
     failed = "infra failures" in df.columns and bool(df["infra failures"].fill_null(0).sum())
@@ -870,7 +870,7 @@ def write_tables(
         f"PEC@k with {conf}percentile-bootstrap confidence intervals "
         "per dataset, model and method block." + health_note
     )
-    contents = table_texts(g1, files("G1"), "table_G1", caption, display=_display(g1))
+    contents = table_texts(g1, files("G1"), "table_G1", caption, display=display_columns(g1))
 
     per_category = read_parquet(categories_path) if categories_path is not None else \
         pl.DataFrame(schema=CATEGORY_STATS_SCHEMA)
@@ -886,7 +886,7 @@ def write_tables(
         "category as its logs recorded it (BFCL's score file, not recomputed), TER, mean FED and PEC@k, with "
         f"{_confidence_text(per_category) if per_category.height else conf}percentile-bootstrap intervals over "
         "the category's tasks drawn with the stats table's seed (a block of one category has its G.1 row).",
-        display=[c for c in _display(by_category) if c != "recorded_files"],
+        display=[c for c in display_columns(by_category) if c != "recorded_files"],
         note=("No per-category statistics were given." if categories_path is None
               else "No block of a dataset with task categories (BFCL) in the FED table."))
 
@@ -905,7 +905,7 @@ def write_tables(
         "percentile-bootstrap intervals (tasks drawn with all their trials); N = tasks × trials; RR as "
         "recovered/eligible with a Wilson interval (at the design-effect sample size where tasks contribute "
         "several eligible rollouts)." + repeated + health_note,
-        display=_display(f1),
+        display=display_columns(f1),
         note=f"No {pool} blocks in the stats table: {absent}.",
     )
 
@@ -916,7 +916,7 @@ def write_tables(
         "of the agent calls with retries and waits, per episode (k = thousand tokens), episodes with "
         "accounting / all, and where any, the share of calls whose tokens were estimated locally "
         "(est.); relative change of Dual-Loop (tokens / latency).",
-        display=_display(f2),
+        display=display_columns(f2),
         note="No blocks in the stats table." if stats.is_empty() else (
             "No agent accounting in the stats table: the FED table has no "
             f"{'/'.join(COST_METRICS)} columns."
@@ -929,7 +929,7 @@ def write_tables(
         f3, files("F3"), "table_F3",
         f"Paired differences (condition - baseline) with {_confidence_text(paired)}paired task-level "
         "percentile-bootstrap intervals; cost differences as points (relative change).",
-        display=_display(f3),
+        display=display_columns(f3),
         note=f"No paired differences: {reason}.",
     )
     pairs = table_pairs(stats)
@@ -938,7 +938,7 @@ def write_tables(
         f"Every pairwise method difference (method - versus) within a model and dataset, with {conf}paired "
         "percentile-bootstrap intervals from the task draw the two blocks share; blocks over different task "
         "sets pair on their common tasks.",
-        display=_display(pairs), note="No pairs: no model has two methods on a dataset.",
+        display=display_columns(pairs), note="No pairs: no model has two methods on a dataset.",
     )
     consistency = table_consistency(stats)
     contents |= table_texts(
@@ -946,10 +946,10 @@ def write_tables(
         f"Within-task consistency of blocks with repeated trials: the share of tasks (of those with two or more "
         f"trials) whose trials disagree on full executability and on Y, with {conf}task-bootstrap intervals; "
         "pass^k and TER^k.",
-        display=_display(consistency), note="No block holds repeated trials (agents.trials is 1).",
+        display=display_columns(consistency), note="No block holds repeated trials (agents.trials is 1).",
     )
     trust = table_trust(block_trust(episodes) if episodes is not None else [])
-    shown = trust_display(trust)
+    shown = trustdisplay_columns(trust)
     contents |= table_texts(
         trust, files("trust"), "table_trust",
         "How far each audit of imported logs agrees with what the logs recorded: Y against the log's own verdict "
@@ -1006,13 +1006,13 @@ def _agent_table_texts(every_row: pl.DataFrame, stats: pl.DataFrame,
     g1 = with_origins(g1, stats)
     texts = table_texts(g1, files("G1_agent"), "table_G1_agent",
                         f"Agent-attributable PEC@k with {conf}percentile-bootstrap intervals, " + AGENT_CAPTION
-                        + "Table G.1.", display=_display(g1), note=none)
+                        + "Table G.1.", display=display_columns(g1), note=none)
     pool = "tau"
     f1 = with_origins(table_f1(agent, pool), stats, pool)
     members = "/".join(pools.get(pool, TAU_POOL[pool]))
     texts |= table_texts(f1, files("F1_agent"), "table_F1_agent",
                          f"Agent-attributable TER, mean FED, AUC-PEC and RR of {members} "
                          f"pooled per task, with {conf}intervals, " + AGENT_CAPTION
-                         + "Table F.1 (final success is the same in both).", display=_display(f1),
+                         + "Table F.1 (final success is the same in both).", display=display_columns(f1),
                          note=f"No {pool} blocks with attribution in the stats table.")
     return texts

@@ -36,6 +36,7 @@ import html
 import json
 import logging
 import os
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -46,7 +47,8 @@ import numpy as np
 import polars as pl
 from markupsafe import Markup
 
-from prefix_audit.core.health import CODES, EFFECTS, FINDINGS_SCHEMA, KINDS, TASKS_SCHEMA
+from prefix_audit.core.health import (CODES, DEFECT, EFFECTS, FINDINGS_SCHEMA, KINDS, TASKS_SCHEMA, UNAUDITED_FILE,
+                                      ordered_codes)
 from prefix_audit.core.io import natural_key, path_label, read_parquet
 from prefix_audit.core.output_tree import replaced_tree
 from prefix_audit.core.quarantine import QuarantineTally, read_quarantine
@@ -71,7 +73,8 @@ from .glance import (
 )
 from .palette import CATEGORY_COLOURS
 from .glossary import GLOSSARY, TERMS, column_term, column_terms
-from .tables import CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, table_f1, table_g1, table_task_categories
+from .tables import (CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, display_columns, health_cells, table_f1, table_g1,
+                     table_task_categories)
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +215,66 @@ def health_anchor(dataset: str, release: str | None, task_id: str) -> str:
     return "task-" + path_label(f"{dataset}.{release}.{task_id}")
 
 
-def _health_view(tasks: pl.DataFrame, findings: pl.DataFrame) -> list[dict[str, Any]]:
-    """The health page: per dataset and release, its counts and each task with findings, in natural order."""
+def read_unaudited(health_dir: str | os.PathLike[str] | None) -> dict[tuple[str, str | None, str], str]:
+    """Why each scored task an audit did not audit the health of was left out, by dataset, release and task
+    id (:data:`~prefix_audit.core.health.UNAUDITED_FILE`, as ``audit`` writes it); empty where there is none."""
+    path = Path(health_dir) / UNAUDITED_FILE if health_dir is not None else None
+    if path is None or not path.is_file():
+        return {}
+    return {(g["dataset"], g["release"], t): g["reason"]
+            for g in json.loads(path.read_text(encoding="utf-8")) for t in g["task_ids"]}
+
+
+# Why a task is "not audited" where nothing the audit wrote says it (a workflow run, `audit --no-health`).
+NO_HEALTH_FOUND = "no task health for it in these results"
+
+
+def unaudited_reasons(tasks: pl.DataFrame, unaudited: Mapping[tuple[str, str | None, str], str]):
+    """A function of an episode whose task's health is unknown (``task_sound`` null): why — its check
+    failed (the health ``tasks`` table's ``error``), the audit's reason (:func:`read_unaudited`), or
+    :data:`NO_HEALTH_FOUND`."""
+    failed = {(r["dataset"], r["release"], r["task_id"]): r["error"]
+              for r in tasks.filter(pl.col("sound").is_null()).iter_rows(named=True)}
+
+    def reason(ep: Mapping[str, Any]) -> str:
+        key = (ep["dataset"], ep["release"], ep["task_id"])
+        if key in failed:
+            return f"its check failed: {failed[key]}"
+        return unaudited.get(key, NO_HEALTH_FOUND)
+    return reason
+
+
+# The health page's order: a task by the most severe kind among its findings (a failed check after defects).
+CHECK_FAILED = "failed"
+KINDS_ORDER = (DEFECT, CHECK_FAILED, *(k for k in KINDS if k != DEFECT))
+_KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS_ORDER)}
+
+
+@dataclass
+class TaskRollouts:
+    """Where the site shows one block's rollouts of a task: the block, its page listing them, and the
+    rollout pages (site-relative)."""
+
+    block: Block
+    page: str
+    rollouts: list[str] = field(default_factory=list)
+
+    def link(self, task_id: str) -> dict[str, str]:
+        """One rollout: its page; several: the block's page filtered to the task (``#task=ID``)."""
+        label = f"{self.block.model} / {self.block.method}"
+        if len(self.rollouts) == 1:
+            return {"label": label, "href": self.rollouts[0]}
+        return {"label": f"{label} ({len(self.rollouts)} rollouts)",
+                "href": f"{self.page}#task={urllib.parse.quote(task_id, safe='')}"}
+
+
+def _health_view(tasks: pl.DataFrame, findings: pl.DataFrame,
+                 rollouts: Mapping[tuple[str, str | None, str], Sequence[TaskRollouts]] | None = None
+                 ) -> list[dict[str, Any]]:
+    """The health page: per dataset and release, its counts (per code, kind and effect; tasks per kind) and
+    each task with findings or a failed check — defects first, then by its most severe kind (:data:`KINDS_ORDER`),
+    natural task order within — with its kinds, codes and effects as filter tokens and links to its
+    ``rollouts`` in the site."""
     out = []
     for (dataset, release), group in sorted(tasks.partition_by(["dataset", "release"], as_dict=True).items()):
         found = findings.filter((pl.col("dataset") == dataset) & (pl.col("release") == release))
@@ -224,13 +285,26 @@ def _health_view(tasks: pl.DataFrame, findings: pl.DataFrame) -> list[dict[str, 
         counts = [(code, kind, effect, found.filter((pl.col("code") == code) & (pl.col("kind") == kind)
                                                    & (pl.col("effect") == effect))["task_id"].n_unique())
                   for code, spec in CODES.items() for kind in spec.kinds for effect in spec.effects]
+        rows = []
+        for t in sorted(sound, key=natural_key):
+            listed = by_task.get(t, [])
+            kinds = sorted({f["kind"] for f in listed} | ({CHECK_FAILED} if sound[t]["error"] else set()),
+                           key=_KIND_RANK.__getitem__)
+            if not kinds:
+                continue
+            rows.append({"task_id": t, "anchor": health_anchor(dataset, release, t), "sound": sound[t]["sound"],
+                         "error": sound[t]["error"], "findings": listed, "kinds": kinds,
+                         "codes": ordered_codes(f["code"] for f in listed),
+                         "effects": [e for e in EFFECTS if any(f["effect"] == e for f in listed)],
+                         "rollouts": [r.link(t) for r in (rollouts or {}).get((dataset, release, t), ())]})
+        rows.sort(key=lambda r: _KIND_RANK[r["kinds"][0]])  # stable: natural task order within a kind
+        per_kind = [(kind, sum(kind in r["kinds"] for r in rows)) for kind in KINDS_ORDER]
         out.append({
-            "dataset": dataset, "release": release, "tasks": group.height,
+            "dataset": dataset, "release": release, "tasks": group.height, "id": path_label(f"{dataset}.{release}"),
             "sound": int(group["sound"].sum() or 0), "failed": group["sound"].null_count(),
-            "counts": [c for c in counts if c[3]],
-            "rows": [{"task_id": t, "anchor": health_anchor(dataset, release, t), "sound": sound[t]["sound"],
-                      "error": sound[t]["error"], "findings": by_task.get(t, [])}
-                     for t in sorted(sound, key=natural_key) if by_task.get(t) or sound[t]["error"]]})
+            "counts": [c for c in counts if c[3]], "per_kind": [k for k in per_kind if k[1]],
+            "codes": sorted({c for r in rows for c in r["codes"]}, key=list(CODES).index),
+            "effects": [e for e in EFFECTS if any(e in r["effects"] for r in rows)], "rows": rows})
     return out
 
 
@@ -582,9 +656,11 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
                             f"{', '.join(missing[:6])}): run `prefix-audit stats` again for Tables G.1 and F.1")
         return None
     by_key = {b.key: b for b in blocks}
-    g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))), K_MAX)
-    g1_columns = ["dataset", "model", "method", "N", *(f"PEC@{k}" for k in range(1, K_MAX + 1))]
-    out = {"g1": {"columns": g1_columns, "rows": _table_links(g1, by_key, pools, None)}, "f1": [],
+    # G.1 as table_G1.md has it: its unsound-tasks column with their defect codes from the blocks' episodes
+    episodes = pl.concat([b.episodes.select(*BLOCK_KEYS, "task_id", "task_sound", "task_defects") for b in blocks]) \
+        if blocks else None
+    g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))), K_MAX, health=health_cells(stats, episodes, pools))
+    out = {"g1": {"columns": display_columns(g1), "rows": _table_links(g1, by_key, pools, None)}, "f1": [],
            "categories": None}
     per_category = stats_path.parent / "categories.parquet"
     if per_category.is_file():
@@ -608,19 +684,24 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
 def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | None,
                 pools: Mapping[str, Sequence[str]] = TAU_POOL, report: SiteReport | None = None,
                 health: tuple[pl.DataFrame, pl.DataFrame] | None = None,
-                import_quarantine: Sequence[str] = ()) -> dict[str, bytes]:
+                import_quarantine: Sequence[str] = (),
+                unaudited: Mapping[tuple[str, str | None, str], str] | None = None) -> dict[str, bytes]:
     """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given, the
-    health page of ``health``: the per-task and findings tables of :func:`read_health`, and on the
-    index the lines of ``import_quarantine``: what the import quarantined, by cause), by site-relative
-    POSIX path; notes go to ``report``."""
+    health page of ``health``: the per-task and findings tables of :func:`read_health`, each task linking
+    to its rollouts, and on the index the lines of ``import_quarantine``: what the import quarantined, by
+    cause), by site-relative POSIX path; a task "not audited" says why (:func:`unaudited_reasons` of
+    ``health`` and ``unaudited``: :func:`read_unaudited`); notes go to ``report``."""
     report = report if report is not None else SiteReport()
     env = _environment()
     files: dict[str, bytes] = {}
-    health_pages = _health_view(*health) if health is not None and health[0].height else []
+    has_health = health is not None and health[0].height > 0
+    why_unaudited = unaudited_reasons(health[0] if health is not None else pl.DataFrame(schema=pl.Schema(TASKS_SCHEMA)),
+                                      unaudited or {})
+    task_rollouts: dict[tuple[str, str | None, str], list[TaskRollouts]] = {}  # for the health page's links
 
     def page(path: str, template: str, **context: Any) -> None:
         folder = str(PurePosixPath(path).parent) if "/" in path else ""
-        html = env.get_template(template).render(up=_up(folder), has_health=bool(health_pages), **context)
+        html = env.get_template(template).render(up=_up(folder), has_health=has_health, **context)
         files[path] = html.encode("utf-8")
 
     stats = _readable_stats(Path(stats_path) if stats_path is not None else None)
@@ -647,10 +728,11 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         rows = []
         for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
             href = f"r/{n}.html"
+            reason = why_unaudited(ep) if ep["task_sound"] is None else None
             rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"]),
-                         "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"]),
+                         "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"]), "unaudited": reason,
                          "failing": _failing_call(failing.get(ep["rollout_id"]))})
-            page(f"{block.folder}/{href}", "rollout.html.j2", block=block, n=n,
+            page(f"{block.folder}/{href}", "rollout.html.j2", block=block, n=n, unaudited=reason,
                  rollout=_rollout_view(ep, by_rollout.get((ep["rollout_id"],), empty),
                                        labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"])))
         comparison = next(iter(label_summary(block.labels, block.label_entries)), None) \
@@ -659,7 +741,14 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
         names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
         for name, chunk in zip(names, chunks):
+            for row in chunk:
+                key = (row["ep"]["dataset"], row["ep"]["release"], row["ep"]["task_id"])
+                listed = task_rollouts.setdefault(key, [])
+                if not listed or listed[-1].block is not block:  # a task across two pages: linked on its first
+                    listed.append(TaskRollouts(block, f"{block.folder}/{name}"))
+                listed[-1].rollouts.append(f"{block.folder}/{row['href']}")
             page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
+                 task_ids=list(dict.fromkeys(row["ep"]["task_id"] for row in chunk)),
                  pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
                  categories=CATEGORIES, fed_values=depths, trust=trust.lines() if trust else None,
                  issue_codes=codes, comparison=_comparison_view(comparison), k_max=K_MAX,
@@ -676,8 +765,9 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
          trust=trusts, import_quarantine=import_quarantine)
     page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
     page("glossary.html", "glossary.html.j2", terms=TERMS)
-    if health_pages:
-        page("health.html", "health.html.j2", releases=health_pages, codes=CODES, kinds=KINDS, effects=EFFECTS)
+    if has_health:
+        page("health.html", "health.html.j2", releases=_health_view(*health, task_rollouts), codes=CODES, kinds=KINDS,
+             effects=EFFECTS, kinds_order=KINDS_ORDER)
     for name in _ASSETS:
         source, _, _ = env.loader.get_source(env, f"assets/{name}")
         files[f"assets/{name}"] = source.encode("utf-8")
@@ -704,8 +794,8 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
                import_quarantine: Sequence[str | os.PathLike[str]] = ()) -> SiteReport:
     """Render the site of these episodes files (see :func:`read_blocks`) and the statistics into
     ``site`` as one commit, with the human step labels of ``labels_dir``, the task health under
-    ``health_dir`` (:func:`read_health`: each rollout marked with its task's health, the findings on a
-    page of their own) and the import's quarantine files ``import_quarantine`` where given; return its
+    ``health_dir`` (:func:`read_health`: each rollout marked with its task's health or why it has none,
+    :func:`read_unaudited`; the findings on a page of their own) and the import's quarantine files ``import_quarantine`` where given; return its
     counts and sizes."""
     report = SiteReport()
     blocks = read_blocks(episodes_paths, scored_root, report.notes)
@@ -713,7 +803,8 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
     if health[0].height:
         blocks = [dataclasses.replace(b, episodes=with_task_health(b.episodes, health[0])) for b in blocks]
     files = render_site(with_labels(blocks, labels_dir) if labels_dir is not None else blocks, stats_path, pools,
-                        report, health, quarantine_tally([Path(p) for p in import_quarantine]).lines())
+                        report, health, quarantine_tally([Path(p) for p in import_quarantine]).lines(),
+                        read_unaudited(health_dir))
     report.blocks = sum(1 for p in files if p.endswith("/index.html") and p.startswith("blocks/"))
     report.rollouts = sum(1 for p in files if "/r/" in p)
     report.pages = sum(p.endswith(".html") for p in files)

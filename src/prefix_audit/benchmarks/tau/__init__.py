@@ -102,6 +102,11 @@ def _opener(domain: str):
     return open_domain
 
 
+# Why a τ-bench v1 task's health is not audited (TauV1Benchmark has no capability "health").
+V1_NO_HEALTH = ("τ-bench v1's tasks come with its logs (each entry carries its own task): there is no pinned "
+                "task set to run the gold of")
+
+
 def _v1_opener(domain: str):
     def open_domain(request: OpenRequest) -> TauV1Benchmark:
         # v1 tasks come with the records: a task data directory plays no part.
@@ -117,7 +122,8 @@ register(Registration(
     tuple(DatasetSpec(dataset_of(d), TelecomBenchmark if d == TELECOM else TauBenchmark, _opener(d), CONFIG_SCHEMA,
                       package=DEFAULT_PIN)
           for d in DOMAINS)
-    + tuple(DatasetSpec(v1_dataset_of(d), TauV1Benchmark, _v1_opener(d), None, package=DEFAULT_PIN)
+    + tuple(DatasetSpec(v1_dataset_of(d), TauV1Benchmark, _v1_opener(d), None, package=DEFAULT_PIN,
+                        no_health=V1_NO_HEALTH)
             for d in PAPER_DOMAINS),
     importers={"tau": import_tau},
     detectors={"tau": is_results_file},

@@ -36,6 +36,12 @@ CONFIG_SCHEMA = {
 }
 
 
+# Why a real run's scenario is not audited (RecordedToolSandboxBenchmark has no capability "health").
+RECORDED_NO_HEALTH = ("real ToolSandbox runs are scored from what they recorded: ToolSandbox itself does not run "
+                      "here, so their scenarios cannot be run; task health covers prefix-audit's own `toolsandbox` "
+                      "scenarios, a generated set of its own under other names")
+
+
 def _open_native(request: OpenRequest) -> ToolSandboxBenchmark:
     return ToolSandboxBenchmark()
 
@@ -48,7 +54,7 @@ register(Registration(
     __name__,
     (DatasetSpec(DATASET, ToolSandboxBenchmark, _open_native, CONFIG_SCHEMA),
      # Imported runs only: each carries its own recorded facts, so there is nothing to configure.
-     DatasetSpec(RECORDED_DATASET, RecordedToolSandboxBenchmark, _open_recorded)),
+     DatasetSpec(RECORDED_DATASET, RecordedToolSandboxBenchmark, _open_recorded, no_health=RECORDED_NO_HEALTH)),
     importers={"toolsandbox": import_toolsandbox},
     detectors={"toolsandbox": is_run},
     folder_logs={"toolsandbox": is_run_folder},
