@@ -2,8 +2,8 @@
 //
 // Filters: a <form class="filters" data-for="TABLE"> holds <select data-filter="NAME"> elements; each keeps
 // the rows of table #TABLE whose data-NAME equals its value (a select marked data-tokens: whose data-NAME
-// holds its value among space-separated tokens). A table of several <tbody> elements (one per task on the
-// health page) is filtered by tbody, its attributes on the tbody. The filters' state lives in the page's
+// holds its value among space-separated tokens). A table marked data-units="tbody" (the health page: one
+// <tbody> per task) is filtered by tbody, its attributes on the tbody. The filters' state lives in the page's
 // address (#category=schema&origin=agent), so a link can open a table already filtered and a filtered
 // view can be bookmarked; an address fragment without "=" is a plain anchor and left alone.
 (function () {
@@ -64,7 +64,7 @@
   }
 
   function filterUnits(table) {
-    return table.tBodies.length > 1 ? Array.prototype.slice.call(table.tBodies)
+    return table.getAttribute("data-units") === "tbody" ? Array.prototype.slice.call(table.tBodies)
                                     : Array.prototype.slice.call(table.tBodies[0].rows);
   }
 
