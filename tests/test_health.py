@@ -297,7 +297,7 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, health_aud
     """The health of the file's three tasks on that release, each episode marked, G.1 saying how many tasks
     are unsound (or left out), and the browser marking the rollouts of unsound tasks, in natural task order,
     each turn opening with the user's request."""
-    from prefix_audit.reports.view import health_anchor
+    from prefix_audit.reports.pages import health_anchor
 
     log, out, site = health_audit
     episodes = pl.read_parquet(out / "fed" / "episodes.parquet")

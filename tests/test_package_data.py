@@ -36,9 +36,9 @@ def _data_files() -> set[str]:
 def _read_by_the_code() -> set[str]:
     """The non-Python files the code opens, found as the code finds them, relative to the package."""
     from prefix_audit.benchmarks.tau.domain.releases import SHIPPED
-    from prefix_audit.reports.view import _environment
+    from prefix_audit.reports.pages import environment
 
-    env = _environment()
+    env = environment()
     templates = {Path(env.loader.get_source(env, name)[1]) for name in env.loader.list_templates()}
     package = Path(prefix_audit.__file__).resolve().parent
     return {p.resolve().relative_to(package).as_posix() for p in {SHIPPED, *templates}}

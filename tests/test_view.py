@@ -16,7 +16,7 @@ from conftest import RESOURCES, ROOT
 
 from prefix_audit.cli import main
 from prefix_audit.core.records import dumps
-from prefix_audit.reports import view
+from prefix_audit.reports import pages, view
 
 TASK = "multi_turn_base_1"
 SCRIPT = "<script>document.title = 'pwned'; window.pwned = true;</script>"
@@ -201,10 +201,10 @@ def test_model_output_is_text_never_markup(site):
 def test_long_text_is_cut_with_a_note(site):
     page = _rollout_page(site, "react", "long")
     assert "cut at 2,000 of 2,500 characters" in page and "x" * 2001 not in page
-    assert view._clip("x" * 1999) == {"text": "x" * 1999, "note": None}
-    assert view._clip("x" * 2500)["note"] == "cut at 2,000 of 2,500 characters"
-    assert view._clip("x" * 2000)["note"] is None  # an action's text is stored whole
-    assert "keeps no more" in view._clip("x" * 2000, stored=2000)["note"]  # an observation: at most 2,000 stored
+    assert pages.clip("x" * 1999) == {"text": "x" * 1999, "note": None}
+    assert pages.clip("x" * 2500)["note"] == "cut at 2,000 of 2,500 characters"
+    assert pages.clip("x" * 2000)["note"] is None  # an action's text is stored whole
+    assert "keeps no more" in pages.clip("x" * 2000, stored=2000)["note"]  # an observation: at most 2,000 stored
 
 
 def test_the_site_is_the_same_bytes_twice_and_replaces_its_previous_files(results_root, site, tmp_path):

@@ -2,7 +2,10 @@
 
 Holds :mod:`.tables` (CSV, Markdown and LaTeX from the stats and paired tables), :mod:`.figures`
 (PNG and PDF), :mod:`.view` (``prefix-audit view``: the offline site, from the Jinja2 templates in
-``templates/site/``) and :mod:`.glossary` (every term the site and docs/glossary.md define, once).
+``templates/site/``) with its parts — :mod:`.glance` (where agents break: shares, tools, the PEC and FED
+plots as SVG), :mod:`.rollout_page` (one rollout's page, rendered in worker processes) and :mod:`.pages`
+(the templates' environment and filters) —, :mod:`.glossary` (every term the site and docs/glossary.md
+define, once) and :mod:`.palette` (the colours of every figure and page).
 
 May import: :mod:`prefix_audit.statistics`, :mod:`prefix_audit.replay` and :mod:`prefix_audit.core`.
 Public: every module.

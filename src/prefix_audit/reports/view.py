@@ -32,31 +32,26 @@ bytes — no timestamps, no absolute paths — and the site replaces the previou
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 import logging
 import os
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import jinja2
 import numpy as np
 import polars as pl
-from markupsafe import Markup
 
 from prefix_audit.core.health import (CODES, DEFECT, EFFECTS, FINDINGS_SCHEMA, KINDS, TASKS_SCHEMA, UNAUDITED_FILE,
                                       ordered_codes)
 from prefix_audit.core.io import natural_key, path_label, read_parquet
 from prefix_audit.core.output_tree import replaced_tree
+from prefix_audit.core.parallel import WorkerPool, default_workers
 from prefix_audit.core.quarantine import QuarantineTally, read_quarantine
-from prefix_audit.core.records import PARTY_CALLS_KEY, RecordError, call_from_json
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA, with_task_health
-from prefix_audit.replay.record_check import DIVERGED
-from prefix_audit.replay.scoring import MAX_RESULT_CHARS
 from prefix_audit.replay.trust import block_trust, issue_codes, share_text
 from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA, label_summary
 from prefix_audit.statistics.metrics import block_metrics
@@ -71,16 +66,18 @@ from .glance import (
     series_style,
     where_agents_break,
 )
-from .palette import CATEGORY_COLOURS
-from .glossary import GLOSSARY, TERMS, column_term, column_terms
+from .glossary import TERMS
+from .pages import environment, health_anchor, up_to_root
+from .rollout_page import LANDED_WORDS, BlockName, RolloutPage, render_rollout_pages
 from .tables import (CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, display_columns, health_cells, table_f1, table_g1,
                      table_task_categories)
 
 log = logging.getLogger(__name__)
 
 ROLLOUTS_PER_PAGE = 1000  # rows of one rollout list page (about 0.3 MB)
-CLIP_CHARS = 2_000  # an observation or action text longer than this is cut, with a note
-META_CHARS = 10_000  # a rollout's metadata as shown
+ROLLOUTS_PER_BATCH = 200  # rollout pages a worker renders at a time (about 2 MB back)
+# Rollout pages worth a worker process: one renders about 700 a second, and starting one costs a second.
+ROLLOUTS_PER_WORKER = 2000
 FAILING_CALL_CHARS = 80  # the failing call as a block's rollout list shows it
 K_MAX = 4
 BLOCK_KEYS = ("dataset", "model", "method")
@@ -208,11 +205,6 @@ def read_health(health_dir: str | os.PathLike[str] | None) -> tuple[pl.DataFrame
                 findings.append(_typed(read_parquet(path.with_name("findings.parquet")), FINDINGS_SCHEMA))
     return (pl.concat(tasks) if tasks else pl.DataFrame(schema=pl.Schema(TASKS_SCHEMA)),
             pl.concat(findings) if findings else pl.DataFrame(schema=pl.Schema(FINDINGS_SCHEMA)))
-
-
-def health_anchor(dataset: str, release: str | None, task_id: str) -> str:
-    """The id of a task's entry on the health page."""
-    return "task-" + path_label(f"{dataset}.{release}.{task_id}")
 
 
 def read_unaudited(health_dir: str | os.PathLike[str] | None) -> dict[tuple[str, str | None, str], str]:
@@ -406,135 +398,6 @@ def _dataset_sections(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, 
     return sections
 
 
-def _clip(text: str | None, limit: int = CLIP_CHARS, stored: int | None = None) -> dict[str, Any] | None:
-    """Text shown up to ``limit`` characters, with the note a cut needs; ``stored`` is how much of it
-    scoring kept (an observation: :data:`~prefix_audit.replay.scoring.MAX_RESULT_CHARS`), so text of that
-    length may have been longer."""
-    if text is None:
-        return None
-    if len(text) > limit:
-        return {"text": text[:limit], "note": f"cut at {limit:,} of {len(text):,} characters"}
-    if stored is not None and len(text) >= stored:
-        return {"text": text, "note": f"shown up to {stored:,} characters; the scored record keeps no more"}
-    return {"text": text, "note": None}
-
-
-def _verdict(row: Mapping[str, Any]) -> str:
-    if row["V"] is None and row["origin"] is not None:
-        return "after the first failure: fails, judged for FED_agent"
-    if row["V"] is None:
-        return "not judged (after the first failure)"
-    return "executable" if row["V"] else "not executable"
-
-
-def _label_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"verdict": row["verdict"], "category": row["category"], "blamed": row["blamed"], "place": row["place"],
-            "note": _clip(row["note"], 300), "landed": _LANDED_WORDS.get(row["landed"], row["landed"]),
-            "reason": row["reason"]}
-
-
-# How a label between actions reads on its rollout page: who wrote the message it is on.
-_LANDED_WORDS = {"agent_text": "the agent's text", "user": "the user's message", "tool": "a tool's reply",
-                 "system": "the system prompt", "other": "another message"}
-
-
-def _labels_by_place(labels: pl.DataFrame | None) -> tuple[dict[int, list], dict[int, list], list]:
-    """A rollout's labels: on each action (by depth), between actions (by how many actions precede
-    them), and those that landed on no step."""
-    on, between, unmatched = {}, {}, []
-    for row in labels.sort("message", "place", nulls_last=True).iter_rows(named=True) if labels is not None else ():
-        view = _label_view(row)
-        if row["landed"] == "action":
-            for j in row["actions"]:
-                on.setdefault(j, []).append(view)
-        elif row["landed"] == "unmatched":
-            unmatched.append(view)
-        else:
-            between.setdefault(row["after_action"] or 0, []).append(view)
-    return on, between, unmatched
-
-
-# Who wrote a turn's user message, as its rollout page says it (replay.contract.USER_SOURCES; null: a FED
-# table of an earlier version, which did not say).
-_USER_WORDS = {"benchmark": "the user's message — the benchmark's text",
-               "simulated": "the simulated user's message, as the log recorded it",
-               "reference": "the scripted user's message of this package's reference conversation (the rollout "
-                            "recorded none)",
-               None: "the user's message"}
-
-
-def _rollout_view(ep: Mapping[str, Any], actions: pl.DataFrame, labels: pl.DataFrame | None = None,
-                  compared: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What a rollout page shows, in plain values (the template escapes every one); ``labels`` and
-    ``compared``: its human step labels and its row of the label comparison, where it has them.
-
-    ``turns`` holds every message in the order it happened, turn by turn: the user's message (said
-    whose it is), the user's own calls, then step by step the agent's text and its actions. Turns the
-    task has but the rollout never reached (BFCL stops a run early) are one entry, ``unreached``."""
-    meta = json.loads(ep["meta_json"]) if ep["meta_json"] else {}
-    planning = meta.pop("planning", None) if isinstance(meta, dict) else None
-    on, between, unmatched = _labels_by_place(labels)
-    first = ep["FED"] if ep["T"] is not None and ep["FED"] is not None and ep["FED"] <= ep["T"] else None
-    agent_first = ep["FED_agent"] if first is not None and first < ep["FED_agent"] <= ep["T"] else None
-    said: dict[int, list[dict[str, Any]]] = {}  # by turn: the agent's texts and actions, ordered below
-    for a in actions.sort("j").iter_rows(named=True):
-        predicates = [{"category": c, "code": k, "detail": d} for c, k, d in
-                      zip(a["failure_categories"], a["failure_codes"], a["failure_details"])]
-        said.setdefault(a["turn"], []).append({
-            "kind": "action", "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"],
-            "message": a["message"], "labels": on.get(a["j"], []), "after": between.get(a["j"], []),
-            "call": _clip(a["call"]), "verdict": _verdict(a), "V": a["V"], "accepted": a["accepted"],
-            "result": _clip(a["result"], stored=MAX_RESULT_CHARS), "predicates": predicates,
-            "first": a["j"] == first, "agent_first": a["j"] == agent_first,
-            "origin": a["origin"], "origin_evidence": a["origin_evidence"], "given_as": a["given_as"],
-            "diverged": a["record_match"] in DIVERGED,
-            "match": _MATCH_WORDS.get(a["record_match"]), "recorded_error": a["recorded_error"],
-            "recorded": _clip(a["recorded_result"], stored=MAX_RESULT_CHARS),
-            "replayed": _clip(a["replayed_result"], stored=MAX_RESULT_CHARS)})
-    with_calls = {(a["turn"], a["step"]) for a in actions.iter_rows(named=True) if not a["terminal"]}
-    for t in ep["agent_texts"] or []:
-        said.setdefault(t["turn"], []).append({"kind": "text", "step": t["step"],
-                                               "beside": (t["turn"], t["step"]) in with_calls,
-                                               "text": _clip(t["text"], stored=MAX_RESULT_CHARS)})
-    for items in said.values():  # a step's text before its calls: the model wrote it first
-        items.sort(key=lambda item: (item["step"], item["kind"] == "action"))
-    party = _party_calls(meta.get(PARTY_CALLS_KEY) if isinstance(meta, dict) else None)
-    users = list(ep["user_turns"] or [])
-    # The turns the rollout reached: those of its record, and any its actions sit in (an empty rollout's
-    # one empty terminal action opens the first).
-    reached = max([ep["n_turns"], *(t + 1 for t in said)])
-    who = _USER_WORDS.get(ep["user_source"], _USER_WORDS[None])
-    turns = [{"turn": t, "heading": f"Turn {t + 1}" if t < reached else "After the last turn",
-              "user": _clip(users[t]) if t < min(reached, len(users)) and users[t] else None, "who": who,
-              "party": party.get(t, []), "said": said.get(t, [])}
-             for t in sorted({*said, *party, *(t for t, text in enumerate(users[:reached]) if text)})]
-    shown_meta = json.dumps(meta, indent=1, sort_keys=True, ensure_ascii=False) if meta else None
-    return {"ep": ep, "turns": turns, "first": first, "agent_first": agent_first,
-            "unreached": _unreached(ep, users, who, reached, said), "planning": _planning(planning),
-            "meta": _clip(shown_meta, META_CHARS), "record": ep["call_steps"] is not None,
-            "issues": (ep["log_issue"] or "").split("; ") if ep["log_issue"] else [],
-            "labels": labels is not None and labels.height > 0, "labels_before": between.get(0, []),
-            "labels_unmatched": unmatched, "compared": compared,
-            "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"])}
-
-
-def _unreached(ep: Mapping[str, Any], users: Sequence[str], who: str, reached: int,
-               said: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, Any] | None:
-    """The turns of the task after the last one the rollout reached (``reached`` ≥ 1: a rollout with
-    user messages has an action), said once: which, why the run stopped — how far its last turn went
-    and Y's detail —, and their user messages (written by ``who``); None when it reached them all."""
-    if len(users) <= reached:
-        return None
-    span = f"Turn {reached + 1}" if len(users) == reached + 1 else f"Turns {reached + 1}–{len(users)}"
-    why = f"the run stopped in turn {reached}"
-    if said.get(reached - 1):
-        steps = 1 + max(item["step"] for item in said[reached - 1])
-        why += f", after {steps} model step{'s' if steps > 1 else ''} in it"
-    why += f" (Y's detail: {ep['y_detail']})" if ep["y_detail"] else ""
-    return {"span": span, "why": why, "who": who,
-            "users": [(t + 1, _clip(users[t])) for t in range(reached, len(users)) if users[t]]}
-
-
 def _comparison_view(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A block's label comparison as its page shows it: the shares as text, the offsets as bars."""
     if summary is None:
@@ -544,7 +407,7 @@ def _comparison_view(summary: Mapping[str, Any] | None) -> dict[str, Any] | None
     return {"labelled": summary["labelled"], "with_failure": summary["with_failure"], "shares": shares,
             "offsets": summary["offset_counts"], "unit": summary["offset_unit"],
             "most": max((n for _, n in summary["offset_counts"]), default=0),
-            "landed": [(_LANDED_WORDS.get(k, k), n) for k, n in summary["failure_labels"].items()],
+            "landed": [(LANDED_WORDS.get(k, k), n) for k, n in summary["failure_labels"].items()],
             "categories": summary["categories"]}
 
 
@@ -552,69 +415,10 @@ def _interval_text(share: Mapping[str, Any]) -> str:
     return "" if share["lo"] is None else f"[{share['lo']:.3f}, {share['hi']:.3f}]"
 
 
-def _party_calls(entries: object) -> dict[int, list[dict[str, Any]]]:
-    """Another party's calls a rollout carries (``meta.user_calls``: τ² telecom's user on their phone),
-    by the turn they came before: each call as text and the result the log recorded, if any."""
-    out: dict[int, list[dict[str, Any]]] = {}
-    for entry in entries if isinstance(entries, list) else ():
-        if not isinstance(entry, dict) or not isinstance(entry.get("turn"), int):
-            continue
-        try:
-            call = call_from_json(entry, PARTY_CALLS_KEY).render()
-        except RecordError:  # scoring refuses such a rollout; its page shows what is there
-            call = str(entry.get("name"))
-        result = entry.get("result") if isinstance(entry.get("result"), dict) else {}
-        out.setdefault(entry["turn"], []).append({"call": _clip(call), "recorded": _clip(result.get("content")),
-                                                  "recorded_error": result.get("error")})
-    return out
-
-
-# How a diverged call's record_match reads on its rollout page.
-_MATCH_WORDS = {"same_verdict": "both ok or both errors, the content differs",
-                "differs": "one an error, the other not",
-                "not_replayed": "the log shows it ran; replay could not run it"}
-
-
-def _planning(trace: object) -> dict[str, Any] | None:
-    """A planned method's per-turn planning record (``meta.planning``) as a table of text cells."""
-    if not isinstance(trace, list) or not trace:
-        return None
-    entries = [e if isinstance(e, dict) else {"entry": e} for e in trace]
-    columns = sorted({k for e in entries for k in e}, key=lambda k: (k != "turn", k))
-    return {"columns": columns, "rows": [[_cell(e[c]) if c in e else "" for c in columns] for e in entries]}
-
-
-def _cell(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
 def _failing_depths(episodes: pl.DataFrame) -> list[int]:
     """The FED values of a block's rollouts that failed (the FED filter's choices)."""
     failed = episodes.filter(pl.col("FED") <= pl.col("T"))
     return sorted(failed["FED"].unique().to_list())
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("prefix_audit.reports", "templates/site"),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters["text"] = _text
-    env.globals |= {"colours": CATEGORY_COLOURS, "origins": ORIGINS}
-    # The glossary's terms, for the header and fact macros of terms.html.j2 on every page.
-    env.globals |= {"glossary": GLOSSARY, "column_term": column_term, "column_terms": column_terms}
-    return env
-
-
-def _text(value: str) -> Markup:
-    """Text for element content: ``&``, ``<`` and ``>`` escaped — quotes need no escape there, and
-    observations are full of them (``&#39;`` would make a page a quarter larger). Never for attributes."""
-    return Markup(html.escape(value, quote=False))
-
-
-def _up(folder: str) -> str:
-    """The relative path from a page in ``folder`` back to the site root."""
-    depth = len(PurePosixPath(folder).parts) if folder else 0
-    return "../" * depth
 
 
 def _table_links(frame: pl.DataFrame, blocks: Mapping[tuple[str, str, str], Block],
@@ -685,14 +489,15 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
                 pools: Mapping[str, Sequence[str]] = TAU_POOL, report: SiteReport | None = None,
                 health: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                 import_quarantine: Sequence[str] = (),
-                unaudited: Mapping[tuple[str, str | None, str], str] | None = None) -> dict[str, bytes]:
+                unaudited: Mapping[tuple[str, str | None, str], str] | None = None, workers: int = 1) -> dict[str, bytes]:
     """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given, the
     health page of ``health``: the per-task and findings tables of :func:`read_health`, each task linking
     to its rollouts, and on the index the lines of ``import_quarantine``: what the import quarantined, by
     cause), by site-relative POSIX path; a task "not audited" says why (:func:`unaudited_reasons` of
-    ``health`` and ``unaudited``: :func:`read_unaudited`); notes go to ``report``."""
+    ``health`` and ``unaudited``: :func:`read_unaudited`); notes go to ``report``. The rollout pages are
+    rendered by ``workers`` processes (the same bytes whatever their number)."""
     report = report if report is not None else SiteReport()
-    env = _environment()
+    env = environment()
     files: dict[str, bytes] = {}
     has_health = health is not None and health[0].height > 0
     why_unaudited = unaudited_reasons(health[0] if health is not None else pl.DataFrame(schema=pl.Schema(TASKS_SCHEMA)),
@@ -701,7 +506,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
 
     def page(path: str, template: str, **context: Any) -> None:
         folder = str(PurePosixPath(path).parent) if "/" in path else ""
-        html = env.get_template(template).render(up=_up(folder), has_health=has_health, **context)
+        html = env.get_template(template).render(up=up_to_root(folder), has_health=has_health, **context)
         files[path] = html.encode("utf-8")
 
     stats = _readable_stats(Path(stats_path) if stats_path is not None else None)
@@ -709,51 +514,60 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     summaries = []
     summary_of: dict[str, dict[str, Any]] = {}  # by block folder, for the index and the pool pages
     trusts = []  # the blocks of imported logs against their records, for the index
-    for block in blocks:
-        summary = summary_of[block.folder] = block_summary(block)
-        glance = summary["glance"] = _with_table_intervals(
-            block_glance(block.episodes, block.actions, _band(stats, block)), stats, block)
-        failing = {r["rollout_id"]: r for r in glance.failures.iter_rows(named=True)}
-        depths = _failing_depths(block.episodes)
-        by_rollout = block.actions.partition_by("rollout_id", as_dict=True) if block.actions.height else {}
-        empty = block.actions.clear()
-        trust = next(iter(block_trust(block.episodes)), None)
-        if trust is not None:
-            trusts.append({"block": block, "trust": trust, "warnings": trust.warnings(),
-                           "replay": share_text(trust.reproduced, trust.compared),
-                           "verdicts": share_text(trust.same_verdict, trust.compared)})
-        labelled = block.labels.partition_by("rollout_id", as_dict=True) if block.labels is not None else {}
-        compared = {r["rollout_id"]: r for r in block.label_entries.iter_rows(named=True)} \
-            if block.label_entries is not None else {}
-        rows = []
-        for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
-            href = f"r/{n}.html"
-            reason = why_unaudited(ep) if ep["task_sound"] is None else None
-            rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"]),
-                         "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"]), "unaudited": reason,
-                         "failing": _failing_call(failing.get(ep["rollout_id"]))})
-            page(f"{block.folder}/{href}", "rollout.html.j2", block=block, n=n, unaudited=reason,
-                 rollout=_rollout_view(ep, by_rollout.get((ep["rollout_id"],), empty),
-                                       labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"])))
-        comparison = next(iter(label_summary(block.labels, block.label_entries)), None) \
-            if block.labels is not None and block.label_entries is not None else None
-        codes = sorted({code for row in rows for code in row["issues"]})
-        chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
-        names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
-        for name, chunk in zip(names, chunks):
-            for row in chunk:
-                key = (row["ep"]["dataset"], row["ep"]["release"], row["ep"]["task_id"])
-                listed = task_rollouts.setdefault(key, [])
-                if not listed or listed[-1].block is not block:  # a task across two pages: linked on its first
-                    listed.append(TaskRollouts(block, f"{block.folder}/{name}"))
-                listed[-1].rollouts.append(f"{block.folder}/{row['href']}")
-            page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
-                 task_ids=list(dict.fromkeys(row["ep"]["task_id"] for row in chunk)),
-                 pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
-                 categories=CATEGORIES, fed_values=depths, trust=trust.lines() if trust else None,
-                 issue_codes=codes, comparison=_comparison_view(comparison), k_max=K_MAX,
-                 where=where_agents_break(glance.failures), tools=[t for t, _ in glance.tools])
-        summaries.append({"block": block, "summary": summary})
+
+    def rendered_blocks() -> Iterator[tuple[BlockName, bool, list[RolloutPage]]]:
+        """Each block's summary and list pages, here; its rollout pages in batches, to be rendered by the pool."""
+        for block in blocks:
+            summary = summary_of[block.folder] = block_summary(block)
+            glance = summary["glance"] = _with_table_intervals(
+                block_glance(block.episodes, block.actions, _band(stats, block)), stats, block)
+            failing = {r["rollout_id"]: r for r in glance.failures.iter_rows(named=True)}
+            depths = _failing_depths(block.episodes)
+            by_rollout: dict[str, list[dict[str, Any]]] = {}  # each rollout's actions by depth, read once per block
+            for action in block.actions.sort("rollout_id", "j").iter_rows(named=True):
+                by_rollout.setdefault(action["rollout_id"], []).append(action)
+            trust = next(iter(block_trust(block.episodes)), None)
+            if trust is not None:
+                trusts.append({"block": block, "trust": trust, "warnings": trust.warnings(),
+                               "replay": share_text(trust.reproduced, trust.compared),
+                               "verdicts": share_text(trust.same_verdict, trust.compared)})
+            labelled = block.labels.partition_by("rollout_id", as_dict=True) if block.labels is not None else {}
+            compared = {r["rollout_id"]: r for r in block.label_entries.iter_rows(named=True)} \
+                if block.label_entries is not None else {}
+            rows, pages = [], []
+            for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
+                href = f"r/{n}.html"
+                reason = why_unaudited(ep) if ep["task_sound"] is None else None
+                rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"]),
+                             "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"]), "unaudited": reason,
+                             "failing": _failing_call(failing.get(ep["rollout_id"]))})
+                pages.append(RolloutPage(f"{block.folder}/{href}", n, ep, by_rollout.get(ep["rollout_id"], []),
+                                         labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"]), reason))
+            name = BlockName(block.dataset, block.model, block.method, block.folder)
+            yield from ((name, has_health, pages[i:i + ROLLOUTS_PER_BATCH]) for i in range(0, len(pages), ROLLOUTS_PER_BATCH))
+            comparison = next(iter(label_summary(block.labels, block.label_entries)), None) \
+                if block.labels is not None and block.label_entries is not None else None
+            codes = sorted({code for row in rows for code in row["issues"]})
+            chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
+            names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
+            for name, chunk in zip(names, chunks):
+                for row in chunk:
+                    key = (row["ep"]["dataset"], row["ep"]["release"], row["ep"]["task_id"])
+                    listed = task_rollouts.setdefault(key, [])
+                    if not listed or listed[-1].block is not block:  # a task across two pages: linked on its first
+                        listed.append(TaskRollouts(block, f"{block.folder}/{name}"))
+                    listed[-1].rollouts.append(f"{block.folder}/{row['href']}")
+                page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
+                     task_ids=list(dict.fromkeys(row["ep"]["task_id"] for row in chunk)),
+                     pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
+                     categories=CATEGORIES, fed_values=depths, trust=trust.lines() if trust else None,
+                     issue_codes=codes, comparison=_comparison_view(comparison), k_max=K_MAX,
+                     where=where_agents_break(glance.failures), tools=[t for t, _ in glance.tools])
+            summaries.append({"block": block, "summary": summary})
+
+    with WorkerPool(workers, None, preload=["prefix_audit.reports.rollout_page"]) as pool:
+        for batch in pool.map(render_rollout_pages, rendered_blocks()):
+            files.update(batch)
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
     for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
         for row in table["rows"]:
@@ -791,20 +605,23 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
                pools: Mapping[str, Sequence[str]] = TAU_POOL,
                labels_dir: str | os.PathLike[str] | None = None,
                health_dir: str | os.PathLike[str] | None = None,
-               import_quarantine: Sequence[str | os.PathLike[str]] = ()) -> SiteReport:
+               import_quarantine: Sequence[str | os.PathLike[str]] = (), workers: int | None = None) -> SiteReport:
     """Render the site of these episodes files (see :func:`read_blocks`) and the statistics into
     ``site`` as one commit, with the human step labels of ``labels_dir``, the task health under
     ``health_dir`` (:func:`read_health`: each rollout marked with its task's health or why it has none,
-    :func:`read_unaudited`; the findings on a page of their own) and the import's quarantine files ``import_quarantine`` where given; return its
-    counts and sizes."""
+    :func:`read_unaudited`; the findings on a page of their own) and the import's quarantine files
+    ``import_quarantine`` where given, its rollout pages rendered by ``workers`` processes (default: one per
+    :data:`ROLLOUTS_PER_WORKER` rollouts, at most the cores); return its counts and sizes."""
     report = SiteReport()
     blocks = read_blocks(episodes_paths, scored_root, report.notes)
     health = read_health(health_dir)
     if health[0].height:
         blocks = [dataclasses.replace(b, episodes=with_task_health(b.episodes, health[0])) for b in blocks]
+    if workers is None:
+        workers = min(default_workers(), 1 + sum(b.episodes.height for b in blocks) // ROLLOUTS_PER_WORKER)
     files = render_site(with_labels(blocks, labels_dir) if labels_dir is not None else blocks, stats_path, pools,
                         report, health, quarantine_tally([Path(p) for p in import_quarantine]).lines(),
-                        read_unaudited(health_dir))
+                        read_unaudited(health_dir), workers)
     report.blocks = sum(1 for p in files if p.endswith("/index.html") and p.startswith("blocks/"))
     report.rollouts = sum(1 for p in files if "/r/" in p)
     report.pages = sum(p.endswith(".html") for p in files)
@@ -819,8 +636,9 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
 
 
 def view_results(root: str | os.PathLike[str], site: str | os.PathLike[str],
-                 pools: Mapping[str, Sequence[str]] = TAU_POOL) -> SiteReport:
-    """``prefix-audit view ROOT -o SITE``: every scored block of a results root, with its statistics."""
+                 pools: Mapping[str, Sequence[str]] = TAU_POOL, workers: int | None = None) -> SiteReport:
+    """``prefix-audit view ROOT -o SITE``: every scored block of a results root, with its statistics (its
+    rollout pages rendered by ``workers`` processes: :func:`write_site`)."""
     root = Path(root)
     labels = root / "labels"
     # `tasks -o DIR` writes the health of a release on its own: a site of its health page alone
@@ -829,4 +647,5 @@ def view_results(root: str | os.PathLike[str], site: str | os.PathLike[str],
     imported = root / "rollouts" / "imported"
     return write_site(episodes, site, scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
                       pools=pools, labels_dir=labels if (labels / LABEL_FILES[1]).is_file() else None,
-                      health_dir=health_dir, import_quarantine=sorted(imported.rglob("*quarantine.jsonl")))
+                      health_dir=health_dir, import_quarantine=sorted(imported.rglob("*quarantine.jsonl")),
+                      workers=workers)

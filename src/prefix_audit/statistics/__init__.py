@@ -3,10 +3,10 @@
 Holds :mod:`.metrics` (prefix-executability metrics of one block), :mod:`.intervals` (Wilson and
 Hoeffding), :mod:`.aggregates` (per-task sums every metric is a ratio of), :mod:`.bootstrap` (the
 vectorised percentile bootstrap), :mod:`.stats` (the long stats table of every block),
-:mod:`.paired` (paired condition-minus-baseline differences) and :mod:`.labels` (FED beside human
-step labels).
+:mod:`.paired` (paired condition-minus-baseline differences), :mod:`.labels` (FED beside human
+step labels) and :mod:`.curves` (a block's whole PEC curve with its band, for the browser).
 
 May import: :mod:`prefix_audit.core` only; it knows no benchmark and no replay. Public:
-:mod:`.stats`, :mod:`.paired`, :mod:`.labels`, :mod:`.metrics`, :mod:`.intervals`; :mod:`.aggregates` and
+:mod:`.stats`, :mod:`.paired`, :mod:`.labels`, :mod:`.curves`, :mod:`.metrics`, :mod:`.intervals`; :mod:`.aggregates` and
 :mod:`.bootstrap` are internal (an import-linter contract keeps them so).
 """

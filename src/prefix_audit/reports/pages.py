@@ -1,0 +1,76 @@
+"""What every page of the audit browser is made with: its Jinja2 environment (autoescaping, the filters
+and globals of every template), text as a page shows it (escaped, cut with a note), and the paths
+between pages. The index, block, health and rollout pages (:mod:`~prefix_audit.reports.view`,
+:mod:`~prefix_audit.reports.rollout_page`) are all rendered with it."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from prefix_audit.core.io import path_label
+from prefix_audit.statistics.stats import ORIGINS
+
+from .glossary import GLOSSARY, column_term, column_terms
+from .palette import CATEGORY_COLOURS
+
+CLIP_CHARS = 2_000  # an observation or action text longer than this is cut, with a note
+
+
+def health_anchor(dataset: str, release: str | None, task_id: str) -> str:
+    """The id of a task's entry on the health page."""
+    return "task-" + path_label(f"{dataset}.{release}.{task_id}")
+
+
+def environment() -> jinja2.Environment:
+    """The site's Jinja2 environment: the package's templates, autoescaping (model output is hostile), the
+    filters and globals every page uses."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("prefix_audit.reports", "templates/site"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["text"] = text
+    env.filters["clipped"] = clipped
+    env.globals |= {"colours": CATEGORY_COLOURS, "origins": ORIGINS}
+    # The glossary's terms, for the header and fact macros of terms.html.j2 on every page.
+    env.globals |= {"glossary": GLOSSARY, "column_term": column_term, "column_terms": column_terms}
+    return env
+
+
+def text(value: str) -> Markup:
+    """Text for element content: ``&``, ``<`` and ``>`` escaped — quotes need no escape there, and
+    observations are full of them (``&#39;`` would make a page a quarter larger). Never for attributes."""
+    return Markup(html.escape(value, quote=False))
+
+
+def clipped(value: Mapping[str, Any] | None) -> Markup:
+    """A text :func:`clip` cut, as a page shows it: preformatted, with its note; a dash for none. A
+    filter, not a macro: the rollout pages call it for every call and observation, and a Jinja macro
+    call costs ten times as much."""
+    if value is None:
+        return Markup('<span class="none">—</span>')
+    note = Markup('<p class="note">{}</p>').format(value["note"]) if value["note"] else ""
+    return Markup(f"<pre>{text(value['text'])}</pre>{note}")
+
+
+def up_to_root(folder: str) -> str:
+    """The relative path from a page in ``folder`` back to the site root."""
+    depth = len(PurePosixPath(folder).parts) if folder else 0
+    return "../" * depth
+
+
+def clip(text: str | None, limit: int = CLIP_CHARS, stored: int | None = None) -> dict[str, Any] | None:
+    """Text shown up to ``limit`` characters, with the note a cut needs; ``stored`` is how much of it
+    scoring kept (an observation: :data:`~prefix_audit.replay.scoring.MAX_RESULT_CHARS`), so text of that
+    length may have been longer."""
+    if text is None:
+        return None
+    if len(text) > limit:
+        return {"text": text[:limit], "note": f"cut at {limit:,} of {len(text):,} characters"}
+    if stored is not None and len(text) >= stored:
+        return {"text": text, "note": f"shown up to {stored:,} characters; the scored record keeps no more"}
+    return {"text": text, "note": None}
