@@ -1,13 +1,16 @@
 """Figures from the long stats table and the FED table (SPEC §5), as PNG and PDF.
 
-Four kinds, one file pair per dataset × model, methods overlaid or side by side, in three families
-(``FAMILIES``): ``curves`` (the first two, from the stats table), ``categories`` (from the FED table)
-and ``labels`` (from a label comparison):
+One file pair per dataset × model, methods overlaid or side by side, in four families (``FAMILIES``):
+``curves`` (from the stats table), ``categories`` and ``origins`` (from the FED table) and ``labels``
+(from a label comparison):
 
 - ``pec_<dataset>_<model>``: PEC(k) with CI bands (fixed cohort: denominator = all N rollouts).
 - ``depth_<dataset>_<model>``: depth support P(T ≥ k), eligible-depth PEC P(FED > k | T ≥ k) and
   their product PEC(k) (paper eq. 7), one panel each.
+- ``consistency_<dataset>_<model>`` (blocks with repeated trials): tasks whose trials disagree.
 - ``categories_<dataset>_<model>``: first-failure category counts by FED depth, one panel per method.
+- ``origins_<dataset>_<model>``: whose error the first failure is (agent, user, benchmark): each
+  method's shares, with the counts, and the counts by FED depth, one panel per method.
 - ``label_offsets_<dataset>_<model>`` (family ``labels``, from a label comparison's entries table): FED's
   offset from the human first failure, one panel per method.
 
@@ -40,7 +43,7 @@ from prefix_audit.core.io import atomic_write, atomic_write_text, read_parquet
 from prefix_audit.core.parallel import exit_with_parent
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.statistics.intervals import hoeffding_bound, hoeffding_sample_size
-from prefix_audit.statistics.stats import cohort_size, paper_rows
+from prefix_audit.statistics.stats import ORIGINS, cohort_size, paper_rows
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,8 @@ CATEGORY_COLOURS = {
     "information": "#AA3377",
     UNCLASSIFIED: "#BBBBBB",
 }
+# Whose error a first failure is (docs/attribution.md); Paul Tol "bright", as the categories.
+ORIGIN_COLOURS = {"agent": "#4477AA", "user": "#EE6677", "benchmark": "#CCBB44", UNCLASSIFIED: "#BBBBBB"}
 # Colour-blind-safe qualitative palette (Paul Tol "bright" + "muted" extras), assigned to methods
 # in sorted order over the whole stats table so a method keeps its colour across figures.
 METHOD_COLOURS = (
@@ -233,17 +238,80 @@ def depth_decomposition(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
     return paths
 
 
-def _category_counts(block: pl.DataFrame, cap: int) -> tuple[dict[str, np.ndarray], int]:
-    """Counts of first failures per category in depth bins 1..cap (last bin: ≥ cap); fully executable."""
+def _depth_counts(block: pl.DataFrame, column: str, keys: Sequence[str],
+                  cap: int) -> tuple[dict[str, np.ndarray], int]:
+    """Counts of first failures per value of ``column`` (a value outside ``keys``, or no such column:
+    :data:`UNCLASSIFIED`) in depth bins 1..cap (last bin: ≥ cap); and the fully executable rollouts."""
     fed = block["FED"].to_numpy().astype(np.int64)
     T = block["T"].to_numpy().astype(np.int64)
-    cats = block["category"].to_list() if "category" in block.columns else [None] * block.height
+    values = block[column].to_list() if column in block.columns else [None] * block.height
     failed = fed <= T
-    counts = {c: np.zeros(cap, dtype=np.int64) for c in (*CATEGORIES, UNCLASSIFIED)}
-    for depth, cat in zip(fed[failed], (c for c, f in zip(cats, failed) if f)):
-        key = cat if cat in CATEGORIES else UNCLASSIFIED
+    counts = {c: np.zeros(cap, dtype=np.int64) for c in (*keys, UNCLASSIFIED)}
+    for depth, value in zip(fed[failed], (v for v, f in zip(values, failed) if f)):
+        key = value if value in keys else UNCLASSIFIED
         counts[key][min(int(depth), cap) - 1] += 1
     return counts, int((~failed).sum())
+
+
+def _category_counts(block: pl.DataFrame, cap: int) -> tuple[dict[str, np.ndarray], int]:
+    """First failures per category (:data:`UNCLASSIFIED`: none of :data:`CATEGORIES`) by depth bin."""
+    return _depth_counts(block, "category", CATEGORIES, cap)
+
+
+def _origin_counts(block: pl.DataFrame, cap: int) -> tuple[dict[str, np.ndarray], int]:
+    """First failures per origin (:data:`UNCLASSIFIED`: none recorded) by depth bin."""
+    return _depth_counts(block, "origin", ORIGINS, cap)
+
+
+def _check_columns(episodes: pl.DataFrame, columns: Sequence[str]) -> None:
+    missing = [c for c in ("dataset", "model", "method", "T", "FED", *columns) if c not in episodes.columns]
+    if missing:
+        raise ValueError(f"episodes lack required column(s): {', '.join(missing)}")
+
+
+def _block_rows(episodes: pl.DataFrame, dataset: str, model: str) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+    """A block's entries, those with an observed action (infrastructure failures, T/FED null, have no
+    first failure to draw) and its methods, sorted."""
+    entries = episodes.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
+    return entries, entries.filter(pl.col("T").is_not_null()), sorted(entries["method"].unique().to_list())
+
+
+def _depth_panels(axes: Sequence, entries: pl.DataFrame, block: pl.DataFrame, methods: Sequence[str],
+                  per_method: dict[str, tuple[dict[str, np.ndarray], int]], keys: Sequence[str],
+                  colours: dict[str, str], names: dict[str, str], cap: int) -> None:
+    """One panel per method: first failures by FED depth, stacked by ``keys`` (:data:`UNCLASSIFIED` only
+    where some failure is), each panel titled with its fully executable and infrastructure-failed rollouts."""
+    # Bins shown: 1..deepest failure seen in any method of the block (at least 1, at most cap).
+    deepest = max((int(np.nonzero(sum(c.values()))[0].max()) + 1
+                   for c, _ in per_method.values() if sum(c.values()).any()), default=1)
+    depths = np.arange(1, deepest + 1)
+    labels = [str(d) for d in depths]
+    if deepest == cap:
+        labels[-1] = f"{cap}+"
+    shown = [k for k in keys if k != UNCLASSIFIED or any(cnt[k].any() for cnt, _ in per_method.values())]
+    for ax, method in zip(axes, methods):
+        counts, full = per_method[method]
+        n = block.filter(pl.col("method") == method).height
+        bottom = np.zeros(len(depths), dtype=np.int64)
+        for key in shown:
+            values = counts[key][: len(depths)]
+            ax.bar(depths, values, bottom=bottom, color=colours[key], width=0.8, label=names[key],
+                   edgecolor="white", linewidth=0.4)
+            bottom += values
+        if full == n:
+            ax.text(0.5, 0.5, "no prefix failures", transform=ax.transAxes, ha="center", va="center",
+                    color="#777777")
+        ax.set_xticks(depths, labels)
+        ax.set_xlabel("first error depth (FED)")
+        infra = entries.filter(pl.col("method") == method).height - n
+        ax.set_title(f"{method}\nfully executable: {full} of N = {n}; failed: {n - full}"
+                     + (f"\n(and {infra} infrastructure failures)" if infra else ""))
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.grid(True, axis="y", color="#DDDDDD", linewidth=0.6)
+        ax.set_axisbelow(True)
+    axes[0].set_ylabel("rollouts (first failure at this depth)")
+    tallest = max(int(sum(c.values()).max()) for c, _ in per_method.values())
+    axes[0].set_ylim(0, max(1, tallest) * 1.08)
 
 
 def failure_categories_by_depth(
@@ -257,56 +325,77 @@ def failure_categories_by_depth(
     """
     if cap < 1:
         raise ValueError(f"cap must be >= 1, got {cap}")
-    missing = [c for c in ("dataset", "model", "method", "T", "FED") if c not in episodes.columns]
-    if missing:
-        raise ValueError(f"episodes lack required column(s): {', '.join(missing)}")
+    _check_columns(episodes, ())
     out_dir = Path(out_dir)
     paths: list[Path] = []
+    keys = (*CATEGORIES, UNCLASSIFIED)
     for dataset, model in _blocks(episodes) if blocks is None else blocks:
-        entries = episodes.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
-        # Infrastructure failures (no observed action, T/FED null) have no first failure to draw.
-        block = entries.filter(pl.col("T").is_not_null())
-        methods = sorted(entries["method"].unique().to_list())
+        entries, block, methods = _block_rows(episodes, dataset, model)
         per_method = {m: _category_counts(block.filter(pl.col("method") == m), cap) for m in methods}
-        # Bins shown: 1..deepest failure seen in any method of the block (at least 1, at most cap).
-        deepest = max((int(np.nonzero(sum(c.values()))[0].max()) + 1
-                       for c, _ in per_method.values() if sum(c.values()).any()), default=1)
-        depths = np.arange(1, deepest + 1)
-        labels = [str(d) for d in depths]
-        if deepest == cap:
-            labels[-1] = f"{cap}+"
-        shown = [c for c in (*CATEGORIES, UNCLASSIFIED)
-                 if c != UNCLASSIFIED or any(cnt[UNCLASSIFIED].any() for cnt, _ in per_method.values())]
         fig, axes = _new_figure(len(methods), 3.4, 3.8, extra_width=1.6)
         with matplotlib.rc_context(_RC):
-            for ax, method in zip(axes, methods):
-                counts, full = per_method[method]
-                n = block.filter(pl.col("method") == method).height
-                bottom = np.zeros(len(depths), dtype=np.int64)
-                for cat in shown:
-                    values = counts[cat][: len(depths)]
-                    ax.bar(depths, values, bottom=bottom, color=CATEGORY_COLOURS[cat], width=0.8,
-                           label=cat.replace("_", "-"), edgecolor="white", linewidth=0.4)
-                    bottom += values
-                if full == n:
-                    ax.text(0.5, 0.5, "no prefix failures", transform=ax.transAxes, ha="center",
-                            va="center", color="#777777")
-                ax.set_xticks(depths, labels)
-                ax.set_xlabel("first error depth (FED)")
-                infra = entries.filter(pl.col("method") == method).height - n
-                ax.set_title(f"{method}\nfully executable: {full} of N = {n}; failed: {n - full}"
-                             + (f"\n(and {infra} infrastructure failures)" if infra else ""))
-                ax.yaxis.get_major_locator().set_params(integer=True)
-                ax.grid(True, axis="y", color="#DDDDDD", linewidth=0.6)
-                ax.set_axisbelow(True)
-            axes[0].set_ylabel("rollouts (first failure at this depth)")
-            tallest = max(int(sum(c.values()).max()) for c, _ in per_method.values())
-            axes[0].set_ylim(0, max(1, tallest) * 1.08)
+            _depth_panels(axes, entries, block, methods, per_method, keys, CATEGORY_COLOURS,
+                          {c: c.replace("_", "-") for c in keys}, cap)
             handles, names = axes[0].get_legend_handles_labels()
             fig.legend(handles[::-1], names[::-1], loc="outside right center", title="first failure",
                        frameon=False)  # reversed: legend order matches the stacking order
             fig.suptitle(f"First-failure category by depth, {dataset} / {model}")
         paths += _save(fig, out_dir, f"categories_{safe_name(dataset)}_{safe_name(model)}")
+    return paths
+
+
+def failure_origins(
+    episodes: pl.DataFrame, out_dir: str | os.PathLike[str], *, cap: int = DEPTH_CAP,
+    blocks: Sequence[tuple[str, str]] | None = None,
+) -> list[Path]:
+    """Per dataset × model: whose error each first failure is (the FED table's ``origin``: agent, user,
+    benchmark; docs/attribution.md). On top, per method, the origins' shares of its first failures as one
+    stacked bar, the counts in its label; below, one panel per method, the first failures by FED depth
+    stacked by origin (bins as :func:`failure_categories_by_depth`). A first failure with no origin (a FED
+    table written before attribution) is drawn as ``unattributed``."""
+    if cap < 1:
+        raise ValueError(f"cap must be >= 1, got {cap}")
+    _check_columns(episodes, ("origin",))
+    out_dir = Path(out_dir)
+    paths: list[Path] = []
+    keys = (*ORIGINS, UNCLASSIFIED)
+    names = {**{o: o for o in ORIGINS}, UNCLASSIFIED: "unattributed"}
+    for dataset, model in _blocks(episodes) if blocks is None else blocks:
+        entries, block, methods = _block_rows(episodes, dataset, model)
+        per_method = {m: _origin_counts(block.filter(pl.col("method") == m), cap) for m in methods}
+        totals = {m: {k: int(c[k].sum()) for k in keys} for m, (c, _) in per_method.items()}
+        width = max(4.5, 3.4 * len(methods)) + 1.6
+        with matplotlib.rc_context(_RC):
+            fig = Figure(figsize=(width, 4.6 + 0.35 * len(methods)), layout="constrained")
+            top, bottom = fig.subfigures(2, 1, height_ratios=[0.6 + 0.35 * len(methods), 3.8])
+            share_ax = top.subplots()
+            axes = list(bottom.subplots(1, len(methods), squeeze=False, sharey=True)[0])
+            _depth_panels(axes, entries, block, methods, per_method, keys, ORIGIN_COLOURS, names, cap)
+            shown = [k for k in keys if k != UNCLASSIFIED or any(t[k] for t in totals.values())]
+            rows = range(len(methods))
+            left = np.zeros(len(methods))
+            failed = np.array([sum(totals[m].values()) for m in methods])
+            for key in shown:
+                counts = np.array([totals[m][key] for m in methods])
+                shares = np.divide(counts, failed, out=np.zeros(len(methods)), where=failed > 0)
+                share_ax.barh(rows, shares, left=left, color=ORIGIN_COLOURS[key], height=0.6,
+                              edgecolor="white", linewidth=0.4)
+                left += shares
+            for row, method, f in zip(rows, methods, failed):
+                said = " · ".join(f"{names[k]} {totals[method][k]}" for k in shown)
+                share_ax.text(1.0, row, f" {said} of {f} first failures" if f else " no first failure",
+                              va="center", fontsize=8)
+            share_ax.set_yticks(rows, methods)
+            share_ax.invert_yaxis()  # methods top to bottom in sorted order, as the panels left to right
+            share_ax.set_xlim(0, 1)
+            share_ax.set_xlabel("share of the method's first failures")
+            share_ax.grid(True, axis="x", color="#DDDDDD", linewidth=0.6)
+            share_ax.set_axisbelow(True)
+            handles, labels = axes[0].get_legend_handles_labels()
+            fig.legend(handles[::-1], labels[::-1], loc="outside right center", title="whose error",
+                       frameon=False)  # reversed: legend order matches the stacking order
+            fig.suptitle(f"Whose error the first failure is, {dataset} / {model}")
+        paths += _save(fig, out_dir, f"origins_{safe_name(dataset)}_{safe_name(model)}")
     return paths
 
 
@@ -429,7 +518,8 @@ def _min_block_n(stats: pl.DataFrame) -> int:
 # Figure family -> the kinds it draws. One output directory per family, grouped by the table the
 # kinds are drawn from (curves: stats; categories: FED table), so that a new bootstrap seed redraws
 # the curves and leaves the category figures alone.
-FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",), "labels": ("offsets",)}
+FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",), "origins": ("origins",),
+            "labels": ("offsets",)}
 
 _FRAME: list[pl.DataFrame] = []  # the one table a drawing process works from
 
@@ -457,6 +547,8 @@ def _draw_figure(job: tuple[str, tuple[str, str]], out: Path) -> list[Path]:
         return consistency(_FRAME[0], out, [block])
     if kind == "offsets":
         return label_offsets(_FRAME[0], out, [block])
+    if kind == "origins":
+        return failure_origins(_FRAME[0], out, blocks=[block])
     return failure_categories_by_depth(_FRAME[0], out, blocks=[block])
 
 
@@ -472,8 +564,9 @@ def write_figures(
 
     ``curves``: PEC curves, depth decompositions and (for blocks with repeated trials) within-task
     consistency from the stats table, plus ``planning.txt``
-    (for the smallest block size N in it). ``categories``: first-failure categories by depth from
-    the FED table. ``index.json`` lists the files (relative to ``out_dir``, sorted). ``workers``
+    (for the smallest block size N in it). ``categories``: first-failure categories by depth, and
+    ``origins``: first failures by whose error they are, from the FED table. ``labels``: FED's offsets
+    from the human first failure, from a label comparison's entries table. ``index.json`` lists the files (relative to ``out_dir``, sorted). ``workers``
     processes draw the figures (each figure is drawn alone, so the files do not depend on it).
     """
     if family not in FAMILIES:
