@@ -333,7 +333,7 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
     if labels_dir is not None or figures:
         # matplotlib (about 1 s) is imported where figures are drawn: this module is preloaded into every
         # worker pool's server (``prefix-audit tasks`` included), which draws none.
-        from .reports.figures import write_figures
+        from .reports.figures import write_families, write_figures
     if labels_dir is not None:
         every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
         report.labels = write_label_comparison([every_block], out / "fed" / "episodes.parquet", labels_dir)
@@ -341,9 +341,9 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
     if figures:
         tables = {"curves": stats, "categories": out / "fed" / "episodes.parquet",
                   "origins": out / "fed" / "episodes.parquet"}
-        report.figures = [path for family in FIGURE_FAMILIES
-                          for path in write_figures(family, tables[family], out / "figures" / family,
-                                                    workers=pool.workers)]
+        drawn = write_families({family: (tables[family], out / "figures" / family) for family in FIGURE_FAMILIES},
+                               workers=pool.workers)
+        report.figures = [path for family in FIGURE_FAMILIES for path in drawn[family]]
     report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet",
                                  labels_dir=labels_dir, categories_path=per_category)
     if report.health is not None:
