@@ -81,3 +81,18 @@ def test_the_bytes_do_not_depend_on_the_workers(tmp_path):
     two = write_figures("origins", table, tmp_path / "two", workers=2)
     assert [p.name for p in one] == [p.name for p in two]
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(one, two))
+
+
+def test_families_drawn_together_are_the_families_drawn_alone(tmp_path):
+    from prefix_audit.reports.figures import write_families
+
+    table = tmp_path / "episodes.parquet"
+    _episodes().with_columns(category=pl.lit("schema")).write_parquet(table)
+    together = write_families({f: (table, tmp_path / "a" / f) for f in ("categories", "origins")})
+    for family in ("categories", "origins"):
+        alone = write_figures(family, table, tmp_path / "b" / family)
+        assert [p.name for p in together[family]] == [p.name for p in alone] and alone
+        assert all(a.read_bytes() == b.read_bytes() for a, b in zip(together[family], alone))
+        assert (tmp_path / "a" / family / "index.json").read_bytes() == (tmp_path / "b" / family / "index.json").read_bytes()
+    with pytest.raises(ValueError, match="unknown figure family 'heatmaps'"):
+        write_families({"heatmaps": (table, tmp_path / "c")})
