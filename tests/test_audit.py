@@ -145,16 +145,16 @@ def test_an_audit_of_fewer_logs_says_which_blocks_go(example_audit, tmp_path, ca
 def test_an_audit_ends_with_where_to_look_and_builds_its_browser(example_audit, tmp_path, capsys):
     assert (example_audit / "site" / "index.html").is_file()
     out = tmp_path / "out"
-    assert main(["audit", str(EXAMPLE), "-o", str(out), "--no-site", *QUICK]) == 0
+    assert main(["audit", str(EXAMPLE), "-o", str(out), "--no-site", "--no-figures", *QUICK]) == 0
     err = capsys.readouterr().err
-    assert not (out / "site").exists()
+    assert not (out / "site").exists() and not (out / "figures").exists()
     assert f"browser: not built (3 rollouts); build it with prefix-audit view {out} -o {out / 'site'}" in err
-    assert f"tables: {out / 'tables'}/" in err and "--figures draws" in err
-    assert main(["audit", str(EXAMPLE), "-o", str(out), "--figures", *QUICK]) == 0
+    assert f"tables: {out / 'tables'}/" in err and "figures: not drawn (--no-figures)" in err
+    assert main(["audit", str(EXAMPLE), "-o", str(out), *QUICK]) == 0
     err = capsys.readouterr().err
     assert f"browser: open {out / 'site' / 'index.html'}" in err and f"figures: {out / 'figures'}/" in err
     assert (out / "site" / "index.html").is_file()
-    for family in ("curves", "categories"):
+    for family in ("curves", "categories", "origins"):
         listed = json.loads((out / "figures" / family / "index.json").read_text())["figures"]
         assert listed and all((out / "figures" / family / name).is_file() for name in listed)
 

@@ -114,7 +114,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
 
     figures = figure_files("a")
     assert figures == figure_files("b")
-    assert {name.split("/")[0] for name in figures} == {"curves", "categories"}
+    assert {name.split("/")[0] for name in figures} == {"curves", "categories", "origins"}
     assert "curves/consistency_toolsandbox_sim-medium.png" in figures
     for name in figures:
         assert (tmp_path / "a" / "figures" / name).read_bytes() == (tmp_path / "b" / "figures" / name).read_bytes()
@@ -157,7 +157,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     assert dry.returncode == 0, dry.stderr[-3000:]
     # A model's blocks are no input of the task health: it is not rerun.
     downstream = {"fed_table": 1, "statistics": 1, "category_statistics": 1, "paired_statistics": 1, "tables": 1,
-                  "figures": 2, "view": 1, "all": 1}
+                  "figures": 3, "view": 1, "all": 1}
     assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
     assert "rollouts/bfcl_v3/sim-medium/dual_loop.verifier-sim-weak.jsonl" in dry.stdout
 
@@ -182,7 +182,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     for module, planned in (
         # the site renders G.1 and F.1 itself; the health table is one of the tables
         ("reports/tables.py", {"tables": 1, "view": 1, "all": 1, **health}),
-        ("reports/figures.py", {"figures": 2, "all": 1}),
+        ("reports/figures.py", {"figures": 3, "all": 1}),
         ("replay/fed.py", {"score_rollouts": 4 * 9, **downstream}),
         # one dataset's benchmark: that dataset's stages only (its 9 blocks, its health)
         ("benchmarks/toolsandbox/tools.py", {"sample_tasks": 1, "generate_rollouts": 9, "score_rollouts": 9,
@@ -199,7 +199,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
                               "task_health": 4, **health, **downstream}),
         # the health stage alone: the health of every dataset, nothing of the agents
         ("health/tasks.py", {"task_health": 4, **health, "fed_table": 1, "statistics": 1, "category_statistics": 1,
-                             "paired_statistics": 1, "tables": 1, "figures": 2, "view": 1, "all": 1}),
+                             "paired_statistics": 1, "tables": 1, "figures": 3, "view": 1, "all": 1}),
     ):
         dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
         assert dry.returncode == 0, dry.stderr[-3000:]
@@ -325,7 +325,7 @@ def test_an_imported_block_with_labels_gets_them_beside_fed_in_tables_figures_an
     dry = _run(tmp_path, "lab", "--dry-run", imports=imports)  # beside the smoke grid's blocks
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
     jobs = _planned_jobs(dry.stdout)
-    assert jobs["compare_labels"] == 1 and jobs["figures"] == 3  # curves, categories and labels
+    assert jobs["compare_labels"] == 1 and jobs["figures"] == 4  # curves, categories, origins and labels
     # Run on the imported block alone (the labels read its block only; the grid would add 80 jobs).
     results = tmp_path / "lab-only"
     targets = [str(results / "tables" / "table_labels.csv"), str(results / "figures" / "labels")]

@@ -8,6 +8,9 @@ statistics and write the tables — into ``DIR`` laid out as the workflow's ``re
   logs that are no log (each with its cause: :mod:`prefix_audit.replay.log_folders`);
 * ``scored/<dataset>/<model>/<method>/{actions.parquet, episodes.parquet, quarantine.jsonl}``;
 * ``fed/episodes.parquet``, ``stats/stats.parquet``, ``tables/table_*.{csv,md,tex}``;
+* ``figures/{curves,categories,origins}/``: the workflow's figure families (:mod:`prefix_audit.reports.figures`:
+  PEC curves and depth decompositions, first-failure categories by depth, whose error the first failures are),
+  unless asked not to;
 * with ``labels``: ``labels/{labels.parquet, entries.parquet, quarantine.jsonl}``, human step labels
   set beside FED (:mod:`prefix_audit.statistics.labels`), their tables and ``figures/labels/`` (FED's
   offsets from the human first failure);
@@ -91,7 +94,7 @@ class AuditReport:
     headlines: dict[tuple[str, str, str], str] = field(default_factory=dict)
     origins: dict[tuple[str, str, str], str] = field(default_factory=dict)  # first failures by origin
     tables: list[Path] = field(default_factory=list)
-    figures: list[Path] = field(default_factory=list)  # PEC curves and categories by depth (asked for)
+    figures: list[Path] = field(default_factory=list)  # the figure families of FIGURE_FAMILIES (unless not asked)
     min_agreement: float = DEFAULT_MIN_AGREEMENT
     labels: LabelReport | None = None
     health: HealthReport | None = None  # the health of the audited tasks (None: not asked for)
@@ -176,6 +179,9 @@ def _headlines(stats: pl.DataFrame) -> tuple[dict[tuple[str, str, str], str], di
 # An audit above this many entries does not build its browser unless asked (`prefix-audit view` builds it
 # later): the site costs 1-5 ms and 5-12 KiB an entry (bench/RESULTS.md, "The audit browser").
 SITE_ROLLOUTS = 10_000
+# The figure families an audit draws, as the workflow's `figures` rule (workflow/rules/common.smk FIGURE_TABLES;
+# `labels` too where labels are given).
+FIGURE_FAMILIES = ("curves", "categories", "origins")
 
 
 def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
@@ -184,7 +190,7 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
                resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
                workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
                labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False,
-               site: bool | None = None, figures: bool = False, health_cache: str | Path | None = None) -> AuditReport:
+               site: bool | None = None, figures: bool = True, health_cache: str | Path | None = None) -> AuditReport:
     """Audit ``logs`` into ``out_dir`` (see the module docstring): files, folders that are one log,
     folders of logs (:func:`~prefix_audit.replay.log_folders.expand_logs`, with the importer
     ``options``). Every input is checked first — a path that does not exist, a folder without any log,
@@ -196,7 +202,7 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
     episode with it (``task_sound``, ``task_health``); ``exclude_unsound``: the statistics and tables over
     the sound tasks only (they say how many were left out and why). ``site``: build the audit browser
     into ``site/`` (None: when the audit has at most :data:`SITE_ROLLOUTS` entries). ``figures``: draw the
-    PEC curves and the first-failure categories by depth (PNG and PDF) into ``figures/{curves,categories}/``.
+    workflow's figure families :data:`FIGURE_FAMILIES` (PNG and PDF) into ``figures/<family>/``.
     ``health_cache``: the folder task health is kept in across commands (:mod:`prefix_audit.health.cache`;
     None: every task's health computed here).
 
@@ -329,15 +335,17 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
     if labels_dir is not None or figures:
         # matplotlib (about 1 s) is imported where figures are drawn: this module is preloaded into every
         # worker pool's server (``prefix-audit tasks`` included), which draws none.
-        from .reports.figures import write_figures
+        from .reports.figures import write_families, write_figures
     if labels_dir is not None:
         every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
         report.labels = write_label_comparison([every_block], out / "fed" / "episodes.parquet", labels_dir)
         write_figures("labels", labels_dir / "entries.parquet", out / "figures" / "labels")
     if figures:
-        report.figures = [*write_figures("curves", stats, out / "figures" / "curves", workers=pool.workers),
-                          *write_figures("categories", out / "fed" / "episodes.parquet", out / "figures" / "categories",
-                                         workers=pool.workers)]
+        tables = {"curves": stats, "categories": out / "fed" / "episodes.parquet",
+                  "origins": out / "fed" / "episodes.parquet"}
+        drawn = write_families({family: (tables[family], out / "figures" / family) for family in FIGURE_FAMILIES},
+                               workers=pool.workers)
+        report.figures = [path for family in FIGURE_FAMILIES for path in drawn[family]]
     report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet",
                                  labels_dir=labels_dir, categories_path=per_category)
     if report.health is not None:

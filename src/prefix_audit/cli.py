@@ -102,10 +102,10 @@ def _audit_next_steps(out: Path, report: Any) -> list[str]:
         browser = (f"browser: not built ({report.imported.rollouts} rollouts); build it with "
                    f"prefix-audit view {out} -o {out / 'site'}")
     if report.figures:
-        figures = f"figures: {out / 'figures'}/ (PEC curves, depth decomposition, first failures by depth; PNG and PDF)"
+        figures = (f"figures: {out / 'figures'}/ (PEC curves, depth decomposition, first failures by depth and whose "
+                   f"error they are; PNG and PDF)")
     else:
-        figures = (f"figures: --figures draws the PEC curves and first failures by depth (PNG and PDF) into "
-                   f"{out / 'figures'}/")
+        figures = f"figures: not drawn (--no-figures); without it the audit draws them into {out / 'figures'}/"
     return [browser,
             f"tables: {out / 'tables'}/ (table_G1.md, table_F1.md, table_trust.md, ... as .md, .csv and .tex)",
             figures,
@@ -418,9 +418,10 @@ def _benchmark_commands(sub: Any) -> None:
     au.add_argument("--site", action=argparse.BooleanOptionalAction, default=None,
                     help="build the audit browser into DIR/site/ (default: yes, but for audits of more than 10,000 "
                          "entries; --no-site skips it, `prefix-audit view DIR -o SITE` builds it later)")
-    au.add_argument("--figures", action="store_true",
-                    help="also draw the PEC curves, depth decompositions and first failures by depth (PNG and PDF) "
-                         "into DIR/figures/, as the workflow does")
+    au.add_argument("--figures", action=argparse.BooleanOptionalAction, default=True,
+                    help="draw the workflow's figures (PNG and PDF) into DIR/figures/: PEC curves and depth "
+                         "decompositions (curves/), first failures by depth (categories/), whose error they are "
+                         "(origins/) (default: yes; --no-figures skips them)")
     au.add_argument("--strict", action="store_true",
                     help=f"exit {STRICT_EXIT} when any block has a trust warning: agreement below --min-agreement, "
                          "or call steps its decoder could not read (for CI)")

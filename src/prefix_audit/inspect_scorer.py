@@ -32,6 +32,12 @@ epoch reducer ever sees FED, so Inspect's default mean cannot average it into a 
 each figure is a ratio of the tallies' sums over rollouts, the audit's point estimate, and each stderr
 is over rollouts too (the audit's bootstrap resamples tasks instead; ``prefix-audit audit`` has those
 intervals).
+
+Integers stay integers where Inspect lets them: the value's FED, T, Y and FED_agent are written to the log
+as ints (no reducer touches them: with only an unreduced metric Inspect writes no reduction for this
+scorer), and the metric computes its counts as ints. Inspect's results then cast every metric value to
+float (a count is 16.0 in the log's header), and its viewer prints every number with decimals (its
+``formatPrettyDecimal``: FED 2 as "2.0"; 0 as "0") — neither is the scorer's to change.
 """
 
 from __future__ import annotations
@@ -175,15 +181,17 @@ def _stderr(values: Sequence[float]) -> float:
 def fed_metrics() -> Metric:
     """TER, mean FED and PEC@1..4 over the prefix cohort, final success over every replayed rollout, and
     the recovery rate over the rollouts with a prefix failure (NaN where a cohort is empty), with
-    stderrs; and the cohorts' sizes."""
+    stderrs; and the cohorts' sizes and the first failures by origin, as ints (Inspect's results cast
+    every value of a metric to float, ``inspect_ai._eval.task.results.scorer_for_metrics``: the log's
+    header holds them as 16.0, but ``int(value)`` gives back what is computed here)."""
 
-    def compute(scores: list[SampleScore]) -> dict[str, float]:
-        sums = dict.fromkeys(TALLIES, 0.0)
+    def compute(scores: list[SampleScore]) -> dict[str, int | float]:
+        sums = dict.fromkeys(TALLIES, 0)  # counts of rollouts (and a sum of depths): integers
         values = [(s.score.metadata or {}).get("tallies") for s in scores]
         values = [v for v in values if isinstance(v, dict)]  # a score of the fed scorer has its tallies
         for value in values:
             for key in TALLIES:
-                sums[key] += float(value.get(key) or 0)
+                sums[key] += int(value.get(key) or 0)
         # Per-rollout indicators for the stderrs: one score per sample-epoch (``scores="unreduced"``).
         prefix = [v for v in values if v.get("prefix")]
         final = [v for v in values if v.get("final")]
@@ -202,8 +210,8 @@ def fed_metrics() -> Metric:
                "mean_FED_agent": _ratio(sums["FED_agent_in_prefix"], sums["prefix"]),
                "first_failures_user": sums["origin_user"], "first_failures_benchmark": sums["origin_benchmark"],
                "n_prefix": sums["prefix"], "n_final": sums["final"], "n_recovery_eligible": sums["eligible"],
-               "n_not_replayed": float(sum(isinstance(s.score.value, dict) and s.score.value.get("replayed") is False
-                                           for s in scores))}
+               "n_not_replayed": sum(isinstance(s.score.value, dict) and s.score.value.get("replayed") is False
+                                     for s in scores)}
         return out
 
     return compute

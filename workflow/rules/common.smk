@@ -87,7 +87,8 @@ for endpoint, ceiling in ENDPOINTS.items():
 PAIRS = config["stats"]["pairs"] + condition_pairs(config)
 TABLES = table_files(f"{RESULTS}/tables")
 # The table each figure family (prefix_audit.reports.figures.FAMILIES) is drawn from.
-FIGURE_TABLES = {"curves": f"{RESULTS}/stats/stats.parquet", "categories": f"{RESULTS}/fed/episodes.parquet"}
+FIGURE_TABLES = {"curves": f"{RESULTS}/stats/stats.parquet", "categories": f"{RESULTS}/fed/episodes.parquet",
+                 "origins": f"{RESULTS}/fed/episodes.parquet"}
 SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
 
 

@@ -1,7 +1,8 @@
 rule figures:
     """One figure family (PNG + PDF) with its index.json: `curves` = PEC curves with CI bands and the
     depth decomposition, plus the Hoeffding planning note; `categories` = first-failure categories
-    by depth."""
+    by depth; `origins` = whose error the first failures are (agent, user, benchmark), shares and by
+    depth; `labels` = FED's offsets from the human first failure."""
     input:
         lambda wc: FIGURE_TABLES[wc.family],
     output:

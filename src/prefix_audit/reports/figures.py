@@ -1,13 +1,16 @@
 """Figures from the long stats table and the FED table (SPEC §5), as PNG and PDF.
 
-Four kinds, one file pair per dataset × model, methods overlaid or side by side, in three families
-(``FAMILIES``): ``curves`` (the first two, from the stats table), ``categories`` (from the FED table)
-and ``labels`` (from a label comparison):
+One file pair per dataset × model, methods overlaid or side by side, in four families (``FAMILIES``):
+``curves`` (from the stats table), ``categories`` and ``origins`` (from the FED table) and ``labels``
+(from a label comparison):
 
 - ``pec_<dataset>_<model>``: PEC(k) with CI bands (fixed cohort: denominator = all N rollouts).
 - ``depth_<dataset>_<model>``: depth support P(T ≥ k), eligible-depth PEC P(FED > k | T ≥ k) and
   their product PEC(k) (paper eq. 7), one panel each.
+- ``consistency_<dataset>_<model>`` (blocks with repeated trials): tasks whose trials disagree.
 - ``categories_<dataset>_<model>``: first-failure category counts by FED depth, one panel per method.
+- ``origins_<dataset>_<model>``: whose error the first failure is (agent, user, benchmark): each
+  method's shares, with the counts, and the counts by FED depth, one panel per method.
 - ``label_offsets_<dataset>_<model>`` (family ``labels``, from a label comparison's entries table): FED's
   offset from the human first failure, one panel per method.
 
@@ -20,14 +23,13 @@ curves family also gets ``planning.txt`` (Hoeffding planning aid, Proposition 4)
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import math
 import multiprocessing
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -40,9 +42,9 @@ from prefix_audit.core.io import atomic_write, atomic_write_text, read_parquet
 from prefix_audit.core.parallel import exit_with_parent
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.statistics.intervals import hoeffding_bound, hoeffding_sample_size
-from prefix_audit.statistics.stats import cohort_size, paper_rows
+from prefix_audit.statistics.stats import ORIGINS, cohort_size, paper_rows
 
-from .palette import CATEGORY_COLOURS, SERIES_COLOURS, UNCLASSIFIED
+from .palette import CATEGORY_COLOURS, ORIGIN_COLOURS, SERIES_COLOURS, UNCLASSIFIED
 
 log = logging.getLogger(__name__)
 
@@ -222,17 +224,80 @@ def depth_decomposition(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
     return paths
 
 
-def _category_counts(block: pl.DataFrame, cap: int) -> tuple[dict[str, np.ndarray], int]:
-    """Counts of first failures per category in depth bins 1..cap (last bin: ≥ cap); fully executable."""
+def _depth_counts(block: pl.DataFrame, column: str, keys: Sequence[str],
+                  cap: int) -> tuple[dict[str, np.ndarray], int]:
+    """Counts of first failures per value of ``column`` (a value outside ``keys``, or no such column:
+    :data:`UNCLASSIFIED`) in depth bins 1..cap (last bin: ≥ cap); and the fully executable rollouts."""
     fed = block["FED"].to_numpy().astype(np.int64)
     T = block["T"].to_numpy().astype(np.int64)
-    cats = block["category"].to_list() if "category" in block.columns else [None] * block.height
+    values = block[column].to_list() if column in block.columns else [None] * block.height
     failed = fed <= T
-    counts = {c: np.zeros(cap, dtype=np.int64) for c in (*CATEGORIES, UNCLASSIFIED)}
-    for depth, cat in zip(fed[failed], (c for c, f in zip(cats, failed) if f)):
-        key = cat if cat in CATEGORIES else UNCLASSIFIED
+    counts = {c: np.zeros(cap, dtype=np.int64) for c in (*keys, UNCLASSIFIED)}
+    for depth, value in zip(fed[failed], (v for v, f in zip(values, failed) if f)):
+        key = value if value in keys else UNCLASSIFIED
         counts[key][min(int(depth), cap) - 1] += 1
     return counts, int((~failed).sum())
+
+
+def _category_counts(block: pl.DataFrame, cap: int) -> tuple[dict[str, np.ndarray], int]:
+    """First failures per category (:data:`UNCLASSIFIED`: none of :data:`CATEGORIES`) by depth bin."""
+    return _depth_counts(block, "category", CATEGORIES, cap)
+
+
+def _origin_counts(block: pl.DataFrame, cap: int) -> tuple[dict[str, np.ndarray], int]:
+    """First failures per origin (:data:`UNCLASSIFIED`: none recorded) by depth bin."""
+    return _depth_counts(block, "origin", ORIGINS, cap)
+
+
+def _check_columns(episodes: pl.DataFrame, columns: Sequence[str]) -> None:
+    missing = [c for c in ("dataset", "model", "method", "T", "FED", *columns) if c not in episodes.columns]
+    if missing:
+        raise ValueError(f"episodes lack required column(s): {', '.join(missing)}")
+
+
+def _block_rows(episodes: pl.DataFrame, dataset: str, model: str) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+    """A block's entries, those with an observed action (infrastructure failures, T/FED null, have no
+    first failure to draw) and its methods, sorted."""
+    entries = episodes.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
+    return entries, entries.filter(pl.col("T").is_not_null()), sorted(entries["method"].unique().to_list())
+
+
+def _depth_panels(axes: Sequence, entries: pl.DataFrame, block: pl.DataFrame, methods: Sequence[str],
+                  per_method: dict[str, tuple[dict[str, np.ndarray], int]], keys: Sequence[str],
+                  colours: dict[str, str], names: dict[str, str], cap: int) -> None:
+    """One panel per method: first failures by FED depth, stacked by ``keys`` (:data:`UNCLASSIFIED` only
+    where some failure is), each panel titled with its fully executable and infrastructure-failed rollouts."""
+    # Bins shown: 1..deepest failure seen in any method of the block (at least 1, at most cap).
+    deepest = max((int(np.nonzero(sum(c.values()))[0].max()) + 1
+                   for c, _ in per_method.values() if sum(c.values()).any()), default=1)
+    depths = np.arange(1, deepest + 1)
+    labels = [str(d) for d in depths]
+    if deepest == cap:
+        labels[-1] = f"{cap}+"
+    shown = [k for k in keys if k != UNCLASSIFIED or any(cnt[k].any() for cnt, _ in per_method.values())]
+    for ax, method in zip(axes, methods):
+        counts, full = per_method[method]
+        n = block.filter(pl.col("method") == method).height
+        bottom = np.zeros(len(depths), dtype=np.int64)
+        for key in shown:
+            values = counts[key][: len(depths)]
+            ax.bar(depths, values, bottom=bottom, color=colours[key], width=0.8, label=names[key],
+                   edgecolor="white", linewidth=0.4)
+            bottom += values
+        if full == n:
+            ax.text(0.5, 0.5, "no prefix failures", transform=ax.transAxes, ha="center", va="center",
+                    color="#777777")
+        ax.set_xticks(depths, labels)
+        ax.set_xlabel("first error depth (FED)")
+        infra = entries.filter(pl.col("method") == method).height - n
+        ax.set_title(f"{method}\nfully executable: {full} of N = {n}; failed: {n - full}"
+                     + (f"\n(and {infra} infrastructure failures)" if infra else ""))
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.grid(True, axis="y", color="#DDDDDD", linewidth=0.6)
+        ax.set_axisbelow(True)
+    axes[0].set_ylabel("rollouts (first failure at this depth)")
+    tallest = max(int(sum(c.values()).max()) for c, _ in per_method.values())
+    axes[0].set_ylim(0, max(1, tallest) * 1.08)
 
 
 def failure_categories_by_depth(
@@ -246,56 +311,77 @@ def failure_categories_by_depth(
     """
     if cap < 1:
         raise ValueError(f"cap must be >= 1, got {cap}")
-    missing = [c for c in ("dataset", "model", "method", "T", "FED") if c not in episodes.columns]
-    if missing:
-        raise ValueError(f"episodes lack required column(s): {', '.join(missing)}")
+    _check_columns(episodes, ())
     out_dir = Path(out_dir)
     paths: list[Path] = []
+    keys = (*CATEGORIES, UNCLASSIFIED)
     for dataset, model in _blocks(episodes) if blocks is None else blocks:
-        entries = episodes.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
-        # Infrastructure failures (no observed action, T/FED null) have no first failure to draw.
-        block = entries.filter(pl.col("T").is_not_null())
-        methods = sorted(entries["method"].unique().to_list())
+        entries, block, methods = _block_rows(episodes, dataset, model)
         per_method = {m: _category_counts(block.filter(pl.col("method") == m), cap) for m in methods}
-        # Bins shown: 1..deepest failure seen in any method of the block (at least 1, at most cap).
-        deepest = max((int(np.nonzero(sum(c.values()))[0].max()) + 1
-                       for c, _ in per_method.values() if sum(c.values()).any()), default=1)
-        depths = np.arange(1, deepest + 1)
-        labels = [str(d) for d in depths]
-        if deepest == cap:
-            labels[-1] = f"{cap}+"
-        shown = [c for c in (*CATEGORIES, UNCLASSIFIED)
-                 if c != UNCLASSIFIED or any(cnt[UNCLASSIFIED].any() for cnt, _ in per_method.values())]
         fig, axes = _new_figure(len(methods), 3.4, 3.8, extra_width=1.6)
         with matplotlib.rc_context(_RC):
-            for ax, method in zip(axes, methods):
-                counts, full = per_method[method]
-                n = block.filter(pl.col("method") == method).height
-                bottom = np.zeros(len(depths), dtype=np.int64)
-                for cat in shown:
-                    values = counts[cat][: len(depths)]
-                    ax.bar(depths, values, bottom=bottom, color=CATEGORY_COLOURS[cat], width=0.8,
-                           label=cat.replace("_", "-"), edgecolor="white", linewidth=0.4)
-                    bottom += values
-                if full == n:
-                    ax.text(0.5, 0.5, "no prefix failures", transform=ax.transAxes, ha="center",
-                            va="center", color="#777777")
-                ax.set_xticks(depths, labels)
-                ax.set_xlabel("first error depth (FED)")
-                infra = entries.filter(pl.col("method") == method).height - n
-                ax.set_title(f"{method}\nfully executable: {full} of N = {n}; failed: {n - full}"
-                             + (f"\n(and {infra} infrastructure failures)" if infra else ""))
-                ax.yaxis.get_major_locator().set_params(integer=True)
-                ax.grid(True, axis="y", color="#DDDDDD", linewidth=0.6)
-                ax.set_axisbelow(True)
-            axes[0].set_ylabel("rollouts (first failure at this depth)")
-            tallest = max(int(sum(c.values()).max()) for c, _ in per_method.values())
-            axes[0].set_ylim(0, max(1, tallest) * 1.08)
+            _depth_panels(axes, entries, block, methods, per_method, keys, CATEGORY_COLOURS,
+                          {c: c.replace("_", "-") for c in keys}, cap)
             handles, names = axes[0].get_legend_handles_labels()
             fig.legend(handles[::-1], names[::-1], loc="outside right center", title="first failure",
                        frameon=False)  # reversed: legend order matches the stacking order
             fig.suptitle(f"First-failure category by depth, {dataset} / {model}")
         paths += _save(fig, out_dir, f"categories_{safe_name(dataset)}_{safe_name(model)}")
+    return paths
+
+
+def failure_origins(
+    episodes: pl.DataFrame, out_dir: str | os.PathLike[str], *, cap: int = DEPTH_CAP,
+    blocks: Sequence[tuple[str, str]] | None = None,
+) -> list[Path]:
+    """Per dataset × model: whose error each first failure is (the FED table's ``origin``: agent, user,
+    benchmark; docs/attribution.md). On top, per method, the origins' shares of its first failures as one
+    stacked bar, the counts in its label; below, one panel per method, the first failures by FED depth
+    stacked by origin (bins as :func:`failure_categories_by_depth`). A first failure with no origin (a FED
+    table written before attribution) is drawn as ``unattributed``."""
+    if cap < 1:
+        raise ValueError(f"cap must be >= 1, got {cap}")
+    _check_columns(episodes, ("origin",))
+    out_dir = Path(out_dir)
+    paths: list[Path] = []
+    keys = (*ORIGINS, UNCLASSIFIED)
+    names = {**{o: o for o in ORIGINS}, UNCLASSIFIED: "unattributed"}
+    for dataset, model in _blocks(episodes) if blocks is None else blocks:
+        entries, block, methods = _block_rows(episodes, dataset, model)
+        per_method = {m: _origin_counts(block.filter(pl.col("method") == m), cap) for m in methods}
+        totals = {m: {k: int(c[k].sum()) for k in keys} for m, (c, _) in per_method.items()}
+        width = max(4.5, 3.4 * len(methods)) + 1.6
+        with matplotlib.rc_context(_RC):
+            fig = Figure(figsize=(width, 4.6 + 0.35 * len(methods)), layout="constrained")
+            top, bottom = fig.subfigures(2, 1, height_ratios=[0.6 + 0.35 * len(methods), 3.8])
+            share_ax = top.subplots()
+            axes = list(bottom.subplots(1, len(methods), squeeze=False, sharey=True)[0])
+            _depth_panels(axes, entries, block, methods, per_method, keys, ORIGIN_COLOURS, names, cap)
+            shown = [k for k in keys if k != UNCLASSIFIED or any(t[k] for t in totals.values())]
+            rows = range(len(methods))
+            left = np.zeros(len(methods))
+            failed = np.array([sum(totals[m].values()) for m in methods])
+            for key in shown:
+                counts = np.array([totals[m][key] for m in methods])
+                shares = np.divide(counts, failed, out=np.zeros(len(methods)), where=failed > 0)
+                share_ax.barh(rows, shares, left=left, color=ORIGIN_COLOURS[key], height=0.6,
+                              edgecolor="white", linewidth=0.4)
+                left += shares
+            for row, method, f in zip(rows, methods, failed):
+                said = " · ".join(f"{names[k]} {totals[method][k]}" for k in shown)
+                share_ax.text(1.0, row, f" {said} of {f} first failures" if f else " no first failure",
+                              va="center", fontsize=8)
+            share_ax.set_yticks(rows, methods)
+            share_ax.invert_yaxis()  # methods top to bottom in sorted order, as the panels left to right
+            share_ax.set_xlim(0, 1)
+            share_ax.set_xlabel("share of the method's first failures")
+            share_ax.grid(True, axis="x", color="#DDDDDD", linewidth=0.6)
+            share_ax.set_axisbelow(True)
+            handles, labels = axes[0].get_legend_handles_labels()
+            fig.legend(handles[::-1], labels[::-1], loc="outside right center", title="whose error",
+                       frameon=False)  # reversed: legend order matches the stacking order
+            fig.suptitle(f"Whose error the first failure is, {dataset} / {model}")
+        paths += _save(fig, out_dir, f"origins_{safe_name(dataset)}_{safe_name(model)}")
     return paths
 
 
@@ -418,15 +504,16 @@ def _min_block_n(stats: pl.DataFrame) -> int:
 # Figure family -> the kinds it draws. One output directory per family, grouped by the table the
 # kinds are drawn from (curves: stats; categories: FED table), so that a new bootstrap seed redraws
 # the curves and leaves the category figures alone.
-FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",), "labels": ("offsets",)}
+FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",), "origins": ("origins",),
+            "labels": ("offsets",)}
 
-_FRAME: list[pl.DataFrame] = []  # the one table a drawing process works from
+_FRAMES: dict[str, pl.DataFrame] = {}  # the tables a drawing process works from, by path
 
 
-def _load_frame(path: str | os.PathLike[str]) -> None:
-    """A drawing worker's start: the table, and an end with the job's process (see exit_with_parent)."""
+def _load_frames(paths: Sequence[str]) -> None:
+    """A drawing worker's start: the tables, and an end with the job's process (see exit_with_parent)."""
     exit_with_parent()
-    _FRAME[:] = [_figure_table(path)]
+    _FRAMES.update({path: _figure_table(path) for path in paths})
 
 
 def _figure_table(path: str | os.PathLike[str]) -> pl.DataFrame:
@@ -436,17 +523,19 @@ def _figure_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     return paper_rows(table) if "attribution" in table.columns else table
 
 
-def _draw_figure(job: tuple[str, tuple[str, str]], out: Path) -> list[Path]:
-    kind, block = job
-    if kind == "pec":
-        return pec_curves(_FRAME[0], out, [block])
-    if kind == "depth":
-        return depth_decomposition(_FRAME[0], out, [block])
-    if kind == "consistency":
-        return consistency(_FRAME[0], out, [block])
-    if kind == "offsets":
-        return label_offsets(_FRAME[0], out, [block])
-    return failure_categories_by_depth(_FRAME[0], out, blocks=[block])
+_DRAW = {
+    "pec": lambda table, out, block: pec_curves(table, out, [block]),
+    "depth": lambda table, out, block: depth_decomposition(table, out, [block]),
+    "consistency": lambda table, out, block: consistency(table, out, [block]),
+    "offsets": lambda table, out, block: label_offsets(table, out, [block]),
+    "categories": lambda table, out, block: failure_categories_by_depth(table, out, blocks=[block]),
+    "origins": lambda table, out, block: failure_origins(table, out, blocks=[block]),
+}
+
+
+def _draw_figure(job: tuple[str, str, Path, tuple[str, str]]) -> list[Path]:
+    kind, table, out, block = job
+    return _DRAW[kind](_FRAMES[table], out, block)
 
 
 def write_figures(
@@ -460,32 +549,56 @@ def write_figures(
     """Write one family of figures and its ``index.json`` into ``out_dir``; return the figures.
 
     ``curves``: PEC curves, depth decompositions and (for blocks with repeated trials) within-task
-    consistency from the stats table, plus ``planning.txt``
-    (for the smallest block size N in it). ``categories``: first-failure categories by depth from
-    the FED table. ``index.json`` lists the files (relative to ``out_dir``, sorted). ``workers``
-    processes draw the figures (each figure is drawn alone, so the files do not depend on it).
+    consistency from the stats table, plus ``planning.txt`` (for the smallest block size N in it).
+    ``categories``: first-failure categories by depth, and ``origins``: first failures by whose error
+    they are, from the FED table. ``labels``: FED's offsets from the human first failure, from a label
+    comparison's entries table. ``index.json`` lists the files (relative to ``out_dir``, sorted).
+    ``workers`` processes draw the figures (each figure is drawn alone, so the files do not depend on it).
     """
-    if family not in FAMILIES:
-        raise ValueError(f"unknown figure family {family!r}; expected one of {sorted(FAMILIES)}")
-    table = _figure_table(table_path)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    blocks = _blocks(table.filter(pl.col("rollout_id").is_not_null()) if family == "labels" else table)
-    _check_stem_collisions(blocks)
-    jobs = [(kind, block) for kind in FAMILIES[family] for block in blocks]
+    return write_families({family: (table_path, out_dir)}, epsilon=epsilon, workers=workers)[family]
+
+
+def write_families(
+    families: Mapping[str, tuple[str | os.PathLike[str], str | os.PathLike[str]]],
+    *,
+    epsilon: float = 0.05,
+    workers: int = 1,
+) -> dict[str, list[Path]]:
+    """:func:`write_figures` of several families at once (family → its table and folder), drawn by one
+    pool of ``workers`` processes: each process starts once (matplotlib and the tables loaded once), not
+    once per family. Returns each family's figures."""
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"unknown figure family {unknown[0]!r}; expected one of {sorted(FAMILIES)}")
+    paths = sorted({str(table) for table, _ in families.values()})
+    _FRAMES.clear()
+    _FRAMES.update({path: _figure_table(path) for path in paths})
+    jobs, blocks = [], {}
+    for family, (table_path, out_dir) in families.items():
+        table = _FRAMES[str(table_path)]
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        blocks[family] = _blocks(table.filter(pl.col("rollout_id").is_not_null()) if family == "labels" else table)
+        _check_stem_collisions(blocks[family])
+        jobs += [(kind, str(table_path), Path(out_dir), block) for kind in FAMILIES[family] for block in blocks[family]]
     if workers > 1 and len(jobs) > 1:
         # spawn, not fork: forking after polars has started its thread pool can deadlock.
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_load_frame, initargs=(table_path,)) as pool:
-            drawn = list(pool.map(_draw_figure, jobs, itertools.repeat(out)))
+                                 initializer=_load_frames, initargs=(paths,)) as pool:
+            drawn = list(pool.map(_draw_figure, jobs))
     else:
-        _FRAME[:] = [table]
-        drawn = [_draw_figure(job, out) for job in jobs]
-    paths = sorted(p for files in drawn for p in files)
-    index: dict[str, object] = {"figures": [p.relative_to(out).as_posix() for p in paths]}
-    if family == "curves":
-        atomic_write_text(out / PLANNING_NAME, planning_note(_min_block_n(table), epsilon))
-        index["planning"] = PLANNING_NAME
-    atomic_write_text(out / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
-    log.info("figures (%s): %d files for %d block(s) in %s", family, len(paths), len(blocks), out)
-    return paths
+        drawn = [_draw_figure(job) for job in jobs]
+    written: dict[str, list[Path]] = {}
+    for family, (table_path, out_dir) in families.items():
+        out = Path(out_dir)
+        written[family] = sorted(p for job, files in zip(jobs, drawn) if job[0] in FAMILIES[family]
+                                 for p in files)
+        index: dict[str, object] = {"figures": [p.relative_to(out).as_posix() for p in written[family]]}
+        if family == "curves":
+            table = _FRAMES[str(table_path)]
+            atomic_write_text(out / PLANNING_NAME, planning_note(_min_block_n(table), epsilon))
+            index["planning"] = PLANNING_NAME
+        atomic_write_text(out / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
+        log.info("figures (%s): %d files for %d block(s) in %s", family, len(written[family]), len(blocks[family]),
+                 out)
+    _FRAMES.clear()
+    return written

@@ -10,8 +10,9 @@ CATEGORY_COLOURS = {
     "information": "#AA3377",
     UNCLASSIFIED: "#BBBBBB",
 }
-# Whose error a first failure is (docs/attribution.md); dark enough to carry white text (WCAG AA).
-ORIGIN_COLOURS = {"agent": "#A61B1B", "user": "#1D4ED8", "benchmark": "#6B21A8"}
+# Whose error a first failure is (docs/attribution.md), as the site's badges: dark enough to carry white
+# text (WCAG AA); a first failure a table of an earlier version attributes to no one, grey.
+ORIGIN_COLOURS = {"agent": "#A61B1B", "user": "#1D4ED8", "benchmark": "#6B21A8", UNCLASSIFIED: "#BBBBBB"}
 # Tol "bright" + "muted" extras, assigned to series in sorted order so one keeps its colour across figures.
 SERIES_COLOURS = (
     "#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB",
