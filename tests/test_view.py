@@ -16,7 +16,7 @@ from conftest import RESOURCES, ROOT
 
 from prefix_audit.cli import main
 from prefix_audit.core.records import dumps
-from prefix_audit.reports import pages, view
+from prefix_audit.reports import block_pages, pages, view
 
 TASK = "multi_turn_base_1"
 SCRIPT = "<script>document.title = 'pwned'; window.pwned = true;</script>"
@@ -227,7 +227,7 @@ def test_the_site_is_the_same_bytes_twice_and_replaces_its_previous_files(result
 
 
 def test_rollout_lists_are_paginated(results_root, tmp_path, monkeypatch):
-    monkeypatch.setattr(view, "ROLLOUTS_PER_PAGE", 2)
+    monkeypatch.setattr(block_pages, "ROLLOUTS_PER_PAGE", 2)
     report = view.view_results(results_root, tmp_path / "paged")
     block = tmp_path / "paged" / "blocks" / "bfcl_v3" / "m" / "react"
     assert sorted(p.name for p in block.glob("*.html")) == ["index.html", "page-2.html", "page-3.html"]

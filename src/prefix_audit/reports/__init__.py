@@ -3,7 +3,8 @@
 Holds :mod:`.tables` (CSV, Markdown and LaTeX from the stats and paired tables), :mod:`.figures`
 (PNG and PDF), :mod:`.view` (``prefix-audit view``: the offline site, from the Jinja2 templates in
 ``templates/site/``) with its parts — :mod:`.glance` (where agents break: shares, tools, the PEC and FED
-plots as SVG), :mod:`.rollout_page` (one rollout's page, rendered in worker processes) and :mod:`.pages`
+plots as SVG), :mod:`.block_pages` (a block's pages, rendered in worker processes), :mod:`.rollout_page`
+(one rollout's page) and :mod:`.pages`
 (the templates' environment and filters) —, :mod:`.glossary` (every term the site and docs/glossary.md
 define, once) and :mod:`.palette` (the colours of every figure and page).
 

@@ -5,8 +5,8 @@ labels, the planning trace and the record's metadata.
 
 :func:`rollout_view` turns a rollout's rows into the plain values its template shows;
 :func:`render_rollout_pages` renders a batch of them, in whichever process: the site spreads its
-thousands of rollout pages over worker processes (:class:`~prefix_audit.core.parallel.WorkerPool`),
-each with its own Jinja2 environment.
+thousands of rollout pages over worker processes (:mod:`~prefix_audit.reports.block_pages`), each with
+its own Jinja2 environment.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jinja2
 import polars as pl
 
 from prefix_audit.core.records import PARTY_CALLS_KEY, RecordError, call_from_json
@@ -206,16 +205,9 @@ class BlockName:
     folder: str
 
 
-_ENVIRONMENT: list[jinja2.Environment] = []  # one per process, made on its first batch
-
-
-def render_rollout_pages(_shared: object, batch: tuple[BlockName, bool, Sequence[RolloutPage]]) -> list[tuple[str, bytes]]:
-    """The pages of a batch of one block's rollouts (``(block, has_health, pages)``), as (path, bytes); a
-    :class:`~prefix_audit.core.parallel.WorkerPool` function (``_shared`` unused)."""
-    if not _ENVIRONMENT:
-        _ENVIRONMENT.append(environment())
-    template = _ENVIRONMENT[0].get_template("rollout.html.j2")
-    block, has_health, pages = batch
+def render_rollout_pages(block: BlockName, has_health: bool, pages: Sequence[RolloutPage]) -> list[tuple[str, bytes]]:
+    """The pages of a batch of one block's rollouts, as (path, bytes)."""
+    template = environment().get_template("rollout.html.j2")
     up = up_to_root(f"{block.folder}/r")
     return [(page.path, template.render(up=up, has_health=has_health, block=block, n=page.n, unaudited=page.unaudited,
                                         rollout=rollout_view(page.ep, page.actions, page.labels, page.compared))

@@ -13,7 +13,7 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
   column headers and facts link and show as tooltips;
 * ``tables.html`` — G.1, G.1 per BFCL task category (``stats/categories.parquet``, where present) and
   F.1 with their intervals, each cell linking to its block(s);
-* ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`ROLLOUTS_PER_PAGE`) —
+* ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`~prefix_audit.reports.block_pages.ROLLOUTS_PER_PAGE`) —
   the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure, and
   the records its scoring quarantined, one line per cause;
 * ``blocks/<scored path>/r/<n>.html`` — one rollout: every message in order, turn by turn — the
@@ -36,12 +36,11 @@ import json
 import logging
 import os
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from prefix_audit.core.health import (CODES, DEFECT, EFFECTS, FINDINGS_SCHEMA, KINDS, TASKS_SCHEMA, UNAUDITED_FILE,
@@ -52,58 +51,24 @@ from prefix_audit.core.parallel import WorkerPool, default_workers
 from prefix_audit.core.quarantine import QuarantineTally, read_quarantine
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA, with_task_health
-from prefix_audit.replay.trust import block_trust, issue_codes, share_text
-from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA, label_summary
-from prefix_audit.statistics.metrics import block_metrics
-from prefix_audit.statistics.stats import ORIGINS, TAU_POOL, cohort_size, paper_rows
+from prefix_audit.replay.trust import share_text
+from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA
+from prefix_audit.statistics.stats import TAU_POOL, paper_rows
 
-from .glance import (
-    BlockGlance,
-    Series,
-    block_glance,
-    dataset_tools,
-    pec_plot,
-    series_style,
-    where_agents_break,
-)
+from .block_pages import K_MAX, Block, BlockPages, block_jobs, estimate_text, render_job
+from .glance import Series, dataset_tools, pec_plot, series_style
 from .glossary import TERMS
 from .pages import environment, health_anchor, up_to_root
-from .rollout_page import LANDED_WORDS, BlockName, RolloutPage, render_rollout_pages
-from .tables import (CATEGORY_STATS_SCHEMA, LABEL_SHARES, STATS_SCHEMA, display_columns, health_cells, table_f1, table_g1,
+from .rollout_page import BlockName
+from .tables import (CATEGORY_STATS_SCHEMA, STATS_SCHEMA, display_columns, health_cells, table_f1, table_g1,
                      table_task_categories)
 
 log = logging.getLogger(__name__)
 
-ROLLOUTS_PER_PAGE = 1000  # rows of one rollout list page (about 0.3 MB)
-ROLLOUTS_PER_BATCH = 200  # rollout pages a worker renders at a time (about 2 MB back)
 # Rollout pages worth a worker process: one renders about 700 a second, and starting one costs a second.
 ROLLOUTS_PER_WORKER = 2000
-FAILING_CALL_CHARS = 80  # the failing call as a block's rollout list shows it
-K_MAX = 4
 BLOCK_KEYS = ("dataset", "model", "method")
 _ASSETS = ("site.css", "site.js")
-
-
-@dataclass
-class Block:
-    """One scored block and where its pages go (``folder``: site-relative, POSIX)."""
-
-    dataset: str
-    model: str
-    method: str
-    folder: str
-    episodes: pl.DataFrame
-    actions: pl.DataFrame
-    quarantined: int = 0  # records of its scoring run that are not episodes (quarantine.jsonl)
-    quarantine: tuple[str, ...] = ()  # those records, one line per cause
-    # Human step labels of its rollouts and the labelled entries (:mod:`prefix_audit.statistics.labels`);
-    # None: no labels were given.
-    labels: pl.DataFrame | None = None
-    label_entries: pl.DataFrame | None = None
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return self.dataset, self.model, self.method
 
 
 @dataclass
@@ -247,7 +212,7 @@ class TaskRollouts:
     """Where the site shows one block's rollouts of a task: the block, its page listing them, and the
     rollout pages (site-relative)."""
 
-    block: Block
+    block: BlockName
     page: str
     rollouts: list[str] = field(default_factory=list)
 
@@ -300,75 +265,6 @@ def _health_view(tasks: pl.DataFrame, findings: pl.DataFrame,
     return out
 
 
-def _band(stats: pl.DataFrame | None, block: Block) -> dict[str, Any] | None:
-    """How the block's statistics drew their intervals (resamples, seed, confidence): the PEC curve's
-    band is drawn the same way; None without statistics of the block."""
-    if stats is None:
-        return None
-    rows = stats.filter((pl.col("dataset") == block.dataset) & (pl.col("model") == block.model)
-                        & (pl.col("method") == block.method) & (pl.col("metric") == "pec")
-                        & pl.col("versus").is_null() & pl.col("resamples").is_not_null())
-    if not rows.height:
-        return None
-    row = rows.row(0, named=True)
-    return {"resamples": int(row["resamples"]), "seed": int(row["seed"]), "confidence": float(row["confidence"])}
-
-
-def _with_table_intervals(glance: BlockGlance, stats: pl.DataFrame | None, block: Block) -> BlockGlance:
-    """The block's curve with the statistics' own intervals where the statistics have PEC@k (k ≤ their
-    k_max), so the band agrees with Table G.1 there; the curve's own bootstrap beyond."""
-    curve = glance.curve
-    if stats is None or curve is None or curve.low is None or curve.high is None:
-        return glance
-    rows = stats.filter((pl.col("dataset") == block.dataset) & (pl.col("model") == block.model)
-                        & (pl.col("method") == block.method) & (pl.col("metric") == "pec")
-                        & pl.col("versus").is_null() & pl.col("ci_low").is_not_null())
-    low, high = list(curve.low), list(curve.high)
-    for k, estimate, lo, hi in rows.select("k", "estimate", "ci_low", "ci_high").iter_rows():
-        # only where the statistics are of the same cohort (not of the sound tasks alone: --exclude-unsound)
-        if 1 <= k <= len(low) and abs(estimate - curve.estimate[k - 1]) < 1e-12:
-            low[k - 1], high[k - 1] = lo, hi
-    return dataclasses.replace(glance, curve=dataclasses.replace(curve, low=tuple(low), high=tuple(high)))
-
-
-def _share(x: float | None) -> str:
-    return "—" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
-
-
-def block_summary(block: Block) -> dict[str, Any]:
-    """The index row of a block: sizes, point estimates and first-failure categories."""
-    ep = block.episodes
-    trials = ep.group_by("task_id").len()["len"]
-    size = cohort_size({"n": ep["task_id"].n_unique(), "trials_min": trials.min(), "trials_max": trials.max(),
-                        "n_rollouts": ep.height})
-    prefix = ep.filter(pl.col("T").is_not_null())
-    known = ep["Y"].drop_nulls()
-    row: dict[str, Any] = {
-        "N": size, "rollouts": ep.height, "infra": ep.height - prefix.height, "quarantined": block.quarantined,
-        "final_success": _share(float(known.mean()) if known.len() else None),
-        "final_success_n": known.len(),
-        "categories": {c: int((prefix["category"] == c).sum()) for c in CATEGORIES},
-        "origins": " · ".join(str(int((prefix["origin"] == o).sum())) for o in ORIGINS)
-        if "origin" in prefix.columns else "—",  # a FED table of an earlier version: no attribution
-    }
-    if prefix.height:
-        m = block_metrics(prefix["FED"].to_numpy(), prefix["T"].to_numpy(),
-                          prefix["Y"].cast(pl.Float64).fill_null(np.nan).to_numpy(), K_MAX)
-        row |= {"ter": _share(m.ter), "pec": [_share(p) for p in m.pec], "cohort": m.n}
-    else:
-        row |= {"ter": "—", "pec": ["—"] * K_MAX, "cohort": 0}
-    return row
-
-
-def _failing_call(failure: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A rollout's failing action as its block's table names it: the tool and the call, cut short."""
-    if failure is None:
-        return None
-    call = failure["call"] or ""
-    return {"tool": failure["tool"], "call": call if len(call) <= FAILING_CALL_CHARS else
-            call[:FAILING_CALL_CHARS] + "…", "whole": call}
-
-
 def _dataset_sections(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The index's sections: per dataset its blocks, their PEC curves in one plot and the tools their
     first failures happen at."""
@@ -392,33 +288,15 @@ def _dataset_sections(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, 
             "plot": pec_plot(series, top, f"{anchor}-caption") if series else None,
             "banded": any(s.curve.low is not None for s in series),
             "series": [{"label": s.label, "href": s.href, "colour": s.colour, "dash": s.dash,
-                        "pec1": _share(s.curve.estimate[0])} for s in series],
+                        "pec1": estimate_text(s.curve.estimate[0])} for s in series],
             "tools": dataset_tools([(item["block"], item["summary"]["glance"]) for item in items],
                                    lambda block: f"{block.folder}/index.html")})
     return sections
 
 
-def _comparison_view(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A block's label comparison as its page shows it: the shares as text, the offsets as bars."""
-    if summary is None:
-        return None
-    shares = [(title, share_text(summary[name]["s"], summary[name]["n"]),
-               _interval_text(summary[name])) for title, name in LABEL_SHARES]
-    return {"labelled": summary["labelled"], "with_failure": summary["with_failure"], "shares": shares,
-            "offsets": summary["offset_counts"], "unit": summary["offset_unit"],
-            "most": max((n for _, n in summary["offset_counts"]), default=0),
-            "landed": [(LANDED_WORDS.get(k, k), n) for k, n in summary["failure_labels"].items()],
-            "categories": summary["categories"]}
-
-
-def _interval_text(share: Mapping[str, Any]) -> str:
-    return "" if share["lo"] is None else f"[{share['lo']:.3f}, {share['hi']:.3f}]"
-
-
-def _failing_depths(episodes: pl.DataFrame) -> list[int]:
-    """The FED values of a block's rollouts that failed (the FED filter's choices)."""
-    failed = episodes.filter(pl.col("FED") <= pl.col("T"))
-    return sorted(failed["FED"].unique().to_list())
+def _unaudited_of(block: Block, why: Any) -> dict[str, str]:
+    """Why each rollout of ``block`` whose task has no health has none (``why``: :func:`unaudited_reasons`)."""
+    return {ep["rollout_id"]: why(ep) for ep in block.episodes.filter(pl.col("task_sound").is_null()).iter_rows(named=True)}
 
 
 def _table_links(frame: pl.DataFrame, blocks: Mapping[tuple[str, str, str], Block],
@@ -514,60 +392,23 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     summaries = []
     summary_of: dict[str, dict[str, Any]] = {}  # by block folder, for the index and the pool pages
     trusts = []  # the blocks of imported logs against their records, for the index
-
-    def rendered_blocks() -> Iterator[tuple[BlockName, bool, list[RolloutPage]]]:
-        """Each block's summary and list pages, here; its rollout pages in batches, to be rendered by the pool."""
-        for block in blocks:
-            summary = summary_of[block.folder] = block_summary(block)
-            glance = summary["glance"] = _with_table_intervals(
-                block_glance(block.episodes, block.actions, _band(stats, block)), stats, block)
-            failing = {r["rollout_id"]: r for r in glance.failures.iter_rows(named=True)}
-            depths = _failing_depths(block.episodes)
-            by_rollout: dict[str, list[dict[str, Any]]] = {}  # each rollout's actions by depth, read once per block
-            for action in block.actions.sort("rollout_id", "j").iter_rows(named=True):
-                by_rollout.setdefault(action["rollout_id"], []).append(action)
-            trust = next(iter(block_trust(block.episodes)), None)
-            if trust is not None:
-                trusts.append({"block": block, "trust": trust, "warnings": trust.warnings(),
-                               "replay": share_text(trust.reproduced, trust.compared),
-                               "verdicts": share_text(trust.same_verdict, trust.compared)})
-            labelled = block.labels.partition_by("rollout_id", as_dict=True) if block.labels is not None else {}
-            compared = {r["rollout_id"]: r for r in block.label_entries.iter_rows(named=True)} \
-                if block.label_entries is not None else {}
-            rows, pages = [], []
-            for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
-                href = f"r/{n}.html"
-                reason = why_unaudited(ep) if ep["task_sound"] is None else None
-                rows.append({"ep": ep, "href": href, "n": n, "issues": issue_codes(ep["log_issue"]),
-                             "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"]), "unaudited": reason,
-                             "failing": _failing_call(failing.get(ep["rollout_id"]))})
-                pages.append(RolloutPage(f"{block.folder}/{href}", n, ep, by_rollout.get(ep["rollout_id"], []),
-                                         labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"]), reason))
-            name = BlockName(block.dataset, block.model, block.method, block.folder)
-            yield from ((name, has_health, pages[i:i + ROLLOUTS_PER_BATCH]) for i in range(0, len(pages), ROLLOUTS_PER_BATCH))
-            comparison = next(iter(label_summary(block.labels, block.label_entries)), None) \
-                if block.labels is not None and block.label_entries is not None else None
-            codes = sorted({code for row in rows for code in row["issues"]})
-            chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
-            names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
-            for name, chunk in zip(names, chunks):
-                for row in chunk:
-                    key = (row["ep"]["dataset"], row["ep"]["release"], row["ep"]["task_id"])
-                    listed = task_rollouts.setdefault(key, [])
-                    if not listed or listed[-1].block is not block:  # a task across two pages: linked on its first
-                        listed.append(TaskRollouts(block, f"{block.folder}/{name}"))
-                    listed[-1].rollouts.append(f"{block.folder}/{row['href']}")
-                page(f"{block.folder}/{name}", "block.html.j2", block=block, summary=summary, rows=chunk,
-                     task_ids=list(dict.fromkeys(row["ep"]["task_id"] for row in chunk)),
-                     pages=[{"name": other, "current": other == name} for other in names] if len(names) > 1 else [],
-                     categories=CATEGORIES, fed_values=depths, trust=trust.lines() if trust else None,
-                     issue_codes=codes, comparison=_comparison_view(comparison), k_max=K_MAX,
-                     where=where_agents_break(glance.failures), tools=[t for t, _ in glance.tools])
-            summaries.append({"block": block, "summary": summary})
-
-    with WorkerPool(workers, None, preload=["prefix_audit.reports.rollout_page"]) as pool:
-        for batch in pool.map(render_rollout_pages, rendered_blocks()):
-            files.update(batch)
+    jobs = [job for block in blocks for job in block_jobs(block, stats, has_health, _unaudited_of(block, why_unaudited))]
+    blocks_of_jobs = iter(blocks)  # a block's own job comes first of its jobs, in block order
+    with WorkerPool(workers, None, preload=["prefix_audit.reports.block_pages"]) as pool:
+        for done in pool.map(render_job, jobs):
+            if isinstance(done, BlockPages):
+                block = next(blocks_of_jobs)
+                name = BlockName(block.dataset, block.model, block.method, block.folder)
+                summary_of[block.folder] = done.summary
+                summaries.append({"block": block, "summary": done.summary})
+                if done.trust is not None:
+                    trusts.append({"block": block, "trust": done.trust, "warnings": done.trust.warnings(),
+                                   "replay": share_text(done.trust.reproduced, done.trust.compared),
+                                   "verdicts": share_text(done.trust.same_verdict, done.trust.compared)})
+                for key, list_page, hrefs in done.task_pages:
+                    task_rollouts.setdefault(key, []).append(TaskRollouts(name, list_page, hrefs))
+                done = done.files
+            files.update(done)
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
     for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
         for row in table["rows"]:
