@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -172,7 +173,7 @@ class BlockPages:
     summary: dict[str, Any]
     trust: BlockTrust | None
     task_pages: list[tuple[tuple[str, str | None, str], str, list[str]]]
-    files: list[tuple[str, bytes]] = field(default_factory=list)
+    files: list[tuple[str, bytes | int]] = field(default_factory=list)  # as :func:`render_job` delivers them
 
 
 @dataclass(frozen=True)
@@ -211,10 +212,14 @@ def block_jobs(block: Block, stats: pl.DataFrame | None, has_health: bool,
     return jobs
 
 
-def render_job(_shared: object, job: BlockJob | RolloutsJob) -> BlockPages | list[tuple[str, bytes]]:
-    """A job's pages (a :class:`~prefix_audit.core.parallel.WorkerPool` function; ``_shared`` unused)."""
+def render_job(into: Path | None, job: BlockJob | RolloutsJob) -> BlockPages | list[tuple[str, bytes | int]]:
+    """A job's pages (a :class:`~prefix_audit.core.parallel.WorkerPool` function): each as its path and
+    bytes, or — written under the folder ``into`` here, in the worker, so that the pages never travel back —
+    its path and size."""
     if isinstance(job, BlockJob):
-        return _block_pages(job)
+        pages = _block_pages(job)
+        pages.files = _delivered(into, pages.files)
+        return pages
     by_rollout: dict[str, list[dict[str, Any]]] = {}  # each rollout's actions by depth
     for action in job.actions.sort("rollout_id", "j").iter_rows(named=True):
         by_rollout.setdefault(action["rollout_id"], []).append(action)
@@ -224,7 +229,17 @@ def render_job(_shared: object, job: BlockJob | RolloutsJob) -> BlockPages | lis
                          labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"]),
                          job.unaudited.get(ep["rollout_id"]))
              for n, ep in enumerate(job.episodes.iter_rows(named=True), start=job.first)]
-    return render_rollout_pages(job.name, job.has_health, pages)
+    return _delivered(into, render_rollout_pages(job.name, job.has_health, pages))
+
+
+def _delivered(into: Path | None, pages: list[tuple[str, bytes]]) -> list[tuple[str, bytes | int]]:
+    if into is None:
+        return list(pages)
+    for path, data in pages:
+        target = into / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return [(path, len(data)) for path, data in pages]
 
 
 def _block_pages(job: BlockJob) -> BlockPages:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import functools
 import html
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 import jinja2
+import jinja2.runtime
 from markupsafe import Markup
 
 from prefix_audit.core.io import path_label
@@ -53,9 +54,56 @@ def environment() -> jinja2.Environment:
     env.filters["text"] = text
     env.filters["clipped"] = clipped
     env.globals |= {"colours": CATEGORY_COLOURS, "origins": ORIGINS}
-    # The glossary's terms, for the header and fact macros of terms.html.j2 on every page.
-    env.globals |= {"glossary": GLOSSARY, "column_term": column_term, "column_terms": column_terms}
+    # The glossary's terms where pages name them (term, th, column_th, terms_line) and its entries.
+    env.globals |= {"glossary": GLOSSARY, "column_terms": column_terms, "term": term, "th": th,
+                    "column_th": column_th, "terms_line": terms_line}
     return env
+
+
+# Terms of the glossary (:mod:`~prefix_audit.reports.glossary`) where pages name them; functions of the
+# page's context (for ``up``, the way back to glossary.html), not Jinja macros: a rollout page names seven,
+# and a macro imported with its page's context costs a fifth of the page.
+#
+# A sortable header (``data-sort``) is made a button by site.js, and a button may hold no link (axe-core's
+# nested-interactive): such a header carries its term's one line as its title — a tooltip, and the
+# description a screen reader reads with the header — and the table is followed by :func:`terms_line`, the
+# same terms as links a keyboard reaches. Anywhere else, :func:`term` is the link itself, its one line as
+# its title.
+
+
+@jinja2.pass_context
+def term(context: jinja2.runtime.Context, name: str, label: str | None = None) -> Markup:
+    """The term ``name`` as a link to its glossary entry, its one line as the title; ``label`` its text."""
+    t = GLOSSARY[name]
+    return Markup('<a class="term" href="{}glossary.html#{}" title="{}">{}</a>').format(
+        context["up"], t.anchor, t.short, label if label is not None else t.name)
+
+
+@jinja2.pass_context
+def th(context: jinja2.runtime.Context, name: str, label: str | None = None, sort: str | None = None) -> Markup:
+    """A header of the term ``name``: sortable (its one line as the title) or holding its link."""
+    t = GLOSSARY[name]
+    if sort:
+        return Markup('<th data-sort="{}" title="{}">{}</th>').format(sort, t.short,
+                                                                      label if label is not None else t.name)
+    return Markup("<th>{}</th>").format(term(context, name, label))
+
+
+@jinja2.pass_context
+def column_th(context: jinja2.runtime.Context, title: str, sort: str | None = None) -> Markup:
+    """The header of a statistics table's column ``title``: its term's where it has one."""
+    t = column_term(title)
+    if t is not None:
+        return th(context, t.anchor, title, sort)
+    return Markup("<th{}>{}</th>").format(Markup(' data-sort="{}"').format(sort) if sort else "", title)
+
+
+@jinja2.pass_context
+def terms_line(context: jinja2.runtime.Context, names: Iterable[str]) -> Markup:
+    """The line under a table that links the terms its headers name (keyboard users reach them there)."""
+    links = Markup(" · ").join(term(context, name) for name in names)
+    return Markup('<p class="terms">Terms: {} (<a href="{}glossary.html">glossary</a>)</p>').format(
+        links, context["up"])
 
 
 def text(value: str) -> Markup:

@@ -79,6 +79,7 @@ class SiteReport:
     bytes: int = 0
     largest_page: tuple[str, int] = ("", 0)
     notes: list[str] = field(default_factory=list)
+    written: dict[str, int] = field(default_factory=dict)  # pages the workers wrote themselves, by size
 
     def summary(self) -> str:
         name, size = self.largest_page
@@ -367,13 +368,16 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
                 pools: Mapping[str, Sequence[str]] = TAU_POOL, report: SiteReport | None = None,
                 health: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                 import_quarantine: Sequence[str] = (),
-                unaudited: Mapping[tuple[str, str | None, str], str] | None = None, workers: int = 1) -> dict[str, bytes]:
+                unaudited: Mapping[tuple[str, str | None, str], str] | None = None, workers: int = 1,
+                into: Path | None = None) -> dict[str, bytes]:
     """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given, the
     health page of ``health``: the per-task and findings tables of :func:`read_health`, each task linking
     to its rollouts, and on the index the lines of ``import_quarantine``: what the import quarantined, by
     cause), by site-relative POSIX path; a task "not audited" says why (:func:`unaudited_reasons` of
-    ``health`` and ``unaudited``: :func:`read_unaudited`); notes go to ``report``. The rollout pages are
-    rendered by ``workers`` processes (the same bytes whatever their number)."""
+    ``health`` and ``unaudited``: :func:`read_unaudited`); notes go to ``report``. The blocks' and rollouts'
+    pages are rendered by ``workers`` processes (the same bytes whatever their number); given a folder
+    ``into``, they write those pages there themselves (``report.written`` has their sizes) and the mapping
+    holds the other files."""
     report = report if report is not None else SiteReport()
     env = environment()
     files: dict[str, bytes] = {}
@@ -394,7 +398,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     trusts = []  # the blocks of imported logs against their records, for the index
     jobs = [job for block in blocks for job in block_jobs(block, stats, has_health, _unaudited_of(block, why_unaudited))]
     blocks_of_jobs = iter(blocks)  # a block's own job comes first of its jobs, in block order
-    with WorkerPool(workers, None, preload=["prefix_audit.reports.block_pages"]) as pool:
+    with WorkerPool(workers, into, preload=["prefix_audit.reports.block_pages"]) as pool:
         for done in pool.map(render_job, jobs):
             if isinstance(done, BlockPages):
                 block = next(blocks_of_jobs)
@@ -408,7 +412,11 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
                 for key, list_page, hrefs in done.task_pages:
                     task_rollouts.setdefault(key, []).append(TaskRollouts(name, list_page, hrefs))
                 done = done.files
-            files.update(done)
+            for path, data in done:
+                if isinstance(data, int):
+                    report.written[path] = data
+                else:
+                    files[path] = data
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
     for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
         for row in table["rows"]:
@@ -460,19 +468,20 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
         blocks = [dataclasses.replace(b, episodes=with_task_health(b.episodes, health[0])) for b in blocks]
     if workers is None:
         workers = min(default_workers(), 1 + sum(b.episodes.height for b in blocks) // ROLLOUTS_PER_WORKER)
-    files = render_site(with_labels(blocks, labels_dir) if labels_dir is not None else blocks, stats_path, pools,
-                        report, health, quarantine_tally([Path(p) for p in import_quarantine]).lines(),
-                        read_unaudited(health_dir), workers)
-    report.blocks = sum(1 for p in files if p.endswith("/index.html") and p.startswith("blocks/"))
-    report.rollouts = sum(1 for p in files if "/r/" in p)
-    report.pages = sum(p.endswith(".html") for p in files)
-    report.bytes = sum(map(len, files.values()))
-    report.largest_page = max(((p, len(b)) for p, b in files.items()), key=lambda pb: (pb[1], pb[0]))
     with replaced_tree(site) as tree:
+        files = render_site(with_labels(blocks, labels_dir) if labels_dir is not None else blocks, stats_path, pools,
+                            report, health, quarantine_tally([Path(p) for p in import_quarantine]).lines(),
+                            read_unaudited(health_dir), workers, into=tree.path)
         for path, data in sorted(files.items()):
             target = tree.path / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+    sizes = report.written | {path: len(data) for path, data in files.items()}
+    report.blocks = sum(1 for p in sizes if p.endswith("/index.html") and p.startswith("blocks/"))
+    report.rollouts = sum(1 for p in sizes if "/r/" in p)
+    report.pages = sum(p.endswith(".html") for p in sizes)
+    report.bytes = sum(sizes.values())
+    report.largest_page = max(sizes.items(), key=lambda ps: (ps[1], ps[0]))
     return report
 
 
