@@ -309,8 +309,8 @@ def _dataset_options(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(option.flag, help=option.help)
 
 
-# Commands that read no benchmark: they start without loading the registry (a third of a second).
-WITHOUT_BENCHMARKS = frozenset({"stats", "plan"})
+# Commands that read no benchmark: they start without loading the registry (a second, with every benchmark).
+WITHOUT_BENCHMARKS = frozenset({"stats", "plan", "view"})
 
 
 def _pre_parsed(argv: list[str] | None) -> argparse.Namespace:

@@ -166,13 +166,11 @@ class BlockJob:
 
 @dataclass
 class BlockPages:
-    """A block's own pages and what the index, the pool pages and the health page take from them: its
-    summary (with its first failures at a glance), its agreement with its logs, and per task the list page
-    and the rollout pages that show it."""
+    """A block's own pages and what the index and the pool pages take from them: its summary (with its
+    first failures at a glance) and its agreement with its logs."""
 
     summary: dict[str, Any]
     trust: BlockTrust | None
-    task_pages: list[tuple[tuple[str, str | None, str], str, list[str]]]
     files: list[tuple[str, bytes | int]] = field(default_factory=list)  # as :func:`render_job` delivers them
 
 
@@ -210,6 +208,17 @@ def block_jobs(block: Block, stats: pl.DataFrame | None, has_health: bool,
         jobs.append(RolloutsJob(name, has_health, start + 1, episodes, of(block.actions), of(block.labels),
                                 of(block.label_entries), {i: unaudited[i] for i in ids if i in unaudited}))
     return jobs
+
+
+def task_pages(block: Block) -> list[tuple[tuple[str, str | None, str], str, list[str]]]:
+    """Per task of ``block`` (dataset, release, task id): the list page that shows its rollouts (a task
+    across two pages: its first) and their pages, as the block's pages are numbered."""
+    out: dict[tuple[str, str | None, str], tuple[str, list[str]]] = {}
+    rows = block.episodes.select("dataset", "release", "task_id").iter_rows()
+    for n, key in enumerate(rows, start=1):
+        name = "index.html" if n <= ROLLOUTS_PER_PAGE else f"page-{(n - 1) // ROLLOUTS_PER_PAGE + 1}.html"
+        out.setdefault(key, (f"{block.folder}/{name}", []))[1].append(f"{block.folder}/r/{n}.html")
+    return [(key, page, hrefs) for key, (page, hrefs) in out.items()]
 
 
 def render_job(into: Path | None, job: BlockJob | RolloutsJob) -> BlockPages | list[tuple[str, bytes | int]]:
@@ -259,7 +268,7 @@ def _block_pages(job: BlockJob) -> BlockPages:
     codes = sorted({code for row in rows for code in row["issues"]})
     chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
     names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
-    out = BlockPages(summary, trust, [])
+    out = BlockPages(summary, trust)
     template = environment().get_template("block.html.j2")
     common = {"up": up_to_root(block.folder), "has_health": job.has_health, "block": block, "summary": summary,
               "categories": CATEGORIES, "fed_values": _failing_depths(block.episodes),
@@ -267,12 +276,7 @@ def _block_pages(job: BlockJob) -> BlockPages:
               "comparison": _comparison_view(comparison), "k_max": K_MAX, "where": where_agents_break(glance.failures),
               "tools": [t for t, _ in glance.tools]}
     for name, chunk in zip(names, chunks):
-        tasks: dict[tuple[str, str | None, str], list[str]] = {}  # a task across two pages: linked on its first
-        for row in chunk:
-            tasks.setdefault((row["ep"]["dataset"], row["ep"]["release"], row["ep"]["task_id"]), []) \
-                .append(f"{block.folder}/{row['href']}")
-        out.task_pages += [(key, f"{block.folder}/{name}", hrefs) for key, hrefs in tasks.items()]
-        html = template.render(rows=chunk, task_ids=[key[2] for key in tasks],
+        html = template.render(rows=chunk, task_ids=list(dict.fromkeys(row["ep"]["task_id"] for row in chunk)),
                                pages=[{"name": other, "current": other == name} for other in names]
                                if len(names) > 1 else [], **common)
         out.files.append((f"{block.folder}/{name}", html.encode("utf-8")))

@@ -55,7 +55,7 @@ from prefix_audit.replay.trust import share_text
 from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA
 from prefix_audit.statistics.stats import TAU_POOL, paper_rows
 
-from .block_pages import K_MAX, Block, BlockPages, block_jobs, estimate_text, render_job
+from .block_pages import K_MAX, Block, BlockPages, block_jobs, estimate_text, render_job, task_pages
 from .glance import Series, dataset_tools, pec_plot, series_style
 from .glossary import TERMS
 from .pages import environment, health_anchor, up_to_root
@@ -384,7 +384,6 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     has_health = health is not None and health[0].height > 0
     why_unaudited = unaudited_reasons(health[0] if health is not None else pl.DataFrame(schema=pl.Schema(TASKS_SCHEMA)),
                                       unaudited or {})
-    task_rollouts: dict[tuple[str, str | None, str], list[TaskRollouts]] = {}  # for the health page's links
 
     def page(path: str, template: str, **context: Any) -> None:
         folder = str(PurePosixPath(path).parent) if "/" in path else ""
@@ -398,26 +397,41 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     trusts = []  # the blocks of imported logs against their records, for the index
     jobs = [job for block in blocks for job in block_jobs(block, stats, has_health, _unaudited_of(block, why_unaudited))]
     blocks_of_jobs = iter(blocks)  # a block's own job comes first of its jobs, in block order
-    with WorkerPool(workers, into, preload=["prefix_audit.reports.block_pages"]) as pool:
-        for done in pool.map(render_job, jobs):
-            if isinstance(done, BlockPages):
-                block = next(blocks_of_jobs)
-                name = BlockName(block.dataset, block.model, block.method, block.folder)
-                summary_of[block.folder] = done.summary
-                summaries.append({"block": block, "summary": done.summary})
-                if done.trust is not None:
-                    trusts.append({"block": block, "trust": done.trust, "warnings": done.trust.warnings(),
-                                   "replay": share_text(done.trust.reproduced, done.trust.compared),
-                                   "verdicts": share_text(done.trust.same_verdict, done.trust.compared)})
-                for key, list_page, hrefs in done.task_pages:
-                    task_rollouts.setdefault(key, []).append(TaskRollouts(name, list_page, hrefs))
-                done = done.files
-            for path, data in done:
-                if isinstance(data, int):
-                    report.written[path] = data
-                else:
-                    files[path] = data
+
+    def take(done: BlockPages | list[tuple[str, bytes | int]]) -> None:
+        if isinstance(done, BlockPages):
+            block = next(blocks_of_jobs)
+            summary_of[block.folder] = done.summary
+            summaries.append({"block": block, "summary": done.summary})
+            if done.trust is not None:
+                trusts.append({"block": block, "trust": done.trust, "warnings": done.trust.warnings(),
+                               "replay": share_text(done.trust.reproduced, done.trust.compared),
+                               "verdicts": share_text(done.trust.same_verdict, done.trust.compared)})
+            done = done.files
+        for path, data in done:
+            if isinstance(data, int):
+                report.written[path] = data
+            else:
+                files[path] = data
+
     tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
+    with WorkerPool(workers, into, preload=["prefix_audit.reports.block_pages"]) as pool:
+        rendered = pool.map(render_job, jobs)
+        first = next(rendered, None)  # the workers are busy from here: this process renders its pages meanwhile
+        page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
+        page("glossary.html", "glossary.html.j2", terms=TERMS)
+        if has_health:
+            task_rollouts: dict[tuple[str, str | None, str], list[TaskRollouts]] = {}
+            for block in blocks:
+                name = BlockName(block.dataset, block.model, block.method, block.folder)
+                for key, list_page, hrefs in task_pages(block):
+                    task_rollouts.setdefault(key, []).append(TaskRollouts(name, list_page, hrefs))
+            page("health.html", "health.html.j2", releases=_health_view(*health, task_rollouts), codes=CODES,
+                 kinds=KINDS, effects=EFFECTS, kinds_order=KINDS_ORDER)
+        for done in [first] if first is not None else []:
+            take(done)
+        for done in rendered:
+            take(done)
     for table in (tables or {}).get("f1", []):  # a pooled row's page: its member blocks side by side
         for row in table["rows"]:
             members = [{"block": link["block"], "summary": summary_of[link["block"].folder], "show_dataset": True}
@@ -426,11 +440,6 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     page("index.html", "index.html.j2", datasets=_dataset_sections(summaries), categories=CATEGORIES, n_blocks=len(blocks),
          rollouts=sum(b.episodes.height for b in blocks), has_tables=tables is not None, notes=report.notes,
          trust=trusts, import_quarantine=import_quarantine)
-    page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
-    page("glossary.html", "glossary.html.j2", terms=TERMS)
-    if has_health:
-        page("health.html", "health.html.j2", releases=_health_view(*health, task_rollouts), codes=CODES, kinds=KINDS,
-             effects=EFFECTS, kinds_order=KINDS_ORDER)
     for name in _ASSETS:
         source, _, _ = env.loader.get_source(env, f"assets/{name}")
         files[f"assets/{name}"] = source.encode("utf-8")
