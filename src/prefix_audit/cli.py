@@ -330,7 +330,9 @@ def _view(args: argparse.Namespace) -> int:
     if not Path(args.results).is_dir():
         raise FileNotFoundError(f"no such folder: {args.results}")
     check_output_folder(args.output)
-    report = view_results(args.results, args.output)
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    report = view_results(args.results, args.output, workers=args.workers)
     print(report.summary(), file=sys.stderr)
     print(f"open {Path(args.output) / 'index.html'}", file=sys.stderr)
     return 0
@@ -504,6 +506,8 @@ def build_parser(benchmarks: bool = True) -> argparse.ArgumentParser:
     vw = sub.add_parser("view", help="a results root → a static HTML site of every block, rollout by rollout")
     vw.add_argument("results", help="a results root: the workflow's results/ or an `audit -o` directory")
     vw.add_argument("-o", "--output", required=True, help="the site's directory (open its index.html)")
+    vw.add_argument("--workers", type=int, help="processes that render the pages (default: one per 2,000 "
+                                                "rollouts, at most the cores; the site does not depend on it)")
     vw.set_defaults(func=_view)
 
     pr = sub.add_parser("progress", help="rollouts done / planned per block of a running or finished run")

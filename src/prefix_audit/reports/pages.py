@@ -64,11 +64,10 @@ def environment() -> jinja2.Environment:
 # page's context (for ``up``, the way back to glossary.html), not Jinja macros: a rollout page names seven,
 # and a macro imported with its page's context costs a fifth of the page.
 #
-# A sortable header (``data-sort``) is made a button by site.js, and a button may hold no link (axe-core's
-# nested-interactive): such a header carries its term's one line as its title — a tooltip, and the
-# description a screen reader reads with the header — and the table is followed by :func:`terms_line`, the
-# same terms as links a keyboard reaches. Anywhere else, :func:`term` is the link itself, its one line as
-# its title.
+# A sortable header (``data-sort``) sorts its table on a click, or on Enter from the keyboard (site.js): a
+# link in it would take that click. Such a header carries its term's one line as its title — a tooltip, and
+# the description a screen reader reads with the header — and the table is followed by :func:`terms_line`,
+# the same terms as links. Anywhere else, :func:`term` is the link itself, its one line as its title.
 
 
 @jinja2.pass_context

@@ -40,9 +40,9 @@
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (header, index) {
       var kind = header.getAttribute("data-sort");
       if (!kind) return;
-      // Keyboard users sort too: the header is a focusable button.
+      // Keyboard users sort too: the header takes the focus and sorts on Enter or Space; it stays a column
+      // header (aria-sort says how the table is sorted, which a button may not carry).
       header.setAttribute("tabindex", "0");
-      header.setAttribute("role", "button");
       header.setAttribute("aria-sort", "none");
       var sort = function () { sortTable(table, index, kind === "num", header); };
       header.addEventListener("click", sort);
