@@ -47,7 +47,7 @@ def test_audit_of_mixed_logs_accounts_for_every_entry(bfcl, tmp_path, capsys):
     stray = tmp_path / "logs" / "notes.txt"
     stray.write_text("not a log\n")
     out = tmp_path / "audit"
-    assert main(["audit", str(bfcl_log), str(run), str(stray), "-o", str(out), "--model", "m",
+    assert main(["audit", "--no-figures", str(bfcl_log), str(run), str(stray), "-o", str(out), "--model", "m",
                  "--resamples", "200", "--resources", str(RESOURCES)]) == 0
 
     # Layout of the workflow's results/; other commands read it alike.
@@ -82,7 +82,7 @@ def test_audit_of_mixed_logs_accounts_for_every_entry(bfcl, tmp_path, capsys):
 def test_audit_with_nothing_importable_says_so(tmp_path, capsys):
     stray = tmp_path / "notes.txt"
     stray.write_text("not a log\n")
-    assert main(["audit", str(stray), "-o", str(tmp_path / "out")]) == 2
+    assert main(["audit", "--no-figures", str(stray), "-o", str(tmp_path / "out")]) == 2
     assert "no entry of 1 log(s) could be imported" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # not even created
 
@@ -105,15 +105,15 @@ def example_audit(tmp_path_factory) -> Path:
         copy = out.parent / "logs" / model / EXAMPLE.name
         copy.parent.mkdir(parents=True)
         copy.write_bytes(EXAMPLE.read_bytes())
-    assert main(["audit", str(EXAMPLE), "-o", str(out), "--model", "example-model", *QUICK]) == 0
+    assert main(["audit", "--no-figures", str(EXAMPLE), "-o", str(out), "--model", "example-model", *QUICK]) == 0
     return out
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["audit", "nope.json"], "no such file or folder: nope.json"),
-    (["audit", "{notes}"], "no entry of 1 log(s) could be imported"),
-    (["audit", "{empty}"], "no log in this folder"),
-    (["audit", str(EXAMPLE), "--labels", "nope.jsonl"], "nope.jsonl"),
+    (["audit", "--no-figures", "nope.json"], "no such file or folder: nope.json"),
+    (["audit", "--no-figures", "{notes}"], "no entry of 1 log(s) could be imported"),
+    (["audit", "--no-figures", "{empty}"], "no log in this folder"),
+    (["audit", "--no-figures", str(EXAMPLE), "--labels", "nope.jsonl"], "nope.jsonl"),
 ])
 def test_an_audit_that_fails_leaves_the_previous_one_byte_for_byte(example_audit, tmp_path, capsys, argv, message):
     notes, empty = tmp_path / "notes.txt", tmp_path / "empty"
@@ -132,10 +132,10 @@ def test_an_audit_that_fails_leaves_the_previous_one_byte_for_byte(example_audit
 
 def test_an_audit_of_fewer_logs_says_which_blocks_go(example_audit, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["audit", str(example_audit.parent / "logs"), "-o", str(out), *QUICK]) == 0
+    assert main(["audit", "--no-figures", str(example_audit.parent / "logs"), "-o", str(out), *QUICK]) == 0
     assert sorted(p.name for p in (out / "scored" / "bfcl_v3").iterdir()) == ["example-model", "other"]
     capsys.readouterr()
-    assert main(["audit", str(EXAMPLE), "-o", str(out), "--model", "example-model", *QUICK]) == 0
+    assert main(["audit", "--no-figures", str(EXAMPLE), "-o", str(out), "--model", "example-model", *QUICK]) == 0
     err = capsys.readouterr().err
     assert "which had 2 block(s): 1 of them are not in this one and went with it: bfcl_v3/other/imported" in err
     assert not (out / "scored" / "bfcl_v3" / "other").exists() and not (out / "rollouts" / "imported" / "bfcl_v3" / "other").exists()
@@ -150,7 +150,7 @@ def test_an_audit_ends_with_where_to_look_and_builds_its_browser(example_audit, 
     assert not (out / "site").exists() and not (out / "figures").exists()
     assert f"browser: not built (3 rollouts); build it with prefix-audit view {out} -o {out / 'site'}" in err
     assert f"tables: {out / 'tables'}/" in err and "figures: not drawn (--no-figures)" in err
-    assert main(["audit", str(EXAMPLE), "-o", str(out), *QUICK]) == 0
+    assert main(["audit", str(EXAMPLE), "-o", str(out), *QUICK]) == 0  # by default, the workflow's figures
     err = capsys.readouterr().err
     assert f"browser: open {out / 'site' / 'index.html'}" in err and f"figures: {out / 'figures'}/" in err
     assert (out / "site" / "index.html").is_file()
@@ -165,7 +165,7 @@ _AUDIT = "import sys; from prefix_audit.cli import main; sys.exit(main(sys.argv[
 def test_an_audit_killed_midway_leaves_the_previous_one_byte_for_byte(example_audit, tmp_path):
     before = files_of(example_audit)
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    proc = subprocess.Popen([sys.executable, "-c", _AUDIT, "audit", str(EXAMPLE), "-o", str(example_audit),
+    proc = subprocess.Popen([sys.executable, "-c", _AUDIT, "audit", "--no-figures", str(EXAMPLE), "-o", str(example_audit),
                              "--model", "killed", *QUICK], env=env, stderr=subprocess.DEVNULL)
     stage = example_audit.parent / f".{example_audit.name}.{proc.pid}.staging"
     deadline = time.monotonic() + 60
@@ -180,7 +180,7 @@ def test_an_audit_killed_midway_leaves_the_previous_one_byte_for_byte(example_au
 def test_two_audits_at_once_into_one_folder_leave_one_of_them_whole(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    procs = [subprocess.Popen([sys.executable, "-c", _AUDIT, "audit", str(EXAMPLE), "-o", str(out), "--model", model,
+    procs = [subprocess.Popen([sys.executable, "-c", _AUDIT, "audit", "--no-figures", str(EXAMPLE), "-o", str(out), "--model", model,
                                "--workers", "1", *QUICK], env=env, stderr=subprocess.DEVNULL) for model in ("a", "b")]
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     listing = json.loads((out / ".prefix-audit-files.json").read_text())["files"]

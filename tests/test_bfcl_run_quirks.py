@@ -33,7 +33,7 @@ TWEET = {"id": 1, "username": "u", "content": "c", "tags": [], "mentions": []}
 
 
 def _audit(logs, out, *options):
-    return main(["audit", *map(str, logs), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES),
+    return main(["audit", "--no-figures", *map(str, logs), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES),
                  *options])
 
 

@@ -286,7 +286,7 @@ def health_audit(bfcl, tmp_path_factory):
     log = bfcl_logs.write_result_file(tmp_path / "BFCL_v3_multi_turn_base_result.json", [
         bfcl_logs.gold_entry(bfcl, t) for t in ("multi_turn_base_10", "multi_turn_base_4", "multi_turn_base_9")])
     out = tmp_path / "audit"
-    assert main(["audit", str(log), "-o", str(out), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",
+    assert main(["audit", "--no-figures", str(log), "-o", str(out), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",
                  "--resources", str(RESOURCES), "--workers", "1"]) == 0
     view_results(out, tmp_path / "site")
     return log, out, tmp_path / "site"
@@ -317,7 +317,7 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, health_aud
         "evidence"].str.contains("the same words in another order").to_list() == [True]
 
     left = tmp_path / "left"
-    assert main(["audit", str(log), "-o", str(left), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",
+    assert main(["audit", "--no-figures", str(log), "-o", str(left), "--model", "m", "--resamples", "200", "--bfcl-data", "2025.9.29",
                  "--resources", str(RESOURCES), "--workers", "1", "--exclude-unsound"]) == 0
     assert "| bfcl_v3 | m | imported | 1 | left out 2 of 3 (answer_unreachable 2) |" in \
         (left / "tables" / "table_G1.md").read_text()

@@ -239,7 +239,7 @@ def test_commands_refuse_bad_input_in_one_line(bfcl, tmp_path, capsys, monkeypat
     writers = [  # every command that writes, with -o naming a file, then a folder it may not write
         ["stats", str(episodes), "-o", "{out}", "--resamples", "10"], ["tables", str(stats), "-o", "{out}"],
         ["score", str(rollouts), "-o", "{out}"], ["import", "bfcl", str(result), "-o", "{out}/r.jsonl"],
-        ["audit", str(result), "-o", "{out}"]]
+        ["audit", "--no-figures", str(result), "-o", "{out}"]]
     # a command whose output is a folder says so before any work; `import` writes a file under it
     cases += [([a.format(out=taken) for a in argv], "File exists" if argv[0] == "import" else "a file is in the way")
               for argv in writers]
@@ -555,7 +555,7 @@ def test_a_failed_audit_leaves_the_previous_one_whole_and_a_new_one_replaces_it(
     run = write_run(tmp_path / "runs", SCENARIOS[:2])
 
     def audit_of(*logs: Path) -> int:
-        return main(["audit", *map(str, logs), "-o", str(out), "--model", "m", "--resamples", "50",
+        return main(["audit", "--no-figures", *map(str, logs), "-o", str(out), "--model", "m", "--resamples", "50",
                      "--resources", str(RESOURCES)])
 
     def snapshot() -> dict[str, bytes]:
@@ -604,7 +604,7 @@ def test_every_command_gives_the_same_bytes_twice(bfcl, tau_seed, tmp_path, caps
         ["stats", str(episodes), "-o", str(work / "stats"), "--resamples", "100", "--paired-resamples", "100",
          "--pairs", str(pairs)],
         ["tables", str(work / "stats"), "-o", str(work / "tables")],
-        ["audit", str(bfcl_log), str(tau_log), str(run), "-o", str(work / "audit"), "--resamples", "100", *opts],
+        ["audit", "--no-figures", str(bfcl_log), str(tau_log), str(run), "-o", str(work / "audit"), "--resamples", "100", *opts],
         ["progress", str(work / "audit")],
         ["plan", "--epsilon", "0.05", "--delta", "0.05"],
     ]

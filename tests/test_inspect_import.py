@@ -110,7 +110,7 @@ BFCL_EPOCHS = 2
 
 
 def _audit(logs, out):
-    assert main(["audit", *map(str, logs), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES)]) == 0
+    assert main(["audit", "--no-figures", *map(str, logs), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES)]) == 0
     return pl.read_parquet(out / "fed" / "episodes.parquet")
 
 

@@ -88,7 +88,7 @@ def test_the_scorer_is_registered_through_inspects_entry_point_group():
 
 
 def _audited(log: Path, out: Path) -> dict[tuple[str, int], dict]:
-    assert main(["audit", str(log), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES)]) == 0
+    assert main(["audit", "--no-figures", str(log), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES)]) == 0
     episodes = pl.read_parquet(out / "fed" / "episodes.parquet")
     return {(r["task_id"], r["trial"] + 1): r for r in episodes.iter_rows(named=True)}
 

@@ -215,7 +215,7 @@ def test_an_audit_with_labels_writes_them_beside_fed_with_tables_and_pages(tau, 
                                     {"message": 6, "verdict": "correct"}, {"message": 40, "verdict": "neutral"}]},
         {"task_id": "12", "labels": [{"action": 1, "verdict": "failure"}]}])
     out = tmp_path / "audit"
-    assert main(["audit", str(log), "-o", str(out), "--labels", str(labels), "--resamples", "200"]) == 0
+    assert main(["audit", "--no-figures", str(log), "-o", str(out), "--labels", str(labels), "--resamples", "200"]) == 0
     err = capsys.readouterr().err
     assert "labels: 2 labelled entries from 1 file(s), 1 matched to an audited entry; 5 labels (" in err
     assert "no audited entry has task_id 12" in err and "message 40 is beyond the log's" in err
@@ -227,7 +227,7 @@ def test_an_audit_with_labels_writes_them_beside_fed_with_tables_and_pages(tau, 
     assert [p.name for p in sorted((out / "figures" / "labels").glob("*.png"))] == [
         "label_offsets_tau_airline_test-model.png"]
     again = tmp_path / "audit-again"  # the same input, the same bytes
-    assert main(["audit", str(log), "-o", str(again), "--labels", str(labels), "--resamples", "200"]) == 0
+    assert main(["audit", "--no-figures", str(log), "-o", str(again), "--labels", str(labels), "--resamples", "200"]) == 0
     for name in ("labels/labels.parquet", "labels/entries.parquet", "tables/table_labels.csv",
                  "figures/labels/label_offsets_tau_airline_test-model.png"):
         assert (again / name).read_bytes() == (out / name).read_bytes(), name
@@ -243,7 +243,7 @@ def test_an_audit_with_labels_writes_them_beside_fed_with_tables_and_pages(tau, 
 
 
 def test_a_labels_file_that_cannot_be_read_stops_the_audit_before_it_runs(tmp_path, capsys):
-    assert main(["audit", str(tmp_path / "none.json"), "-o", str(tmp_path / "out"), "--labels",
+    assert main(["audit", "--no-figures", str(tmp_path / "none.json"), "-o", str(tmp_path / "out"), "--labels",
                  str(tmp_path / "missing.jsonl")]) != 0
     assert "missing.jsonl" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
@@ -258,7 +258,7 @@ needs_labels = pytest.mark.skipif(not LABELS.is_dir(), reason="../shared/fixture
 @pytest.mark.slow
 def test_agentrx_failed_trajectories_reproduce_the_published_comparison(tmp_path, capsys):
     out = tmp_path / "arx"
-    assert main(["audit", str(LABELS / "agentrx" / "tau_dataset_failed.json"), "-o", str(out), "--labels",
+    assert main(["audit", "--no-figures", str(LABELS / "agentrx" / "tau_dataset_failed.json"), "-o", str(out), "--labels",
                  str(LABELS / "agentrx" / "tau_ground_truth.json"), "--resamples", "200"]) == 0
     table = pl.read_csv(out / "tables" / "table_labels.csv").row(0, named=True)
     assert (table["labelled"], table["with failure"], table["executable_s"], table["fired_s"]) == (29, 29, 20, 9)
@@ -274,7 +274,7 @@ def test_agentrx_failed_trajectories_reproduce_the_published_comparison(tmp_path
                                                          ("apb_bfcl_subset.jsonl", 217, 15)])
 def test_agentprocessbench_records_are_audited_with_their_own_labels(tmp_path, capsys, name, labels, entries):
     out = tmp_path / "apb"
-    assert main(["audit", str(LABELS / name), "-o", str(out), "--labels", str(LABELS / name),
+    assert main(["audit", "--no-figures", str(LABELS / name), "-o", str(out), "--labels", str(LABELS / name),
                  "--resamples", "200"]) == 0
     episodes = pl.read_parquet(out / "fed" / "episodes.parquet")
     assert episodes.height == entries and (episodes["Y"] == episodes["recorded_y"]).all()
@@ -309,7 +309,7 @@ def test_labels_of_ours_on_every_message_of_the_real_logs_round_trip(tmp_path, c
     if not all(p.exists() for p in logs):
         pytest.skip("../shared/fixtures/real-logs is absent")
     out = tmp_path / "audit"
-    assert main(["audit", *map(str, logs), "-o", str(out), "--resamples", "50"]) == 0
+    assert main(["audit", "--no-figures", *map(str, logs), "-o", str(out), "--resamples", "50"]) == 0
     rollout_files = sorted(p for p in (out / "rollouts" / "imported").rglob("*.jsonl") if "quarantine" not in p.name)
     entries = []
     for path in rollout_files:

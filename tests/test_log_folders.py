@@ -166,7 +166,7 @@ def test_a_folder_without_any_log_is_one_located_error(tmp_path, capsys, make):
     make(folder)
     with pytest.raises(ValueError, match=f"^{folder}: no log in this folder"):
         expand_logs([folder])
-    assert main(["audit", str(folder), "-o", str(tmp_path / "out")]) == 2
+    assert main(["audit", "--no-figures", str(folder), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"prefix-audit audit: {folder}: no log in this folder") and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
@@ -255,7 +255,7 @@ def _outputs(out: Path) -> dict[str, bytes]:
 
 
 def _audit(paths, out: Path, *extra: str) -> None:
-    assert main(["audit", *map(str, paths), "-o", str(out), "--no-health", "--resamples", "50",
+    assert main(["audit", "--no-figures", *map(str, paths), "-o", str(out), "--no-health", "--resamples", "50",
                  "--resources", str(RESOURCES), *extra]) == 0
 
 
@@ -443,7 +443,7 @@ def test_the_runners_folders_of_real_logs_audit_in_one_command(tmp_path):
     for folder in folders:
         _extras(folder)
     out = tmp_path / "audit"
-    assert main(["audit", *map(str, folders), "-o", str(out), "--no-health", "--resamples", "50",
+    assert main(["audit", "--no-figures", *map(str, folders), "-o", str(out), "--no-health", "--resamples", "50",
                  "--resources", str(RESOURCES)]) == 0
     expansion = expand_logs(folders)
     assert [s.format for s in expansion.logs] == ["bfcl", "bfcl", "tau", "tau", "tau", "tau", "toolsandbox"]

@@ -229,7 +229,7 @@ def audited(tmp_path_factory) -> Path:
     from prefix_audit.cli import main
 
     out = tmp_path_factory.mktemp("audited") / "out"
-    assert main(["audit", str(EXAMPLE), "-o", str(out), "--model", "m", "--resamples", "50", "--no-health",
+    assert main(["audit", "--no-figures", str(EXAMPLE), "-o", str(out), "--model", "m", "--resamples", "50", "--no-health",
                  "--no-site", "--resources", str(RESOURCES)]) == 0
     return out
 
@@ -238,7 +238,7 @@ def _commands(audited: Path) -> dict[str, list[str]]:
     from conftest import RESOURCES
 
     return {
-        "audit": ["audit", str(EXAMPLE), "--model", "m", "--resamples", "50", "--no-health",
+        "audit": ["audit", "--no-figures", str(EXAMPLE), "--model", "m", "--resamples", "50", "--no-health",
                   "--resources", str(RESOURCES)],
         "score": ["score", str(audited / "rollouts" / "imported" / "bfcl_v3" / "m" / "imported.jsonl"),
                   "--resources", str(RESOURCES)],

@@ -74,7 +74,7 @@ def toy_logs(folder: Path) -> list[Path]:
 
 def audit(logs: list[Path], out: Path, *, cwd: Path, env: dict[str, str],
           workers: int = 2) -> subprocess.CompletedProcess:
-    return cli("audit", *map(str, logs), "-o", str(out), "--plugin", "toy_pinned", "--workers", str(workers),
+    return cli("audit", "--no-figures", *map(str, logs), "-o", str(out), "--plugin", "toy_pinned", "--workers", str(workers),
                "--no-health", "--resamples", "50", cwd=cwd, env=env)
 
 
@@ -122,7 +122,7 @@ def test_the_first_audit_fetches_into_the_cache_once_and_an_audit_elsewhere_fetc
 def test_two_audits_at_once_fetch_once(user, tmp_path):
     logs = toy_logs(tmp_path / "logs")
     env = served(user)
-    runs = [subprocess.Popen([sys.executable, "-m", "prefix_audit.cli", "audit", *map(str, logs), "-o",
+    runs = [subprocess.Popen([sys.executable, "-m", "prefix_audit.cli", "audit", "--no-figures", *map(str, logs), "-o",
                               str(tmp_path / f"out-{n}"), "--plugin", "toy_pinned", "--no-health", "--resamples", "50"],
                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for n in (1, 2)]

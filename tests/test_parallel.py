@@ -132,7 +132,7 @@ def _tree(root: Path) -> dict[str, str]:
 
 def _audit(args: list[str], env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "prefix_audit.cli", "audit", *args, "--resources", str(RESOURCES),
+    return subprocess.run([sys.executable, "-m", "prefix_audit.cli", "audit", "--no-figures", *args, "--resources", str(RESOURCES),
                            "--resamples", "200"], capture_output=True, text=True, env=env, timeout=600)
 
 

@@ -64,7 +64,7 @@ def test_an_unsupported_domain_is_one_line_with_its_count_and_first_tasks(tmp_pa
     assert records[5]["reason"].startswith("unusable τ simulation (task '5'): tau2 domain 'airline-relaxed'")
     assert records[5]["cause"].startswith("unusable τ simulation: tau2 domain 'airline-relaxed'")
     # `audit` says it the same way (nothing imported: it stops with the causes, and writes nothing)
-    assert main(["audit", str(log), "-o", str(tmp_path / "audit"), "--resources", str(RESOURCES)]) == 2
+    assert main(["audit", "--no-figures", str(log), "-o", str(tmp_path / "audit"), "--resources", str(RESOURCES)]) == 2
     assert ("no entry of 1 log(s) could be imported: 70 × unusable τ simulation: tau2 domain 'airline-relaxed' is "
             "not one this release replays (airline, retail, telecom) (tasks 0, 1, 2, …)\n") in capsys.readouterr().err
     assert not (tmp_path / "audit").exists()

@@ -268,7 +268,7 @@ def test_real_bfcl_base_and_miss_func_of_one_model(tmp_path):
 
     logs = [REAL / f"gpt-oss-20b_BFCL_v4_multi_turn_{c}_result.json" for c in ("base", "miss_func")]
     out = tmp_path / "audit"
-    assert main(["audit", *map(str, logs), "-o", str(out), "--resamples", "200", "--seed", "5",
+    assert main(["audit", "--no-figures", *map(str, logs), "-o", str(out), "--resamples", "200", "--seed", "5",
                  "--resources", str(RESOURCES)]) in (0, 1)
     table = table_task_categories(pl.read_parquet(out / "stats" / "categories.parquet"))
     assert (out / "tables" / f"table_{CATEGORY_TABLE}.csv").read_text() == table.write_csv()

@@ -413,7 +413,7 @@ def test_the_audit_browser_shows_the_users_calls_in_their_turns(telecom, tmp_pat
     from prefix_audit.cli import main
 
     path = _results_file(telecom, tmp_path, telecom.task_ids()[:1])
-    assert main(["audit", str(path), "-o", str(tmp_path / "out"), "--resources", str(RESOURCES)]) == 0
+    assert main(["audit", "--no-figures", str(path), "-o", str(tmp_path / "out"), "--resources", str(RESOURCES)]) == 0
     assert main(["view", str(tmp_path / "out"), "-o", str(tmp_path / "site")]) == 0
     [page] = [p for p in (tmp_path / "site").rglob("*.html") if "the user's own call" in p.read_text()]
     user_calls = json.loads(path.read_text())["simulations"][0]["messages"]
@@ -430,7 +430,7 @@ def test_inspect_evals_tau2_telecom_samples_audit_with_both_parties_and_its_scor
     from prefix_audit.cli import main
 
     out = tmp_path / "out"
-    assert main(["audit", str(inspect_tau2_telecom_log), "-o", str(out), "--resources", str(RESOURCES)]) == 0
+    assert main(["audit", "--no-figures", str(inspect_tau2_telecom_log), "-o", str(out), "--resources", str(RESOURCES)]) == 0
     import polars as pl
 
     [episodes] = list((out / "scored").rglob("episodes.parquet"))

@@ -412,7 +412,7 @@ def test_scenarios_aborted_by_other_exceptions_are_episodes_or_infrastructure_fa
 
 
 def test_audit_reports_the_recorded_mean_similarity_next_to_final_success(run_folder, tmp_path: Path, capsys):
-    assert main(["audit", str(run_folder.parent), "-o", str(tmp_path / "out"), "--resamples", "200"]) == 0
+    assert main(["audit", "--no-figures", str(run_folder.parent), "-o", str(tmp_path / "out"), "--resamples", "200"]) == 0
     said = capsys.readouterr().err
     # similarities of SCENARIOS: 0, 1, 1, 0.5, 1, 0, 1, 1, 1 -> mean 6.5 / 9; final success 6 / 9
     assert "final success 0.667 of 9; recorded mean similarity 0.722 of 9" in said
@@ -424,7 +424,7 @@ def test_audit_reports_the_recorded_mean_similarity_next_to_final_success(run_fo
     assert rows["recorded_score_name"].unique().to_list() == ["similarity"]
     assert sorted(rows["recorded_score"].to_list()) == [0.0, 0.0, 0.5] + [1.0] * 6
     csv = (tmp_path / "out" / "tables" / "table_trust.csv").read_text()
-    assert main(["audit", str(run_folder.parent), "-o", str(tmp_path / "again"), "--resamples", "200"]) == 0
+    assert main(["audit", "--no-figures", str(run_folder.parent), "-o", str(tmp_path / "again"), "--resamples", "200"]) == 0
     assert (tmp_path / "again" / "tables" / "table_trust.csv").read_text() == csv
 
 
@@ -448,7 +448,7 @@ SHARED_RUN = SHARED / "fixtures" / "real-logs" / "toolsandbox"
 def test_shared_gpt_4o_mini_run_audits_whole_from_the_top_folder(tmp_path: Path, capsys):
     if not (SHARED_RUN / NESTED / "result_summary.json").is_file():
         pytest.skip("shared real ToolSandbox run is not available")
-    assert main(["audit", str(SHARED_RUN), "-o", str(tmp_path / "out"), "--resamples", "200"]) == 0
+    assert main(["audit", "--no-figures", str(SHARED_RUN), "-o", str(tmp_path / "out"), "--resamples", "200"]) == 0
     said = capsys.readouterr().err
     import polars as pl
 

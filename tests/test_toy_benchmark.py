@@ -60,7 +60,7 @@ def test_import_score_stats_tables_through_the_plugin(tmp_path):
     proc = cli("score", str(rollouts), "-o", str(tmp_path / "scored"), "--plugin", "toy_bench")
     assert proc.returncode == 0, proc.stderr
     # One command does the same, with the format found by the plugin's detector.
-    proc = cli("audit", str(log), "-o", str(tmp_path / "audit"), "--plugin", "toy_bench", "--resamples", "200")
+    proc = cli("audit", "--no-figures", str(log), "-o", str(tmp_path / "audit"), "--plugin", "toy_bench", "--resamples", "200")
     assert proc.returncode == 0, proc.stderr
     assert "rollouts imported: 4; quarantined: 1" in proc.stderr
     assert (pl.read_parquet(tmp_path / "audit" / "fed" / "episodes.parquet").height == 4)

@@ -43,7 +43,7 @@ PROMPTING_MODEL = "gpt-4o-2024-11-20"  # a key of BFCL's model config whose hand
 
 
 def _audit(logs, out, *options):
-    return main(["audit", *map(str, logs), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES),
+    return main(["audit", "--no-figures", *map(str, logs), "-o", str(out), "--resamples", "200", "--resources", str(RESOURCES),
                  *options])
 
 

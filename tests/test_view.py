@@ -369,7 +369,7 @@ def audited_site(bfcl, tmp_path_factory) -> Path:
     lines[0]["inference_log"][1]["step_0"][2]["content"] = f'{{"error": "{SCRIPT}"}}'
     log = write_result_file(root / "logs" / "BFCL_v4_multi_turn_base_result.json", lines)
     write_score_file(root / "logs" / "BFCL_v4_multi_turn_base_score.json", 2, {})
-    assert main(["audit", str(log), "-o", str(root / "audit"), "--model", "m", "--resamples", "50",
+    assert main(["audit", "--no-figures", str(log), "-o", str(root / "audit"), "--model", "m", "--resamples", "50",
                  "--resources", str(RESOURCES)]) == 0
     assert main(["view", str(root / "audit"), "-o", str(root / "site")]) == 0
     return root / "site"

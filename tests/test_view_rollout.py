@@ -181,7 +181,7 @@ REAL_TAU2 = SHARED / "fixtures" / "real-logs" / "tau2" / "gpt-4.1_retail_40tasks
 @pytest.mark.skipif(not REAL_TAU2.is_file(), reason="needs ../shared/fixtures/real-logs")
 def test_a_real_tau2_log_shows_what_the_agent_told_the_user_between_its_calls(tmp_path):
     out = tmp_path / "audit"
-    assert main(["audit", str(REAL_TAU2), "-o", str(out), "--no-health", "--resources", str(RESOURCES)]) == 0
+    assert main(["audit", "--no-figures", str(REAL_TAU2), "-o", str(out), "--no-health", "--resources", str(RESOURCES)]) == 0
     episodes = pl.read_parquet(out / "fed" / "episodes.parquet")
     assert set(episodes["user_source"]) == {"simulated"}
     assert (episodes["agent_texts"].list.len() > 0).all()  # every tau2 agent talks to its user between calls

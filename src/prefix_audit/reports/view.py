@@ -4,9 +4,11 @@
 ``scored/**/episodes.parquet`` with the ``actions.parquet`` beside it becomes a block; the
 statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when present. The site:
 
-* ``index.html`` — the blocks, with N, TER, PEC@1..4, final success, infrastructure failures and
-  first-failure categories (point estimates from the episodes), each linking to its block; for
-  blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`prefix_audit.replay.trust`);
+* ``index.html`` — where agents first break, per dataset (:mod:`prefix_audit.reports.glance`): its
+  blocks' PEC curves to the longest trajectory with their bands in one plot, the tools first failures
+  happen at, and per block N, TER, final success, its FED distribution, its first failures' shares by
+  category and by whose error, its commonest failing tools (point estimates from the episodes), each
+  linking to those rollouts; for blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`prefix_audit.replay.trust`);
   and the entries of the logs the import quarantined (``rollouts/imported/**/*quarantine.jsonl``),
   one line per cause with its count and first entries (:mod:`prefix_audit.core.quarantine`);
 * ``glossary.html`` — every term the pages name (:mod:`prefix_audit.reports.glossary`), which their
@@ -14,8 +16,10 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
 * ``tables.html`` — G.1, G.1 per BFCL task category (``stats/categories.parquet``, where present) and
   F.1 with their intervals, each cell linking to its block(s);
 * ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`~prefix_audit.reports.block_pages.ROLLOUTS_PER_PAGE`) —
-  the block's rollouts, sortable and filterable by FED, category, Y and infrastructure failure, and
-  the records its scoring quarantined, one line per cause;
+  where its agents break (tool × category × whose error, each a filter of the list), the block's rollouts
+  with their failing calls, sortable and filterable (task, category, tool, whose error, FED, Y,
+  infrastructure failure, task health; kept in the page's address), and the records its scoring
+  quarantined, one line per cause;
 * ``blocks/<scored path>/r/<n>.html`` — one rollout: every message in order, turn by turn — the
   user's (said whose: the benchmark's text or a simulated user's), the agent's text between and beside
   its actions, the actions with V_j —, the turns it never reached said once, the first
@@ -24,7 +28,8 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
   diverged from the log, the recorded and the replayed result.
 
 Everything is rendered by Jinja2 with autoescaping (model output is hostile) and shipped beside the
-pages (``assets/``): no server, no network, works from ``file://``. The same input gives the same
+pages (``assets/``): no server, no network, works from ``file://``. The blocks' and rollouts' pages are
+rendered by worker processes (:mod:`prefix_audit.reports.block_pages`), this module's own pages meanwhile. The same input gives the same
 bytes — no timestamps, no absolute paths — and the site replaces the previous one whole
 (:func:`prefix_audit.core.output_tree.replaced_tree`).
 """
