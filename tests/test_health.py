@@ -208,7 +208,8 @@ def test_episodes_take_the_health_of_their_task_on_their_release(tmp_path):
     schema = pl.Schema(EPISODE_SCHEMA)
     rows = [{"dataset": "d", "model": "m", "method": "x", "task_id": t, "trial": 0, "rollout_id": f"{t}{r}",
              "source": "agent", "release": r, "failed_predicates": [], "n_turns": 1, "meta_json": "{}",
-             "task_health": [], "task_defects": [], "user_turns": []} for t, r in (("1", "new"), ("2", "new"), ("1", "old"), ("3", None))]
+             "task_health": [], "task_defects": [], "user_turns": [], "user_source": "benchmark",
+                 "agent_texts": []} for t, r in (("1", "new"), ("2", "new"), ("1", "old"), ("3", None))]
     scored = pl.DataFrame(rows, schema=schema)
     health = _health_tasks([("d", "new", "1", False, ["gold_fails"]), ("d", "new", "2", True, ["gold_no_effect"]),
                             ("d", "old", "2", False, ["gold_fails"])])
@@ -334,7 +335,7 @@ def test_an_audit_marks_unsound_tasks_in_its_tables_and_browser(bfcl, health_aud
     assert "Hey, can you set up a new directory named" in rollout
     page = (site / "health.html").read_text()
     assert f'id="{anchor}"' in page and "the same text but 1 character changed" in page
-    assert '<svg class="pec"' in (site / "index.html").read_text()
+    assert '<svg class="pec-plot"' in (site / "index.html").read_text()
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.statistics.curves import Curve, pec_curve
 from prefix_audit.statistics.stats import ORIGINS
 
-from .palette import CATEGORY_COLOURS, SERIES_COLOURS
+from .palette import CATEGORY_COLOURS, SERIES_COLOURS, UNCLASSIFIED
 
 FINAL_MESSAGE = "final message"  # where the failing action is the agent's terminal message, not a call
 UNNAMED = "unnamed call"  # a call whose tool name could not be read
@@ -168,9 +168,9 @@ def fed_histogram(episodes: pl.DataFrame) -> Markup | None:
     if not prefix.height:
         return None
     failed = prefix.filter(pl.col("FED") <= pl.col("T"))
-    bins: list[dict[str, int]] = [dict.fromkeys(CATEGORIES, 0) for _ in range(FED_BINS + 1)]
+    bins: list[dict[str, int]] = [dict.fromkeys((*CATEGORIES, UNCLASSIFIED), 0) for _ in range(FED_BINS + 1)]
     for fed, category, n in failed.group_by("FED", "category").len().iter_rows():
-        bins[min(fed, FED_BINS + 1) - 1][category if category in CATEGORIES else CATEGORIES[0]] += n
+        bins[min(fed, FED_BINS + 1) - 1][category if category in CATEGORIES else UNCLASSIFIED] += n
     full = prefix.height - failed.height
     labels = [*(f"FED {k}" for k in range(1, FED_BINS + 1)), f"FED {FED_BINS + 1}+"]
     width, height = _HIST
