@@ -1,7 +1,7 @@
 """The audit browser of real logs, in a real browser at 1366×768: it answers where agents break, why and
 whose at a glance, and no page kind has a serious or critical accessibility violation (axe-core).
 
-Needs ``../shared/fixtures/real-logs`` (skips without), Debian's chromium and chromidriver, selenium, and for
+Needs ``../shared/fixtures/real-logs`` (skips without), Debian's chromium and chromedriver, selenium, and for
 the accessibility check npm's ``axe-core`` (``.ci/run`` installs it into ``.test-artifacts/node``; set
 ``PREFIX_AUDIT_AXE`` to another ``axe.min.js``). The screenshots of the index, a block, a rollout and the
 health page go to ``.test-artifacts/screenshots``, or to ``docs/screenshots`` with
@@ -17,13 +17,13 @@ from urllib.parse import quote, unquote, urldefrag
 import polars as pl
 import pytest
 from conftest import RESOURCES, ROOT, SHARED
+from test_view import chromium
 
 from prefix_audit.cli import main
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.reports.glance import first_failures
 
 REAL = SHARED / "fixtures" / "real-logs"
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 AXE_VERSION = "4.14.1"  # as .ci/run installs it
 AXE = Path(os.environ.get("PREFIX_AUDIT_AXE", ROOT / ".test-artifacts" / "node" / "node_modules" / "axe-core"
                           / "axe.min.js"))
@@ -47,18 +47,7 @@ def audit(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def driver():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
-    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-        pytest.skip("no browser: install Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--disable-gpu", f"--window-size={WIDTH},{HEIGHT}",
-                 "--allow-file-access-from-files", "--hide-scrollbars", "--force-device-scale-factor=1"):
-        options.add_argument(flag)
-    if os.geteuid() == 0:
-        options.add_argument("--no-sandbox")
-    browser = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
-    browser.set_window_size(WIDTH, HEIGHT)
+    browser = chromium(WIDTH, HEIGHT, "--hide-scrollbars", "--force-device-scale-factor=1")
     yield browser
     browser.quit()
 

@@ -258,18 +258,26 @@ CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver"
 ARTIFACTS = ROOT / ".test-artifacts"
 
 
-@pytest.fixture(scope="module")
-def browser():
+def chromium(width: int, height: int, *flags: str):
+    """Debian's chromium, headless, driven by selenium at ``width`` × ``height``; skips the test without them."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
     if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
         pytest.skip("no browser: install Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--disable-gpu", "--window-size=1400,1000", "--allow-file-access-from-files"):
+    for flag in ("--headless=new", "--disable-gpu", f"--window-size={width},{height}", "--allow-file-access-from-files",
+                 *flags):
         options.add_argument(flag)
     if os.geteuid() == 0:
         options.add_argument("--no-sandbox")  # chromium refuses to run as root otherwise (CI runs as root)
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_window_size(width, height)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chromium(1400, 1000)
     yield driver
     driver.quit()
 
