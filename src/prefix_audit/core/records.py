@@ -94,8 +94,7 @@ class RecordedResult:
 
 @dataclass(frozen=True)
 class LogIssue:
-    """A fault of the log itself found by its importer (a stable ``code``, docs/trust.md#log_issue-codes,
-    and a detail)."""
+    """A fault of the log itself found by its importer (a stable ``code`` of docs/trust.md, and a detail)."""
 
     code: str
     detail: str
