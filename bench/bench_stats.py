@@ -2,8 +2,8 @@
 
 Usage: PYTHONPATH=src python bench/bench_stats.py [--repeat 3] [--seed 0]
 
-Synthetic FED data of paper sizes (SPEC §5): BFCL-v3 and ToolSandbox 200 tasks, τ Airline 50 and
-Retail 114, x 3 models x 4 methods (48 blocks, plus the 12 pooled τ blocks); F.3 = 4 verifier
+Synthetic FED data of paper sizes (docs/definitions.md#statistics): BFCL-v3 and ToolSandbox 200 tasks, τ
+Airline 50 and Retail 114, x 3 models x 4 methods (48 blocks, plus the 12 pooled τ blocks); F.3 = 4 verifier
 conditions vs a paired Plan-Conditioned rerun on the 164 τ tasks (100,000 paired resamples).
 
 Ours: the whole `compute_stats` (every metric of every block with its interval, identity checks,

@@ -1,7 +1,7 @@
-"""Compressed logs and tars of run folders read as the plain ones (SPEC §3, "any of these compressed
-reads as the plain file"): gzip, bzip2, xz and zstd told by content; the same records and numbers as
-the plain file (metamorphic); a corrupt or truncated stream one located error, never its first
-entries taken for all; a tar of a run folder unpacked safely, with the numbers of the folder."""
+"""Compressed logs and tars of run folders read as the plain ones (docs/definitions.md#reading-rules):
+gzip, bzip2, xz and zstd told by content; the same records and numbers as the plain file (metamorphic);
+a corrupt or truncated stream one located error, never its first entries taken for all; a tar of a run
+folder unpacked safely, with the numbers of the folder."""
 
 from __future__ import annotations
 

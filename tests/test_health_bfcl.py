@@ -1,4 +1,4 @@
-"""Benchmark health of BFCL multi-turn entries (SPEC §3): each code found, and not found, on entries
+"""Benchmark health of BFCL multi-turn entries (docs/definitions.md#health): each code found, and not found, on entries
 built by hand and on the pinned releases' own; the trajectories a finding rests on scored by
 bfcl-eval's own checker alike; the same findings every time."""
 

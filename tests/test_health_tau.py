@@ -1,7 +1,7 @@
-"""Benchmark health of τ tasks (SPEC §3): every code present and absent on constructed tasks (task files in
-temporary data directories), Y against tau2's own evaluators on every counterfactual of a sample of
-tasks, the failing gold calls of the packaged and the τ³ v1.0.1 retail tasks, determinism; whole-domain
-counts in the slow suite."""
+"""Benchmark health of τ tasks (docs/definitions.md#health): every code present and absent on constructed
+tasks (task files in temporary data directories), Y against tau2's own evaluators on every counterfactual
+of a sample of tasks, the failing gold calls of the packaged and the τ³ v1.0.1 retail tasks, determinism;
+whole-domain counts in the slow suite."""
 
 from __future__ import annotations
 

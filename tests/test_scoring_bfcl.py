@@ -72,7 +72,7 @@ def test_scoring_writes_typed_parquet_and_quarantines_bad_lines(bfcl, tmp_path):
     assert gold["FED"] == gold["T"] + 1 and gold["Y"] == 1 and gold["category"] is None
     assert (early["T"], early["FED"], early["category"]) == (3, 2, "dependency")
     assert early["Y"] == 0
-    # A model that answered nothing is one empty terminal action, never dropped (SPEC §2).
+    # A model that answered nothing is one empty terminal action, never dropped (docs/definitions.md#actions).
     assert (empty["T"], empty["FED"], empty["Y"], empty["infra_error"]) == (1, 1, 0, None)
     quarantine = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
     assert sorted(q["line"] for q in quarantine) == [2, 3, 4, 6, 8]

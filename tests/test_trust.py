@@ -1,4 +1,4 @@
-"""The log checked against itself (SPEC §3): recorded verdicts and tool results through the importers,
+"""The log checked against itself (docs/trust.md): recorded verdicts and tool results through the importers,
 the comparison with the replay, ``log_issue``, decode health, the trust summary of ``audit``,
 ``--strict``, the trust table — on self-contained logs, and on the shared real logs when present."""
 

@@ -1,4 +1,4 @@
-"""``prefix-audit`` command line (the stable contract of SPEC §6)."""
+"""``prefix-audit`` command line (the stable contract of docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -225,7 +225,8 @@ def block_episodes():
     return _block_files("episodes.parquet")
 
 
-# Benchmark health (SPEC §3): the datasets of the run whose benchmark audits the health of its tasks.
+# Benchmark health (docs/definitions.md#health): the datasets of the run whose benchmark audits the health
+# of its tasks.
 HEALTH_DATASETS = sorted(d for d in {*DATASETS, *(d for d, _, _ in IMPORTS)} if "health" in registry.dataset(d).capabilities)
 TASK_HEALTH_TABLE = {ext: f"{RESULTS}/tables/table_{HEALTH_TABLE}.{ext}" for ext in FORMATS}
 

@@ -1,5 +1,5 @@
-"""Benchmark health (SPEC §3): the closed list of finding codes, what each finding says about a task —
-its *intent* and its *effect* — and the typed tables ``prefix-audit tasks`` and the workflow's
+"""Benchmark health (docs/definitions.md#health): the closed list of finding codes, what each finding says
+about a task — its *intent* and its *effect* — and the typed tables ``prefix-audit tasks`` and the workflow's
 ``task_health`` write.
 
 A *finding* is one claim about one task of one data release, with the evidence that shows it — the

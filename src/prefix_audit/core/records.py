@@ -8,11 +8,11 @@ Calls are stored either as ``{"raw": "f(a=1)"}`` — text parsed with :mod:`ast`
 never evaluated — or as structured ``{"name": ..., "arguments": {...}}``.
 
 The scored action sequence is every call in order plus, when the rollout ends with a text step
-that has no call, one terminal no-tool action (SPEC §2); a rollout with no call and no text at all
+that has no call, one terminal no-tool action (docs/definitions.md#actions); a rollout with no call and no text at all
 is one empty terminal action. A rollout with ``infra_error`` set has no action: the model call
 failed before the model emitted anything.
 
-An imported rollout also carries what its log recorded, to check the audit against (SPEC §3,
+An imported rollout also carries what its log recorded, to check the audit against (docs/definitions.md#reading-rules,
 "the log checked against itself"): per step the tool results the log recorded for its calls
 (:class:`RecordedResult`, aligned with the calls; ``None`` when the log records none), and per
 rollout the log's own verdict, the faults of the log its importer found and the steps its decoder
@@ -94,7 +94,7 @@ class RecordedResult:
 
 @dataclass(frozen=True)
 class LogIssue:
-    """A fault of the log itself found by its importer (a stable ``code``, SPEC §3, and a detail)."""
+    """A fault of the log itself found by its importer (a stable ``code`` of docs/trust.md, and a detail)."""
 
     code: str
     detail: str
@@ -231,7 +231,7 @@ class Usage:
     same as ``latency_s``). ``estimated`` marks tokens counted locally because the provider reported
     none. ``params`` are the generation parameters as sent (None for a backend that sends none).
     Agent tokens are input + output over the agent roles; reasoning tokens are already inside
-    output and are kept only for reference (SPEC §4).
+    output and are kept only for reference (docs/definitions.md#accounting).
     """
 
     role: str
@@ -281,7 +281,7 @@ class Rollout:
     usage: tuple[Usage, ...] = ()
     trial: int = 0  # which repetition of the task this is (0-based), in the block
     # Why the log holds no observed action for this entry because the model call itself failed
-    # (SPEC §2 "Infrastructure failures"): such an entry is an episode with T/FED null.
+    # (docs/definitions.md#infrastructure-failures): such an entry is an episode with T/FED null.
     infra_error: str | None = None
     # Why the log's accounting of this entry (tokens, latency) was unusable and left out; the entry
     # itself still counts (its accounting columns are null).
@@ -350,7 +350,7 @@ def actions_of(rollout: Rollout) -> list[Action]:
         actions.append(Action(len(actions) + 1, last_turn, last_step, None, final,
                               message=rollout.turns[last_turn][last_step].message))
     elif not actions and rollout.infra_error is None:
-        # The model answered, with nothing: one empty terminal no-tool action (SPEC §2), in the
+        # The model answered, with nothing: one empty terminal no-tool action (docs/definitions.md#actions), in the
         # last turn the log has (the first when it has none).
         last_turn = max(len(rollout.turns) - 1, 0)
         last_step = max(len(rollout.turns[last_turn]) - 1, 0) if rollout.turns else 0

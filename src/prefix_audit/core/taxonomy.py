@@ -1,4 +1,4 @@
-"""The first-failure taxonomy (SPEC §2): the five categories, in the priority that names a primary
+"""The first-failure taxonomy (docs/definitions.md#taxonomy): the five categories, in the priority that names a primary
 cause when several predicates fail at one action (schema → dependency → precondition →
 state-consistency → information)."""
 

@@ -1,5 +1,5 @@
-"""Benchmark health (SPEC §3): which tasks are sound, found by running each benchmark's own environment
-and evaluator on the tasks' gold and on counterfactual trajectories.
+"""Benchmark health (docs/definitions.md#health): which tasks are sound, found by running each benchmark's
+own environment and evaluator on the tasks' gold and on counterfactual trajectories.
 
 Holds :mod:`.tasks` (every task of a data release audited by its benchmark over worker processes; the
 findings and per-task verdicts as typed Parquet), :mod:`.cache` (the findings kept per release across

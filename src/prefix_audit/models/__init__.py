@@ -1,4 +1,4 @@
-"""Model backends behind one small interface (SPEC §4).
+"""Model backends behind one small interface (docs/definitions.md#agents).
 
 Holds :mod:`.base` (the interface every backend implements: requests, responses, tool schemas),
 :mod:`.openai_compat` (any OpenAI-compatible chat-completions server), :mod:`.scripted` (answers from

@@ -1,4 +1,4 @@
-"""The one small interface every model backend implements (SPEC §4).
+"""The one small interface every model backend implements (docs/definitions.md#agents).
 
 Agent loops build a :class:`ModelRequest` (chat messages, tool schemas and the agent role making
 the call) and get back a :class:`ModelResponse` (text, tool calls with their
@@ -65,7 +65,7 @@ class Message:
 
 @dataclass(frozen=True)
 class GenerationParams:
-    """A model's decoding settings, the paper's by default (SPEC §4). A backend serving a reasoning
+    """A model's decoding settings, the paper's by default (docs/definitions.md#agents). A backend serving a reasoning
     model sends only the effort and ``max_tokens`` as a cap on total output (reasoning included),
     never the sampling controls. ``seed`` goes out where set; ``extra_body`` holds further provider
     parameters, sent as given."""

@@ -1,4 +1,5 @@
-"""Endpoints and the ceiling on requests in flight to each (SPEC §4; docs/real-models.md).
+"""Endpoints and the ceiling on requests in flight to each
+(docs/real-models.md#one-ceiling-per-endpoint-for-the-whole-run).
 
 An endpoint is a base URL with the environment variable holding its key: providers rate-limit per
 key, so two models served under one key share one ceiling, and every call to it counts (planner,

@@ -1,8 +1,9 @@
 """Backend for any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, ...).
 
-Decoding follows SPEC §4 by default (:class:`~prefix_audit.models.base.GenerationParams`): temperature
-0, top_p 1, no penalties, a 4,000-token cap; a reasoning model gets an effort setting and a cap on
-total output instead, with no sampling controls. Every setting is the model's to change.
+Decoding follows docs/real-models.md#decoding-and-requests by default
+(:class:`~prefix_audit.models.base.GenerationParams`): temperature 0, top_p 1, no penalties, a
+4,000-token cap; a reasoning model gets an effort setting and a cap on total output instead, with no
+sampling controls. Every setting is the model's to change.
 
 Retries are ours alone (the client's are switched off): on 429, 5xx, timeouts and connection
 failures, judged by exception type and status code, after the server's ``Retry-After`` where it

@@ -1,4 +1,5 @@
-"""Replay: each action's V_j, FED, Y and the log checked against itself (SPEC §2, §3).
+"""Replay: each action's V_j, FED, Y and the log checked against itself (docs/definitions.md#v_j,
+docs/definitions.md#fed, docs/definitions.md#reading-rules).
 
 Holds :mod:`.contract` (what a benchmark adapter is), :mod:`.registry` (where benchmark packages
 register, and how they are found), :mod:`.log_folders` (the logs a folder holds, each as the registered

@@ -1,4 +1,4 @@
-"""The generic replay checker (SPEC §2): V_j per action, FED, first-failure taxonomy.
+"""The generic replay checker (docs/definitions.md#v_j): V_j per action, FED, first-failure taxonomy.
 
 It knows nothing about any benchmark. Per action it evaluates every applicable predicate in the
 replayed state — schema, dependency, precondition, state-consistency (the benchmark's own verdict
@@ -502,8 +502,8 @@ def _gold_failures_of(benchmark: Benchmark, rollout: Rollout) -> Callable[[], tu
 
 class DryRun:
     """Judge proposed calls one at a time with the replay predicates, on a fresh copy of the state
-    a live episode has reached; the live environment is never touched (SPEC §4: deterministic
-    verifier).
+    a live episode has reached; the live environment is never touched (the deterministic
+    verifier, docs/definitions.md#agents).
 
     ``history`` holds the calls already executed, one sequence per user turn up to and including
     ``turn``; they are re-executed unjudged, so a failure earlier in the episode does not stop the

@@ -1,4 +1,5 @@
-"""The contract between the generic machinery and every benchmark adapter (SPEC §2, §3).
+"""The contract between the generic machinery and every benchmark adapter (docs/definitions.md#v_j,
+docs/definitions.md#health).
 
 The replay checker, scoring, the agent loops and the rollout sources know benchmarks only through
 this module; a benchmark package implements it and registers itself
@@ -89,7 +90,7 @@ class PartyCall:
     """A call another party than the agent made and the log records (τ² telecom's user, on their
     own phone), as the session replayed it: a transition of the environment that replay applies in
     the log's order and checks against the log, never one of the agent's actions — it counts in
-    neither T nor FED (SPEC §2).
+    neither T nor FED (docs/definitions.md#actions).
 
     ``turn``: the user turn it came before (the party acts while it holds the floor, so before the
     agent's steps of that turn; the rollout's number of turns: after the last); ``result``: the
@@ -303,9 +304,10 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "mutation": ("tool_universe", "precondition_guards", "deletion_call"),
     # a live environment for agents to act in
     "agent": ("agent_environment",),
-    # benchmark health (SPEC §3): every task of a data release audited by running the benchmark's own
-    # environment and evaluator on its gold and on counterfactual trajectories; ``health_digest`` is optional
-    # within it (without it a release's findings are computed by every command, never kept)
+    # benchmark health (docs/definitions.md#health): every task of a data release audited by running the
+    # benchmark's own environment and evaluator on its gold and on counterfactual trajectories;
+    # ``health_digest`` is optional within it (without it a release's findings are computed by every
+    # command, never kept)
     "health": ("health_releases", "release_tasks", "task_health"),
 }
 
@@ -330,9 +332,10 @@ class Benchmark:
         raise NotImplementedError(f"{type(self).__name__} does not implement open_session")
 
     def infra_error_success(self, rollout: Rollout) -> int | None:
-        """Y of an entry whose model call failed before any action (SPEC §2 "Infrastructure
-        failures"): what the benchmark's own scoring gives it. Every benchmark here counts such an
-        entry as a failure (BFCL's ``multi_turn:inference_error``, τ's premature termination)."""
+        """Y of an entry whose model call failed before any action
+        (docs/definitions.md#infrastructure-failures): what the benchmark's own scoring gives it. Every
+        benchmark here counts such an entry as a failure (BFCL's ``multi_turn:inference_error``, τ's
+        premature termination)."""
         return 0
 
     # task sampling (defaults: a seeded sample of task_ids(), no provenance) --------------------

@@ -23,7 +23,8 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("rollout_id", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),
     pa.field("infra_error", pa.string()),  # why the model call failed before any action; null otherwise
-    # T and FED are null together on an infrastructure failure (no observed action, SPEC §2).
+    # T and FED are null together on an infrastructure failure (no observed action,
+    # docs/definitions.md#infrastructure-failures).
     pa.field("T", pa.int32()),
     pa.field("FED", pa.int32()),
     pa.field("Y", pa.int8()),  # null: the benchmark could not decide success
@@ -39,7 +40,7 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("FED_agent", pa.int32()),
     pa.field("n_turns", pa.int32(), nullable=False),
     pa.field("y_detail", pa.string()),
-    # Accounting (SPEC §4, Table F.2); null when the rollout carries none.
+    # Accounting (docs/definitions.md#accounting, Table F.2); null when the rollout carries none.
     pa.field("agent_calls", pa.int32()),
     pa.field("agent_tokens", pa.int64()),  # input + output over planner, verifier, revision, executor
     pa.field("agent_latency_s", pa.float64()),  # summed client-side latency of those calls' successful attempts
@@ -49,7 +50,8 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("user_sim_latency_s", pa.float64()),
     pa.field("accounting_error", pa.string()),  # why the log's accounting was unusable (then the above are null)
     pa.field("meta_json", pa.string(), nullable=False),
-    # The log checked against itself (SPEC §3; null for generated rollouts, :mod:`prefix_audit.replay.record_check`).
+    # The log checked against itself (docs/definitions.md#reading-rules; null for generated rollouts,
+    # :mod:`prefix_audit.replay.record_check`).
     pa.field("recorded_y", pa.int8()),  # the log's own verdict on Y; null where it records none
     pa.field("recorded_verdict", pa.string()),  # that verdict in the log's words, or why there is none
     pa.field("recorded_score", pa.float64()),  # the benchmark's own continuous score as recorded (its headline's mean)
@@ -65,9 +67,9 @@ EPISODE_SCHEMA = pa.schema([
     pa.field("undecoded_confirmed", pa.int32()),  # of those, the ones the log shows its own run could not read either
     pa.field("tool_calls", pa.int32()),  # calls read (T without the terminal action)
     pa.field("unknown_tool_calls", pa.int32()),  # calls with an empty name or one the task does not know
-    # Benchmark health (SPEC §3): the data release the rollout was scored on (null: one the benchmark does not
-    # audit, e.g. a task definition the log carried), and what the health of its task on that release found —
-    # filled in the FED table from the health outputs (null / empty where none was computed).
+    # Benchmark health (docs/definitions.md#health): the data release the rollout was scored on (null: one
+    # the benchmark does not audit, e.g. a task definition the log carried), and what the health of its task
+    # on that release found — filled in the FED table from the health outputs (null / empty where none was computed).
     pa.field("release", pa.string()),
     pa.field("task_sound", pa.bool_()),  # no defect found in the task; null: not audited
     pa.field("task_health", pa.list_(pa.string()), nullable=False),  # every code found for the task

@@ -1,4 +1,4 @@
-"""Benchmark health from replays: the checks every benchmark shares (SPEC §3, "Benchmark health").
+"""Benchmark health from replays: the checks every benchmark shares (docs/definitions.md#health).
 
 A benchmark audits one task of one data release by building a :class:`HealthProbe` — the task's gold as
 a rollout, an agent that does nothing, the gold without each of its writes and hand-offs, and its own

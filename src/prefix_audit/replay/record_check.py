@@ -1,4 +1,4 @@
-"""The log checked against itself (SPEC §3): an episode's replay compared with what its log recorded.
+"""The log checked against itself (docs/trust.md): an episode's replay compared with what its log recorded.
 
 An imported rollout carries the log's own verdict and the tool result it recorded for each call
 (:class:`~prefix_audit.core.records.Recorded`, :class:`~prefix_audit.core.records.RecordedResult`). Here each

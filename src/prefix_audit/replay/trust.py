@@ -1,4 +1,4 @@
-"""How far to trust a block's audit: its episodes against what their logs recorded (SPEC §3).
+"""How far to trust a block's audit: its episodes against what their logs recorded (docs/trust.md).
 
 From the trust columns of an episodes table (:mod:`prefix_audit.replay.record_check`, written by scoring
 for imported rollouts) this module sums up each block — how often Y agrees with the log's own

@@ -1,4 +1,4 @@
-"""Figures from the long stats table and the FED table (SPEC §5), as PNG and PDF.
+"""Figures from the long stats table and the FED table (docs/definitions.md#statistics), as PNG and PDF.
 
 One file pair per dataset × model, methods overlaid or side by side, in four families (``FAMILIES``):
 ``curves`` (from the stats table), ``categories`` and ``origins`` (from the FED table) and ``labels``

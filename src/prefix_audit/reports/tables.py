@@ -76,7 +76,7 @@ _SIZE_SCHEMA: dict[str, pl.DataType] = {"N": pl.Utf8(), "tasks": pl.Int64(), "ro
 
 def _size(r: Mapping[str, Any], infra: Mapping[str, Any] | None) -> dict[str, object]:
     """The prefix cohort of a block (``r`` one of its prefix-metric rows) and its infrastructure
-    failures (entries outside that cohort: no observed action, SPEC §2)."""
+    failures (entries outside that cohort: no observed action, docs/definitions.md#infrastructure-failures)."""
     return {"N": cohort_size(r), "tasks": r["n"], "rollouts": r["n_rollouts"],
             "infra failures": infra["successes"] if infra is not None else 0}
 

@@ -1,4 +1,4 @@
-"""The statistics engine over FED tables (SPEC §5): metrics, intervals, the bootstrap, pairs.
+"""The statistics engine over FED tables (docs/definitions.md#statistics): metrics, intervals, the bootstrap, pairs.
 
 Holds :mod:`.metrics` (prefix-executability metrics of one block), :mod:`.intervals` (Wilson and
 Hoeffding), :mod:`.aggregates` (per-task sums every metric is a ratio of), :mod:`.bootstrap` (the

@@ -1,12 +1,12 @@
-"""Per-task aggregates of a block: every metric as a ratio of two per-task sums (SPEC §2, §5).
+"""Per-task aggregates of a block: every metric as a ratio of two per-task sums (docs/definitions.md#repeated-trials).
 
 A block holds one or more rollouts (trials) of each task. Every metric the statistics report is
 ``Σ_tasks num / Σ_tasks den`` over per-task sums, so a task-clustered bootstrap replicate of every
 metric of every block over the same tasks is ``(w @ num) / (w @ den)`` for one vector ``w`` of how
 often each task was drawn. Cohorts differ per metric: the prefix metrics count rollouts with an
 observed trajectory (``T``/``FED`` known), final success the rollouts whose ``Y`` is known —
-infrastructure-failure rows (``T``/``FED`` null, SPEC §2) are in the second and not the first;
-``infra_error`` is their share of all the block's entries.
+infrastructure-failure rows (``T``/``FED`` null, docs/definitions.md#infrastructure-failures) are in the
+second and not the first; ``infra_error`` is their share of all the block's entries.
 
 pass^k and TER^k use τ-bench's unbiased estimator per task, ``C(c, k) / C(n, k)`` (c successes,
 resp. fully executable trials, among n), averaged over the tasks of the cohort, for k = 1 up to

@@ -1,4 +1,4 @@
-"""Vectorised percentile bootstrap over rows (SPEC §5): the rows are tasks, each with the
+"""Vectorised percentile bootstrap over rows (docs/definitions.md#statistics): the rows are tasks, each with the
 per-task sums of every metric of every block that shares the draw.
 
 A resample draws N rows with replacement. Rows with identical values are

@@ -1,5 +1,5 @@
 """Closed-form intervals: Wilson score intervals (plain and for clustered trials) and Hoeffding
-planning bounds (SPEC §2, §5)."""
+planning bounds (docs/definitions.md#statistics, docs/definitions.md#planning-bounds)."""
 
 from __future__ import annotations
 

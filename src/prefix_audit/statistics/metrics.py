@@ -1,4 +1,5 @@
-"""Prefix-executability metrics over one block of rollouts (SPEC §2).
+"""Prefix-executability metrics over one block of rollouts (docs/definitions.md#pec to
+docs/definitions.md#identities).
 
 Every function takes per-rollout arrays: ``fed`` (First Error Depth, integers in
 ``1..T+1``), ``T`` (scored horizon, integers ``>= 1``) and, where needed, ``Y``

@@ -1,4 +1,4 @@
-"""Paired task-level bootstrap of condition-minus-baseline differences (SPEC §5, Table F.3).
+"""Paired task-level bootstrap of condition-minus-baseline differences (docs/definitions.md#statistics, Table F.3).
 
 A pair joins the condition's and the baseline's rollouts of the same task unit,
 ``(dataset, task_id)``; a pool name as the pair's dataset pairs over the union of

@@ -1,4 +1,4 @@
-"""Per-block statistics: point estimates, identity checks and intervals as one long table (SPEC §5).
+"""Per-block statistics (docs/definitions.md#statistics): estimates, identity checks, intervals as one long table.
 
 A block (dataset × model × method) holds one or more rollouts (trials) per task. Point estimates
 are over all rollouts of a metric's cohort; intervals come from a task-clustered percentile
@@ -46,7 +46,7 @@ REQUIRED_COLUMNS = (*BLOCK_KEYS, "task_id", "T", "FED", "Y")
 # episode) per column. COST_METRICS are the costs paired comparisons take differences of.
 COST_METRICS = ("agent_tokens", "agent_latency_s", "agent_wall_s")
 ACCOUNTING_METRICS = (*COST_METRICS, "agent_calls", "agent_estimated_calls")
-# Benchmark health (SPEC §3) per block, where the episodes carry ``task_sound``: the block's unsound tasks
+# Benchmark health (docs/health.md) per block, where the episodes carry ``task_sound``: the block's unsound tasks
 # (``successes``) of those whose health was audited (``n``), and with ``exclude_unsound`` the tasks left out
 # (``successes``) of all the block's tasks (``n``). Points, no interval.
 HEALTH_METRICS = ("unsound_tasks", "excluded_tasks")
@@ -175,7 +175,7 @@ def pool_members(pools: Mapping[str, Sequence[str]], dataset: str) -> tuple[str,
 def check_episodes(episodes: pl.DataFrame) -> None:
     """Raise ValueError if the episodes lack a required column or hold nulls where none may be.
 
-    ``T`` and ``FED`` may be null only together: an infrastructure-failure row (SPEC §2).
+    ``T`` and ``FED`` are null only together, on infrastructure failures (docs/definitions.md#infrastructure-failures).
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in episodes.columns]
     if missing:

@@ -1,4 +1,4 @@
-"""Benchmark health of BFCL multi-turn entries (SPEC §3), on bfcl-eval's own environment classes.
+"""Benchmark health of BFCL multi-turn entries (docs/definitions.md#health), on bfcl-eval's own environment classes.
 
 Per entry of a pinned data release (:class:`BfclProbe`, run by
 :func:`prefix_audit.replay.health.probe_findings`), everything from execution:

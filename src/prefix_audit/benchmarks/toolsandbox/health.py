@@ -1,4 +1,4 @@
-"""Benchmark health of the native ToolSandbox scenarios (SPEC §3), on the sandbox's own executor and
+"""Benchmark health of the native ToolSandbox scenarios (docs/definitions.md#health), on the sandbox's own executor and
 evaluator.
 
 Per scenario (:class:`ToolSandboxProbe`, run by :func:`prefix_audit.replay.health.probe_findings`):

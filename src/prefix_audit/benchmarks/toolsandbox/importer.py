@@ -19,11 +19,11 @@ the rejected call only in ``result_summary.json``: it is appended as a call of t
 unknown arguments. A scenario aborted by anything else (ToolSandbox's runner catches every
 exception and scores the scenario 0) is an episode all the same: its logged actions are scored and
 the exception kept in meta (``exception_type``, ``exception``), or, when the agent had done nothing
-yet, it is an infrastructure failure (``infra_error``, SPEC §2). The calls of its last step may lack
-a response when the abort came while they were executed (ToolSandbox's own consistency check of a
-tool trace, for instance): they are kept, with no recorded outcome (``meta.toolsandbox.unanswered``),
-and replay takes them as accepted. A scenario whose files are missing, malformed or inconsistent is
-quarantined with its reason; the other scenarios are still imported.
+yet, it is an infrastructure failure (``infra_error``, docs/definitions.md#infrastructure-failures). The
+calls of its last step may lack a response when the abort came while they were executed (ToolSandbox's
+own consistency check of a tool trace, for instance): they are kept, with no recorded outcome
+(``meta.toolsandbox.unanswered``), and replay takes them as accepted. A scenario whose files are missing,
+malformed or inconsistent is quarantined with its reason; the other scenarios are still imported.
 
 Run folders are found at any depth under the path given. ToolSandbox names a run folder
 ``agent_<agent>_user_<user>_<%m_%d_%Y_%H_%M_%S>`` after the agent's and the user's model names;
@@ -411,7 +411,8 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
             built.add_step(Step((call,)))
             built.calls[ABORTED_CALL_ID] = {"error": error, "result": None, "gone": [], "arguments_unknown": True}
         elif not any(turn for turn in built.turns):
-            # Aborted before the agent did anything: the model call itself failed (SPEC §2).
+            # Aborted before the agent did anything: the model call itself failed
+            # (docs/definitions.md#infrastructure-failures).
             infra_error = exception
         # Aborted after some actions: those are scored, the abort is in meta.
     if (folder / "conversation.json").exists():

@@ -1,4 +1,4 @@
-"""The executor loop shared by every ReAct-style method (SPEC §4).
+"""The executor loop shared by every ReAct-style method (docs/definitions.md#agents).
 
 Per user turn the model is called with the conversation so far and the turn's tools; each tool call
 it emits is executed and its observation appended, for at most ``max_steps`` tool-action

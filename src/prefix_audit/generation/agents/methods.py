@@ -1,4 +1,4 @@
-"""The four agent methods and the F.3 verifier conditions over one executor loop (SPEC §4).
+"""The four agent methods and the F.3 verifier conditions over one executor loop (docs/definitions.md#agents).
 
 * ``react`` — the executor alone.
 * ``prompt_planning`` — the same executor, told to write its plan first in its own response.

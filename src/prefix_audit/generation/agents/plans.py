@@ -1,4 +1,4 @@
-"""Structured plans and verifier verdicts: their JSON schemas, parsing, and use (SPEC §4).
+"""Structured plans and verifier verdicts: their JSON schemas, parsing, and use (docs/definitions.md#agents).
 
 A plan is the planner's proposal for one user request: numbered steps, each a tool with
 arguments, where an argument is a literal JSON value or a reference — ``{"ref": {"step": k,

@@ -1,4 +1,4 @@
-"""What every agent role is told, and the planning context it is shown (SPEC §4).
+"""What every agent role is told, and the planning context it is shown (docs/definitions.md#agents).
 
 The planner, verifier and revision calls see one JSON document — the user's requests so far, the
 tool calls executed so far with their observations, the tools of the current turn, and (for the

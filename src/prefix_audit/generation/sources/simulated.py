@@ -1,4 +1,4 @@
-"""The simulated model's policy: the offline default and a test double (SPEC §4).
+"""The simulated model's policy: the offline default and a test double (docs/definitions.md#agents).
 
 A deterministic, seeded policy that knows the task's reference actions through a side channel
 real backends never see, and deviates from them through an explicit error model. It answers the

@@ -1,5 +1,5 @@
-"""Benchmark health of τ tasks (SPEC §3): airline and retail on tau2's environments, and telecom with the
-user acting on their phone.
+"""Benchmark health of τ tasks (docs/definitions.md#health): airline and retail on tau2's environments,
+and telecom with the user acting on their phone.
 
 A task is audited on the data release its benchmark was opened on (:func:`release_label`: the tau2
 version string for the package's own tasks, the folder name of a configured task data directory) by

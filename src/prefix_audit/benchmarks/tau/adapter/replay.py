@@ -35,9 +35,10 @@ Final success Y is τ's reward, recomputed without any model call:
   environment has no assertion functions, an assertion makes Y unknown (None) rather than guessed).
   The DB check is taken before the env assertions, as tau2 takes it.
 
-Benchmark health (capability "health", SPEC §3; :mod:`.health`): a benchmark audits the one data release
-its tasks are — the tau2 version for the package's own tasks, the data directory's name for a configured
-one — task by task; a rollout that carries its own task definition belongs to no release.
+Benchmark health (capability "health", docs/definitions.md#health; :mod:`.health`): a benchmark audits
+the one data release its tasks are — the tau2 version for the package's own tasks, the data directory's
+name for a configured one — task by task; a rollout that carries its own task definition belongs to no
+release.
 """
 
 from __future__ import annotations
@@ -294,7 +295,7 @@ class TauBenchmark(Benchmark):
         simulator = ModelUser(user, task, self.user_guidelines_path) if user is not None else ScriptedUser(task)
         return TauConversation(env, simulator, self.provenance)
 
-    # capability "health" (SPEC §3, :mod:`.health`) ----------------------------------------------------
+    # capability "health" (docs/definitions.md#health, :mod:`.health`) ------------------------------------
     @cached_property
     def data_release(self) -> str:
         """The data release this benchmark's tasks are (:func:`.health.release_label`)."""

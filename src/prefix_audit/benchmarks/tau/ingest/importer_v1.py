@@ -88,7 +88,7 @@ from .errors import TauResultsError
 # A harness that refused a call before it ran says so in place of the tool's reply (the supervisors
 # of asteroidai's fork answer "Execution of <Tool>.invoke was rejected|terminated. Explanation: …").
 _REJECTED = re.compile(r"^\s*Execution of .{0,400}? was (?:rejected|terminated)\b", re.DOTALL)
-# log_issue codes this importer finds (SPEC §3)
+# log_issue codes this importer finds (docs/trust.md#log_issue-codes)
 TOOL_SET_DIFFERS, VACUOUS_DB_CHECK, LEGACY_REWARD_RULE = "tool_set_differs", "vacuous_db_check", "legacy_reward_rule"
 
 
