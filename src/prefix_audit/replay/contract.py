@@ -333,9 +333,9 @@ class Benchmark:
 
     def infra_error_success(self, rollout: Rollout) -> int | None:
         """Y of an entry whose model call failed before any action
-        (docs/definitions.md#infrastructure-failures): what the benchmark's own scoring gives it. Every
-        benchmark here counts such an entry as a failure (BFCL's ``multi_turn:inference_error``, τ's
-        premature termination)."""
+        (docs/definitions.md#infrastructure-failures): what the benchmark's own scoring gives it. This
+        default counts such an entry as a failure, as BFCL (``multi_turn:inference_error``) and τ (premature
+        termination) do; ToolSandbox's recorded runs score it by its similarity instead."""
         return 0
 
     # task sampling (defaults: a seeded sample of task_ids(), no provenance) --------------------

@@ -156,8 +156,8 @@ TERMS: tuple[Term, ...] = (
          "recovery rate: final success among the rollouts with a prefix failure (FED ≤ T), given as s/n",
          "The recovery rate: n counts the prefix cohort's rollouts with a prefix failure (FED ≤ T) and a known "
          "Y, s those of them with Y = 1, and RR = s/n, given with both counts; undefined (—, never 0) when n = "
-         "0. Over the prefix cohort's rollouts with a known Y, P(Y = 1) = TER · P(Y = 1 | fully executable) + "
-         "(1 − TER) · RR. Its interval is Wilson's.",
+         "0. Over the prefix cohort's rollouts with a known Y (TER taken over those too), P(Y = 1) = TER · "
+         "P(Y = 1 | fully executable) + (1 − TER) · RR. Its interval is Wilson's.",
          "statistics.md"),
     Term("pass-k", "pass^k",
          "the chance that k trials of a task all succeed (τ-bench's unbiased estimator), averaged over tasks",
@@ -175,7 +175,8 @@ TERMS: tuple[Term, ...] = (
          "whose error the first failure is: the agent's, the user's (their information, used faithfully) or "
          "the benchmark's",
          "Every failing action gets an origin, with evidence a person can check. user: a look-up by values the "
-         "user stated verbatim, which the benchmark answers name nothing and no object of its state holds. "
+         "user stated verbatim, which the benchmark answers name nothing and no object of its state holds; or a "
+         "scripted trap: the task's gold makes the same call and it fails the same way by design. "
          "benchmark: the benchmark's own harness failed a well-formed call, or benchmark health shows the task "
          "makes the failure unavoidable (its gold fails the same way, or it withholds a function its gold "
          "needs). agent: everything else, and whenever a condition cannot be checked. The paper's metrics stay "
