@@ -3,7 +3,9 @@
 Holds :mod:`.records` (the rollout record, one JSON object per line, and the located ``BadLine`` of a
 record that cannot be read), :mod:`.calls` (model-emitted tool calls parsed with :mod:`ast`, never
 evaluated), :mod:`.decode` (external bytes → values, with located errors: the one boundary every
-importer uses, where compressed files read as the plain ones), :mod:`.archives` (a tar of a run
+importer uses, where compressed files read as the plain ones), :mod:`.reading` (the kit importers read logs
+with: a call ledger pairing calls with replies, typed access to untrusted JSON, one bad-record exception
+family, message roles), :mod:`.archives` (a tar of a run
 folder, or a compressed file a reader must open by name, unpacked safely), :mod:`.quarantine`
 (quarantined records summed up by cause), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
 :mod:`.output_tree` (an output folder replaced whole: built beside the old one, swapped in as one step),

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .calls import ToolCall, structured_call
+from .reading import CHAT_ROLES
 from .records import Recorded
 
-ROLES = ("system", "user", "assistant", "tool")
+ROLES = tuple(CHAT_ROLES)
 # Inspect's ToolCallError types for calls that never reached the tool (``parsing``: an unknown tool,
 # arguments that do not parse or do not validate against its schema; ``approval``: an approver
 # refused it). Every other type (``unknown`` for a ToolError, timeouts, limits, ...) was raised by a

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prefix_audit.core.decode import BadLine, JsonLine, first_json_line, iter_json_lines
+from prefix_audit.core.reading import value_at
 from prefix_audit.core.records import Located
 from prefix_audit.replay import registry
 from prefix_audit.replay.registry import ImportRequest
@@ -45,7 +46,7 @@ def read_agentprocessbench_log(request: ImportRequest) -> Iterator[Located | Bad
             yield item
             continue
         record = item.value
-        source = record.get("data_source") if isinstance(record, dict) else None
+        source = value_at(record, "data_source")
         if not isinstance(record, dict) or not RECORD_KEYS <= record.keys():
             yield BadLine(item.path, item.line, f"not an AgentProcessBench trajectory record (an object with "
                                                 f"{', '.join(sorted(RECORD_KEYS))})", None, item.excerpt)

@@ -35,6 +35,7 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.framework_samples import ChatMessage, FrameworkSample, recorded_verdict
+from prefix_audit.core.reading import BadRecord, chat_role
 from prefix_audit.core.records import LogIssue, Recorded, RecordedResult, Rollout, Step, rollout_id_for
 from prefix_audit.replay.registry import ImportRequest
 
@@ -46,8 +47,8 @@ SCORER = "bfcl_scorer"
 MULTI_TURN_SCORER = "multi_turn"  # metadata["scorer"] of inspect_evals' multi-turn categories
 
 
-class BadSample(ValueError):
-    pass
+class BadSample(BadRecord):
+    """An inspect_evals bfcl sample that cannot be read."""
 
 
 def _entry_differences(entry: Entry, metadata: Mapping[str, Any]) -> list[str]:
@@ -109,9 +110,6 @@ def _turns(messages: Sequence[ChatMessage]) -> list[list[tuple[int, ChatMessage]
             turns[-1].append((k, m))
         previous = m.role
     return turns
-
-
-_ROLES = {"system": "system", "user": "user", "assistant": "agent", "tool": "tool"}
 
 
 def _executed(value: Any, where: str) -> list[list[Mapping[str, Any]]]:
@@ -217,7 +215,7 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
                                                          f"ones (first: {changed})"))
     return Rollout(DATASET, entry_id, sample.model, request.method, rid, tuple(turns), "import:inspect", meta,
                    trial=sample.epoch - 1, recorded=Recorded.of(recorded.y, recorded.verdict, issues=issues),
-                   message_roles=tuple(_ROLES.get(m.role, "other") for m in sample.messages))
+                   message_roles=tuple(chat_role(m.role) for m in sample.messages))
 
 
 INSPECT_TASKS = {"bfcl": read_sample}

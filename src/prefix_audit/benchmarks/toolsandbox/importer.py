@@ -39,7 +39,6 @@ count and exception are kept in ``meta.toolsandbox``. Exception texts are normal
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
 import os
 import re
@@ -49,6 +48,7 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall, structured_call
 from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, DecodeError, read_json_document, shape_reason
+from prefix_audit.core.reading import BadRecord, CallLedger, chat_role
 from prefix_audit.core.records import (
     BadLine,
     Located,
@@ -76,13 +76,9 @@ _IMPORTS = re.compile(r"^from \S+ import (.+)$", re.MULTILINE)
 _ID_COLUMNS = {"CONTACT": "person_id", "MESSAGING": "message_id", "REMINDER": "reminder_id"}
 
 
-class ScenarioError(ValueError):
+class ScenarioError(BadRecord):
     """Why a scenario cannot be imported: ``reason``, and where in its files (a message), said apart so
     that quarantine summaries count scenarios by reason."""
-
-    def __init__(self, reason: str, where: str | None = None) -> None:
-        super().__init__(f"{where}: {reason}" if where else reason)
-        self.reason = reason
 
 
 def run_folders(source: str | Path) -> list[Path]:
@@ -253,9 +249,8 @@ class _Builder:
         self.snapshots = _snapshots(context)
         self.turns: list[list[Step]] = []
         self.user_turns: list[str] = []
-        self.calls: dict[str, dict[str, Any]] = {}
-        self.requests: list[tuple[int, ToolCall]] = []
-        self.answered: set[str] = set()
+        self.calls: dict[str, dict[str, Any]] = {}  # call id → what the rollout's record keeps of it
+        self.ledger = CallLedger()  # each call's outcome, matched by its tool-call id
         self.roles = _message_roles(self.sandbox)
         pending: list[ToolCall] = []
         pending_at: list[int] = []  # the pending calls' messages
@@ -270,7 +265,7 @@ class _Builder:
                     raise ScenarioError(f"tool-call id {call.call_id!r} appears twice")
                 self.calls[call.call_id] = {"error": None, "result": None,  # type: ignore[index]
                                             "gone": _gone_before(self.snapshots, index)}
-                self.requests.append((index, call))
+                self.ledger.open(call)
                 pending.append(call)
                 pending_at.append(index)
                 continue
@@ -298,22 +293,24 @@ class _Builder:
         if cid not in self.calls:
             raise ScenarioError("a response to an unknown tool call",
                                 f"message {row['sandbox_message_index']} ({cid!r})")
-        if cid in self.answered:
+        if not self.ledger.waits(cid):
             raise ScenarioError("a second response to a tool call", f"message {row['sandbox_message_index']} ({cid!r})")
         exception = row.get("tool_call_exception")
         if not (exception is None or isinstance(exception, str)):
             raise ScenarioError("tool_call_exception must be text or null", f"message {row['sandbox_message_index']}")
         entry = self.calls[cid]
-        self.answered.add(cid)
         if exception:
             entry["error"] = normalize_exception(str(exception))
+            self.ledger.answer(cid, RecordedResult.of(entry["error"], True))
         else:
-            entry["result"] = _result(row)
+            value = entry["result"] = _result(row)
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
+            self.ledger.answer(cid, RecordedResult.of(text, False))
 
 
 # who sent a message of the execution context (Rollout.message_roles), and how many messages one may have
 MAX_MESSAGES = 10**6
-_SENDER_ROLES = {"SYSTEM": "system", "USER": "user", "AGENT": "agent", "EXECUTION_ENVIRONMENT": "tool"}
+SENDER_ROLES = {"SYSTEM": "system", "USER": "user", "AGENT": "agent", "EXECUTION_ENVIRONMENT": "tool"}
 
 
 def _message_roles(sandbox: list[dict[str, Any]]) -> tuple[str, ...]:
@@ -324,11 +321,11 @@ def _message_roles(sandbox: list[dict[str, Any]]) -> tuple[str, ...]:
         raise ScenarioError(f"sandbox_message_index {bad!r} is no message position (0 to {MAX_MESSAGES - 1})")
     roles = ["other"] * (max(indices, default=-1) + 1)
     for row in sandbox:
-        roles[row["sandbox_message_index"]] = _SENDER_ROLES.get(row.get("sender"), "other")
+        roles[row["sandbox_message_index"]] = chat_role(row.get("sender"), SENDER_ROLES)
     return tuple(roles)
 
 
-def _check_conversation(path: Path, requests: list[tuple[int, ToolCall]], sandbox: list[dict[str, Any]]) -> None:
+def _check_conversation(path: Path, requests: list[ToolCall], sandbox: list[dict[str, Any]]) -> None:
     """The tool calls of conversation.json, in order, must be the logged requests."""
     conversation = _load_json(path)
     if not isinstance(conversation, list):
@@ -350,7 +347,7 @@ def _check_conversation(path: Path, requests: list[tuple[int, ToolCall]], sandbo
                 except (TypeError, ValueError):
                     arguments = fn.get("arguments")
                 emitted.append((tc.get("id"), fn.get("name"), arguments))
-    logged = [(c.call_id, names.get(c.call_id), c.kwargs) for _, c in requests]
+    logged = [(c.call_id, names.get(c.call_id), c.kwargs) for c in requests]
     if emitted != logged:
         raise ScenarioError(f"conversation.json tool calls {[e[:2] for e in emitted]} disagree with the "
                             f"execution log {[entry[:2] for entry in logged]}")
@@ -381,7 +378,7 @@ def _abort(entry: dict[str, Any]) -> tuple[ToolCall | None, str]:
 def _unanswered(built: _Builder, aborted: str | None) -> list[str]:
     """The tool calls without a recorded response: allowed only in the last step of a scenario
     that aborted (it aborted while they executed); anything else is an inconsistent log."""
-    unanswered = [cid for cid in built.calls if cid not in built.answered]
+    unanswered = [c.call.call_id or "" for c in built.ledger.waiting()]
     last = next((turn[-1] for turn in reversed(built.turns) if turn), None)
     in_last_step = last is not None and set(unanswered) <= {c.call_id for c in last.calls}
     if unanswered and not (aborted and in_last_step):
@@ -399,6 +396,7 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
     if not isinstance(context, dict):
         raise ScenarioError("execution_context.json must be an object")
     built = _Builder(context)
+    logged = [c.call for c in built.ledger.calls]  # the calls of the message log (not the one it aborted on)
     aborted = entry.get("exception_type")
     if not (aborted is None or isinstance(aborted, str)):
         raise ScenarioError(f"exception_type must be text or null, got {aborted!r}")
@@ -410,13 +408,14 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
         if call is not None:
             built.add_step(Step((call,)))
             built.calls[ABORTED_CALL_ID] = {"error": error, "result": None, "gone": [], "arguments_unknown": True}
+            built.ledger.record(built.ledger.open(call).position, RecordedResult.of(error, True))
         elif not any(turn for turn in built.turns):
             # Aborted before the agent did anything: the model call itself failed
             # (docs/definitions.md#infrastructure-failures).
             infra_error = exception
         # Aborted after some actions: those are scored, the abort is in meta.
     if (folder / "conversation.json").exists():
-        _check_conversation(folder / "conversation.json", built.requests, built.sandbox)
+        _check_conversation(folder / "conversation.json", logged, built.sandbox)
     elif not aborted:
         raise ScenarioError("missing conversation.json although the scenario did not abort")
     record = {"user_turns": built.user_turns, "allowed": context.get("tool_allow_list"),
@@ -429,31 +428,12 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
                          "exception_type": aborted or None, "exception": exception,
                          "unanswered": unanswered}}
     rid = rollout_id_for(DATASET, model, method, name, label)
-    turns = () if infra_error is not None else tuple(tuple(_with_results(step, built.calls) for step in t)
-                                                     for t in built.turns)
+    turns = () if infra_error is not None else built.ledger.attach(built.turns)
     similarity = float(entry["similarity"])
     verdict = Recorded.of(int(similarity >= 1.0), f"similarity {similarity:g}", call_like_text_steps(turns),
                           score=similarity, score_name=SCORE_NAME)
     return Rollout(DATASET, name, model, method, rid, turns, "import:toolsandbox", meta, {RECORD_KEY: record},
                    infra_error=infra_error, recorded=verdict, message_roles=built.roles if turns else ())
-
-
-def _with_results(step: Step, calls: dict[str, dict[str, Any]]) -> Step:
-    """The step with each call's outcome as the execution context recorded it (matched by tool-call id)."""
-    if not step.calls:
-        return step
-    results = []
-    for call in step.calls:
-        outcome = calls.get(call.call_id or "")
-        if outcome is None or outcome.get("unanswered"):  # nothing recorded
-            results.append(None)
-        elif outcome["error"] is not None:
-            results.append(RecordedResult.of(str(outcome["error"]), True))
-        else:
-            value = outcome["result"]
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
-            results.append(RecordedResult.of(text, False))
-    return dataclasses.replace(step, results=tuple(results))
 
 
 def import_runs(source: str | Path, model: str | None = None, method: str = "imported") -> Iterator[Located | BadLine]:

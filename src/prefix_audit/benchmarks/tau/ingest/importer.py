@@ -65,8 +65,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +81,10 @@ from prefix_audit.core.decode import (
     seconds,
     shape_reason,
 )
+from prefix_audit.core.reading import BadRecord, CallLedger, message_roles, object_at, whole_number
 from prefix_audit.core.records import (
     BadLine,
     Located,
-    LogIssue,
     RecordedResult,
     Rollout,
     Step,
@@ -97,18 +97,9 @@ from prefix_audit.replay.registry import ImportRequest
 from ..adapter.replay import SOLO_MODE_KEY, TauBenchmark, dataset_of
 from ..adapter.replay_v1 import TauV1Benchmark, v1_dataset_of
 from ..domain import semantics as sem
-from ..domain.data import (
-    CRITERIA_FIELDS,
-    DOMAINS,
-    TauDataError,
-    criteria_differences,
-    definition_criteria,
-    parse_task,
-)
+from ..domain.data import DOMAINS
 from ..domain.embedded import KEY as EMBEDDED_KEY
-from ..domain.embedded import TAU2_FORMAT, EmbeddedTask
 from ..domain.environment import tau2_agent_tools
-from ..domain.releases import EvaluationCheck, evaluation_fingerprint, known_releases, rerun_hint
 from ..generation.telecom import USER_CALLS_KEY, UserCall
 from .containers import (
     DOMAIN_FIELDS,
@@ -121,8 +112,9 @@ from .containers import (
     read_container,
 )
 from .errors import TauResultsError
-from .importer_v1 import import_v1_results, is_v1_results
+from .v1_file import import_v1_results, is_v1_results
 from .solo import run_mode
+from .task_plans import TaskPlan, conversation_user_mismatch, task_plan
 
 __all__ = ["TauResultsError", "import_results", "import_tau"]
 
@@ -135,8 +127,8 @@ DOMAIN_VARIANTS = {"telecom-workflow": "telecom"}
 # tau2's communication mode whose conversation is stored as ticks of speech chunks (voice runs).
 FULL_DUPLEX = "full_duplex"
 
-class BadSimulation(ValueError):
-    pass
+class BadSimulation(BadRecord):
+    """A tau2 simulation that cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -157,19 +149,19 @@ class Conversation:
 
 def _call(obj: Any, where: str) -> ToolCall:
     if not isinstance(obj, dict):
-        raise BadSimulation(f"{where}: a tool call must be an object")
+        raise BadSimulation("a tool call must be an object", where)
     call_id, name, arguments = obj.get("id"), obj.get("name"), obj.get("arguments")
     if not isinstance(call_id, str) or not call_id:
-        raise BadSimulation(f"{where}: tool call without an id (results cannot be matched to it)")
+        raise BadSimulation("tool call without an id (results cannot be matched to it)", where)
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError) as exc:  # not JSON, or an integer too long for it
-            raise BadSimulation(f"{where}: arguments are not JSON: {exc}") from None
+            raise BadSimulation(f"arguments are not JSON: {exc}", where) from None
     if not isinstance(arguments, dict):
-        raise BadSimulation(f"{where}: arguments must be a JSON object, got {type(arguments).__name__}")
+        raise BadSimulation(f"arguments must be a JSON object, got {type(arguments).__name__}", where)
     if not isinstance(name, str):  # an empty name is the agent's (a schema failure), a missing one the log's
-        raise BadSimulation(f"{where}: tool call without a name")
+        raise BadSimulation("tool call without a name", where)
     return structured_call(name, arguments, call_id)
 
 
@@ -197,15 +189,6 @@ def _flat_messages(messages: list[Any]) -> Iterator[tuple[int, str, Any]]:
             yield k, f"messages[{k}]", m
 
 
-# who wrote a tau2 message (Rollout.message_roles)
-_MESSAGE_ROLES = {"user": "user", "assistant": "agent", "tool": "tool", "system": "system"}
-
-
-def message_roles(messages: Sequence[Any]) -> tuple[str, ...]:
-    """Who wrote each of a tau2-shaped message list's messages, by position."""
-    return tuple(_MESSAGE_ROLES.get(m.get("role") if isinstance(m, dict) else None, "other") for m in messages)
-
-
 def _recorded_result(message: Mapping[str, Any], content: str | None) -> RecordedResult:
     """A tool message as the recorded result of its call: its content, its error flag (None where it
     has none) and — false where a framework refused the call before it ran (Inspect logs) — ``executed``."""
@@ -224,41 +207,36 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
         raise BadSimulation("no messages")
     turns: list[list[Step]] = []
     user_turns: list[str] = []
-    # call id → the calls with that id awaiting a result (tool name, position among the calls), in
-    # call order: ids may repeat within a conversation (some harnesses number calls per tool name)
-    pending: dict[str, list[tuple[str, int]]] = {}
+    agent = CallLedger()  # call ids may repeat within a conversation (some harnesses number calls per tool name)
     errors: list[str] = []
-    recorded: dict[int, RecordedResult] = {}  # position among the calls → the result the log recorded
-    n_calls = 0
     accounting: list[tuple[Mapping[str, Any], str, str]] = []  # messages with their usage, read at the end
     stopped = False
     # The user's calls (telecom): each awaits its result like the agent's, and comes before the turn
-    # the user's next message opens.
-    user_calls: list[UserCall] = []
-    user_pending: dict[str, list[int]] = {}  # call id → positions in user_calls awaiting a result
+    # the user's next message opens (by position: the turn each was made in).
+    user = CallLedger()
+    user_turn_of: list[int] = []
     agent_tools = bench.tools.keys() | bench.user_tool_names if solo else bench.tools.keys()
     for position, where, m in _flat_messages(messages):
         if not isinstance(m, dict):
-            raise BadSimulation(f"{where}: a message must be an object")
+            raise BadSimulation("a message must be an object", where)
         role, content = m.get("role"), m.get("content")
         if content is not None and not isinstance(content, str):
-            raise BadSimulation(f"{where}: content must be a string")
+            raise BadSimulation("content must be a string", where)
         if stopped:
-            raise BadSimulation(f"{where}: message after the user's stop message")
+            raise BadSimulation("message after the user's stop message", where)
         if role == "system":
             continue  # a system prompt (tau2 writes none into a simulation; Inspect's store keeps the agent's)
-        if role in ("user", "assistant") and (pending or user_pending):
-            raise BadSimulation(f"{where}: truncated: tool call(s) {sorted({*pending, *user_pending})} have no result")
+        if role in ("user", "assistant") and (agent or user):
+            raise BadSimulation(f"truncated: tool call(s) {_unanswered(agent, user)} have no result", where)
         if role == "user" and solo:
-            raise BadSimulation(f"{where}: a user message in a solo-mode run, which has no user (tau2's solo "
-                                f"environment refuses user messages)")
+            raise BadSimulation("a user message in a solo-mode run, which has no user (tau2's solo environment "
+                                "refuses user messages)", where)
         if role == "user" and m.get("tool_calls"):
             if not bench.user_acts:
-                raise BadSimulation(f"{where}: user tool calls, but {bench.domain.name} users have no tools")
+                raise BadSimulation(f"user tool calls, but {bench.domain.name} users have no tools", where)
             for i, c in enumerate(m["tool_calls"]):
-                call = read_call(c, f"{where}.tool_calls[{i}]")
-                user_pending.setdefault(call.call_id or "", []).append(len(user_calls))
-                user_calls.append(UserCall(len(turns), call))
+                user.open(read_call(c, f"{where}.tool_calls[{i}]"))
+                user_turn_of.append(len(turns))
             accounting.append((m, "user_simulator", where))
             continue  # a message with calls goes to the user's phone, not to the agent
         if role == "user":
@@ -279,45 +257,35 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
                     user_turns.append("")
             turns[-1].append(Step(calls, (content or None) if calls else (content or ""), message=position))
             for c in calls:
-                pending.setdefault(c.call_id or "", []).append((c.name or "", n_calls))
-                n_calls += 1
+                agent.open(c)
             accounting.append((m, "executor", where))
-        elif role == "tool" and user_pending:  # half-duplex: while the user's calls await results, no agent's do
+        elif role == "tool" and user:  # half-duplex: while the user's calls await results, no agent's do
             call_id = m.get("id")
-            if not isinstance(call_id, str) or not user_pending.get(call_id):
-                raise BadSimulation(f"{where}: result for unknown or already answered user call id {call_id!r}")
-            k = user_pending[call_id].pop(0)
-            if not user_pending[call_id]:
-                del user_pending[call_id]
-            user_calls[k] = UserCall(user_calls[k].turn, user_calls[k].call, _recorded_result(m, content))
+            if not isinstance(call_id, str) or user.answer(call_id, _recorded_result(m, content)) is None:
+                raise BadSimulation(f"result for unknown or already answered user call id {call_id!r}", where)
         elif role == "tool":
             call_id = m.get("id")
-            if not isinstance(call_id, str) or not pending.get(call_id):
-                raise BadSimulation(f"{where}: result for unknown or already answered call id {call_id!r}")
-            # The nearest earlier unanswered call with this id: calls await results only from the
-            # latest agent message (a message after unanswered calls is a truncation), and a message's
-            # results come in call order, so the first one still waiting.
-            name, position = pending[call_id].pop(0)
-            if not pending[call_id]:
-                del pending[call_id]
-            recorded[position] = _recorded_result(m, content)
+            answered = agent.answer(call_id, _recorded_result(m, content)) if isinstance(call_id, str) else None
+            if answered is None:
+                raise BadSimulation(f"result for unknown or already answered call id {call_id!r}", where)
+            name = answered.call.name or ""
             if m.get("error"):
                 errors.append(call_id)
             elif name not in agent_tools and name in bench.user_tool_names:
                 raise BadSimulation(
-                    f"{where}: the agent called the user's own tool {name!r} and it ran, as only in a solo-mode run "
-                    f"(the agent holds the user's phone); the file does not say its run is one (info: user "
-                    f"dummy_user), so it is not replayed as one")
+                    f"the agent called the user's own tool {name!r} and it ran, as only in a solo-mode run (the agent "
+                    f"holds the user's phone); the file does not say its run is one (info: user dummy_user), so it is "
+                    f"not replayed as one", where)
             elif name not in agent_tools:
                 raise BadSimulation(
-                    f"{where}: tool {name!r} is not a {bench.domain.name} tool of {bench.domain.tau2_version}, "
-                    f"yet its recorded result is a success: these results come from a different tau2 tool set")
+                    f"tool {name!r} is not a {bench.domain.name} tool of {bench.domain.tau2_version}, yet its "
+                    f"recorded result is a success: these results come from a different tau2 tool set", where)
         else:
-            raise BadSimulation(f"{where}: unknown role {role!r}")
-    if (pending or user_pending) and termination in sem.NORMAL_TERMINATIONS:
+            raise BadSimulation(f"unknown role {role!r}", where)
+    if (agent or user) and termination in sem.NORMAL_TERMINATIONS:
         # A simulation that ended in an error may stop right after the agent's calls; those are
         # still its actions (scored like the rest). One that ended normally cannot.
-        raise BadSimulation(f"truncated: tool call(s) {sorted({*pending, *user_pending})} have no result")
+        raise BadSimulation(f"truncated: tool call(s) {_unanswered(agent, user)} have no result")
     if termination == "user_stop" and not stopped:
         raise BadSimulation("truncated: termination_reason is user_stop but the conversation does not end "
                             "with the user's stop message")
@@ -326,112 +294,14 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
         accounting_error = None
     except DecodeError as exc:  # bad accounting costs the accounting, not the simulation
         usage, accounting_error = (), str(exc)
-    return Conversation(_with_results(turns, recorded), tuple(user_turns), tuple(errors), usage, accounting_error,
-                        tuple(user_calls))
+    user_calls = tuple(UserCall(turn, c.call, user.results.get(c.position))
+                       for turn, c in zip(user_turn_of, user.calls))
+    return Conversation(agent.attach(turns), tuple(user_turns), tuple(errors), usage, accounting_error, user_calls)
 
 
-def _with_results(turns: list[list[Step]], recorded: Mapping[int, RecordedResult]) -> tuple[tuple[Step, ...], ...]:
-    """The turns with each call's recorded result (``recorded``: by the call's position among all calls)."""
-    out, position = [], 0
-    for turn in turns:
-        steps = []
-        for step in turn:
-            if step.calls:
-                step = Step(step.calls, step.text, tuple(recorded.get(position + i) for i in range(len(step.calls))),
-                            step.message)
-                position += len(step.calls)
-            steps.append(step)
-        out.append(tuple(steps))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class TaskPlan:
-    """How a tau2 results file's simulations are scored, per task id: against the definition the file
-    carries (``embedded``), against ours (neither), or not at all (``refused``, with why); what each
-    task's evaluation checks in use (``evaluation``: the file's definitions first, then ours), against
-    which the recorded evaluations are checked; what it says, once per file."""
-
-    embedded: Mapping[str, EmbeddedTask]
-    refused: Mapping[str, str]
-    evaluation: EvaluationCheck
-    reading: str
-    users: Mapping[str, frozenset[str]] = field(default_factory=dict)  # task → the user ids its gold acts for
-
-
-def _listed(items: Mapping[str, list[str]], limit: int = 6) -> str:
-    shown = [f"{task} ({', '.join(fields)})" for task, fields in list(items.items())[:limit]]
-    return ", ".join(shown) + (f" and {len(items) - limit} more" if len(items) > limit else "")
-
-
-def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: TauBenchmark, source: str,
-              shape: str = "tau2 results.json", domain_how: str = "", carries_tasks: bool = True) -> TaskPlan:
-    """Score each task as tau2's ``evaluate-trajs`` does, against the definition the file carries —
-    embedded in the rollout where it differs from ours in a criterion its reward reads (or we lack
-    the task) — unless ``--installed-tasks`` (refuse such simulations) or ``--tasks-from-results``
-    (embed every definition). A difference outside a task's reward basis cannot change Y: it is
-    said and the task scored against ours."""
-    embedded, refused, criteria = {}, {}, {}
-    differ: dict[str, list[str]] = {}
-    outside: dict[str, list[str]] = {}
-    for task_id, definition in recorded_tasks.items():
-        try:
-            criteria[task_id] = definition_criteria(definition, bench.domain.name, f"task {task_id} in the results")
-        except TauDataError as exc:
-            refused[task_id] = str(exc)
-    for task_id in sorted(set(task_ids) - set(refused)):
-        if task_id not in criteria:
-            if task_id not in bench.tasks:
-                releases = known_releases().defining(bench.domain.name, task_id)
-                elsewhere = (f"; it is a task of {known_releases().names(releases)}: {rerun_hint(releases)}"
-                             if releases else "")
-                refused[task_id] = (f"unknown {bench.dataset} task id {task_id!r} in {bench.domain.files.tasks}, "
-                                    f"and the results file does not define it{elsewhere}")
-            continue
-        if task_id in bench.tasks:
-            ours = bench.task(task_id)
-            relevant, ignored = criteria_differences(criteria[task_id], {f: getattr(ours, f) for f in CRITERIA_FIELDS})
-        else:
-            relevant, ignored = ["not installed"], []
-        if relevant:
-            differ[task_id] = relevant
-        elif ignored:
-            outside[task_id] = ignored
-        if bench.installed_tasks and relevant:
-            refused[task_id] = (f"task {task_id} in the results differs from task {task_id} of "
-                                f"{bench.domain.files.tasks} in {', '.join(relevant)} (--installed-tasks); "
-                                f"without it, the file's definition is scored")
-        elif relevant or bench.tasks_from_results:
-            try:
-                parse_task(recorded_tasks[task_id], bench.domain.name, f"task {task_id} in the results")
-            except TauDataError as exc:
-                refused[task_id] = f"{exc} (its definition differs from ours and cannot be scored)"
-                continue
-            embedded[task_id] = EmbeddedTask.of(recorded_tasks[task_id], TAU2_FORMAT, source)
-    installed = f"the {bench.domain.name} tasks in use (sha256 {bench.domain.provenance['tasks_sha256'][:12]})"
-    shown = shape if shape != "tau2 results.json" else "tau2 results"  # the usual container is not remarked on
-    parts = [f"{shown} of {len(set(task_ids))} tasks" + (f", {domain_how}" if domain_how else "")]
-    if not carries_tasks:
-        parts.append(f"it carries no task definitions: scored against {installed}")
-    elif differ:
-        how = "refused (--installed-tasks)" if bench.installed_tasks else "scored against the file's definitions"
-        parts.append(f"{len(differ)} differ from {installed} in what their reward reads, {how}: {_listed(differ)}")
-    else:
-        parts.append(f"their definitions in the file equal {installed} in what their rewards read")
-    if outside:
-        parts.append(f"{len(outside)} differ only outside their reward basis (cannot change Y): {_listed(outside)}")
-    if bench.tasks_from_results:
-        parts.append("every simulation scored against the file's definition (--tasks-from-results)")
-    evaluations = {t: evaluation_fingerprint(c["gold"], c["nl_assertions"], c["communicate_info"])
-                   for t, c in criteria.items()}
-    users = {t: _gold_users(c["gold"]) for t, c in criteria.items()}
-    for task_id in bench.tasks:
-        if task_id not in evaluations:
-            task = bench.task(task_id)
-            evaluations[task_id] = evaluation_fingerprint(task.gold, task.nl_assertions, task.communicate_info)
-            users[task_id] = _gold_users(task.gold)
-    check = EvaluationCheck(bench.domain.name, evaluations, frozenset(criteria), known_releases())
-    return TaskPlan(embedded, refused, check, "; ".join(parts), users)
+def _unanswered(agent: CallLedger, user: CallLedger) -> list[str]:
+    """The ids of both parties' calls without a result, sorted."""
+    return sorted({*agent.unanswered_ids(), *user.unanswered_ids()})
 
 
 def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
@@ -441,39 +311,6 @@ def _reward(sim: Mapping[str, Any]) -> tuple[float | None, list[str] | None]:
     reward = info.get("reward")
     return (float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None,
             info.get("reward_basis"))
-
-
-USER_ID = "user_id"  # the argument naming the customer in airline's and retail's tools
-# Retail's look-ups whose result is the customer's user id (tau2's find_user_id_by_email/_name_zip).
-USER_LOOKUPS = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"})
-
-
-def _gold_users(gold: Any) -> frozenset[str]:
-    return frozenset(a.arguments[USER_ID] for a in gold if isinstance(a.arguments.get(USER_ID), str))
-
-
-def conversation_user_mismatch(turns: tuple[tuple[Step, ...], ...], task_id: str, plan: TaskPlan) -> LogIssue | None:
-    """``task_mismatch`` as a cause of a Y that differs from the recorded reward: the customers the
-    conversation's accepted calls act for (their ``user_id``) are none of those the task's gold acts
-    for — the simulation is another task's conversation, scored (as recorded) as that task. Said only
-    where Y differs: an agent may look up the wrong customer in a conversation of its own task."""
-    gold = plan.users.get(task_id)
-    seen = set()
-    for turn in turns:
-        for step in turn:
-            for c, r in zip(step.calls, step.results or ()):
-                if r is None or r.error or r.content.startswith("Error"):  # some logs mark no errors
-                    continue
-                if isinstance(c.kwargs.get(USER_ID), str):
-                    seen.add(c.kwargs[USER_ID])
-                elif c.name in USER_LOOKUPS and r.content.strip():
-                    seen.add(r.content.strip())
-    if not gold or not seen or gold & seen:
-        return None
-    owners = sorted((t for t, users in plan.users.items() if t != task_id and users & seen), key=lambda t: (len(t), t))
-    whose = f"the tasks whose gold acts for them: {', '.join(owners[:5])}" if owners else "no task's gold acts for them"
-    return LogIssue("task_mismatch", f"the conversation acts for {', '.join(sorted(seen))}, task {task_id}'s gold for "
-                                     f"{', '.join(sorted(gold))} ({whose}): the recorded reward is another task's")
 
 
 def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model: str,
@@ -496,7 +333,7 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
                             f"chunks, without the message list a turn-based reading needs; not read")
     convo = read_conversation(sim.get("messages"), bench, termination, solo=solo)
     reward, basis = _reward(sim)
-    info = sim.get("info") if isinstance(sim.get("info"), dict) else {}
+    info = object_at(sim, "info")
     meta = {
         "user_turns": list(convo.user_turns), "termination_reason": termination,
         "recorded_reward": reward, "recorded_reward_basis": basis,
@@ -520,7 +357,7 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
     infra = None if acted or termination in sem.NORMAL_TERMINATIONS else \
         f"the simulation ended ({termination}) before the agent acted"
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
-                   usage=convo.usage, trial=_trial(sim.get("trial")), infra_error=infra,
+                   usage=convo.usage, trial=whole_number(sim.get("trial"), "trial", BadSimulation, default=0), infra_error=infra,
                    accounting_error=convo.accounting_error, message_roles=message_roles(sim["messages"]) if acted else (),
                    # No step is undecodable: tau2's harness reads calls only from the API's tool calls,
                    # so a call the model wrote as text went to the user as text, as it is read here.
@@ -535,15 +372,6 @@ def _task_id(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return str(value)
     return None
-
-
-def _trial(value: Any) -> int:
-    """The simulation's trial index (0 where the file records none)."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
-        raise BadSimulation(f"trial must be a whole number from 0, got {value!r}")
-    return value
 
 
 def _describe(doc: Any) -> str:
@@ -663,6 +491,15 @@ def _bad_simulation(path: Path, i: int, sim: Any, reason: str) -> BadLine:
     task = _task_id(sim.get("task_id")) if isinstance(sim, dict) else None
     return BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {reason}", sid, excerpt_of(sim),
                    f"unusable τ simulation: {reason}", ("task", task) if task is not None else ("simulation", str(i + 1)))
+
+
+def open_tau2(request: ImportRequest, domain: str) -> TauBenchmark:
+    """The tau2 adapter of ``domain`` the import opens (a log format read by τ: Inspect samples,
+    AgentProcessBench records)."""
+    bench = request.open(dataset_of(domain))
+    if not isinstance(bench, TauBenchmark):
+        raise BadSimulation(f"dataset {dataset_of(domain)} is not τ's tau2 adapter")
+    return bench
 
 
 def import_tau(request: ImportRequest) -> Iterator[Located | BadLine]:

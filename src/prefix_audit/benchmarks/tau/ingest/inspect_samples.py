@@ -38,17 +38,18 @@ from prefix_audit.core.framework_samples import (
     message_text,
     recorded_verdict,
 )
+from prefix_audit.core.reading import message_roles, value_at
 from prefix_audit.core.records import LogIssue, Recorded, Rollout, call_like_text_steps, rollout_id_for
 from prefix_audit.replay.contract import ToolSpec
 from prefix_audit.replay.registry import ImportRequest, SampleReader
 
-from ..adapter.replay import INSPECT_EVALS_RULE, RECORDED_DB_KEY, REWARD_RULE_KEY, TauBenchmark, dataset_of
+from ..adapter.replay import INSPECT_EVALS_RULE, RECORDED_DB_KEY, REWARD_RULE_KEY, TauBenchmark
 from ..domain import semantics as sem
 from ..domain.data import CRITERIA_FIELDS, TELECOM, TauDataError, criteria_differences, definition_criteria, parse_task
 from ..domain.embedded import KEY as EMBEDDED_KEY
 from ..domain.embedded import TAU2_FORMAT, EmbeddedTask
 from ..domain.environment import LiveEnvironment
-from .importer import BadSimulation, Conversation, message_roles, read_conversation
+from .importer import BadSimulation, Conversation, open_tau2, read_conversation
 
 STORE_STATE = "StoredAgentState"
 # What inspect_evals' scorers read of a task: airline's and retail's the gold's database and the
@@ -150,7 +151,7 @@ def _stop_message(trajectory: Any) -> str | None:
     if not isinstance(trajectory, list) or not trajectory or not isinstance(trajectory[-1], dict):
         return None
     last = trajectory[-1]
-    text = message_text(last["message"].get("content")) if isinstance(last.get("message"), dict) else ""
+    text = message_text(value_at(last, "message", "content"))
     return text if last.get("role") == "user" and any(t in text for t in sem.USER_STOP_TOKENS) else None
 
 
@@ -178,7 +179,7 @@ def read_sample(domain: str) -> SampleReader:
     scorer = f"{domain}_scorer"
 
     def read(sample: FrameworkSample, request: ImportRequest) -> Rollout:
-        bench = request.open(dataset_of(domain))
+        bench = open_tau2(request, domain)
         task = sample.metadata.get("task")
         instance = sample.metadata.get("instance")
         if not isinstance(task, dict) or not isinstance(instance, str):

@@ -19,12 +19,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, BadLine, JsonLine, shape_reason
+from prefix_audit.core.reading import value_at
 from prefix_audit.core.records import Located, model_in_log
 from prefix_audit.replay.registry import ImportRequest, TrajectoryReader
 
-from ..adapter.replay import dataset_of
 from ..domain.data import DOMAINS
-from .importer import BadSimulation, rollout_from_simulation, task_plan
+from .importer import BadSimulation, open_tau2, rollout_from_simulation
+from .task_plans import task_plan
 
 SHAPE = "AgentProcessBench tau2 records"
 
@@ -32,7 +33,7 @@ SHAPE = "AgentProcessBench tau2 records"
 def _tau2_message(m: Any, where: str) -> dict[str, Any]:
     """One chat message in the shape a tau2 simulation stores it."""
     if not isinstance(m, dict):
-        raise BadSimulation(f"{where}: a message must be an object")
+        raise BadSimulation("a message must be an object", where)
     role, content = m.get("role"), m.get("content")
     if role == "tool":
         return {"role": "tool", "id": m.get("tool_call_id"), "content": content}
@@ -65,14 +66,12 @@ def simulation_of(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def _agent_llm(record: Mapping[str, Any]) -> Any:
     """What the record's tau2 info names as the agent's model."""
-    info = record["meta"].get("tau2_info")
-    agent = info.get("agent_info") if isinstance(info, dict) else None
-    return agent.get("llm") if isinstance(agent, dict) else None
+    return value_at(record["meta"], "tau2_info", "agent_info", "llm")
 
 
 def reader(domain: str) -> TrajectoryReader:
     def read(lines: Sequence[JsonLine], request: ImportRequest) -> Iterator[Located | BadLine]:
-        bench = request.open(dataset_of(domain))
+        bench = open_tau2(request, domain)
         task_ids = [str(line.value["meta"].get("task_id")) for line in lines if isinstance(line.value.get("meta"), dict)]
         plan = task_plan({}, task_ids, bench, request.source.name, SHAPE, carries_tasks=False)
         for line in lines:

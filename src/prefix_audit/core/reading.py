@@ -1,0 +1,188 @@
+"""The kit every log importer reads with: a format's importer is a small dialect that says where its
+calls, replies and stops are, and reads them with these.
+
+* :class:`BadRecord` — one record of a log that cannot be read, with why and where; each format names
+  its own subclass (the name shows in the quarantine reasons written today: ``BadSimulation: …``);
+* :func:`object_at`, :func:`value_at`, :func:`expect`, :func:`whole_number` — untrusted JSON read as
+  typed values: leniently (an empty object where a reading may do without one) or strictly (the
+  format's located error);
+* :class:`CallLedger` — calls awaiting their replies, by call id and by position among the calls:
+  a reply answers the nearest earlier unanswered call with its id (ids may repeat within a log);
+  the ledger keeps the recorded results and attaches them to the steps (:meth:`CallLedger.attach`);
+* :data:`CHAT_ROLES`, :func:`message_roles` — who wrote each message of a chat-shaped log
+  (:attr:`~.records.Rollout.message_roles`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .calls import ToolCall
+from .records import RecordedResult, Step
+
+T = TypeVar("T")
+
+__all__ = ["CHAT_ROLES", "BadRecord", "CallLedger", "OpenCall", "chat_role", "expect", "message_roles",
+           "object_at", "value_at", "whole_number"]
+
+
+class BadRecord(ValueError):
+    """A record of a log that cannot be read: ``reason``, and ``where`` in the record (a message, a
+    field; None for the record as a whole). The text is ``"<where>: <reason>"``; quarantine summaries
+    count records by ``reason``. Each format raises its own subclass, whose name its quarantine
+    reasons show."""
+
+    def __init__(self, reason: str, where: str | None = None) -> None:
+        super().__init__(f"{where}: {reason}" if where else reason)
+        self.reason = reason
+        self.where = where
+
+
+# --- untrusted JSON -------------------------------------------------------------------------------
+
+
+def value_at(value: Any, *path: str) -> Any:
+    """The value at ``path`` (keys of nested JSON objects) inside ``value``; None where a step is
+    missing or is not an object."""
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def object_at(value: Any, *path: str) -> Mapping[str, Any]:
+    """The JSON object at ``path`` inside ``value`` (:func:`value_at`); an empty one where there is
+    none — for what a reading can do without."""
+    found = value_at(value, *path)
+    return found if isinstance(found, dict) else {}
+
+
+def expect(value: Any, kind: type[T], message: str, error: type[Exception] = BadRecord) -> T:
+    """``value`` where it is a ``kind`` (a bool is no number), else ``error(message)``."""
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise error(message)
+    return value
+
+
+def whole_number(value: Any, what: str, error: type[Exception] = BadRecord, default: int | None = None) -> int:
+    """``value`` as a whole number from 0 (below 2**31: a trial, a task index), ``default`` where it
+    is null and there is one, else ``error``."""
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        raise error(f"{what} must be a whole number from 0, got {value!r}")
+    return value
+
+
+# --- calls and their replies ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenCall:
+    """A call the ledger opened: the call, and its position among the ledger's calls (from 0)."""
+
+    call: ToolCall
+    position: int
+
+
+class CallLedger:
+    """The calls of one conversation and their replies.
+
+    :meth:`open` adds a call (keyed by its call id, ``""`` where it has none); :meth:`answer` takes
+    a reply to an id: the nearest earlier call with that id still waiting — calls await replies only
+    from the latest agent message, whose replies come in call order, so the first one still waiting —
+    and keeps the recorded result by the call's position; :meth:`attach` gives the steps their
+    calls' results."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[Any, list[OpenCall]] = {}
+        self._ids: set[Any] = set()
+        self.calls: list[OpenCall] = []  # every call opened, in order
+        self.results: dict[int, RecordedResult] = {}
+
+    def open(self, call: ToolCall) -> OpenCall:
+        opened = OpenCall(call, len(self.calls))
+        key = call.call_id or ""
+        self._waiting.setdefault(key, []).append(opened)
+        self._ids.add(key)
+        self.calls.append(opened)
+        return opened
+
+    def waits(self, call_id: Any) -> bool:
+        """Whether a call with this id awaits its reply."""
+        return bool(self._waiting.get(call_id))
+
+    def knows(self, call_id: Any) -> bool:
+        """Whether a call with this id was opened, answered or not."""
+        return call_id in self._ids
+
+    def answer(self, call_id: Any, result: RecordedResult | None = None) -> OpenCall | None:
+        """The nearest earlier unanswered call with ``call_id``, now answered with ``result`` (kept
+        by its position); None where no such call waits."""
+        waiting = self._waiting.get(call_id)
+        if not waiting:
+            return None
+        opened = waiting.pop(0)
+        if not waiting:
+            del self._waiting[call_id]
+        if result is not None:
+            self.results[opened.position] = result
+        return opened
+
+    def answer_oldest(self, result: RecordedResult | None = None) -> OpenCall | None:
+        """The earliest call still waiting, whatever its id, answered (a log whose replies name no call)."""
+        oldest = min(self.waiting(), key=lambda c: c.position, default=None)
+        return None if oldest is None else self.answer(oldest.call.call_id or "", result)
+
+    def record(self, position: int, result: RecordedResult) -> None:
+        """Keep a result for the call at ``position`` (one the log recorded outside a reply)."""
+        self.results[position] = result
+
+    def waiting(self) -> list[OpenCall]:
+        """The calls without a reply, in the order they were opened."""
+        return sorted((c for calls in self._waiting.values() for c in calls), key=lambda c: c.position)
+
+    def unanswered_ids(self) -> list[str]:
+        """The ids of the calls without a reply, sorted (as errors name them)."""
+        return sorted(self._waiting)
+
+    def __bool__(self) -> bool:
+        return bool(self._waiting)
+
+    def attach(self, turns: Iterable[Iterable[Step]], replaced: Mapping[int, ToolCall] | None = None
+               ) -> tuple[tuple[Step, ...], ...]:
+        """The turns with each call's recorded result (None where there is none), the calls counted
+        in the order the ledger opened them; ``replaced``: calls read otherwise, by position."""
+        replaced = replaced or {}
+        out, position = [], 0
+        for turn in turns:
+            steps = []
+            for step in turn:
+                if step.calls:
+                    positions = range(position, position + len(step.calls))
+                    step = dataclasses.replace(step, calls=tuple(replaced.get(p, c) for p, c in zip(positions, step.calls)),
+                                               results=tuple(self.results.get(p) for p in positions))
+                    position += len(step.calls)
+                steps.append(step)
+            out.append(tuple(steps))
+        return tuple(out)
+
+
+# --- who wrote a message --------------------------------------------------------------------------
+
+# The roles of chat-shaped logs (OpenAI's, tau2's, Inspect's) as Rollout.message_roles names them.
+CHAT_ROLES: Mapping[str, str] = {"system": "system", "user": "user", "assistant": "agent", "tool": "tool"}
+
+
+def chat_role(role: Any, roles: Mapping[str, str] = CHAT_ROLES) -> str:
+    """Who wrote a message with this role (``other`` for a role the log's format does not have)."""
+    return roles.get(role, "other")
+
+
+def message_roles(messages: Sequence[Any], roles: Mapping[str, str] = CHAT_ROLES, key: str = "role") -> tuple[str, ...]:
+    """Who wrote each of a chat-shaped log's messages (JSON objects), by position."""
+    return tuple(chat_role(m.get(key) if isinstance(m, dict) else None, roles) for m in messages)
