@@ -225,7 +225,7 @@ class ToyReplay(Benchmark):
     def reference_rollout(self, task_id: str) -> Rollout:
         turns = tuple((Step(calls),) for calls in TASKS[task_id].reference)
         return Rollout(self.dataset, task_id, "ground_truth", "reference",
-                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), turns, "reference")
+                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), turns, source="reference")
 
     def task_provenance(self) -> dict[str, Any]:
         return {"toy_tasks": len(TASKS)}
@@ -321,7 +321,7 @@ def toy_log_rollouts(request: ImportRequest, dataset: str, task_key: str) -> Ite
                       for turn in entry["turns"])
         model = request.model or "toy-agent"
         rid = rollout_id_for(dataset, model, request.method, task, item.line)
-        rollout = Rollout(dataset, task, model, request.method, rid, turns, "import:toy")
+        rollout = Rollout(dataset, task, model, request.method, rid, turns, source="import:toy")
         yield Located(item.path, item.line, rollout)
 
 

@@ -172,7 +172,7 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
     if infra is None and (calls_ran is None or results_ran is None):
         infra = "the sample holds no model_execution_calls (the solver did not finish)"
     if infra is not None:
-        return Rollout(DATASET, entry_id, sample.model, request.method, rid, (), "import:inspect", meta,
+        return Rollout(DATASET, entry_id, sample.model, request.method, rid, (), source="import:inspect", meta=meta,
                        trial=sample.epoch - 1, infra_error=infra, recorded=Recorded.of(recorded.y, recorded.verdict,
                                                                                         issues=issues))
     calls_ran, results_ran = _executed(calls_ran, "model_execution_calls"), _executed(results_ran,
@@ -215,7 +215,8 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
         issues.append(LogIssue("recorded_calls_changed", f"the recorded arguments of a call are not those the model "
                                                          f"sent, and inspect_evals' scorer replays the recorded "
                                                          f"ones (first: {changed})"))
-    return Rollout(DATASET, entry_id, sample.model, request.method, rid, tuple(turns), "import:inspect", meta,
+    return Rollout(DATASET, entry_id, sample.model, request.method, rid, tuple(turns),
+                   source="import:inspect", meta=meta,
                    trial=sample.epoch - 1, recorded=Recorded.of(recorded.y, recorded.verdict, issues=issues),
                    message_roles=tuple(_ROLES.get(m.role, "other") for m in sample.messages))
 

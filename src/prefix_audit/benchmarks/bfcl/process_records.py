@@ -177,7 +177,7 @@ def _located(line: JsonLine, request: ImportRequest, read: _Trajectory) -> Locat
             **({"record_id": record_id} if isinstance(record_id, str) else {})}
     rid = rollout_id_for(DATASET, model, request.method, entry_id, record_id if isinstance(record_id, str) else "")
     return Located(line.path, line.line, Rollout(DATASET, entry_id, model, request.method, rid, turns,
-                                                 "import:agentprocessbench", meta,
+                                                 source="import:agentprocessbench", meta=meta,
                                                  recorded=Recorded.of(*_verdict(record), call_like_text_steps(turns)),
                                                  message_roles=tuple(read.roles)), named_by)
 

@@ -170,7 +170,7 @@ class BfclBenchmark(Benchmark):
         """The ground truth as a rollout: one step per turn holding that turn's calls."""
         turns = self.reference_turns(self.entry(task_id))
         return Rollout(DATASET, task_id, "ground_truth", "reference",
-                       rollout_id_for(DATASET, "ground_truth", "reference", task_id), turns, "reference")
+                       rollout_id_for(DATASET, "ground_truth", "reference", task_id), turns, source="reference")
 
     def tool_universe(self) -> list[str]:
         return sorted({name for cls in sem.CLASS_MODULES for name in self.specs_for_class(cls)})

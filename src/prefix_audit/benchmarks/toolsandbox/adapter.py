@@ -189,7 +189,7 @@ class ToolSandboxBenchmark(Benchmark):
             turns[-1].append(Step((), scenario.reference_reply))
         return Rollout(DATASET, task_id, "ground_truth", "reference",
                        rollout_id_for(DATASET, "ground_truth", "reference", task_id),
-                       tuple(tuple(t) for t in turns), "reference")
+                       tuple(tuple(t) for t in turns), source="reference")
 
     def tool_universe(self) -> list[str]:
         return sorted(TOOLS)

@@ -102,7 +102,7 @@ class ToolSandboxProbe:
         turns = len(self.scenario.user_turns)
         rollout = Rollout(self.benchmark.dataset, self.scenario.id, HEALTH_MODEL, "idle",
                           rollout_id_for(self.benchmark.dataset, HEALTH_MODEL, "idle", self.scenario.id),
-                          ((Step((), IDLE_REPLY),),) * turns, "reference")
+                          ((Step((), IDLE_REPLY),),) * turns, source="reference")
         s = self.scenario
         cause = ("it has no milestone: it is scored by its minefields alone, which an agent that calls no tool "
                  "cannot hit" if not s.milestones else "its milestones hold without a call")

@@ -313,7 +313,7 @@ class TauProbe:
             label += " (the user makes no call on their phone either)"
         rollout = Rollout(bench.dataset, self.task.id, HEALTH_MODEL, "idle",
                           rollout_id_for(bench.dataset, HEALTH_MODEL, "idle", self.release, self.task.id),
-                          ((Step((), IDLE_TEXT),),), "reference", meta)
+                          ((Step((), IDLE_TEXT),),), source="reference", meta=meta)
         return Counterfactual(label, rollout)
 
     def without_required(self, gold: EpisodeResult) -> list[Counterfactual]:

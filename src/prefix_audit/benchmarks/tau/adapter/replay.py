@@ -275,7 +275,7 @@ class TauBenchmark(Benchmark):
         meta = {"user_turns": list(convo.user_turns), **acting, "termination_reason": "user_stop", **self.provenance}
         return Rollout(self.dataset, task_id, "ground_truth", "reference",
                        rollout_id_for(self.dataset, "ground_truth", "reference", task_id), convo.turns,
-                       "reference", meta)
+                       source="reference", meta=meta)
 
     # sessions and generation ---------------------------------------------------------------------
     def open_session(self, rollout: Rollout) -> TauSession:

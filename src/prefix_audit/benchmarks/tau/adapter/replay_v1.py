@@ -113,7 +113,7 @@ class TauV1Session(TauSession):
         self.infra_error = rollout.infra_error
         if self.infra_error is not None:
             rollout = Rollout(rollout.dataset, rollout.task_id, rollout.model, rollout.method, rollout.rollout_id,
-                              (), rollout.source, {**rollout.meta, "user_turns": [],
+                              (), source=rollout.source, meta={**rollout.meta, "user_turns": [],
                                                    "termination_reason": "agent_error"})
         super().__init__(bench, task, rollout)
         if self.infra_error is not None:
