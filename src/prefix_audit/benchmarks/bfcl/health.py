@@ -55,8 +55,8 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall, parse_call_string
 from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding, changed_text
 from prefix_audit.core.records import Rollout, rollout_id_for, without_action
-from prefix_audit.replay.checker import EpisodeResult, replay
-from prefix_audit.replay.health import Counterfactual, call_text
+from prefix_audit.plugin import Counterfactual, EpisodeResult, call_text
+from prefix_audit.replay.checker import replay
 
 from .data import DATASET, Entry
 from .loader import instance_names, invoke, method_table

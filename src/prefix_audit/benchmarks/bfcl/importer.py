@@ -75,9 +75,8 @@ from prefix_audit.core.records import (
     Usage,
     rollout_id_for,
 )
-from prefix_audit.replay.contract import Benchmark
+from prefix_audit.plugin import Benchmark, ImportRequest, RefusedOption
 from prefix_audit.replay.record_check import literal_value
-from prefix_audit.replay.registry import ImportRequest, RefusedOption
 
 from .data import DATASET, DATASET_VERSION, V3_ERA_PIN, BfclData, Entry
 from .decoders import (

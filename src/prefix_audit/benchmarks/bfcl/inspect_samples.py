@@ -36,7 +36,7 @@ from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.framework_samples import ChatMessage, FrameworkSample, recorded_verdict
 from prefix_audit.core.records import LogIssue, Recorded, RecordedResult, Rollout, Step, rollout_id_for
-from prefix_audit.replay.registry import ImportRequest
+from prefix_audit.plugin import ImportRequest
 
 from .data import DATASET, Entry
 from .loader import is_error_value

@@ -40,7 +40,7 @@ from prefix_audit.core.records import (
     model_in_log,
     rollout_id_for,
 )
-from prefix_audit.replay.registry import ImportRequest, TrajectoryReader
+from prefix_audit.plugin import ImportRequest, TrajectoryReader
 
 from .data import CATEGORIES, DATASET
 from .decoders import tool_call_tags

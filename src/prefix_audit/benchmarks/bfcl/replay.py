@@ -23,16 +23,9 @@ from prefix_audit.core.calls import ToolCall, parse_call_string
 from prefix_audit.core.health import Finding
 from prefix_audit.core.io import files_sha256
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
-from prefix_audit.replay.contract import (
-    Benchmark,
-    Outcome,
-    TaskFacts,
-    TaskIndex,
-    TaskSample,
-    ToolSpec,
-    UnscorableRollout,
+from prefix_audit.plugin import (
+    Benchmark, Outcome, ReplaySession, TaskFacts, TaskIndex, TaskSample, ToolSpec, UnscorableRollout, probe_findings,
 )
-from prefix_audit.replay.health import probe_findings
 from prefix_audit.replay.values import argument_values, mentions, scalars
 
 from . import semantics as sem
@@ -285,7 +278,7 @@ def _volatile_after(volatile: tuple[tuple[str, Any, str], ...], call: ToolCall, 
     return (*volatile, ("id", value["id"], param))
 
 
-class BfclSession:
+class BfclSession(ReplaySession):
     """One rollout's fresh model-side and ground-truth-side instances.
 
     Y follows BFCL's evaluation: a rollout with another number of turns than the entry is

@@ -28,9 +28,7 @@ from functools import cached_property
 
 from prefix_audit.core.health import Finding
 from prefix_audit.core.records import Rollout, Step, rollout_id_for, without_action
-from prefix_audit.replay.checker import EpisodeResult
-from prefix_audit.replay.contract import Benchmark
-from prefix_audit.replay.health import Counterfactual, call_text
+from prefix_audit.plugin import Benchmark, Counterfactual, EpisodeResult, call_text
 
 from .evaluation import StateTarget, TraceTarget
 from .sandbox import Sandbox

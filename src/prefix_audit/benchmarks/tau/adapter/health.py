@@ -58,8 +58,8 @@ from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding, changed_hunks, changed_text
 from prefix_audit.core.io import files_sha256
 from prefix_audit.core.records import PARTY_CALLS_KEY, Action, Rollout, Step, rollout_id_for, without_action
-from prefix_audit.replay.checker import EpisodeResult, replay
-from prefix_audit.replay.health import Counterfactual, call_text
+from prefix_audit.plugin import Counterfactual, EpisodeResult, call_text
+from prefix_audit.replay.checker import replay
 
 from ..domain import embedded as emb
 from ..domain import semantics as sem

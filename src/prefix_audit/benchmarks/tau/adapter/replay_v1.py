@@ -25,7 +25,7 @@ from functools import cached_property
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Rollout
-from prefix_audit.replay.contract import Benchmark, Outcome, TaskIndex, ToolSpec, UnscorableRollout
+from prefix_audit.plugin import Benchmark, Outcome, TaskIndex, ToolSpec, UnscorableRollout
 
 from ..domain import v1
 from ..domain.data import TauData, TauTask
