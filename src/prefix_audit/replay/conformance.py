@@ -11,7 +11,11 @@ and where (docs/adding-a-benchmark.md):
 * ``gold``: a task's reference rollout replays with Y = 1 and FED = T + 1 — unless the benchmark's own
   health says the gold fails there (``answer_unreachable``, ``gold_fails``, ``gold_not_prefix_executable``);
 * ``isolation``: sessions share no state — an agent that does nothing scores the same before and after
-  the gold ran in another session of the task, and the gold replays the same twice.
+  the gold ran in another session of the task, and the gold replays the same twice;
+* ``replay``: whatever a session raises while these run.
+
+Only the capability "reference" gives a task a rollout to replay: without it a task's tools are checked
+on a session opened for an empty rollout of it, and neither ``gold`` nor ``isolation`` by replay is.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
+from prefix_audit.core.fetch import default_resources
 from prefix_audit.core.records import Rollout, Step
 
 from .checker import EpisodeResult, replay
@@ -48,15 +53,16 @@ class Problem:
         return f"{self.where}: {self.check}: {self.detail}"
 
 
-def check_benchmark(name: str, resources: str | Path, settings: Mapping[str, Any] | None = None, *,
+def check_benchmark(name: str, resources: str | Path | None = None, settings: Mapping[str, Any] | None = None, *,
                     tasks: int | None = 5, seed: int = 0, fetch: bool = True) -> list[Problem]:
-    """The problems of dataset ``name`` (registered; an empty list: it keeps the contract), opened from
-    ``resources`` with its config entry ``settings``, on a seeded sample of ``tasks`` of its tasks (None:
-    every task)."""
+    """The problems of dataset ``name`` (registered; an empty list: it keeps the contract), opened from the
+    pinned packages' folder ``resources`` (default: the user's, :func:`~prefix_audit.core.fetch.default_resources`)
+    with its config entry ``settings``, on a seeded sample of ``tasks`` of its tasks (None: every task)."""
     spec = dataset(name)
     problems = [Problem("registration", name, said) for _, said in gaps(registration_of(name))]
     try:
-        bench = spec.open(OpenRequest(Path(resources), dict(settings or {}), fetch))
+        folder = Path(resources) if resources is not None else default_resources()
+        bench = spec.open(OpenRequest(folder, dict(settings or {}), fetch))
         task_ids = bench.sample(tasks, seed).task_ids
     except Exception as exc:  # whatever the benchmark raises is its problem to report, not a crash
         return [*problems, Problem("open", name, _said(exc))]
@@ -66,6 +72,7 @@ def check_benchmark(name: str, resources: str | Path, settings: Mapping[str, Any
 
 
 def _task_problems(bench: Benchmark, task_id: str, where: str) -> list[Problem]:
+    """One task's problems of every check but ``registration``."""
     reference = "reference" in capabilities_of(type(bench))
     try:
         rollout = bench.reference_rollout(task_id) if reference else \
