@@ -54,7 +54,9 @@ def test_a_value_the_agent_changed_or_the_user_never_said_is_the_agents():
 def test_a_value_some_object_holds_is_the_agents_to_find():
     found = _attribute("Ann@Example.com", "Sure, it's Ann@Example.com.")  # held, compared case-folded
     assert found.origin == AGENT and "holds 'Ann@Example.com'" in found.evidence
-    assert attribute(LOOKUP, {"email": "x@y.z"}, {"state_consistency"}, NOT_FOUND, ("x@y.z",), None).origin == AGENT
+    # a session whose state cannot be searched (ReplaySession.holds' default answers None)
+    unsearched = attribute(LOOKUP, {"email": "x@y.z"}, {"state_consistency"}, NOT_FOUND, ("x@y.z",), lambda values: None)
+    assert unsearched.origin == AGENT and unsearched.evidence == "the benchmark's state cannot be searched for the value"
 
 
 def test_state_index_holds_values_together_only_within_one_record():

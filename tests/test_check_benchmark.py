@@ -167,3 +167,14 @@ def test_a_gold_that_fails_is_a_problem_unless_the_benchmarks_health_says_so(scr
                                      "health does not say its gold fails there")}
     # with the capability "health", its findings (answer_unreachable, gold_fails) say so
     assert check_benchmark(_register("toy_gold_health", ShortGoldWithHealth), RESOURCES, tasks=None) == []
+
+
+def test_registration_fields_that_disagree_are_said_where_register_is_called(scratch_registry):
+    spec = DatasetSpec("toy_disagree", tb.ToyLights, lambda request: tb.ToyLights("toy_disagree"), no_health="none")
+    with pytest.warns(registry.IncompleteRegistration) as caught:
+        registry.register(Registration("test_check_benchmark.disagree", (spec,), inspect_scorers={"toy_scorer": "toy"}))
+    assert sorted((str(w.message), w.filename) for w in caught) == [
+        ("test_check_benchmark.disagree: the Inspect scorer 'toy_scorer' names the task 'toy', which inspect_tasks "
+         "gives no reader", __file__),
+        ("toy_disagree: no_health says why it has no benchmark health, but ToyLights offers it", __file__)]
+    assert {p.check for p in check_benchmark("toy_disagree", RESOURCES, tasks=1)} == {"registration"}

@@ -157,7 +157,9 @@ class DatasetSpec:
 @dataclass(frozen=True)
 class Registration:
     """Everything one benchmark package contributes. ``package`` is its module name: every stage
-    that opens one of its datasets depends on that package's code."""
+    that opens one of its datasets depends on that package's code. Every field is described for a
+    benchmark's author in docs/adding-a-benchmark.md; :func:`register` warns about those that disagree
+    (:func:`gaps`)."""
 
     package: str
     datasets: tuple[DatasetSpec, ...]
