@@ -54,7 +54,9 @@ def test_a_value_the_agent_changed_or_the_user_never_said_is_the_agents():
 def test_a_value_some_object_holds_is_the_agents_to_find():
     found = _attribute("Ann@Example.com", "Sure, it's Ann@Example.com.")  # held, compared case-folded
     assert found.origin == AGENT and "holds 'Ann@Example.com'" in found.evidence
-    assert attribute(LOOKUP, {"email": "x@y.z"}, {"state_consistency"}, NOT_FOUND, ("x@y.z",), None).origin == AGENT
+    # a session whose state cannot be searched (ReplaySession.holds' default answers None)
+    unsearched = attribute(LOOKUP, {"email": "x@y.z"}, {"state_consistency"}, NOT_FOUND, ("x@y.z",), lambda values: None)
+    assert unsearched.origin == AGENT and unsearched.evidence == "the benchmark's state cannot be searched for the value"
 
 
 def test_state_index_holds_values_together_only_within_one_record():
@@ -75,8 +77,8 @@ def _rollout(bench, calls, user_turns, task_id="36"):
     """One call per step, each turn closed by a reply to the user (the last one is the terminal action)."""
     turns = tuple(tuple(Step((structured_call(name, args, f"c{t}_{i}"),)) for i, (name, args) in enumerate(turn))
                   + (Step((), "Done."),) for t, turn in enumerate(calls))
-    return Rollout(bench.dataset, task_id, "m", "test", f"r{len(turns)}", turns, "test",
-                   {"user_turns": list(user_turns), "termination_reason": "user_stop"})
+    return Rollout(bench.dataset, task_id, "m", "test", f"r{len(turns)}", turns, source="test",
+                   meta={"user_turns": list(user_turns), "termination_reason": "user_stop"})
 
 
 def _lookup(email):
@@ -203,7 +205,8 @@ def test_a_function_the_task_withholds_when_its_gold_needs_it_is_the_benchmarks(
 
     turns = list(reference.turns)
     turns[tail_turn] = tuple(Step(tuple(map(other_lines, step.calls)), step.text) for step in turns[tail_turn])
-    agent = Rollout(reference.dataset, reference.task_id, "m", "test", "r", tuple(turns), "test", reference.meta)
+    agent = Rollout(reference.dataset, reference.task_id, "m", "test", "r", tuple(turns),
+                    source="test", meta=reference.meta)
     ep = replay(agent, bfcl)
     first = ep.first_failure
     assert (first.action.call.name, primary_code(first)) == ("tail", "tool_not_exposed")
@@ -247,7 +250,7 @@ def _bfcl_with_first(bfcl, task_id, call):
     reference = bfcl.reference_rollout(task_id)
     first = (Step((call,)),) + reference.turns[0]
     return replay(Rollout(reference.dataset, reference.task_id, "m", "test", "r", (first, *reference.turns[1:]),
-                          "test", reference.meta), bfcl)
+                          source="test", meta=reference.meta), bfcl)
 
 
 def test_a_bfcl_look_up_of_what_the_question_names_stays_the_agents(bfcl):

@@ -144,9 +144,8 @@ def test_the_three_shapes_read_alike(tmp_path):
     apb = _lines(tmp_path / "apb.jsonl", [{"record_id": "tau2_airline:0:0", "step_labels": {"2": 1, "5": -1}}])
     [e_ours], [e_rx], [e_apb] = (read_labels(p).entries for p in (ours, agentrx, apb))
     rollout = _rollout()
-    rollout = Rollout(*[getattr(rollout, f) for f in ("dataset", "task_id", "model", "method", "rollout_id", "turns",
-                                                      "source")], meta={"record_id": "tau2_airline:0:0"},
-                      message_roles=rollout.message_roles)
+    rollout = Rollout(*[getattr(rollout, f) for f in ("dataset", "task_id", "model", "method", "rollout_id", "turns")],
+                      source=rollout.source, meta={"record_id": "tau2_airline:0:0"}, message_roles=rollout.message_roles)
     episodes = _episodes(("r7.0", 3, 1, "schema"))
     comparisons = [pl.from_arrow(compare_labels([e], [rollout], episodes)[1]).drop("source", "entry", "shape",
                                                                                    "first_failure")

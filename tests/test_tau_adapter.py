@@ -19,8 +19,8 @@ def _rollout(bench, task_id, turns, user_turns, termination="user_stop", model="
     """A hand-made τ rollout: ``turns`` is a list of turns, each a list of (tool, arguments) or text."""
     steps = tuple(tuple(Step((), s) if isinstance(s, str) else Step((structured_call(s[0], s[1], f"c{t}_{i}"),))
                         for i, s in enumerate(turn)) for t, turn in enumerate(turns))
-    return Rollout(bench.dataset, task_id, model, "test", f"{task_id}-{len(steps)}", steps, "test",
-                   {"user_turns": list(user_turns), "termination_reason": termination})
+    return Rollout(bench.dataset, task_id, model, "test", f"{task_id}-{len(steps)}", steps, source="test",
+                   meta={"user_turns": list(user_turns), "termination_reason": termination})
 
 
 def _first(ep):

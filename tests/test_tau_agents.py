@@ -113,7 +113,8 @@ def test_an_error_free_simulated_model_replays_like_the_reference(tau, dataset):
         if longest_turn(task_id) > K_EXEC:  # the reference packs more calls into one turn than K_exec
             assert episode.force_terminated and episode.conversation["termination_reason"] == "max_steps"
             continue
-        rollout = Rollout(dataset, task_id, "m", "react", "r", episode.turns, "agent", dict(episode.conversation))
+        rollout = Rollout(dataset, task_id, "m", "react", "r", episode.turns,
+                          source="agent", meta=dict(episode.conversation))
         result, reference = replay(rollout, bench), replay(bench.reference_rollout(task_id), bench)
         assert (result.T, result.FED, result.Y) == (reference.T, reference.FED, reference.Y), task_id
         assert episode.conversation["user_turns"] == bench.reference_rollout(task_id).meta["user_turns"]

@@ -306,7 +306,8 @@ def _drive(telecom, task_id):
         return message
 
     assert asyncio.run(run()) is None  # the user stopped after the closing message
-    return Rollout(telecom.dataset, task_id, "m", "react", "r", reference.turns, "test", convo.meta(None)), env
+    return Rollout(telecom.dataset, task_id, "m", "react", "r", reference.turns,
+                   source="test", meta=convo.meta(None)), env
 
 
 def test_the_offline_user_acts_on_the_phone_when_asked_and_the_episode_replays(telecom):

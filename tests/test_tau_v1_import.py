@@ -246,8 +246,8 @@ def test_v1_modifies_an_item_into_itself(benches, tmp_path, tau_data):
     [rollout], _ = _import(_write(tmp_path, [_entry(0, traj, gold)]), benches)
     episode = replay(rollout, benches[rollout.dataset])
     assert episode.verdicts[2].accepted and episode.Y == 1
-    tau2_only = Rollout("tau_retail", "0", "m", "x", "r", rollout.turns, "t",
-                        {"user_turns": rollout.meta["user_turns"]})
+    tau2_only = Rollout("tau_retail", "0", "m", "x", "r", rollout.turns, source="t",
+                        meta={"user_turns": rollout.meta["user_turns"]})
     session = benches["tau_retail"].open_session(tau2_only)
     from prefix_audit.core.calls import structured_call
 
@@ -368,7 +368,7 @@ def test_changed_embedded_definition_is_unscorable(tau, tmp_path):
     meta = json.loads(json.dumps(rollout.meta))
     meta[KEY]["definition"]["evaluation_criteria"]["communicate_info"] = ["platinum"]
     changed = Rollout(rollout.dataset, rollout.task_id, rollout.model, rollout.method, rollout.rollout_id,
-                      rollout.turns, rollout.source, meta)
+                      rollout.turns, source=rollout.source, meta=meta)
     with pytest.raises(UnscorableRollout, match="sha256"):
         bench.open_session(changed)
 
@@ -449,7 +449,7 @@ def _replies(benches, case, calls):
     from prefix_audit.core.calls import structured_call
 
     bench = benches["tau_v1_retail"]
-    rollout = Rollout("tau_v1_retail", "0", "m", "x", "r", (), "t", {"user_turns": []})
+    rollout = Rollout("tau_v1_retail", "0", "m", "x", "r", (), source="t", meta={"user_turns": []})
     [probe], _ = _import_probe(benches, case)
     session = bench.open_session(probe)
     out = []

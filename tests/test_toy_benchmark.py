@@ -17,7 +17,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = Path(__file__).resolve().parent / "plugins"
-ENV = {**os.environ, "PYTHONPATH": str(PLUGINS)}
+# the plugin on the path, before what the suite itself runs with (a checkout's sources, if so)
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(PLUGINS), os.environ.get("PYTHONPATH")) if p)}
 _BESIDE = Path(sys.executable).parent / "snakemake"
 SNAKEMAKE = str(_BESIDE) if _BESIDE.exists() else shutil.which("snakemake")
 

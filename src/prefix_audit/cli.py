@@ -272,6 +272,16 @@ def _fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_benchmark(args: argparse.Namespace) -> int:
+    from .plugin import check_benchmark
+
+    problems = check_benchmark(args.dataset, args.resources, _dataset_settings(args).get(args.dataset),
+                               tasks=args.tasks or None)
+    print("".join(f"{problem}\n" for problem in problems), end="")
+    print(f"{args.dataset}: {len(problems) or 'no'} problem(s) on {args.tasks or 'all its'} task(s)", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def _plan(args: argparse.Namespace) -> int:
     from .statistics.intervals import hoeffding_bound, hoeffding_sample_size
 
@@ -463,6 +473,13 @@ def _benchmark_commands(sub: Any) -> None:
                          "data release included)")
     _package_options(fe)
     fe.set_defaults(func=_fetch)
+
+    cb = sub.add_parser("check-benchmark", help="does a benchmark keep the contract? its problems, one a line "
+                                                "(docs/adding-a-benchmark.md); exit 1 when it has any")
+    cb.add_argument("dataset", metavar="DATASET", choices=registry.dataset_names())
+    cb.add_argument("--tasks", type=int, default=5, metavar="N", help="a seeded sample of N tasks (0: all; default 5)")
+    _dataset_options(cb)
+    cb.set_defaults(func=_check_benchmark)
 
 
 def build_parser(benchmarks: bool = True) -> argparse.ArgumentParser:

@@ -2,9 +2,9 @@
 and the records an importer yields (docs/adding-a-benchmark.md).
 
 Everything here is re-exported from where it lives (:mod:`prefix_audit.replay.contract`,
-:mod:`prefix_audit.replay.registry`, :mod:`prefix_audit.replay.health`, :mod:`prefix_audit.core`,
-:mod:`prefix_audit.models.base`), so
-a plugin keeps working when the package's inside is rearranged. A name a plugin needs that is not
+:mod:`prefix_audit.replay.registry`, :mod:`prefix_audit.replay.health`, :mod:`prefix_audit.replay.conformance`,
+:mod:`prefix_audit.core`, :mod:`prefix_audit.models.base`), so a plugin keeps working when the package's inside is
+rearranged; this package's own benchmarks import it too. A name a plugin needs that is not
 here is a gap in this face: add it here rather than import from the inside.
 """
 
@@ -17,7 +17,9 @@ from prefix_audit.core.health import Finding
 from prefix_audit.core.records import (BadLine, Located, Recorded, RecordedResult, Rollout, Step, Usage, rollout_id_for,
                                        without_action)
 from prefix_audit.models.base import ModelBackend, ToolSchema
+from prefix_audit.replay.attribution import StateIndex
 from prefix_audit.replay.checker import EpisodeResult, bind_arguments
+from prefix_audit.replay.conformance import Problem, check_benchmark
 from prefix_audit.replay.contract import (
     CAPABILITIES,
     USER_SOURCES,
@@ -26,12 +28,15 @@ from prefix_audit.replay.contract import (
     Conversation,
     MissingCapability,
     Outcome,
+    PartyCall,
     ReplaySession,
     ScriptedEnvironment,
     TaskFacts,
     TaskIndex,
+    TaskSample,
     ToolSpec,
     UnscorableRollout,
+    incomplete_capabilities,
     unreadable_call_observation,
 )
 from prefix_audit.replay.health import Counterfactual, HealthProbe, call_text, probe_findings
@@ -42,15 +47,18 @@ from prefix_audit.replay.registry import (
     OpenRequest,
     RefusedOption,
     Registration,
+    SampleReader,
     TaskCategories,
+    TrajectoryReader,
     register,
 )
 
-__all__ = ["CAPABILITIES", "AgentEnvironment", "BadLine", "Benchmark", "CliOption", "Conversation", "Counterfactual",
-           "DatasetSpec", "DecodeError", "EpisodeResult", "Finding", "HealthProbe", "ImportRequest", "Located",
-           "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "PackagePin", "Recorded", "RecordedResult",
-           "RefusedOption", "Registration", "ReplaySession", "Rollout", "ScriptedEnvironment", "Step", "TaskCategories",
-           "TaskFacts", "TaskIndex", "ToolCall", "ToolSchema", "ToolSpec", "USER_SOURCES", "UnscorableRollout", "Usage", "bind_arguments",
-           "call_text", "count", "iter_json_lines", "parse_call_string", "pinned_package", "probe_findings",
-           "read_json_document", "register", "rollout_id_for", "seconds", "structured_call",
-           "unreadable_call_observation", "without_action"]
+__all__ = ["CAPABILITIES", "USER_SOURCES", "AgentEnvironment", "BadLine", "Benchmark", "CliOption", "Conversation",
+           "Counterfactual", "DatasetSpec", "DecodeError", "EpisodeResult", "Finding", "HealthProbe", "ImportRequest",
+           "Located", "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "PackagePin", "PartyCall", "Problem",
+           "Recorded", "RecordedResult", "RefusedOption", "Registration", "ReplaySession", "Rollout", "SampleReader",
+           "ScriptedEnvironment", "StateIndex", "Step", "TaskCategories", "TaskFacts", "TaskIndex", "TaskSample",
+           "ToolCall", "ToolSchema", "ToolSpec", "TrajectoryReader", "UnscorableRollout", "Usage", "bind_arguments",
+           "call_text", "check_benchmark", "count", "incomplete_capabilities", "iter_json_lines", "parse_call_string",
+           "pinned_package", "probe_findings", "read_json_document", "register", "rollout_id_for", "seconds",
+           "structured_call", "unreadable_call_observation", "without_action"]

@@ -33,6 +33,7 @@ from prefix_audit.plugin import (
     Located,
     Outcome,
     Registration,
+    ReplaySession,
     Rollout,
     Step,
     TaskFacts,
@@ -149,38 +150,26 @@ def _final_lights(task: Task) -> dict[str, dict[str, Any]]:
     return home.lights
 
 
-class ToySession:
+class ToySession(ReplaySession):
+    """One episode of a task: the home, every tool in every turn. What the base class leaves to its defaults
+    holds here: a tool the agent may call is one it sees (``known_tool``), nothing is deleted (``is_stale``),
+    the agent may answer in text at any time (``complete``), and no turn has a check of its own."""
+
     def __init__(self, task: Task) -> None:
         self.task = task
         self.facts = TaskFacts(frozenset({PIN}), task.user_turns, {})
         self.home = Home(task)
-        self.y_detail: str | None = None
-
-    def start_turn(self, turn: int) -> None:
-        return None
 
     def exposed_tools(self) -> Mapping[str, ToolSpec]:
         return TOOLS
 
-    def known_tool(self, name: str) -> ToolSpec | None:
-        return TOOLS.get(name)
-
     def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
         return ["switching or dimming needs login first"] if spec.name in GUARDED and not self.home.logged_in else []
-
-    def is_stale(self, spec: ToolSpec, param: str, value: Any) -> bool:
-        return False
 
     def execute(self, call: ToolCall) -> Outcome:
         if not call.well_formed:
             return Outcome(False, error=call.parse_error)
         return self.home.run(call)
-
-    def complete(self) -> Outcome:
-        return Outcome(True)
-
-    def end_turn(self) -> None:
-        return None
 
     def final_success(self) -> int:
         matched = self.home.lights == _final_lights(self.task)
@@ -225,7 +214,7 @@ class ToyReplay(Benchmark):
     def reference_rollout(self, task_id: str) -> Rollout:
         turns = tuple((Step(calls),) for calls in TASKS[task_id].reference)
         return Rollout(self.dataset, task_id, "ground_truth", "reference",
-                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), turns, "reference")
+                       rollout_id_for(self.dataset, "ground_truth", "reference", task_id), turns, source="reference")
 
     def task_provenance(self) -> dict[str, Any]:
         return {"toy_tasks": len(TASKS)}
@@ -321,7 +310,7 @@ def toy_log_rollouts(request: ImportRequest, dataset: str, task_key: str) -> Ite
                       for turn in entry["turns"])
         model = request.model or "toy-agent"
         rid = rollout_id_for(dataset, model, request.method, task, item.line)
-        rollout = Rollout(dataset, task, model, request.method, rid, turns, "import:toy")
+        rollout = Rollout(dataset, task, model, request.method, rid, turns, source="import:toy")
         yield Located(item.path, item.line, rollout)
 
 

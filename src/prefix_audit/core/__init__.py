@@ -1,7 +1,8 @@
 """The rollout record and the boundary with the outside world: what every other layer shares.
 
 Holds :mod:`.records` (the rollout record, one JSON object per line, and the located ``BadLine`` of a
-record that cannot be read), :mod:`.calls` (model-emitted tool calls parsed with :mod:`ast`, never
+record that cannot be read), :mod:`.recorded` (what a log recorded about a rollout: the
+replies to its calls, its verdict, its faults), :mod:`.calls` (model-emitted tool calls parsed with :mod:`ast`, never
 evaluated), :mod:`.decode` (external bytes → values, with located errors: the one boundary every
 importer uses, where compressed files read as the plain ones), :mod:`.reading` (the kit importers read logs
 with: a call ledger pairing calls with replies, typed access to untrusted JSON, one bad-record exception

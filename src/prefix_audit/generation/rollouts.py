@@ -115,7 +115,7 @@ class _AgentBlock:
         meta: dict[str, Any] = {**result.conversation, "force_terminated": result.force_terminated}
         if result.planning:
             meta["planning"] = list(result.planning)
-        return Rollout(dataset, task_id, self.model, self.method, rollout_id, result.turns, "agent", meta,
+        return Rollout(dataset, task_id, self.model, self.method, rollout_id, result.turns, source="agent", meta=meta,
                        usage=result.usage, trial=trial)
 
     async def aclose(self) -> None:

@@ -58,7 +58,7 @@ class Attribution:
 
 def attribute(spec: ToolSpec | None, arguments: Mapping[str, Any], categories: Collection[str],
               outcome: Outcome | None, user_texts: Sequence[str],
-              holds: Callable[[Sequence[Any]], bool] | None) -> Attribution:
+              holds: Callable[[Sequence[Any]], bool | None]) -> Attribution:
     """The origin of a failing call: ``user`` when every condition of the module's rule holds, else
     ``agent`` with the first condition that does not. ``arguments``: the call's arguments bound to the
     spec; ``categories``: its failing predicates; ``user_texts``: the user's message of each turn up to
@@ -82,9 +82,10 @@ def attribute(spec: ToolSpec | None, arguments: Mapping[str, Any], categories: C
             return Attribution(AGENT, f"{param}={value!r} is not what the user said before the call")
         places.append(where)
     values = [value for _, value in named]
-    if holds is None:
+    held = holds(values)
+    if held is None:
         return Attribution(AGENT, "the benchmark's state cannot be searched for the value")
-    if holds(values):
+    if held:
         return Attribution(AGENT, f"the benchmark holds {_listed(values)} (in its state, or by a look-up of its own): "
                                   f"the agent's to find")
     answer = (outcome.error or "rejected").strip()

@@ -273,8 +273,7 @@ class _Replay:
         """The benchmark's outcome of a well-formed call: executed on the live state, or — when the
         log shows the call never ran — judged on a scratch copy (None where the session cannot)."""
         if action.recorded is not None and not action.recorded.executed:
-            dry_execute = getattr(self.session, "dry_execute", None)
-            return dry_execute(call) if dry_execute is not None else None
+            return self.session.dry_execute(call)
         return self.session.execute(call)
 
     def check_call(self, action: Action) -> None:
@@ -348,7 +347,7 @@ class _Replay:
         if not failures:
             return None
         found = attribute(spec, bound, {f.category for f in failures}, outcome,
-                          self.avail.facts.user_texts[:self.avail.turn + 1], getattr(self.session, "holds", None))
+                          self.avail.facts.user_texts[:self.avail.turn + 1], self.session.holds)
         if found.origin == AGENT and call is not None and call.well_formed and self.gold is not None:
             return as_gold_fails(call, primary(failures).code, outcome, self.gold()) or found
         return found
@@ -414,7 +413,7 @@ def replay(rollout: Rollout, benchmark: Benchmark, *, with_gold: bool = True) ->
     fed = run.fed if run.fed is not None else T + 1
     fed_agent = run.agent_fed if run.agent_fed is not None else T + 1
     return EpisodeResult(rollout, T, fed, y, tuple(run.verdicts), session.y_detail, run.unknown_calls,
-                         tuple(getattr(session, "party_calls", ())), tuple(session.facts.user_texts), fed_agent,
+                         tuple(session.party_calls), tuple(session.facts.user_texts), fed_agent,
                          session.facts.user_source)
 
 

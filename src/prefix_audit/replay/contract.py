@@ -14,13 +14,16 @@ computed by the session on the full observed rollout.
 
 Beyond replay an adapter may offer optional capabilities (:data:`CAPABILITIES`), each a group of
 methods of :class:`Benchmark` whose defaults raise :class:`MissingCapability`. A capability is
-declared by implementing its methods; a block that needs one the dataset lacks is skipped with
-that reason (:func:`capabilities_of`).
+declared by implementing all its methods; a block that needs one the dataset lacks is skipped with
+that reason (:func:`capabilities_of`), and one implemented in part is said when the benchmark registers
+(:func:`incomplete_capabilities`). A session derives from :class:`ReplaySession`, whose optional methods
+have defaults.
 """
 
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,7 +37,7 @@ from prefix_audit.models.base import ModelBackend, ToolSchema
 __all__ = ["CAPABILITIES", "CATEGORIES", "PRIORITY", "USER_SOURCES", "AgentEnvironment", "Benchmark",
            "Conversation", "MissingCapability", "Outcome", "PartyCall", "ReplaySession", "ScriptedEnvironment", "TaskFacts",
            "TaskIndex", "TaskSample", "ToolSpec", "UnknownDataset", "UnscorableRollout", "Validator", "capabilities_of",
-           "unreadable_call_observation"]
+           "incomplete_capabilities", "unreadable_call_observation"]
 
 # A registered argument validator: returns an error message, or None when the value is valid.
 Validator = Callable[[Any], "str | None"]
@@ -161,52 +164,78 @@ class MissingCapability(NotImplementedError):
     """An optional capability the benchmark does not offer (see :data:`CAPABILITIES`)."""
 
 
-class ReplaySession(Protocol):
-    """Fresh, isolated state for one rollout of one task."""
+class ReplaySession(ABC):
+    """Fresh, isolated state for one rollout of one task: the base every benchmark's session derives from.
+
+    A subclass sets ``facts`` and implements the four abstract methods — what the agent sees
+    (:meth:`exposed_tools`), what the benchmark does with a call (:meth:`execute`) and Y
+    (:meth:`final_success`); everything else has a default that fits a benchmark without that
+    feature, said in its docstring, and is overridden where the benchmark has it. The checker calls
+    them in this order: per user turn :meth:`start_turn`, then per action :meth:`known_tool`,
+    :meth:`preconditions`, :meth:`is_stale`, :meth:`execute` (or :meth:`dry_execute`) or
+    :meth:`complete`, then :meth:`end_turn`; at the end :meth:`final_success`, then ``y_detail`` and
+    ``party_calls`` are read.
+    """
 
     facts: TaskFacts
-    y_detail: str | None  # how Y was decided; read after :meth:`final_success`
+    y_detail: str | None = None  # how Y was decided; read after :meth:`final_success`
+    # The calls of another party the session replayed (a benchmark whose user acts on the environment,
+    # τ² telecom's), read after :meth:`final_success`: the log check compares their recorded results as
+    # it does the agent's. None replayed: the default.
+    party_calls: Sequence[PartyCall] = ()
 
     def start_turn(self, turn: int) -> None:
-        """Enter user turn ``turn`` (0-based); exposure and user facts follow it."""
+        """Enter user turn ``turn`` (0-based); exposure and user facts follow it. Default: nothing changes
+        between turns."""
 
+    @abstractmethod
     def exposed_tools(self) -> Mapping[str, ToolSpec]:
-        """Tools the agent may call in the current turn."""
+        """Tools the agent may call in the current turn, by name."""
 
     def known_tool(self, name: str) -> ToolSpec | None:
-        """The spec of any tool of this task, exposed now or not (None when unknown)."""
+        """The spec of any tool of this task, exposed now or not (None when unknown). Default: the
+        exposed tools are all the task has."""
+        return self.exposed_tools().get(name)
 
     def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
-        """Explicit state preconditions that fail in the current state (before execution)."""
+        """Explicit state preconditions that fail in the current state (before execution). Default:
+        the benchmark states none."""
+        return []
 
     def is_stale(self, spec: ToolSpec, param: str, value: Any) -> bool:
-        """Whether ``value`` referred to an object that has since been deleted."""
+        """Whether ``value`` referred to an object that has since been deleted. Default: never (the
+        benchmark deletes nothing)."""
+        return False
 
+    @abstractmethod
     def execute(self, call: ToolCall) -> Outcome:
         """Execute one parsed call on the live state, as the benchmark would."""
 
-    # Optional: ``dry_execute(call) -> Outcome`` — the benchmark's verdict on ``call`` from a
-    # scratch copy of the state, leaving the live state as it was (``executed=False``). The checker
-    # uses it for a call the log shows never ran; a session without it leaves such a call's
-    # state-consistency unjudged.
+    def dry_execute(self, call: ToolCall) -> Outcome | None:
+        """The benchmark's verdict on ``call`` from a scratch copy of the state, leaving the live state
+        as it was (``executed=False``): for a call the log shows never ran. Default: None — such a
+        call's state-consistency stays unjudged."""
+        return None
 
     def complete(self) -> Outcome:
-        """The terminal no-tool action: may the episode end here without a tool call?"""
+        """The terminal no-tool action: may the episode end here without a tool call? Default: yes
+        (the benchmark lets the agent answer in text whenever it likes)."""
+        return Outcome(True)
 
     def end_turn(self) -> None:
-        """Leave the current turn (benchmarks with per-turn checks evaluate them here)."""
+        """Leave the current turn (benchmarks with per-turn checks evaluate them here). Default: no
+        per-turn check."""
 
+    @abstractmethod
     def final_success(self) -> int | None:
-        """Y on the full observed rollout (None when the benchmark cannot decide it)."""
+        """Y on the full observed rollout (None when the benchmark cannot decide it); sets ``y_detail``."""
 
-    # Optional: ``party_calls: Sequence[PartyCall]`` — read after :meth:`final_success`: the calls of
-    # another party the session replayed (a benchmark whose user acts on the environment); the log
-    # check compares their recorded results as it does the agent's.
-
-    # Optional: ``holds(values: Sequence[Any]) -> bool`` — whether one object of the current state
-    # holds every one of ``values``, compared as the benchmark compares them, or a look-up of the
-    # benchmark's own finds the one value (attribution: a value the user gave that the benchmark holds is
-    # the agent's to find). A session without it never has a look-up attributed to the user.
+    def holds(self, values: Sequence[Any]) -> bool | None:
+        """Whether one object of the current state holds every one of ``values``, compared as the
+        benchmark compares them, or a look-up of the benchmark's own finds the one value (attribution:
+        a value the user gave that the benchmark holds is the agent's to find). Default: None — the
+        state cannot be searched, and no look-up is attributed to the user."""
+        return None
 
 
 # --- what an agent loop sees ------------------------------------------------------------------
@@ -420,7 +449,18 @@ class Benchmark:
         return None
 
 
+def _overridden(adapter: type[Benchmark], method: str) -> bool:
+    return getattr(adapter, method) is not getattr(Benchmark, method)
+
+
 def capabilities_of(adapter: type[Benchmark]) -> frozenset[str]:
     """The optional capabilities an adapter class implements (all methods of each overridden)."""
-    return frozenset(name for name, methods in CAPABILITIES.items()
-                     if all(getattr(adapter, m) is not getattr(Benchmark, m) for m in methods))
+    return frozenset(name for name, methods in CAPABILITIES.items() if all(_overridden(adapter, m) for m in methods))
+
+
+def incomplete_capabilities(adapter: type[Benchmark]) -> dict[str, tuple[str, ...]]:
+    """The capabilities an adapter class implements only in part → the methods of each it leaves out:
+    such a capability is not offered at all (:func:`capabilities_of`), which is seldom what was meant."""
+    return {name: tuple(m for m in methods if not _overridden(adapter, m))
+            for name, methods in CAPABILITIES.items()
+            if 0 < sum(_overridden(adapter, m) for m in methods) < len(methods)}

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -28,7 +30,7 @@ from prefix_audit.core.fetch import PackagePin
 from prefix_audit.core.framework_samples import FrameworkSample
 from prefix_audit.core.records import BadLine, Located, Rollout
 
-from .contract import Benchmark, UnknownDataset, capabilities_of
+from .contract import CAPABILITIES, Benchmark, UnknownDataset, capabilities_of, incomplete_capabilities
 
 ENTRY_POINT_GROUP = "prefix_audit.benchmarks"
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -36,6 +38,11 @@ _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 class RegistryError(ValueError):
     """A plugin that cannot be loaded, or registrations that contradict each other."""
+
+
+class IncompleteRegistration(UserWarning):
+    """A registration that declares something in part (a capability with a method left out): what is
+    missing is not offered at all, which is seldom what was meant."""
 
 
 class RefusedOption(Exception):
@@ -150,7 +157,9 @@ class DatasetSpec:
 @dataclass(frozen=True)
 class Registration:
     """Everything one benchmark package contributes. ``package`` is its module name: every stage
-    that opens one of its datasets depends on that package's code."""
+    that opens one of its datasets depends on that package's code. Every field is described for a
+    benchmark's author in docs/adding-a-benchmark.md; :func:`register` warns about those that disagree
+    (:func:`gaps`)."""
 
     package: str
     datasets: tuple[DatasetSpec, ...]
@@ -213,7 +222,40 @@ def register(registration: Registration) -> Registration:
         raise RegistryError(f"{registration.package} registers detector(s) or companions {sorted(stray)} without "
                             f"an importer")
     _REGISTRATIONS[registration.package] = registration
+    for adapter, said in gaps(registration):
+        if adapter is None:
+            warnings.warn(said, IncompleteRegistration, stacklevel=2)  # at the plugin's call of register
+        else:
+            file, line = _source_of(adapter)
+            warnings.warn_explicit(said, IncompleteRegistration, file, line, module=adapter.__module__)
     return registration
+
+
+def gaps(registration: Registration) -> list[tuple[type[Benchmark] | None, str]]:
+    """What ``registration`` declares in part, each with the adapter class it is of (None: the
+    registration's own fields) and what is missing, said for its author."""
+    found: list[tuple[type[Benchmark] | None, str]] = []
+    for spec in registration.datasets:
+        for capability, missing in incomplete_capabilities(spec.adapter).items():
+            found.append((spec.adapter, f"{spec.name}: {spec.adapter.__qualname__} implements the capability "
+                                        f"{capability!r} in part ({', '.join(CAPABILITIES[capability])}) without "
+                                        f"{', '.join(missing)}, so it offers none of it"))
+        if spec.no_health is not None and "health" in spec.capabilities:
+            found.append((None, f"{spec.name}: no_health says why it has no benchmark health, but "
+                                f"{spec.adapter.__qualname__} offers it"))
+    for scorer, task in sorted(registration.inspect_scorers.items()):
+        if task not in registration.inspect_tasks:
+            found.append((None, f"{registration.package}: the Inspect scorer {scorer!r} names the task {task!r}, "
+                                f"which inspect_tasks gives no reader"))
+    return found
+
+
+def _source_of(adapter: type) -> tuple[str, int]:
+    """Where a class is defined (its module's file and the class's line; line 1 where it cannot be read)."""
+    try:
+        return inspect.getsourcefile(adapter) or "<unknown>", inspect.getsourcelines(adapter)[1]
+    except (OSError, TypeError):
+        return getattr(inspect.getmodule(adapter), "__file__", None) or adapter.__module__, 1
 
 
 def load(plugins: Sequence[str] = ()) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.models.base import ToolSchema
-from prefix_audit.replay.contract import ToolSpec, unreadable_call_observation
+from prefix_audit.plugin import ToolSpec, unreadable_call_observation
 
 from .data import Entry
 from .loader import invoke, method_table

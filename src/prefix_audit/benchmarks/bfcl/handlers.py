@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from prefix_audit.replay.registry import RefusedOption
+from prefix_audit.plugin import RefusedOption
 
 from .decoders import HANDLER_DECODERS, decoder_for
 from .scores import bfcl_file_name

@@ -55,8 +55,8 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall, parse_call_string
 from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding, changed_text
 from prefix_audit.core.records import Rollout, rollout_id_for, without_action
-from prefix_audit.replay.checker import EpisodeResult, replay
-from prefix_audit.replay.health import Counterfactual, call_text
+from prefix_audit.plugin import Counterfactual, EpisodeResult, call_text
+from prefix_audit.replay.checker import replay
 
 from .data import DATASET, Entry
 from .loader import instance_names, invoke, method_table
@@ -378,7 +378,7 @@ class BfclProbe:
         meta = {"bfcl_data": release}
         return Rollout(DATASET, self.entry.id, HEALTH_MODEL, method,
                        rollout_id_for(DATASET, HEALTH_MODEL, method, release, self.entry.id), turns,
-                       "reference", meta)
+                       source="reference", meta=meta)
 
     def gold(self) -> Rollout:
         return self._rollout("reference", self.benchmark.reference_turns(self.entry))
@@ -728,7 +728,7 @@ class BfclProbe:
         turns = bench.reference_turns(gold_of)
         rollout = Rollout(DATASET, on.id, HEALTH_MODEL, f"gold_of_{gold_of.release}",
                           rollout_id_for(DATASET, HEALTH_MODEL, f"gold_of_{gold_of.release}", on.release, on.id),
-                          turns, "reference", {"bfcl_data": on.release})
+                          turns, source="reference", meta={"bfcl_data": on.release})
         episode = replay(rollout, bench, with_gold=False)
         rejected = [f"{call_text(v.action)} → {_short(v.logged or v.result or 'rejected')}"
                     for v in episode.verdicts if v.action.call is not None and v.accepted is False]

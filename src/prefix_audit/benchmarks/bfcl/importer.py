@@ -75,9 +75,8 @@ from prefix_audit.core.records import (
     Usage,
     rollout_id_for,
 )
-from prefix_audit.replay.contract import Benchmark
+from prefix_audit.plugin import Benchmark, ImportRequest, RefusedOption
 from prefix_audit.replay.record_check import literal_value
-from prefix_audit.replay.registry import ImportRequest, RefusedOption
 
 from .data import DATASET, DATASET_VERSION, V3_ERA_PIN, BfclData, Entry
 from .decoders import (
@@ -330,7 +329,8 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
     meta: dict[str, Any] = {"bfcl_handler": choice.to_json(), "reading": f"BFCL {choice.describe()}"}
     if not isinstance(result, list):
         # BFCL's runner: a result that is no list is an inference error, scored 0.
-        return Rollout(DATASET, task_id, model, method, rid, (), "import:bfcl", meta, infra_error=_infra_error(result),
+        return Rollout(DATASET, task_id, model, method, rid, (),
+                       source="import:bfcl", meta=meta, infra_error=_infra_error(result),
                        recorded=Recorded.of(*verdict))
     if not all(isinstance(t, list) for t in result):
         raise StepError("'result' must be a list of turns, each a list of steps")
@@ -361,7 +361,7 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
     if from_log:  # said in the reading, so the import summary counts the entries read this way
         meta["bfcl_steps_from_log"] = from_log
         meta["reading"] += "; steps BFCL's handler evaluated as Python read from its own decoding (inference_log)"
-    return Rollout(DATASET, task_id, model, method, rid, logged_turns, "import:bfcl", meta, usage=usage,
+    return Rollout(DATASET, task_id, model, method, rid, logged_turns, source="import:bfcl", meta=meta, usage=usage,
                    accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread, undecoded_confirmed=confirmed))
 
 

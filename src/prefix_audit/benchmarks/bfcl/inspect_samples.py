@@ -37,7 +37,7 @@ from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.framework_samples import ChatMessage, FrameworkSample, recorded_verdict
 from prefix_audit.core.reading import BadRecord, chat_role
 from prefix_audit.core.records import LogIssue, Recorded, RecordedResult, Rollout, Step, rollout_id_for
-from prefix_audit.replay.registry import ImportRequest
+from prefix_audit.plugin import ImportRequest
 
 from .data import DATASET, Entry
 from .loader import is_error_value
@@ -170,7 +170,7 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
     if infra is None and (calls_ran is None or results_ran is None):
         infra = "the sample holds no model_execution_calls (the solver did not finish)"
     if infra is not None:
-        return Rollout(DATASET, entry_id, sample.model, request.method, rid, (), "import:inspect", meta,
+        return Rollout(DATASET, entry_id, sample.model, request.method, rid, (), source="import:inspect", meta=meta,
                        trial=sample.epoch - 1, infra_error=infra, recorded=Recorded.of(recorded.y, recorded.verdict,
                                                                                         issues=issues))
     calls_ran, results_ran = _executed(calls_ran, "model_execution_calls"), _executed(results_ran,
@@ -213,7 +213,8 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
         issues.append(LogIssue("recorded_calls_changed", f"the recorded arguments of a call are not those the model "
                                                          f"sent, and inspect_evals' scorer replays the recorded "
                                                          f"ones (first: {changed})"))
-    return Rollout(DATASET, entry_id, sample.model, request.method, rid, tuple(turns), "import:inspect", meta,
+    return Rollout(DATASET, entry_id, sample.model, request.method, rid, tuple(turns),
+                   source="import:inspect", meta=meta,
                    trial=sample.epoch - 1, recorded=Recorded.of(recorded.y, recorded.verdict, issues=issues),
                    message_roles=tuple(chat_role(m.role) for m in sample.messages))
 

@@ -40,7 +40,7 @@ from prefix_audit.core.records import (
     model_in_log,
     rollout_id_for,
 )
-from prefix_audit.replay.registry import ImportRequest, TrajectoryReader
+from prefix_audit.plugin import ImportRequest, TrajectoryReader
 
 from .data import CATEGORIES, DATASET
 from .decoders import tool_call_tags
@@ -177,7 +177,7 @@ def _located(line: JsonLine, request: ImportRequest, read: _Trajectory) -> Locat
             **({"record_id": record_id} if isinstance(record_id, str) else {})}
     rid = rollout_id_for(DATASET, model, request.method, entry_id, record_id if isinstance(record_id, str) else "")
     return Located(line.path, line.line, Rollout(DATASET, entry_id, model, request.method, rid, turns,
-                                                 "import:agentprocessbench", meta,
+                                                 source="import:agentprocessbench", meta=meta,
                                                  recorded=Recorded.of(*_verdict(record), call_like_text_steps(turns)),
                                                  message_roles=tuple(read.roles)), named_by)
 

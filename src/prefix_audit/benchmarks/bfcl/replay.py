@@ -23,16 +23,9 @@ from prefix_audit.core.calls import ToolCall, parse_call_string
 from prefix_audit.core.health import Finding
 from prefix_audit.core.io import files_sha256
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
-from prefix_audit.replay.contract import (
-    Benchmark,
-    Outcome,
-    TaskFacts,
-    TaskIndex,
-    TaskSample,
-    ToolSpec,
-    UnscorableRollout,
+from prefix_audit.plugin import (
+    Benchmark, Outcome, ReplaySession, TaskFacts, TaskIndex, TaskSample, ToolSpec, UnscorableRollout, probe_findings,
 )
-from prefix_audit.replay.health import probe_findings
 from prefix_audit.replay.values import argument_values, mentions, scalars
 
 from . import semantics as sem
@@ -170,7 +163,7 @@ class BfclBenchmark(Benchmark):
         """The ground truth as a rollout: one step per turn holding that turn's calls."""
         turns = self.reference_turns(self.entry(task_id))
         return Rollout(DATASET, task_id, "ground_truth", "reference",
-                       rollout_id_for(DATASET, "ground_truth", "reference", task_id), turns, "reference")
+                       rollout_id_for(DATASET, "ground_truth", "reference", task_id), turns, source="reference")
 
     def tool_universe(self) -> list[str]:
         return sorted({name for cls in sem.CLASS_MODULES for name in self.specs_for_class(cls)})
@@ -285,7 +278,7 @@ def _volatile_after(volatile: tuple[tuple[str, Any, str], ...], call: ToolCall, 
     return (*volatile, ("id", value["id"], param))
 
 
-class BfclSession:
+class BfclSession(ReplaySession):
     """One rollout's fresh model-side and ground-truth-side instances.
 
     Y follows BFCL's evaluation: a rollout with another number of turns than the entry is

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.records import MAX_ISSUE_CHARS, LogIssue, Rollout
+from prefix_audit.plugin import Benchmark, UnscorableRollout
 from prefix_audit.replay.checker import replay
-from prefix_audit.replay.contract import Benchmark, UnscorableRollout
 from prefix_audit.replay.record_check import canonical, check_record
 
 from .data import DATASET_VERSION, BfclData, Entry

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.fetch import PackagePin
-from prefix_audit.replay.registry import CliOption, DatasetSpec, OpenRequest, Registration, register
+from prefix_audit.plugin import CliOption, DatasetSpec, OpenRequest, Registration, register
 
 from .adapter.replay import (
     Y_BASIS_FULL,

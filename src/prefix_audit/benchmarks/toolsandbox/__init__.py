@@ -17,7 +17,7 @@ sandbox (live world, trajectory, evaluation); :mod:`.health` — benchmark healt
 
 from __future__ import annotations
 
-from prefix_audit.replay.registry import DatasetSpec, OpenRequest, Registration, register
+from prefix_audit.plugin import DatasetSpec, OpenRequest, Registration, register
 
 from .adapter import DATASET, ToolSandboxAgentEnvironment, ToolSandboxBenchmark, list_task_ids, sample_task_ids
 from .importer import import_runs, import_toolsandbox, is_run, is_run_folder

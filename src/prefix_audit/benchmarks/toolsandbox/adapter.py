@@ -32,17 +32,10 @@ from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.health import Finding
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.models.base import ToolSchema
-from prefix_audit.replay.contract import (
-    Benchmark,
-    Outcome,
-    TaskFacts,
-    TaskIndex,
-    TaskSample,
-    ToolSpec,
-    UnscorableRollout,
+from prefix_audit.plugin import (
+    Benchmark, Outcome, ReplaySession, TaskFacts, TaskIndex, TaskSample, ToolSpec, UnscorableRollout, probe_findings,
     unreadable_call_observation,
 )
-from prefix_audit.replay.health import probe_findings
 
 from .evaluation import Evaluation
 from .health import ToolSandboxProbe
@@ -61,7 +54,7 @@ def task_facts(scenario: Scenario) -> TaskFacts:
     return TaskFacts(frozenset(visible), scenario.user_turns, facts)
 
 
-class ToolSandboxSession:
+class ToolSandboxSession(ReplaySession):
     """Replay of one rollout on a fresh sandbox."""
 
     def __init__(self, scenario: Scenario, facts: TaskFacts) -> None:
@@ -103,9 +96,6 @@ class ToolSandboxSession:
                 and self._turn_calls == 0):
             return Outcome(False, error="the request needs tool calls but the agent answered without any")
         return Outcome(True)
-
-    def end_turn(self) -> None:
-        return None
 
     def final_success(self) -> int:
         self.evaluation = self.sandbox.evaluation()
@@ -189,7 +179,7 @@ class ToolSandboxBenchmark(Benchmark):
             turns[-1].append(Step((), scenario.reference_reply))
         return Rollout(DATASET, task_id, "ground_truth", "reference",
                        rollout_id_for(DATASET, "ground_truth", "reference", task_id),
-                       tuple(tuple(t) for t in turns), "reference")
+                       tuple(tuple(t) for t in turns), source="reference")
 
     def tool_universe(self) -> list[str]:
         return sorted(TOOLS)

@@ -28,9 +28,7 @@ from functools import cached_property
 
 from prefix_audit.core.health import Finding
 from prefix_audit.core.records import Rollout, Step, rollout_id_for, without_action
-from prefix_audit.replay.checker import EpisodeResult
-from prefix_audit.replay.contract import Benchmark
-from prefix_audit.replay.health import Counterfactual, call_text
+from prefix_audit.plugin import Benchmark, Counterfactual, EpisodeResult, call_text
 
 from .evaluation import StateTarget, TraceTarget
 from .sandbox import Sandbox
@@ -102,7 +100,7 @@ class ToolSandboxProbe:
         turns = len(self.scenario.user_turns)
         rollout = Rollout(self.benchmark.dataset, self.scenario.id, HEALTH_MODEL, "idle",
                           rollout_id_for(self.benchmark.dataset, HEALTH_MODEL, "idle", self.scenario.id),
-                          ((Step((), IDLE_REPLY),),) * turns, "reference")
+                          ((Step((), IDLE_REPLY),),) * turns, source="reference")
         s = self.scenario
         cause = ("it has no milestone: it is scored by its minefields alone, which an agent that calls no tool "
                  "cannot hit" if not s.milestones else "its milestones hold without a call")

@@ -432,7 +432,8 @@ def scenario_rollout(run: Path, entry: Any, model: str, method: str) -> Rollout:
     similarity = float(entry["similarity"])
     verdict = Recorded.of(int(similarity >= 1.0), f"similarity {similarity:g}", call_like_text_steps(turns),
                           score=similarity, score_name=SCORE_NAME)
-    return Rollout(DATASET, name, model, method, rid, turns, "import:toolsandbox", meta, {RECORD_KEY: record},
+    return Rollout(DATASET, name, model, method, rid, turns,
+                   source="import:toolsandbox", meta=meta, extra={RECORD_KEY: record},
                    infra_error=infra_error, recorded=verdict, message_roles=built.roles if turns else ())
 
 

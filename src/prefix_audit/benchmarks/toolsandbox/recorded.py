@@ -33,8 +33,8 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Rollout, actions_of
+from prefix_audit.plugin import Benchmark, Outcome, ReplaySession, TaskFacts, ToolSpec, UnscorableRollout
 from prefix_audit.replay.values import mentions, scalars
-from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, ToolSpec, UnscorableRollout
 
 from .validation import phone_number
 
@@ -221,7 +221,7 @@ def _user_facts(run: RecordedRun) -> dict[Any, int]:
     return facts
 
 
-class RecordedSession:
+class RecordedSession(ReplaySession):
     def __init__(self, run: RecordedRun) -> None:
         self.run = run
         # ToolSandbox's user is a model playing the user: its messages as the log recorded them
@@ -229,9 +229,6 @@ class RecordedSession:
         self._specs = {name: run.spec(name) for name in run.exposed_names}
         self._next = 0  # position in run.ordered of the call about to execute
         self.y_detail = run.detail
-
-    def start_turn(self, turn: int) -> None:
-        return None
 
     def exposed_tools(self) -> Mapping[str, ToolSpec]:
         return self._specs
@@ -262,12 +259,6 @@ class RecordedSession:
     def dry_execute(self, call: ToolCall) -> Outcome:
         """A recorded outcome changes no state here: the same verdict, marked as not run."""
         return replace(self.execute(call), executed=False)
-
-    def complete(self) -> Outcome:
-        return Outcome(True)
-
-    def end_turn(self) -> None:
-        return None
 
     def final_success(self) -> int:
         return int(self.run.similarity >= 1.0)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
-from prefix_audit.replay.contract import Outcome
+from prefix_audit.plugin import Outcome
 
 from .evaluation import Evaluation, Position, evaluate
 from .scenarios import Scenario

@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
-from prefix_audit.replay.checker import Failure, bind_arguments
-from prefix_audit.replay.contract import Outcome, ToolSpec
+from prefix_audit.plugin import Outcome, ToolSpec, bind_arguments
+from prefix_audit.replay.checker import Failure
 
 from . import validation
 from .text import fuzzy_match

@@ -65,7 +65,7 @@ def assemble(template: Rollout, actions: Sequence[FlatAction], model: str, metho
     turns = tuple(
         (Step(tuple(c for turn, c in actions if turn == t)),) if any(turn == t for turn, _ in actions) else ()
         for t in range(len(template.turns)))
-    return Rollout(template.dataset, template.task_id, model, method, rollout_id, turns, "mutation", meta)
+    return Rollout(template.dataset, template.task_id, model, method, rollout_id, turns, source="mutation", meta=meta)
 
 
 def dry_run(bench: Benchmark, template: Rollout, actions: Sequence[FlatAction], upto: int) -> list[Outcome]:

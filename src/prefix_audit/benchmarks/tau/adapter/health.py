@@ -58,8 +58,8 @@ from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding, changed_hunks, changed_text
 from prefix_audit.core.io import files_sha256
 from prefix_audit.core.records import PARTY_CALLS_KEY, Action, Rollout, Step, rollout_id_for, without_action
-from prefix_audit.replay.checker import EpisodeResult, replay
-from prefix_audit.replay.health import Counterfactual, call_text
+from prefix_audit.plugin import Counterfactual, EpisodeResult, call_text
+from prefix_audit.replay.checker import replay
 
 from ..domain import embedded as emb
 from ..domain import semantics as sem
@@ -313,7 +313,7 @@ class TauProbe:
             label += " (the user makes no call on their phone either)"
         rollout = Rollout(bench.dataset, self.task.id, HEALTH_MODEL, "idle",
                           rollout_id_for(bench.dataset, HEALTH_MODEL, "idle", self.release, self.task.id),
-                          ((Step((), IDLE_TEXT),),), "reference", meta)
+                          ((Step((), IDLE_TEXT),),), source="reference", meta=meta)
         return Counterfactual(label, rollout)
 
     def without_required(self, gold: EpisodeResult) -> list[Counterfactual]:

@@ -53,10 +53,10 @@ from prefix_audit.core.calls import ToolCall, structured_call
 from prefix_audit.core.health import Finding
 from prefix_audit.core.records import PARTY_CALLS_KEY, Rollout, rollout_id_for
 from prefix_audit.models.base import ModelBackend
+from prefix_audit.plugin import (
+    Benchmark, Outcome, RefusedOption, ReplaySession, TaskFacts, TaskIndex, ToolSpec, UnscorableRollout, probe_findings,
+)
 from prefix_audit.replay.checker import primary, replay
-from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, TaskIndex, ToolSpec, UnscorableRollout
-from prefix_audit.replay.health import probe_findings
-from prefix_audit.replay.registry import RefusedOption
 
 from ..domain import embedded as emb
 from ..domain import semantics as sem
@@ -276,7 +276,7 @@ class TauBenchmark(Benchmark):
         meta = {"user_turns": list(convo.user_turns), **acting, "termination_reason": "user_stop", **self.provenance}
         return Rollout(self.dataset, task_id, "ground_truth", "reference",
                        rollout_id_for(self.dataset, "ground_truth", "reference", task_id), convo.turns,
-                       "reference", meta)
+                       source="reference", meta=meta)
 
     # sessions and generation ---------------------------------------------------------------------
     def open_session(self, rollout: Rollout) -> TauSession:
@@ -355,8 +355,9 @@ def _user_turns(bench: TauBenchmark, task: TauTask, rollout: Rollout) -> tuple[s
     return turns[:len(rollout.turns)]
 
 
-class TauSession:
-    """One rollout's fresh environment, facts and the inputs of Y."""
+class TauSession(ReplaySession):
+    """One rollout's fresh environment, facts and the inputs of Y. Every tool is exposed in every turn, and
+    user facts follow the turn through ``facts``; τ states no precondition and deletes nothing."""
 
     termination_reasons = sem.TERMINATION_REASONS  # the names meta["termination_reason"] may take
     normal_terminations = sem.NORMAL_TERMINATIONS  # those after which the reward is computed
@@ -407,23 +408,11 @@ class TauSession:
         """Apply what the conversation does after the agent's last action (telecom: the user's calls
         after the last turn); :meth:`final_success` does it first."""
 
-    def start_turn(self, turn: int) -> None:
-        pass  # every tool is exposed in every turn; user facts follow the turn through self.facts
-
-    def end_turn(self) -> None:
-        pass
-
     def exposed_tools(self) -> Mapping[str, ToolSpec]:
         return self._tools
 
     def known_tool(self, name: str) -> ToolSpec | None:
         return self._tools.get(name)
-
-    def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
-        return []
-
-    def is_stale(self, spec: ToolSpec, param: str, value: Any) -> bool:
-        return False
 
     def execute(self, call: ToolCall) -> Outcome:
         if not call.well_formed:

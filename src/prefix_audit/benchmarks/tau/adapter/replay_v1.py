@@ -25,7 +25,7 @@ from functools import cached_property
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Rollout
-from prefix_audit.replay.contract import Benchmark, Outcome, TaskIndex, ToolSpec, UnscorableRollout
+from prefix_audit.plugin import Benchmark, Outcome, TaskIndex, ToolSpec, UnscorableRollout
 
 from ..domain import v1
 from ..domain.data import TauData, TauTask
@@ -113,7 +113,7 @@ class TauV1Session(TauSession):
         self.infra_error = rollout.infra_error
         if self.infra_error is not None:
             rollout = Rollout(rollout.dataset, rollout.task_id, rollout.model, rollout.method, rollout.rollout_id,
-                              (), rollout.source, {**rollout.meta, "user_turns": [],
+                              (), source=rollout.source, meta={**rollout.meta, "user_turns": [],
                                                    "termination_reason": "agent_error"})
         super().__init__(bench, task, rollout)
         if self.infra_error is not None:

@@ -40,7 +40,7 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall, structured_call
 from prefix_audit.core.records import Rollout
 from prefix_audit.models.base import ModelBackend, ToolSchema
-from prefix_audit.replay.contract import PartyCall, ToolSpec, UnscorableRollout
+from prefix_audit.plugin import PartyCall, ToolSpec, UnscorableRollout
 
 from ..domain.data import GoldAction, TauTask
 from ..domain.environment import tau2_agent_tools

@@ -8,5 +8,5 @@ and the conversation need), :mod:`.embedded` (task definitions carried in rollou
 (facts about τ-bench v1) and :mod:`.tools_v1` (v1's tools where they behave otherwise than tau2's port
 of them).
 
-May import: the layers below the benchmarks (:mod:`prefix_audit.replay.contract`, ``core``).
+May import: the layers below the benchmarks (:mod:`prefix_audit.plugin`, ``core``).
 """

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_audit.replay.contract import UnscorableRollout
+from prefix_audit.plugin import UnscorableRollout
 
 from .data import TauDataError, TauTask, parse_task
 from .v1 import RESULTS_FORMAT as V1_FORMAT

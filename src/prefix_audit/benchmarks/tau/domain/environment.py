@@ -40,8 +40,7 @@ from functools import cached_property
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
-from prefix_audit.replay.attribution import StateIndex
-from prefix_audit.replay.contract import ToolSpec
+from prefix_audit.plugin import StateIndex, ToolSpec
 
 from . import semantics as sem
 from .data import TauDomain

@@ -33,7 +33,7 @@ from functools import cached_property
 from typing import Any
 
 from prefix_audit.core.calls import ToolCall
-from prefix_audit.replay.attribution import StateIndex
+from prefix_audit.plugin import StateIndex
 
 from . import semantics as sem
 from .data import EnvAssertion, EnvCall, GoldAction, TauDomain, TauTask

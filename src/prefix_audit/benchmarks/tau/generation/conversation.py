@@ -27,8 +27,8 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import PARTY_CALLS_KEY, Step, Usage
 from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema
+from prefix_audit.plugin import unreadable_call_observation
 from prefix_audit.replay.values import scalars
-from prefix_audit.replay.contract import unreadable_call_observation
 
 from ..domain import semantics as sem
 from ..domain.data import TauTask

@@ -36,7 +36,7 @@ from prefix_audit.core.records import (
     result_from_json,
 )
 from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema, to_tool_call
-from prefix_audit.replay.contract import unreadable_call_observation
+from prefix_audit.plugin import unreadable_call_observation
 
 from ..domain import semantics as sem
 from ..domain.data import TauTask

@@ -356,8 +356,9 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
     acted = any(convo.turns)
     infra = None if acted or termination in sem.NORMAL_TERMINATIONS else \
         f"the simulation ended ({termination}) before the agent acted"
-    return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (), "import:tau", meta,
-                   usage=convo.usage, trial=whole_number(sim.get("trial"), "trial", BadSimulation, default=0), infra_error=infra,
+    return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (),
+                   source="import:tau", meta=meta, usage=convo.usage,
+                   trial=whole_number(sim.get("trial"), "trial", BadSimulation, default=0), infra_error=infra,
                    accounting_error=convo.accounting_error, message_roles=message_roles(sim["messages"]) if acted else (),
                    # No step is undecodable: tau2's harness reads calls only from the API's tool calls,
                    # so a call the model wrote as text went to the user as text, as it is read here.

@@ -494,7 +494,8 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     # Each entry is read exactly as v1 reads it: text v1 took as a message to the user (the tool-calling
     # agent's message without a tool call, a ReAct action that is no JSON) is no undecoded call.
     recorded = Recorded.of(*_verdict(reward), (), issues, conditional)
-    return Rollout(bench.dataset, task.id, model, method, rid, convo.turns, "import:tau-v1", meta, trial=trial,
+    return Rollout(bench.dataset, task.id, model, method, rid, convo.turns,
+                   source="import:tau-v1", meta=meta, trial=trial,
                    recorded=recorded, message_roles=convo.roles)
 
 
@@ -507,6 +508,6 @@ def _infra(bench: TauV1Benchmark, task_id: str, trial: int, model: str, method: 
            error: str, rid: str | None = None) -> Rollout:
     rid = rid or rollout_id_for(bench.dataset, model, method, task_id, trial, "infra_error")
     meta = {"user_turns": [], "termination_reason": "agent_error", **meta}
-    return Rollout(bench.dataset, task_id, model, method, rid, (), "import:tau-v1", meta, trial=trial,
+    return Rollout(bench.dataset, task_id, model, method, rid, (), source="import:tau-v1", meta=meta, trial=trial,
                    recorded=sem.recorded_reward(meta.get("recorded_reward")),
                    infra_error=error.strip().splitlines()[-1][:500] if error.strip() else "model call failed")

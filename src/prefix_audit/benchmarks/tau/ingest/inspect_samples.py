@@ -236,7 +236,7 @@ def read_sample(domain: str) -> SampleReader:
         rid = rollout_id_for(bench.dataset, sample.model, request.method, sample.sample_id,
                              "inspect", sample.epoch)
         return Rollout(bench.dataset, sample.sample_id, sample.model, request.method, rid,
-                       convo.turns if acted else (), "import:inspect", meta, trial=sample.epoch - 1,
+                       convo.turns if acted else (), source="import:inspect", meta=meta, trial=sample.epoch - 1,
                        infra_error=infra, recorded=recorded, message_roles=message_roles(messages) if acted else ())
 
     return read
