@@ -9,6 +9,7 @@ an explicit ``<a id="…">`` / ``<a name="…">``.
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -30,10 +31,15 @@ STABLE = ("actions", "v_j", "fed", "final-success", "infrastructure-failures", "
 
 
 def text_files() -> Iterator[Path]:
-    for name in SCANNED:
-        top = ROOT / name
-        for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
-            if path.is_file() and "__pycache__" not in path.parts and path != Path(__file__).resolve():
+    """The repository's files below SCANNED: git's tracked and not-ignored ones (no build output such
+    as the egg-info, whose copy of the README may be stale); every file where there is no git."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", *SCANNED],
+                            cwd=ROOT, capture_output=True, text=True)
+    candidates = ([ROOT / name for name in listed.stdout.split("\0") if name] if listed.returncode == 0 else
+                  [path for name in SCANNED for path in ((ROOT / name).rglob("*") if (ROOT / name).is_dir()
+                                                         else [ROOT / name])])
+    for path in sorted(candidates):
+        if path.is_file() and "__pycache__" not in path.parts and path != Path(__file__).resolve():
                 try:
                     path.read_text(encoding="utf-8")
                 except UnicodeDecodeError:  # an image, an archive
