@@ -20,8 +20,8 @@ or the ``task`` argument; the sample's error and limit are its ``ErrorEvent`` an
 The value is a dict: ``FED``, ``T``, ``fully_executable``, ``category``, ``Y``, ``replayed``, and whose error the
 first failure is (``origin``) with ``FED_agent`` (docs/attribution.md); the metadata holds every action's
 verdict and the per-rollout tallies the metric reads (``metadata.tallies``, out of the value so that
-Inspect's viewer shows the value's eight fields, not twenty-one: (``prefix``: in the prefix-metric cohort — replayed and no
-infrastructure failure; ``executable``, ``E1``..``E4``: 1{FED = T + 1}, 1{FED > k} in that cohort;
+Inspect's viewer shows the value's eight fields, not twenty-one: (``prefix``: in the prefix-metric cohort —
+replayed and no infrastructure failure; ``executable``, ``E1``..``E4``: 1{FED = T + 1}, 1{FED > k} in that cohort;
 ``FED_in_prefix``; ``final``: replayed, and ``Y``; ``eligible``, ``recovered``: a prefix failure, and
 success after one)). A sample that cannot be replayed (another task, a sample the benchmark cannot
 read, a replay error) is a score with ``replayed`` false, zero tallies and the reason as explanation:

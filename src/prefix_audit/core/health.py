@@ -143,7 +143,8 @@ FINDINGS_SCHEMA = pa.schema([
     pa.field("release", pa.string(), nullable=False),  # the data release the task was audited on
     pa.field("task_id", pa.string(), nullable=False),  # the id the benchmark uses
     pa.field("code", pa.string(), nullable=False),
-    pa.field("kind", pa.string(), nullable=False),  # the intent, of KINDS: defect | design | definition | caution | note
+    # the intent, of KINDS: defect | design | definition | caution | note
+    pa.field("kind", pa.string(), nullable=False),
     pa.field("effect", pa.string(), nullable=False),  # of EFFECTS: scored | fed | seen | unseen | none
     pa.field("evidence", pa.string(), nullable=False),
 ])

@@ -160,7 +160,7 @@ def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
         parent.mkdir(parents=True, exist_ok=True)
         _clean(parent)
     moves: list[list[str]] = []
-    for path, data in zip(paths, contents.values()):
+    for path, data in zip(paths, contents.values(), strict=True):
         if isinstance(data, Path):
             source = data
         else:

@@ -34,7 +34,7 @@ import os
 import shutil
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -282,10 +282,8 @@ def locked_folder(folder: Path) -> Iterator[None]:
     — take turns; where the file system has no locks, none."""
     fd = os.open(folder, os.O_RDONLY)
     try:
-        try:
+        with suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass
         yield
     finally:
         os.close(fd)  # closing releases the lock

@@ -177,7 +177,8 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
         if block.kind != "agent":
             async def produce_static(spec: tuple[str, int]) -> Rollout | None:
                 task_id, _ = spec
-                return _static(bench, block, model, method, task_id, trial_rollout_id(dataset, model, method, task_id, 0))
+                return _static(bench, block, model, method, task_id,
+                               trial_rollout_id(dataset, model, method, task_id, 0))
 
             return await store_all(out, planned, produce_static, label=label)
         agents = _AgentBlock(bench, model, method, block, cache_dir or Path(out).parent / "model-cache",

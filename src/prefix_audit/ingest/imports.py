@@ -85,8 +85,8 @@ class RecordTally:
         acted = rollout.infra_error is None
         self.entries += sign
         self.verdicts += sign * (rollout.recorded.y is not None)
-        self.results += sign * (sum(r is not None for turn in rollout.turns for step in turn for r in step.results or ())
-                                + party_results(rollout))
+        own_results = sum(r is not None for turn in rollout.turns for step in turn for r in step.results or ())
+        self.results += sign * (own_results + party_results(rollout))
         self.call_steps += sign * steps
         self.undecoded += sign * undecoded
         self.undecoded_confirmed += sign * rollout.recorded.undecoded_confirmed

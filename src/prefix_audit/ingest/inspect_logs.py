@@ -304,8 +304,8 @@ def _read_log(request: ImportRequest, path: Path) -> Iterator[Located | BadLine]
             yield Located(where, line, read(_plain(sample, where, task, model, line), request), named_by)
         except RECORD_SHAPE_ERRORS as exc:
             why = shape_reason(exc)
-            yield BadLine(where, line, f"unusable {label} ({task}): {why}", cause=f"unusable Inspect sample ({task}): {why}",
-                          entry=entry)
+            yield BadLine(where, line, f"unusable {label} ({task}): {why}",
+                          cause=f"unusable Inspect sample ({task}): {why}", entry=entry)
     why = stopped or f"the log (status {header.status}) does not hold it"
     for key in wanted:
         if key not in seen:

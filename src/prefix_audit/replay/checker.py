@@ -199,7 +199,7 @@ def bind_arguments(spec: ToolSpec, call: ToolCall) -> tuple[dict[str, Any], list
         failures.append(Failure("schema", "too_many_positional",
                                 f"{spec.name} takes {len(spec.positional_order)} positional arguments, "
                                 f"got {len(call.args)}"))
-    bound = dict(zip(spec.positional_order, call.args))
+    bound = dict(zip(spec.positional_order, call.args, strict=False))
     for key, value in call.kwargs.items():
         if key in bound:
             failures.append(Failure("schema", "duplicate_argument", f"{spec.name}: multiple values for '{key}'"))
@@ -285,8 +285,8 @@ class _Replay:
         if self.agent_fed is not None:
             outcome = self._run(action, call) if call.well_formed else None
             known = self.session.known_tool(call.name) if call.name else None
-            self.verdicts.append(replace(_verdict(action, None, (), outcome), read_only=known is not None and known.read_only,
-                                         known_tool=known is not None))
+            self.verdicts.append(replace(_verdict(action, None, (), outcome),
+                                         read_only=known is not None and known.read_only, known_tool=known is not None))
             return
         failures: list[Failure] = []
         outcome: Outcome | None = None
@@ -299,7 +299,8 @@ class _Replay:
             spec = self.session.exposed_tools().get(call.name)
             if spec is None:
                 known = self.session.known_tool(call.name)
-                code, why = ("tool_not_exposed", "is not exposed in this turn") if known else ("unknown_tool", "is not a tool of this task")
+                code, why = ("tool_not_exposed", "is not exposed in this turn") if known \
+                    else ("unknown_tool", "is not a tool of this task")
                 failures.append(Failure("schema", code, f"{call.name} {why}"))
                 spec = known
             if spec is not None:
@@ -492,7 +493,7 @@ def _gold_failures_of(benchmark: Benchmark, rollout: Rollout) -> Callable[[], tu
         if key not in cache:
             try:
                 gold = benchmark.gold_rollout(rollout)
-                cache[key] = gold_failures(replay(gold, benchmark, with_gold=False), benchmark) if gold is not None else ()
+                cache[key] = () if gold is None else gold_failures(replay(gold, benchmark, with_gold=False), benchmark)
             except Exception:  # noqa: BLE001 -- a gold that cannot be replayed is no comparison
                 cache[key] = ()  # and the failure stays the agent's
         return cache[key]

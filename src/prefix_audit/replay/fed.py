@@ -132,7 +132,8 @@ def with_task_health(episodes: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFram
                             pl.col("defects").alias("_defects")).unique(HEALTH_KEYS, keep="first", maintain_order=True)
     joined = episodes.join(verdicts, on=HEALTH_KEYS, how="left", nulls_equal=False, maintain_order="left")
     empty = pl.lit([], pl.List(pl.Utf8))
-    return joined.with_columns(pl.col("_sound").alias("task_sound"), pl.col("_codes").fill_null(empty).alias("task_health"),
+    return joined.with_columns(pl.col("_sound").alias("task_sound"),
+                               pl.col("_codes").fill_null(empty).alias("task_health"),
                                pl.col("_defects").fill_null(empty).alias("task_defects")) \
         .drop("_sound", "_codes", "_defects")
 

@@ -189,6 +189,11 @@ class RolloutsJob:
     unaudited: Mapping[str, str]
 
 
+def _filtered(frame: pl.DataFrame | None, predicate: pl.Expr) -> pl.DataFrame | None:
+    """The rows of ``frame`` (where there is one) that ``predicate`` keeps."""
+    return None if frame is None else frame.filter(predicate)
+
+
 def block_jobs(block: Block, stats: pl.DataFrame | None, has_health: bool,
                unaudited: Mapping[str, str]) -> list[BlockJob | RolloutsJob]:
     """The jobs of one block: its own pages, then its rollout pages in batches of :data:`ROLLOUTS_PER_BATCH`."""
@@ -202,11 +207,10 @@ def block_jobs(block: Block, stats: pl.DataFrame | None, has_health: bool,
     for start in range(0, block.episodes.height, ROLLOUTS_PER_BATCH):
         episodes = block.episodes.slice(start, ROLLOUTS_PER_BATCH)
         ids = episodes["rollout_id"].to_list()
-
-        def of(frame: pl.DataFrame | None) -> pl.DataFrame | None:
-            return None if frame is None else frame.filter(pl.col("rollout_id").is_in(ids))
-        jobs.append(RolloutsJob(name, has_health, start + 1, episodes, of(block.actions), of(block.labels),
-                                of(block.label_entries), {i: unaudited[i] for i in ids if i in unaudited}))
+        in_batch = pl.col("rollout_id").is_in(ids)
+        jobs.append(RolloutsJob(name, has_health, start + 1, episodes, block.actions.filter(in_batch),
+                                _filtered(block.labels, in_batch), _filtered(block.label_entries, in_batch),
+                                {i: unaudited[i] for i in ids if i in unaudited}))
     return jobs
 
 
@@ -275,7 +279,7 @@ def _block_pages(job: BlockJob) -> BlockPages:
               "trust": trust.lines() if trust else None, "issue_codes": codes,
               "comparison": _comparison_view(comparison), "k_max": K_MAX, "where": where_agents_break(glance.failures),
               "tools": [t for t, _ in glance.tools]}
-    for name, chunk in zip(names, chunks):
+    for name, chunk in zip(names, chunks, strict=True):
         html = template.render(rows=chunk, task_ids=list(dict.fromkeys(row["ep"]["task_id"] for row in chunk)),
                                pages=[{"name": other, "current": other == name} for other in names]
                                if len(names) > 1 else [], **common)

@@ -141,7 +141,7 @@ def pec_plot(series: Sequence[Series], top: int, caption_id: str) -> Markup:
         points = list(enumerate(s.curve.estimate[:top], start=1))
         band = ""
         if s.curve.low is not None and s.curve.high is not None:
-            known = [(k, lo, hi) for k, lo, hi in zip(range(1, top + 1), s.curve.low, s.curve.high)
+            known = [(k, lo, hi) for k, lo, hi in zip(range(1, top + 1), s.curve.low, s.curve.high, strict=False)
                      if not (math.isnan(lo) or math.isnan(hi))]
             if known:
                 outline = [f"{x(k):.1f},{y(hi):.1f}" for k, _, hi in known] + \
@@ -177,7 +177,7 @@ def fed_histogram(episodes: pl.DataFrame) -> Markup | None:
     base, bar_w, gap = height - 12, (width - 14) / (FED_BINS + 2), 1.0
     most = max([full, *(sum(b.values()) for b in bins)]) or 1
     bars = []
-    for i, (label, counts) in enumerate(zip(labels, bins)):
+    for i, (label, counts) in enumerate(zip(labels, bins, strict=True)):
         top, total = base, sum(counts.values())
         said = ", ".join(f"{c} {n}" for c, n in counts.items() if n)
         bars.append(f'<g><title>{label}: {total} rollouts{" (" + said + ")" if said else ""}</title>')
@@ -195,7 +195,8 @@ def fed_histogram(episodes: pl.DataFrame) -> Markup | None:
     ticks = (f'<text class="tick" x="0" y="{height - 2}">1</text>'
              f'<text class="tick" x="{FED_BINS * bar_w:.1f}" y="{height - 2}">{FED_BINS + 1}+</text>'
              f'<text class="tick" x="{x_full:.1f}" y="{height - 2}">T+1</text>')
-    summary = "; ".join([*(f"{label}: {sum(c.values())}" for label, c in zip(labels, bins) if sum(c.values())),
+    summary = "; ".join([*(f"{label}: {sum(c.values())}"
+                           for label, c in zip(labels, bins, strict=True) if sum(c.values())),
                          f"fully executable: {full}"])
     return Markup(f'<svg class="fed-hist" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
                   f'aria-label="FED distribution: {_attr(summary)}"><line class="axis" x1="0" x2="{width}" '
@@ -240,7 +241,8 @@ def block_glance(episodes: pl.DataFrame, actions: pl.DataFrame, band: Mapping[st
 def dataset_tools(glances: Sequence[tuple[Any, BlockGlance]], href_of: Any) -> list[dict[str, Any]]:
     """The tools first failures of a dataset's blocks happen at most: per tool its count, share, the
     category and origin counts, and the blocks it happens in (each a link to those rollouts)."""
-    frames = [g.failures.with_columns(pl.lit(i).alias("block")) for i, (_, g) in enumerate(glances) if g.failures.height]
+    frames = [g.failures.with_columns(pl.lit(i).alias("block"))
+              for i, (_, g) in enumerate(glances) if g.failures.height]
     if not frames:
         return []
     failures = pl.concat(frames)

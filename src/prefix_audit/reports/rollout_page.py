@@ -88,7 +88,7 @@ def rollout_view(ep: Mapping[str, Any], actions: Sequence[Mapping[str, Any]], la
     said: dict[int, list[dict[str, Any]]] = {}  # by turn: the agent's texts and actions, ordered below
     for a in actions:
         predicates = [{"category": c, "code": k, "detail": d} for c, k, d in
-                      zip(a["failure_categories"], a["failure_codes"], a["failure_details"])]
+                      zip(a["failure_categories"], a["failure_codes"], a["failure_details"], strict=True)]
         said.setdefault(a["turn"], []).append({
             "kind": "action", "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"],
             "message": a["message"], "labels": on.get(a["j"], []), "after": between.get(a["j"], []),

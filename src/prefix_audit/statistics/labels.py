@@ -263,11 +263,11 @@ def label_summary(labels: pl.DataFrame, entries: pl.DataFrame, confidence: float
         fired = [r for r in rows if r["fired"]]
         compared = [r for r in fired if r["relation"] is not None]
         relations = Counter(r["relation"] for r in compared)
-        block_labels = labels.filter(pl.all_horizontal(pl.col(k) == v for k, v in zip(BLOCK_KEYS, key)))
+        block_labels = labels.filter(pl.all_horizontal(pl.col(k) == v for k, v in zip(BLOCK_KEYS, key, strict=True)))
         landed = Counter(block_labels.filter(pl.col("verdict") == "failure")["landed"].to_list())
         units = sorted({r["offset_unit"] for r in compared})
         out.append({
-            **dict(zip(BLOCK_KEYS, key)), "labelled": len(rows), "with_failure": len(failed),
+            **dict(zip(BLOCK_KEYS, key, strict=True)), "labelled": len(rows), "with_failure": len(failed),
             "executable": _share(sum(r["fired"] is False for r in failed), len(failed), confidence),
             "fired": _share(len(fired), len(rows), confidence),
             "fired_with_failure": sum(bool(r["failures"]) for r in fired),

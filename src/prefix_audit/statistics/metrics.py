@@ -256,7 +256,7 @@ def check_identities(
             f"1 <= mean FED <= mean(T + 1) violated: mean FED = {m.mean_fed!r}, mean(T + 1) = {mean_t1!r}"
         )
 
-    for k, (p, ds, ep) in enumerate(zip(m.pec, m.depth_support, m.eligible_pec), start=1):
+    for k, (p, ds, ep) in enumerate(zip(m.pec, m.depth_support, m.eligible_pec, strict=True), start=1):
         if ds == 0.0:
             if p != 0.0 or not math.isnan(ep):
                 out.append(f"depth {k} has no support but PEC = {p!r}, eligible PEC = {ep!r}")

@@ -221,10 +221,11 @@ def _metric_rows(
         reps = np.column_stack([ratio(sums[:, 0], sums[:, 2]), ratio(sums[:, 1], sums[:, 2]),
                                 ratio(sums[:, 3], sums[:, 4])])
         lo, hi = percentile_bounds(reps, confidence)
-        bounds = [(float(a), float(b)) for a, b in zip(lo, hi)]
+        bounds = [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)]
     rows = [
         _row(metric, est, b, count)
-        for metric, est, b, count in zip(INTERVAL_METRICS, estimates, bounds, (n_prefix, n_prefix, n_known))
+        for metric, est, b, count in zip(INTERVAL_METRICS, estimates, bounds, (n_prefix, n_prefix, n_known),
+                                         strict=True)
     ]
     deltas, relatives = [], []
     for c in COST_METRICS:

@@ -52,15 +52,15 @@ def _size(value: Any) -> int:
 
 def _checked(op: type, left: Any, right: Any) -> Any:
     """``left op right`` as Python computes it, refused where the result would be enormous."""
-    if op is ast.Pow and isinstance(left, int) and isinstance(right, int) and right > 0:
-        if max(_size(left), 1) * right > MAX_RESULT_SIZE:
+    if (op is ast.Pow and isinstance(left, int) and isinstance(right, int) and right > 0
+            and max(_size(left), 1) * right > MAX_RESULT_SIZE):
             raise NotEvaluated(f"{left!r} ** {right!r} is too large to compute")
     if op is ast.LShift and isinstance(right, int) and right > 3 * MAX_RESULT_SIZE:
         raise NotEvaluated(f"{left!r} << {right!r} is too large to compute")
     if op is ast.Mult and isinstance(right, int) and isinstance(left, (str, bytes, list, tuple)):
         left, right = right, left
-    if op is ast.Mult and isinstance(left, int) and isinstance(right, (str, bytes, list, tuple)):
-        if left * len(right) > MAX_RESULT_SIZE:
+    if (op is ast.Mult and isinstance(left, int) and isinstance(right, (str, bytes, list, tuple))
+            and left * len(right) > MAX_RESULT_SIZE):
             raise NotEvaluated(f"a sequence of {len(right)} items times {left} is too large to compute")
     return _BINARY[op](left, right)
 
@@ -80,7 +80,7 @@ def literal_arithmetic(node: ast.AST) -> Any:
         items = [literal_arithmetic(e) for e in node.elts]
         return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
     if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        return {literal_arithmetic(k): literal_arithmetic(v) for k, v in zip(node.keys, node.values)}
+        return {literal_arithmetic(k): literal_arithmetic(v) for k, v in zip(node.keys, node.values, strict=True)}
     # Python evaluates a call's callee, an attribute's or a subscript's object first: an unknown
     # name there fails as it would in BFCL's eval, before anything is run.
     first = node
@@ -111,7 +111,7 @@ def _argument(node: ast.AST) -> Any:
     if isinstance(node, ast.List):
         return [_argument(e) for e in node.elts]
     if isinstance(node, ast.Dict):
-        return {_argument(k): _argument(v) for k, v in zip(node.keys, node.values)}
+        return {_argument(k): _argument(v) for k, v in zip(node.keys, node.values, strict=True)}
     if isinstance(node, ast.BinOp):  # evaluated by BFCL
         return literal_arithmetic(node)
     if isinstance(node, ast.Name):

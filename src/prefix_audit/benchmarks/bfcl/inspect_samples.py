@@ -125,7 +125,7 @@ def _same_calls(executed: Sequence[ToolCall], ran: Sequence[Any]) -> bool:
     recorded arguments are the live objects the tool got: converted by Inspect, and possibly changed by
     later calls — see :func:`_changed_arguments`)."""
     return len(executed) == len(ran) and all(isinstance(r, Mapping) and r.get("function") == c.name
-                                             for c, r in zip(executed, ran))
+                                             for c, r in zip(executed, ran, strict=True))
 
 
 def _changed_arguments(executed: Sequence[ToolCall], ran: Sequence[Mapping[str, Any]]) -> str | None:
@@ -133,7 +133,7 @@ def _changed_arguments(executed: Sequence[ToolCall], ran: Sequence[Mapping[str, 
     arguments Inspect fills in with their defaults): the solver records the argument objects the tool
     got, and a later call that changes one of them (BFCL's ``post_tweet`` keeps its ``mentions`` list,
     ``mention`` appends to it) changes the record — which inspect_evals' scorer then replays."""
-    for c, r in zip(executed, ran):
+    for c, r in zip(executed, ran, strict=True):
         arguments = r.get("arguments")
         if not isinstance(arguments, Mapping) or any(k not in arguments or arguments[k] != v
                                                      for k, v in c.kwargs.items()):
@@ -184,7 +184,7 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
                         f"told apart")
     turns = []
     changed = None
-    for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran)):
+    for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran, strict=True)):
         results = {m.call_id: m for _, m in messages if m.role == "tool"}
         ran_values = iter(values)  # the values of the calls that ran, in their order
         steps, executed = [], []

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +157,7 @@ def bfcl_result_text(value: Any) -> str:
     return str(value)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _public_method_names(cls: type) -> tuple[str, ...]:
     return tuple(name for name, _ in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_"))
 
@@ -182,7 +182,7 @@ def is_error_value(value: Any) -> bool:
     return False
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parameters(function: Any) -> tuple[inspect.Parameter, ...]:
     return tuple(inspect.signature(function).parameters.values())[1:]  # without self
 

@@ -121,7 +121,8 @@ def misfit(entry: Entry | None, run: RecordedRun) -> str | None:
     if ran > turns:
         return f"the run has {ran} turns, the entry {turns}"
     if run.classes is not None and set(run.classes) != set(entry.involved_classes):
-        return f"the run involves {', '.join(sorted(run.classes))}, the entry {', '.join(sorted(entry.involved_classes))}"
+        return (f"the run involves {', '.join(sorted(run.classes))}, "
+                f"the entry {', '.join(sorted(entry.involved_classes))}")
     for cls, state in sorted(run.initial_state.items()):
         if cls not in entry.involved_classes:
             return f"the run loaded {cls}, which the entry does not involve"

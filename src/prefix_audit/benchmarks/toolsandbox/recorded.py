@@ -33,8 +33,8 @@ from typing import Any
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Rollout, actions_of
-from prefix_audit.replay.values import mentions, scalars
 from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, ToolSpec, UnscorableRollout
+from prefix_audit.replay.values import mentions, scalars
 
 from .validation import phone_number
 

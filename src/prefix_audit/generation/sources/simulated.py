@@ -150,7 +150,7 @@ class SimulatedPolicy:
 
     def _named(self, call: ToolCall) -> dict[str, Any]:
         spec = self._ctx.tools.get(call.name or "")
-        named = dict(zip(spec.positional_order, call.args)) if spec else {}
+        named = dict(zip(spec.positional_order, call.args, strict=False)) if spec else {}
         named.update(call.kwargs)
         return named
 
@@ -239,8 +239,8 @@ class SimulatedPolicy:
             draft = [self._draw(j, self._end, self.profile.p_error, self._rng) for j in range(self._cursor, self._end)]
             plan = self._plan_of(self._cursor, draft)[0]
             self._plan, self._own_plan = list(plan.steps), True
-            return "Plan:\n" + "\n".join(f"{s.id}. {s.tool} {json.dumps(dict(s.arguments), sort_keys=True, default=repr)}"
-                                         for s in plan.steps)
+            return "Plan:\n" + "\n".join(
+                f"{s.id}. {s.tool} {json.dumps(dict(s.arguments), sort_keys=True, default=repr)}" for s in plan.steps)
         return None
 
     def _step(self, last: Message) -> tuple[str | None, tuple[ModelToolCall, ...]]:

@@ -459,7 +459,7 @@ class TauSession:
 
     def _transcript(self) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        for user_text, turn in zip(self.user_turns, self._rollout.turns):
+        for user_text, turn in zip(self.user_turns, self._rollout.turns, strict=False):
             out.append(("user", user_text))
             for step in turn:
                 out += [("assistant", f"[tool call] {c.render()}") for c in step.calls]
@@ -551,7 +551,7 @@ class TauSession:
                 for call in step.calls:
                     if call.well_formed:
                         spec = self._tools.get(call.name or "")
-                        bound = dict(zip(spec.positional_order, call.args)) if spec else {}
+                        bound = dict(zip(spec.positional_order, call.args, strict=False)) if spec else {}
                         out.append((call.name or "", bound | dict(call.kwargs)))
         return out
 

@@ -27,8 +27,8 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import PARTY_CALLS_KEY, Step, Usage
 from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema
-from prefix_audit.replay.values import scalars
 from prefix_audit.replay.contract import unreadable_call_observation
+from prefix_audit.replay.values import scalars
 
 from ..domain import semantics as sem
 from ..domain.data import TauTask
@@ -54,7 +54,8 @@ FACT_PATTERNS: dict[str, re.Pattern[str]] = {
     "user_id": re.compile(rf"{_USER_ID}|\buser id\b", re.IGNORECASE),
     "name": re.compile(r"\bname\b|^\s*[Yy]ou(?:'re| are) (?:an? [\w ]*called )?[A-Z][a-z]+", re.MULTILINE),
     "zip": re.compile(r"\bzip|\b\d{5}\b", re.IGNORECASE),
-    "address": re.compile(r"\baddress(?:es)?\b|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b", re.IGNORECASE),
+    "address": re.compile(r"\baddress(?:es)?\b|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b",
+                          re.IGNORECASE),
     "reservation": re.compile(rf"{_RESERVATION}|\breservation|\bconfirmation\b|\bbooking\b"),
     "order": re.compile(rf"{_ORDER_ID}|\border\b", re.IGNORECASE),
     "payment": re.compile(r"\bcard\b|\bgift card|\bcertificate|\bpaypal|\bpay(?:ment)?\b", re.IGNORECASE),
@@ -221,7 +222,8 @@ def reference_conversation(task: TauTask, gold_calls: Sequence[ToolCall]) -> Ref
             if not needed or user.done:
                 break
             stating = [f for f in sentences_known if any(said(v, f.text) for v in needed)]
-            ask = request_for(set().union(*(f.categories for f in stating)), details or not all(f.categories for f in stating))
+            ask = request_for(set().union(*(f.categories for f in stating)),
+                              details or not all(f.categories for f in stating))
             answer = user.reply(ask)
             if user.done:
                 break
