@@ -150,6 +150,7 @@ def _score_of(result: ScoredLine | str) -> Score:
                  "origin": None, "FED_agent": None}
         return Score(value=value, explanation=f"not replayed: {result}", metadata={"tallies": _tallies(None)})
     episode, actions = result.episode, result.actions
+    assert episode is not None, "a line scored without a reason to refuse it has its episode row"
     failing = _first_failure(actions)
     value = {"replayed": True, "FED": episode["FED"], "T": episode["T"],
              "fully_executable": None if episode["T"] is None else episode["FED"] == episode["T"] + 1,
@@ -187,8 +188,8 @@ def fed_metrics() -> Metric:
 
     def compute(scores: list[SampleScore]) -> dict[str, int | float]:
         sums = dict.fromkeys(TALLIES, 0)  # counts of rollouts (and a sum of depths): integers
-        values = [(s.score.metadata or {}).get("tallies") for s in scores]
-        values = [v for v in values if isinstance(v, dict)]  # a score of the fed scorer has its tallies
+        tallies = ((s.score.metadata or {}).get("tallies") for s in scores)
+        values = [v for v in tallies if isinstance(v, dict)]  # a score of the fed scorer has its tallies
         for value in values:
             for key in TALLIES:
                 sums[key] += int(value.get(key) or 0)

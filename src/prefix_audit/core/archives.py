@@ -54,7 +54,9 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
     archive, into = Path(archive), Path(os.path.realpath(into))
     members, files, size = 0, 0, 0
     try:
-        with open_bytes(archive) as fh, tarfile.open(fileobj=(stream := _Tail(fh)), mode="r|") as tar:
+        # the stream mode reads its file only; typeshed's protocol for it asks for a writable, seekable one
+        with open_bytes(archive) as fh, \
+                tarfile.open(fileobj=(stream := _Tail(fh)), mode="r|") as tar:  # type: ignore[call-overload]
             for member in tar:
                 members += 1
                 if members > MAX_MEMBERS:
@@ -78,7 +80,7 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
                                       f"an archive of a log")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with open(target, "wb") as out:  # a file member always has its bytes to extract
-                    shutil.copyfileobj(tar.extractfile(member), out, _COPY_CHUNK)  # type: ignore[misc]
+                    shutil.copyfileobj(tar.extractfile(member), out, _COPY_CHUNK)
             # The standard library ends a tar where its bytes end, even inside a header: a whole one
             # ends with the end-of-archive marker, a zero block, where its members end.
             end = stream.block_at(tar.offset)

@@ -164,7 +164,8 @@ def _others(out: Path, previous: dict[str, str], files: dict[str, str], owned: t
     """The files of ``out`` that neither its previous listing nor the new tree names: those carried over,
     and those the command owns (``owned``), which are not. Leftovers of crashed writers (staged files,
     journals, staging folders) are neither."""
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for root, folders, names in os.walk(out):
         folders[:] = sorted(f for f in folders if not f.endswith(_STAGING))
         for name in sorted(names):

@@ -246,7 +246,7 @@ def _json_samples(api: Any, path: Path) -> Iterator[tuple[tuple[str, int] | None
         except Exception as exc:  # a truncated or broken file: what it gave counts, the rest is missing
             yield None, InspectLogError(f"the samples stop reading: {_message_of(exc)}")
             return
-        key = (str(obj.get("id")), obj.get("epoch") if isinstance(obj.get("epoch"), int) else 0)
+        key = (str(obj.get("id")), epoch if isinstance(epoch := obj.get("epoch"), int) else 0)
         try:
             yield key, _sample_of(api, obj)
         except Exception as exc:

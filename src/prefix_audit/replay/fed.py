@@ -14,7 +14,7 @@ from prefix_audit.core.io import write_parquet
 
 log = logging.getLogger(__name__)
 
-EPISODE_SCHEMA = pa.schema([
+EPISODE_SCHEMA = pa.schema((
     pa.field("dataset", pa.string(), nullable=False),
     pa.field("model", pa.string(), nullable=False),
     pa.field("method", pa.string(), nullable=False),
@@ -85,9 +85,9 @@ EPISODE_SCHEMA = pa.schema([
                                                 pa.field("step", pa.int32(), nullable=False),
                                                 pa.field("text", pa.string(), nullable=False)])),
              nullable=False),
-])
+))
 
-ACTION_SCHEMA = pa.schema([
+ACTION_SCHEMA = pa.schema((
     pa.field("dataset", pa.string(), nullable=False),
     pa.field("model", pa.string(), nullable=False),
     pa.field("method", pa.string(), nullable=False),
@@ -118,7 +118,7 @@ ACTION_SCHEMA = pa.schema([
     pa.field("recorded_error", pa.bool_()),
     pa.field("record_match", pa.string()),  # same | same_verdict | differs | not_replayed | not_executed
     pa.field("replayed_result", pa.string()),  # the benchmark's own text of the replayed outcome, where it diverged
-])
+))
 
 
 HEALTH_KEYS = ["dataset", "release", "task_id"]

@@ -14,7 +14,7 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import polars as pl
@@ -178,7 +178,8 @@ def fed_histogram(episodes: pl.DataFrame) -> Markup | None:
     most = max([full, *(sum(b.values()) for b in bins)]) or 1
     bars = []
     for i, (label, counts) in enumerate(zip(labels, bins, strict=True)):
-        top, total = base, sum(counts.values())
+        top: float = base
+        total = sum(counts.values())
         said = ", ".join(f"{c} {n}" for c, n in counts.items() if n)
         bars.append(f'<g><title>{label}: {total} rollouts{" (" + said + ")" if said else ""}</title>')
         for category, n in counts.items():
@@ -233,7 +234,7 @@ def block_glance(episodes: pl.DataFrame, actions: pl.DataFrame, band: Mapping[st
     curve = None
     if prefix.height:
         curve = pec_curve(prefix["FED"].to_list(), prefix["T"].to_list(), prefix["task_id"].to_list(),
-                          int(prefix["T"].max()), **(dict(band) if band else {}))
+                          cast(int, prefix["T"].max()), **(dict(band) if band else {}))
     return BlockGlance(failures, shares(failures, "category", CATEGORIES), shares(failures, "origin", ORIGINS),
                        tool_counts(failures), fed_histogram(episodes), curve)
 

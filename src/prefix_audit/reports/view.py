@@ -49,6 +49,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import polars as pl
+from jinja2 import Environment
 
 from prefix_audit.core.health import (
     CODES,
@@ -368,8 +369,8 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
         if blocks else None
     g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))), K_MAX,
                   health=health_cells(stats, episodes, pools))
-    out = {"g1": {"columns": display_columns(g1), "rows": _table_links(g1, by_key, pools, None)}, "f1": [],
-           "categories": None}
+    out: dict[str, Any] = {"g1": {"columns": display_columns(g1), "rows": _table_links(g1, by_key, pools, None)},
+                           "f1": [], "categories": None}
     per_category = stats_path.parent / "categories.parquet"
     if per_category.is_file():
         categories = read_parquet(per_category)
@@ -446,13 +447,8 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         first = next(rendered, None)  # the workers are busy from here: this process renders its pages meanwhile
         page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
         page("glossary.html", "glossary.html.j2", terms=TERMS)
-        if has_health:
-            task_rollouts: dict[tuple[str, str | None, str], list[TaskRollouts]] = {}
-            for block in blocks:
-                name = BlockName(block.dataset, block.model, block.method, block.folder)
-                for key, list_page, hrefs in task_pages(block):
-                    task_rollouts.setdefault(key, []).append(TaskRollouts(name, list_page, hrefs))
-            page("health.html", "health.html.j2", releases=_health_view(*health, task_rollouts), codes=CODES,
+        if health is not None and has_health:
+            page("health.html", "health.html.j2", releases=_health_view(*health, _task_rollouts(blocks)), codes=CODES,
                  kinds=KINDS, effects=EFFECTS, kinds_order=KINDS_ORDER)
         for done in [first] if first is not None else []:
             take(done)
@@ -466,10 +462,23 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     page("index.html", "index.html.j2", datasets=_dataset_sections(summaries), categories=CATEGORIES,
          n_blocks=len(blocks), rollouts=sum(b.episodes.height for b in blocks), has_tables=tables is not None,
          notes=report.notes, trust=trusts, import_quarantine=import_quarantine)
-    for name in _ASSETS:
-        source, _, _ = env.loader.get_source(env, f"assets/{name}")
-        files[f"assets/{name}"] = source.encode("utf-8")
-    return files
+    return files | _assets(env)
+
+
+def _task_rollouts(blocks: Sequence[Block]) -> dict[tuple[str, str | None, str], list[TaskRollouts]]:
+    """Per task (dataset, release, task id): its rollouts' pages, block by block, for the health page."""
+    out: dict[tuple[str, str | None, str], list[TaskRollouts]] = {}
+    for block in blocks:
+        name = BlockName(block.dataset, block.model, block.method, block.folder)
+        for key, list_page, hrefs in task_pages(block):
+            out.setdefault(key, []).append(TaskRollouts(name, list_page, hrefs))
+    return out
+
+
+def _assets(env: Environment) -> dict[str, bytes]:
+    """The site's static files (styles, scripts), by site-relative path."""
+    assert env.loader is not None, "the site's templates have a loader"
+    return {f"assets/{name}": env.loader.get_source(env, f"assets/{name}")[0].encode("utf-8") for name in _ASSETS}
 
 
 def with_labels(blocks: Sequence[Block], labels_dir: str | os.PathLike[str]) -> list[Block]:

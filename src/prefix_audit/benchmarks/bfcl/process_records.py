@@ -145,7 +145,7 @@ def _attach(read: _Trajectory, pending: list[int], results: list[RecordedResult]
 
 
 def _run(entry_id: str, record: Mapping[str, Any], read: _Trajectory) -> RecordedRun:
-    info = record.get("meta_info") if isinstance(record.get("meta_info"), dict) else {}
+    info = found if isinstance(found := record.get("meta_info"), dict) else {}
     classes, config = info.get("involved_classes"), info.get("initial_config")
     state = {k: v for k, v in config.items() if k in classes and isinstance(v, dict)} \
         if isinstance(config, dict) and isinstance(classes, list) else {}

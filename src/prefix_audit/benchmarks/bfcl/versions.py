@@ -69,7 +69,7 @@ class RecordedRun:
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
             return None
         result = obj.get("result")
-        prompt = obj.get("prompt") if isinstance(obj.get("prompt"), dict) else {}
+        prompt = found if isinstance(found := obj.get("prompt"), dict) else {}
         state = _logged_state(obj.get("inference_log"))
         classes = prompt.get("involved_classes")
         if isinstance(prompt.get("initial_config"), dict) and isinstance(classes, list):

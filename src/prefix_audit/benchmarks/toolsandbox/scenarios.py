@@ -113,7 +113,8 @@ _VARIANT_OFF = {"cellular": "cellular_off", "wifi": "wifi_off", "location_servic
 
 def _unlock(setting: str, variant: str) -> tuple[list[ToolCall], list[Target]]:
     """Calls and milestones that turn ``setting`` on in ``variant`` (leaving low-battery mode first)."""
-    calls, marks = [], []
+    calls: list[ToolCall] = []
+    marks: list[TraceTarget | StateTarget] = []
     if variant == "low_battery":
         calls.append(call("set_low_battery_mode_status", on=False))
         marks.append(_setting("low_battery_mode", False))
@@ -328,9 +329,9 @@ def _multi_turn_families() -> Iterator[Draft]:
         phone, content = _CONTACT[name][0], MESSAGES[(k + 3) % len(MESSAGES)]
         check = k % 2 == 1  # half of them also check the cellular service first
         opening = f"I'd like to send a text to {name}." + (" Is my cellular service on?" if check else "")
-        first = (call("get_cellular_service_status"),) if check else ()
+        status_check = (call("get_cellular_service_status"),) if check else ()
         yield Draft("message_multi_turn", (opening, f"Tell them: {content}"),
-                    ((*first, call("search_contacts", name=name)),
+                    ((*status_check, call("search_contacts", name=name)),
                      (call("send_message_with_phone_number", phone_number=phone, content=content),)),
                     (_sent(phone, content),), user_facts=((content, 1),))
     for name in ("Chiara Rossi", "Greta Nilsson", "Ines Duarte"):
@@ -410,7 +411,8 @@ def _categories(draft: Draft, distraction: str) -> tuple[str, ...]:
 
 def _tool_lists(draft: Draft, scenario_id: str, extra: str) -> tuple[str, ...]:
     """The allow list: the tools the scenario needs, then distraction tools (same module first)."""
-    needed = list(dict.fromkeys([c.name for turn in draft.reference for c in turn] + list(draft.extra_tools)))
+    needed = list(dict.fromkeys([c.name for turn in draft.reference for c in turn if c.name is not None]
+                                + list(draft.extra_tools)))
     rng = random.Random(f"distraction:{scenario_id}")
     modules = {TOOLS[n].module for n in needed}
     pool = [n for n in sorted(TOOLS) if n not in needed and n not in draft.denied]

@@ -76,7 +76,7 @@ class TelecomBackend:
             TelecomDB.load(str(domain.files.db)), TelecomUserDB.load(str(domain.files.user_db))))
         self._tools_cls, self._user_tools_cls = TelecomTools, TelecomUserTools
         self._environment_cls, self._call_cls = TelecomEnvironment, Tau2ToolCall
-        self._tools_module = importlib.import_module(TOOLS_MODULE)
+        self._tools_module: Any = importlib.import_module(TOOLS_MODULE)  # its uuid is swapped while seeded
 
     @cached_property
     def tools(self) -> dict[str, ToolInfo]:
