@@ -62,14 +62,7 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
                 if members > MAX_MEMBERS:
                     raise DecodeError(f"{archive.name}: more than {MAX_MEMBERS:,} members, over the limit of an "
                                       f"archive of a log")
-                if not (member.isfile() or member.isdir()):
-                    raise DecodeError(f"{archive.name}: member {member.name!r} is {_type_of(member)}; an archive "
-                                      f"of a log is read only when it holds files and folders")
-                try:
-                    member = tarfile.data_filter(member, str(into))
-                except tarfile.FilterError as exc:
-                    raise DecodeError(f"{archive.name}: member {member.name!r} would land outside the folder it "
-                                      f"is unpacked into ({exc})") from None
+                member = _safe_member(member, archive, into)
                 target = into / member.name
                 if member.isdir():
                     target.mkdir(parents=True, exist_ok=True)
@@ -98,6 +91,18 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
         raise DecodeError(f"{archive.name} holds no file")
     held = sorted(into.iterdir())
     return held[0] if len(held) == 1 else into
+
+
+def _safe_member(member: tarfile.TarInfo, archive: Path, into: Path) -> tarfile.TarInfo:
+    """``member`` as the standard library's data filter passes it: a file or a folder that lands inside ``into``."""
+    if not (member.isfile() or member.isdir()):
+        raise DecodeError(f"{archive.name}: member {member.name!r} is {_type_of(member)}; an archive "
+                          f"of a log is read only when it holds files and folders")
+    try:
+        return tarfile.data_filter(member, str(into))
+    except tarfile.FilterError as exc:
+        raise DecodeError(f"{archive.name}: member {member.name!r} would land outside the folder it "
+                          f"is unpacked into ({exc})") from None
 
 
 # What the standard library says of a tar whose bytes end inside a member's bytes, inside a header, or

@@ -142,6 +142,32 @@ def _changed_arguments(executed: Sequence[ToolCall], ran: Sequence[Mapping[str, 
     return None
 
 
+def _turn_steps(messages: Sequence[tuple[int, ChatMessage]],
+                values: Sequence[Mapping[str, Any]]) -> tuple[list[Step], list[ToolCall]]:
+    """One turn's steps as its messages show them, and the calls that ran (``values``: the values of
+    those calls, in their order)."""
+    results = {m.call_id: m for _, m in messages if m.role == "tool"}
+    ran_values = iter(values)
+    steps: list[Step] = []
+    executed: list[ToolCall] = []
+    for k, m in messages:
+        if m.role != "assistant":
+            continue
+        out = []
+        for call in m.calls:
+            answer = results.get(call.call_id)
+            if answer is None or not answer.ran:  # no answer: the loop stopped before running it
+                text = (answer.text or answer.error or "") if answer is not None else "no result recorded"
+                out.append(RecordedResult.of(text, True, executed=False))
+                continue
+            executed.append(call)
+            value = next(ran_values, None)  # it ran: its value tells an error as BFCL's classes report one
+            out.append(RecordedResult.of(answer.text or answer.error or "",
+                                         answer.error is not None or is_error_value(value)))
+        steps.append(Step(m.calls, m.text or None, tuple(out), k) if m.calls else Step((), m.text, message=k))
+    return steps, executed
+
+
 def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
     """How a sample of inspect_evals' ``bfcl`` reads as a rollout of ``bfcl_v3``."""
     bench = request.open(DATASET)
@@ -185,24 +211,7 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
     turns = []
     changed = None
     for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran, strict=True)):
-        results = {m.call_id: m for _, m in messages if m.role == "tool"}
-        ran_values = iter(values)  # the values of the calls that ran, in their order
-        steps, executed = [], []
-        for k, m in messages:
-            if m.role != "assistant":
-                continue
-            out = []
-            for call in m.calls:
-                answer = results.get(call.call_id)
-                if answer is None or not answer.ran:  # no answer: the loop stopped before running it
-                    text = (answer.text or answer.error or "") if answer is not None else "no result recorded"
-                    out.append(RecordedResult.of(text, True, executed=False))
-                    continue
-                executed.append(call)
-                value = next(ran_values, None)  # it ran: its value tells an error as BFCL's classes report one
-                out.append(RecordedResult.of(answer.text or answer.error or "",
-                                             answer.error is not None or is_error_value(value)))
-            steps.append(Step(m.calls, m.text or None, tuple(out), k) if m.calls else Step((), m.text, message=k))
+        steps, executed = _turn_steps(messages, values)
         if not _same_calls(executed, ran):
             raise BadSample(f"turn {t}: the calls the messages show running are not those of "
                             f"model_execution_calls[{t}]")

@@ -92,6 +92,18 @@ def _answered(messages: Sequence[Any], k: int) -> int:
     return n
 
 
+def _role_and_content(message: Any, where: str) -> tuple[str, str | None]:
+    """A message's role (one of :data:`_ROLES`) and text content, checked."""
+    if not isinstance(message, dict):
+        raise StepError(f"{where}: a message must be an object")
+    role, content = message.get("role"), message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise StepError(f"{where}: content must be a string")
+    if role not in _ROLES:
+        raise StepError(f"{where}: unknown role {role!r}")
+    return role, content
+
+
 def trajectory_of(messages: Any) -> _Trajectory:
     if not isinstance(messages, list):
         raise StepError("'messages' must be a list")
@@ -100,13 +112,7 @@ def trajectory_of(messages: Any) -> _Trajectory:
     results: list[RecordedResult] = []
     for k, m in enumerate(messages):
         where = f"messages[{k}]"
-        if not isinstance(m, dict):
-            raise StepError(f"{where}: a message must be an object")
-        role, content = m.get("role"), m.get("content")
-        if content is not None and not isinstance(content, str):
-            raise StepError(f"{where}: content must be a string")
-        if role not in _ROLES:
-            raise StepError(f"{where}: unknown role {role!r}")
+        role, content = _role_and_content(m, where)
         read.roles.append(_ROLES[role])
         if role != "tool" and pending:
             _attach(read, pending, results)
