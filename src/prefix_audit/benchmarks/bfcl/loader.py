@@ -166,7 +166,7 @@ def method_table(instances: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
     """Public method name → (class, bound method); later classes win, as in BFCL's executor."""
     table: dict[str, tuple[str, Any]] = {}
     for cls_name, instance in instances.items():
-        cls: type = type(instance)
+        cls: type = type(instance)  # (annotated: mypy takes the class of an Any for unhashable)
         for name in _public_method_names(cls):
             table[name] = (cls_name, getattr(instance, name))
     return table
