@@ -19,6 +19,7 @@ import importlib.util
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
+from typing import TypeGuard
 
 from prefix_audit.replay import registry
 
@@ -53,7 +54,7 @@ def source_file(module: str) -> Path | None:
     return None
 
 
-def _type_checking_block(node: ast.AST) -> bool:
+def _type_checking_block(node: ast.AST) -> TypeGuard[ast.If]:
     test = getattr(node, "test", None) if isinstance(node, ast.If) else None
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
@@ -65,7 +66,7 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterable[str]:
     while stack:
         node = stack.pop()
         if _type_checking_block(node):
-            stack.extend(node.orelse)  # type: ignore[attr-defined]
+            stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)

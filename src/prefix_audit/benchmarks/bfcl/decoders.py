@@ -391,7 +391,7 @@ def minicpm_calls(raw: str) -> list[str]:
         statements = ast.parse(body).body
         if not all(isinstance(getattr(s, "value", None), ast.Call) for s in statements):
             return []
-        calls = [_call(s.value) for s in statements]  # type: ignore[attr-defined]
+        calls = [_call(s.value) for s in statements]  # type: ignore[attr-defined]  # each an ast.Expr of a call (above)
     except NotEvaluated:
         raise
     except Exception:  # MiniCPM's parser answers "no call" for whatever fails  # noqa: BLE001

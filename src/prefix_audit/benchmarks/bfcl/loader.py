@@ -282,7 +282,7 @@ def invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall,
     unparsable = _syntax_error(call)
     if unparsable is not None:
         return False, None, unparsable
-    target = table.get(call.name)  # type: ignore[arg-type]
+    target = table.get(call.name) if call.name is not None else None
     if target is None:
         return False, None, f"Error during execution: name '{call.name}' is not defined"
     method = target[1]

@@ -257,7 +257,7 @@ class RecordedSession:
         return self.run.spec(name) if name in self.run.universe else None
 
     def _current(self) -> RecordedCall:
-        return self.run.calls[self.run.ordered[self._next].call_id]  # type: ignore[index]
+        return self.run.calls[self.run.ordered[self._next].call_id]  # type: ignore[index]  # ordered: calls with ids
 
     def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
         error = self._current().error
