@@ -20,8 +20,8 @@ or the ``task`` argument; the sample's error and limit are its ``ErrorEvent`` an
 The value is a dict: ``FED``, ``T``, ``fully_executable``, ``category``, ``Y``, ``replayed``, and whose error the
 first failure is (``origin``) with ``FED_agent`` (docs/attribution.md); the metadata holds every action's
 verdict and the per-rollout tallies the metric reads (``metadata.tallies``, out of the value so that
-Inspect's viewer shows the value's eight fields, not twenty-one: (``prefix``: in the prefix-metric cohort — replayed and no
-infrastructure failure; ``executable``, ``E1``..``E4``: 1{FED = T + 1}, 1{FED > k} in that cohort;
+Inspect's viewer shows the value's eight fields, not twenty-one: (``prefix``: in the prefix-metric cohort —
+replayed and no infrastructure failure; ``executable``, ``E1``..``E4``: 1{FED = T + 1}, 1{FED > k} in that cohort;
 ``FED_in_prefix``; ``final``: replayed, and ``Y``; ``eligible``, ``recovered``: a prefix failure, and
 success after one)). A sample that cannot be replayed (another task, a sample the benchmark cannot
 read, a replay error) is a score with ``replayed`` false, zero tallies and the reason as explanation:
@@ -150,6 +150,7 @@ def _score_of(result: ScoredLine | str) -> Score:
                  "origin": None, "FED_agent": None}
         return Score(value=value, explanation=f"not replayed: {result}", metadata={"tallies": _tallies(None)})
     episode, actions = result.episode, result.actions
+    assert episode is not None, "a line scored without a reason to refuse it has its episode row"
     failing = _first_failure(actions)
     value = {"replayed": True, "FED": episode["FED"], "T": episode["T"],
              "fully_executable": None if episode["T"] is None else episode["FED"] == episode["T"] + 1,
@@ -187,8 +188,8 @@ def fed_metrics() -> Metric:
 
     def compute(scores: list[SampleScore]) -> dict[str, int | float]:
         sums = dict.fromkeys(TALLIES, 0)  # counts of rollouts (and a sum of depths): integers
-        values = [(s.score.metadata or {}).get("tallies") for s in scores]
-        values = [v for v in values if isinstance(v, dict)]  # a score of the fed scorer has its tallies
+        tallies = ((s.score.metadata or {}).get("tallies") for s in scores)
+        values = [v for v in tallies if isinstance(v, dict)]  # a score of the fed scorer has its tallies
         for value in values:
             for key in TALLIES:
                 sums[key] += int(value.get(key) or 0)

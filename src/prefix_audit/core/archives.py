@@ -54,20 +54,15 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
     archive, into = Path(archive), Path(os.path.realpath(into))
     members, files, size = 0, 0, 0
     try:
-        with open_bytes(archive) as fh, tarfile.open(fileobj=(stream := _Tail(fh)), mode="r|") as tar:
+        # the stream mode reads its file only; typeshed's protocol for it asks for a writable, seekable one
+        with open_bytes(archive) as fh, \
+                tarfile.open(fileobj=(stream := _Tail(fh)), mode="r|") as tar:  # type: ignore[call-overload]
             for member in tar:
                 members += 1
                 if members > MAX_MEMBERS:
                     raise DecodeError(f"{archive.name}: more than {MAX_MEMBERS:,} members, over the limit of an "
                                       f"archive of a log")
-                if not (member.isfile() or member.isdir()):
-                    raise DecodeError(f"{archive.name}: member {member.name!r} is {_type_of(member)}; an archive "
-                                      f"of a log is read only when it holds files and folders")
-                try:
-                    member = tarfile.data_filter(member, str(into))
-                except tarfile.FilterError as exc:
-                    raise DecodeError(f"{archive.name}: member {member.name!r} would land outside the folder it "
-                                      f"is unpacked into ({exc})") from None
+                member = _safe_member(member, archive, into)
                 target = into / member.name
                 if member.isdir():
                     target.mkdir(parents=True, exist_ok=True)
@@ -78,7 +73,7 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
                                       f"an archive of a log")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with open(target, "wb") as out:  # a file member always has its bytes to extract
-                    shutil.copyfileobj(tar.extractfile(member), out, _COPY_CHUNK)  # type: ignore[misc]
+                    shutil.copyfileobj(tar.extractfile(member), out, _COPY_CHUNK)
             # The standard library ends a tar where its bytes end, even inside a header: a whole one
             # ends with the end-of-archive marker, a zero block, where its members end.
             end = stream.block_at(tar.offset)
@@ -96,6 +91,18 @@ def unpack_tar(archive: str | Path, into: str | Path) -> Path:
         raise DecodeError(f"{archive.name} holds no file")
     held = sorted(into.iterdir())
     return held[0] if len(held) == 1 else into
+
+
+def _safe_member(member: tarfile.TarInfo, archive: Path, into: Path) -> tarfile.TarInfo:
+    """``member`` as the standard library's data filter passes it: a file or a folder that lands inside ``into``."""
+    if not (member.isfile() or member.isdir()):
+        raise DecodeError(f"{archive.name}: member {member.name!r} is {_type_of(member)}; an archive "
+                          f"of a log is read only when it holds files and folders")
+    try:
+        return tarfile.data_filter(member, str(into))
+    except tarfile.FilterError as exc:
+        raise DecodeError(f"{archive.name}: member {member.name!r} would land outside the folder it "
+                          f"is unpacked into ({exc})") from None
 
 
 # What the standard library says of a tar whose bytes end inside a member's bytes, inside a header, or

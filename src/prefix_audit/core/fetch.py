@@ -24,7 +24,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,10 +127,8 @@ def _exclusive(lock: Path) -> Iterator[None]:
         yield
         return
     with lock.open("a") as fh:
-        try:
+        with suppress(OSError):  # no lock where the file system has none
             fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed, or its process ends
-        except OSError:
-            pass
         yield
 
 

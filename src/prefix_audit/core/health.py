@@ -138,17 +138,18 @@ def ordered_codes(codes: Iterable[str]) -> list[str]:
     return sorted(set(codes), key=CODE_ORDER.__getitem__)
 
 
-FINDINGS_SCHEMA = pa.schema([
+FINDINGS_SCHEMA = pa.schema((
     pa.field("dataset", pa.string(), nullable=False),
     pa.field("release", pa.string(), nullable=False),  # the data release the task was audited on
     pa.field("task_id", pa.string(), nullable=False),  # the id the benchmark uses
     pa.field("code", pa.string(), nullable=False),
-    pa.field("kind", pa.string(), nullable=False),  # the intent, of KINDS: defect | design | definition | caution | note
+    # the intent, of KINDS: defect | design | definition | caution | note
+    pa.field("kind", pa.string(), nullable=False),
     pa.field("effect", pa.string(), nullable=False),  # of EFFECTS: scored | fed | seen | unseen | none
     pa.field("evidence", pa.string(), nullable=False),
-])
+))
 
-TASKS_SCHEMA = pa.schema([
+TASKS_SCHEMA = pa.schema((
     pa.field("dataset", pa.string(), nullable=False),
     pa.field("release", pa.string(), nullable=False),
     pa.field("task_id", pa.string(), nullable=False),
@@ -157,7 +158,7 @@ TASKS_SCHEMA = pa.schema([
     pa.field("defects", pa.list_(pa.string()), nullable=False),  # the codes of its defect findings (unsound: any)
     pa.field("findings", pa.int32(), nullable=False),
     pa.field("error", pa.string()),  # why the task's check could not run; null when it ran
-])
+))
 
 # Beside the per-dataset health folders of an audit (``health/unaudited.json``): the scored tasks whose health
 # was not audited, each group with why — a JSON list of ``{"dataset", "release" (null: none), "reason",

@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote, unquote
 
 import polars as pl
@@ -60,7 +61,7 @@ def files_sha256(files: Iterable[tuple[str, str | os.PathLike[str]]]) -> str:
     return digest.hexdigest()
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
     """Have ``write`` fill a temporary file beside ``path``, then rename it into place.
 
     The temporary name carries the pid (not ``mkstemp``, whose 0600 mode would leak into the
@@ -137,7 +138,10 @@ def _left_by_us_or_the_dead(path: Path) -> bool:
     return not pid.isdigit() or int(pid) == os.getpid() or not _running(int(pid))
 
 
-def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
+PathT = TypeVar("PathT", bound=str | os.PathLike[str])  # a mapping's keys: one kind of path, whichever
+
+
+def commit_files(contents: Mapping[PathT, bytes | Path], *,
                  root: str | os.PathLike[str] | None = None,
                  remove: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
     """Replace a set of files together, and delete ``remove``, as one step.
@@ -160,7 +164,7 @@ def commit_files(contents: Mapping[str | os.PathLike[str], bytes | Path], *,
         parent.mkdir(parents=True, exist_ok=True)
         _clean(parent)
     moves: list[list[str]] = []
-    for path, data in zip(paths, contents.values()):
+    for path, data in zip(paths, contents.values(), strict=True):
         if isinstance(data, Path):
             source = data
         else:
@@ -235,7 +239,7 @@ def read_parquet(path: str | os.PathLike[str]) -> pl.DataFrame:
     when it is missing or not a Parquet file."""
     recover_around(path)
     try:
-        return pl.read_parquet(path)
+        return pl.read_parquet(Path(path))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
     except (pl.exceptions.PolarsError, OSError) as exc:

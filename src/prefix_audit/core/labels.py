@@ -27,9 +27,9 @@ with its place and reason, and the other entries go on.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .decode import (
@@ -162,14 +162,11 @@ def _our_label(obj: Any, where: str) -> StepLabel:
     places = [k for k in ("message", "action", "turn") if obj.get(k) is not None]
     if places not in (["message"], ["action"], ["turn"]) or (places == ["turn"]) != (obj.get("step") is not None):
         raise LabelError(f"{where} must name its step one way: 'message', 'action', or 'turn' with 'step'")
-    place: dict[str, int] = {}
-    if places == ["message"]:
-        place["message"] = _whole(obj["message"], f"{where}.message")
-    elif places == ["action"]:
-        place["action"] = _whole(obj["action"], f"{where}.action", 1)
-    else:
-        place = {"turn": _whole(obj["turn"], f"{where}.turn"), "step": _whole(obj["step"], f"{where}.step")}
-    return StepLabel(verdict, **place, category=_text(obj.get("category"), f"{where}.category"),
+    message = _whole(obj["message"], f"{where}.message") if places == ["message"] else None
+    action = _whole(obj["action"], f"{where}.action", 1) if places == ["action"] else None
+    turn, step = (_whole(obj["turn"], f"{where}.turn"), _whole(obj["step"], f"{where}.step")) \
+        if places == ["turn"] else (None, None)
+    return StepLabel(verdict, message, action, turn, step, category=_text(obj.get("category"), f"{where}.category"),
                      blamed=_text(obj.get("blamed"), f"{where}.blamed"), note=_text(obj.get("note"), f"{where}.note"))
 
 
@@ -254,11 +251,11 @@ def _entries(path: str) -> Iterator[tuple[str, Any] | LabelProblem]:
             yield f"{path}:{item.line}", ("lines", item.value)
 
 
-def read_labels(path: str | Path) -> LabelsFile:
+def read_labels(path: str | os.PathLike[str]) -> LabelsFile:
     """Every labelled entry of the file, and every entry or step that could not be read.
 
     Raises :class:`DecodeError` only where the file as a whole cannot be read (missing, not JSON)."""
-    path = str(path)
+    path = os.fspath(path)
     out = LabelsFile(path, [], [])
     try:
         items = list(_entries(path))

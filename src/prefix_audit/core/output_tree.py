@@ -34,7 +34,7 @@ import os
 import shutil
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -164,7 +164,8 @@ def _others(out: Path, previous: dict[str, str], files: dict[str, str], owned: t
     """The files of ``out`` that neither its previous listing nor the new tree names: those carried over,
     and those the command owns (``owned``), which are not. Leftovers of crashed writers (staged files,
     journals, staging folders) are neither."""
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for root, folders, names in os.walk(out):
         folders[:] = sorted(f for f in folders if not f.endswith(_STAGING))
         for name in sorted(names):
@@ -282,10 +283,8 @@ def locked_folder(folder: Path) -> Iterator[None]:
     — take turns; where the file system has no locks, none."""
     fd = os.open(folder, os.O_RDONLY)
     try:
-        try:
+        with suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass
         yield
     finally:
         os.close(fd)  # closing releases the lock

@@ -74,7 +74,7 @@ def _entries_text(entries: list[tuple[str, str]], more: bool) -> str:
         if len(ids) > 1 or more:
             kind = kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
         return f"{kind} {', '.join(ids)}{tail}"
-    return ", ".join(f"{kind} {ident}" for (kind, _), ident in zip(entries, ids)) + tail
+    return ", ".join(f"{kind} {ident}" for (kind, _), ident in zip(entries, ids, strict=True)) + tail
 
 
 def tally(bad: Iterable[BadLine]) -> QuarantineTally:

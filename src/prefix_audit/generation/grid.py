@@ -89,30 +89,33 @@ def _blocks(config: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
         return grid
     models = config["models"]
     common = {k: agents[k] for k in ("seed", "max_steps", "max_candidates", "episodes_in_flight") if k in agents}
-
-    def agent_block(model: str, method: str, verifier: str = "model") -> dict[str, Any]:
-        if model not in models:
-            raise ValueError(f"agents: model {model!r} is not defined under models")
-        settings = {"kind": "agent", "method": method, **common, "backend": dict(models[model])}
-        if method == "dual_loop":
-            if verifier in ("accept", "replay", "model", model):
-                settings["verifier"] = "model" if verifier == model else verifier
-            elif verifier in models:
-                settings["verifier"] = "model"
-                settings["verifier_backend"] = {"model": verifier, "backend": dict(models[verifier])}
-            else:
-                raise ValueError(f"agents: verifier {verifier!r} is neither accept, replay nor a model")
-        return settings
-
     for model in agents["models"]:
         for method in agents["methods"]:
             if method not in METHODS:
                 raise ValueError(f"agents: unknown method {method!r} (known: {', '.join(METHODS)})")
-            grid[(model, method)] = agent_block(model, method)
+            grid[(model, method)] = _agent_block(models, common, model, method)
     for model in condition_models(config):
         for name, condition in sorted(agents["verifier_conditions"].get("conditions", {}).items()):
-            grid[(model, condition_method(name))] = agent_block(model, "dual_loop", condition["verifier"])
+            grid[(model, condition_method(name))] = _agent_block(models, common, model, "dual_loop",
+                                                                 condition["verifier"])
     return grid
+
+
+def _agent_block(models: Mapping[str, Any], common: Mapping[str, Any], model: str, method: str,
+                 verifier: str = "model") -> dict[str, Any]:
+    """The settings of one agent block (``common``: those of every agent block)."""
+    if model not in models:
+        raise ValueError(f"agents: model {model!r} is not defined under models")
+    settings = {"kind": "agent", "method": method, **common, "backend": dict(models[model])}
+    if method == "dual_loop":
+        if verifier in ("accept", "replay", "model", model):
+            settings["verifier"] = "model" if verifier == model else verifier
+        elif verifier in models:
+            settings["verifier"] = "model"
+            settings["verifier_backend"] = {"model": verifier, "backend": dict(models[verifier])}
+        else:
+            raise ValueError(f"agents: verifier {verifier!r} is neither accept, replay nor a model")
+    return settings
 
 
 def condition_models(config: Mapping[str, Any]) -> list[str]:

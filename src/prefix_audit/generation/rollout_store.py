@@ -16,11 +16,14 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from tqdm import tqdm
 
 from prefix_audit.core.io import atomic_write_text
 from prefix_audit.core.records import Rollout, dumps
+
+Spec = TypeVar("Spec")  # what a planned rollout is produced from
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +79,8 @@ class RolloutStore:
         return len(order)
 
 
-async def store_all(output: str | Path, planned: Sequence[tuple[str, object]],
-                    produce: Callable[[object], Awaitable[Rollout | None]], *, concurrency: int = 1,
+async def store_all(output: str | Path, planned: Sequence[tuple[str, Spec]],
+                    produce: Callable[[Spec], Awaitable[Rollout | None]], *, concurrency: int = 1,
                     label: str = "rollouts") -> int:
     """Produce every planned rollout not stored yet, then write the output in plan order.
 
@@ -94,7 +97,7 @@ async def store_all(output: str | Path, planned: Sequence[tuple[str, object]],
     with tqdm(total=len(planned), initial=resumed, desc=label, unit="rollout", file=sys.stderr, ncols=100,
               mininterval=2.0, ascii=True) as bar:
 
-        async def one(rollout_id: str, spec: object) -> None:
+        async def one(rollout_id: str, spec: Spec) -> None:
             async with gate:
                 rollout = await produce(spec)
             if rollout is None:

@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,7 @@ class _AgentBlock:
                  user_simulator: Mapping[str, Any] | None = None, gates: EndpointGates | None = None) -> None:
         assert settings.method is not None and settings.backend is not None
         self.bench, self.model, self.method, self.settings = bench, model, method, settings
-        self.spec = settings.method
+        self.spec, self.backend = settings.method, settings.backend
         gates = gates or EndpointGates()
         in_flight = settings.episodes_in_flight
         self.executor = real_backend(settings.backend, cache_dir, gates, in_flight)
@@ -98,11 +98,11 @@ class _AgentBlock:
         again = f":trial{trial}" if trial else ""
         episode_seed = f"{settings.seed}:{dataset}:{task_id}:{self.model}:{self.method}{again}"
         plan_seed = f"{settings.seed}:{dataset}:{task_id}:{self.model}{again}"
-        executor = (self._trial_of(self.executor, settings.backend, trial)
-                    or simulated_episode_backend(self.bench, task_id, self.model, settings.backend, episode_seed,
+        executor = (self._trial_of(self.executor, self.backend, trial)
+                    or simulated_episode_backend(self.bench, task_id, self.model, self.backend, episode_seed,
                                                  plan_seed))
         verifier = None
-        if settings.verifier_backend is not None:
+        if settings.verifier_backend is not None and settings.verifier_model is not None:  # (set together)
             name = settings.verifier_model
             verifier = self._trial_of(self.verifier, settings.verifier_backend, trial) or simulated_episode_backend(
                 self.bench, task_id, name, settings.verifier_backend, f"{episode_seed}:verifier:{name}",
@@ -177,12 +177,13 @@ def generate_rollouts(dataset: str, tasks_file: str | Path, model: str, method: 
         if block.kind != "agent":
             async def produce_static(spec: tuple[str, int]) -> Rollout | None:
                 task_id, _ = spec
-                return _static(bench, block, model, method, task_id, trial_rollout_id(dataset, model, method, task_id, 0))
+                return _static(bench, block, model, method, task_id,
+                               trial_rollout_id(dataset, model, method, task_id, 0))
 
             return await store_all(out, planned, produce_static, label=label)
         agents = _AgentBlock(bench, model, method, block, cache_dir or Path(out).parent / "model-cache",
                              benchmark.get("user_simulator"), EndpointGates(dict(endpoint_slots or {})))
-        def produce_episode(spec: tuple[str, int]):
+        def produce_episode(spec: tuple[str, int]) -> Awaitable[Rollout]:
             task_id, trial = spec
             return agents.episode(task_id, trial, trial_rollout_id(dataset, model, method, task_id, trial))
 

@@ -103,7 +103,8 @@ class BlockSettings:
         real = any(b is not None and not b.simulated for b in (backend, verifier_backend))
         in_flight = settings.get("episodes_in_flight", REAL_EPISODES_IN_FLIGHT if real else EPISODES_IN_FLIGHT)
         return cls(kind, seed, method=spec, episodes_in_flight=int(in_flight),
-                   trials=int(settings.get("trials", 1)), backend=backend, verifier_model=verifier["model"] if verifier else None, verifier_backend=verifier_backend)
+                   trials=int(settings.get("trials", 1)), backend=backend,
+                   verifier_model=verifier["model"] if verifier else None, verifier_backend=verifier_backend)
 
     def backends(self) -> tuple[BackendSettings, ...]:
         return tuple(b for b in (self.backend, self.verifier_backend) if b is not None)

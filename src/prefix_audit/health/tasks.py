@@ -24,8 +24,16 @@ import polars as pl
 import pyarrow as pa
 
 from prefix_audit.core.fetch import FetchError
-from prefix_audit.core.health import (CODES, FINDINGS_SCHEMA, TASKS_SCHEMA, UNAUDITED_FILE, Finding, defect_codes,
-                                      is_sound, ordered_codes)
+from prefix_audit.core.health import (
+    CODES,
+    FINDINGS_SCHEMA,
+    TASKS_SCHEMA,
+    UNAUDITED_FILE,
+    Finding,
+    defect_codes,
+    is_sound,
+    ordered_codes,
+)
 from prefix_audit.core.io import commit_files, natural_key, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
 from prefix_audit.replay import registry
@@ -97,7 +105,8 @@ class HealthReport:
 
 def _code_count(results: Sequence[TaskResult], code: str) -> str:
     """``"gold_fails 18 (defect 1, design 17)"``: the tasks with the code, and per kind where it has several."""
-    kinds = {k: sum(any(f.code == code and f.kind == k for f in r.findings) for r in results) for k in CODES[code].kinds}
+    kinds = {k: sum(any(f.code == code and f.kind == k for f in r.findings) for r in results)
+             for k in CODES[code].kinds}
     tasks = sum(any(f.code == code for f in r.findings) for r in results)
     if not tasks:
         return ""
@@ -230,7 +239,8 @@ def summary(report: HealthReport) -> dict:
         code["findings"] += 1
         by = code["by"].setdefault(f"{row['kind']} {row['effect']}", {"tasks": 0, "findings": 0})
         by["findings"] += 1
-        seen = tasks_by.setdefault((row["dataset"], row["release"], row["code"], f"{row['kind']} {row['effect']}"), set())
+        key = (row["dataset"], row["release"], row["code"], f"{row['kind']} {row['effect']}")
+        seen = tasks_by.setdefault(key, set())
         if row["task_id"] not in seen:
             seen.add(row["task_id"])
             by["tasks"] += 1

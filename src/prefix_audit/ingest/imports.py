@@ -85,8 +85,8 @@ class RecordTally:
         acted = rollout.infra_error is None
         self.entries += sign
         self.verdicts += sign * (rollout.recorded.y is not None)
-        self.results += sign * (sum(r is not None for turn in rollout.turns for step in turn for r in step.results or ())
-                                + party_results(rollout))
+        own_results = sum(r is not None for turn in rollout.turns for step in turn for r in step.results or ())
+        self.results += sign * (own_results + party_results(rollout))
         self.call_steps += sign * steps
         self.undecoded += sign * undecoded
         self.undecoded_confirmed += sign * rollout.recorded.undecoded_confirmed
@@ -244,7 +244,7 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
     for log_source in expansion.logs:
         path = log_source.path
         items: list[Located | BadLine] = []
-        named = _as_read
+        named: Callable[[Item], Item] = _as_read
         opened = None
         try:
             with _readable(path) as opened:
@@ -265,6 +265,7 @@ def read_logs(paths: Sequence[str | Path], open_dataset: Callable[[str], Benchma
             report.logs.setdefault(str(path), log_source.format or "unrecognised")
             rest = f" after its first {len(items)} entries" if items else ""
             bad = named(BadLine(str(path), 0, f"unusable log{rest}: {exc}", cause=f"unusable log: {exc}"))
+            assert isinstance(bad, BadLine)  # naming keeps an item's kind
             # the summaries name the log by its file name (the site holds no absolute path)
             items.append(dataclasses.replace(bad, cause=str(bad.cause).replace(str(path), path.name)))
             if isinstance(exc, CutOffError):  # refused whole, or (an importer's own read) after some entries
@@ -367,7 +368,7 @@ def _renamed(item: Item, folder: str, archive: str) -> Item:
             return {swap(k): swap(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return type(value)(swap(v) for v in value)
-        if dataclasses.is_dataclass(value):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return dataclasses.replace(value, **{f.name: swap(getattr(value, f.name)) for f in fields(value)})
         return value
 
@@ -381,9 +382,13 @@ def _renamed(item: Item, folder: str, archive: str) -> Item:
 
 def write_records(items: Iterable[Located | BadLine], rollouts: str | Path, quarantine: str | Path) -> tuple[int, int]:
     """Write the rollouts of ``items`` (JSON Lines) and their quarantine records; (rollouts, bad)."""
-    good, bad = [], []
+    good: list[Located] = []
+    bad: list[BadLine] = []
     for item in items:
-        (bad if isinstance(item, BadLine) else good).append(item)
+        if isinstance(item, BadLine):
+            bad.append(item)
+        else:
+            good.append(item)
     # Both files of one import are replaced together (or beside each other's new version only).
     commit_files({rollouts: "".join(dumps(item.rollout) + "\n" for item in good).encode("utf-8"),
                   quarantine: _quarantine_text(bad).encode("utf-8")})

@@ -246,7 +246,7 @@ def _json_samples(api: Any, path: Path) -> Iterator[tuple[tuple[str, int] | None
         except Exception as exc:  # a truncated or broken file: what it gave counts, the rest is missing
             yield None, InspectLogError(f"the samples stop reading: {_message_of(exc)}")
             return
-        key = (str(obj.get("id")), obj.get("epoch") if isinstance(obj.get("epoch"), int) else 0)
+        key = (str(obj.get("id")), epoch if isinstance(epoch := obj.get("epoch"), int) else 0)
         try:
             yield key, _sample_of(api, obj)
         except Exception as exc:
@@ -304,8 +304,8 @@ def _read_log(request: ImportRequest, path: Path) -> Iterator[Located | BadLine]
             yield Located(where, line, read(_plain(sample, where, task, model, line), request), named_by)
         except RECORD_SHAPE_ERRORS as exc:
             why = shape_reason(exc)
-            yield BadLine(where, line, f"unusable {label} ({task}): {why}", cause=f"unusable Inspect sample ({task}): {why}",
-                          entry=entry)
+            yield BadLine(where, line, f"unusable {label} ({task}): {why}",
+                          cause=f"unusable Inspect sample ({task}): {why}", entry=entry)
     why = stopped or f"the log (status {header.status}) does not hold it"
     for key in wanted:
         if key not in seen:

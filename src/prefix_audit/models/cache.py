@@ -82,6 +82,7 @@ class CachedResponse:
     @classmethod
     def of(cls, response: ModelResponse) -> CachedResponse:
         u = response.usage
+        assert u.latency_s is not None, "a response the model sent has its latency (only logs may lack one)"
         return cls(response.text, response.tool_calls, response.finish_reason, u.input_tokens, u.output_tokens,
                    u.reasoning_tokens, u.latency_s, response.sent_params, u.retries, u.wall_s, u.estimated)
 

@@ -17,8 +17,9 @@ import ast
 import hashlib
 import importlib.util
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
+from typing import TypeGuard
 
 from prefix_audit.replay import registry
 
@@ -26,7 +27,7 @@ PACKAGE = __name__.split(".")[0]
 REGISTRY = registry.__name__
 
 
-@lru_cache(maxsize=None)
+@cache
 def _root(top: str) -> Path | None:
     """The source directory (package) or file (module) of a top-level module; None when it is not
     importable from source."""
@@ -37,7 +38,7 @@ def _root(top: str) -> Path | None:
     return origin.parent if spec.submodule_search_locations is not None else origin
 
 
-@lru_cache(maxsize=None)
+@cache
 def source_file(module: str) -> Path | None:
     """The source file of ``module`` (a package's ``__init__.py``), or None when it has none."""
     top, *rest = module.split(".")
@@ -53,7 +54,7 @@ def source_file(module: str) -> Path | None:
     return None
 
 
-def _type_checking_block(node: ast.AST) -> bool:
+def _type_checking_block(node: ast.AST) -> TypeGuard[ast.If]:
     test = getattr(node, "test", None) if isinstance(node, ast.If) else None
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
@@ -65,7 +66,7 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterable[str]:
     while stack:
         node = stack.pop()
         if _type_checking_block(node):
-            stack.extend(node.orelse)  # type: ignore[attr-defined]
+            stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
@@ -88,7 +89,7 @@ def _with_parents(module: str) -> list[str]:
     return [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _imported_by(module: str) -> tuple[str, ...]:
     """What a module's source imports (each source is parsed once per process)."""
     path = source_file(module)
@@ -135,7 +136,7 @@ def code_fingerprint(script: str | Path, datasets: Sequence[str] | None = None) 
     return _fingerprint(str(script), None if datasets is None else tuple(datasets))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fingerprint(script: str, datasets: tuple[str, ...] | None) -> str:
     digest = hashlib.sha256()
     for module in stage_modules(script, datasets):
@@ -143,7 +144,7 @@ def _fingerprint(script: str, datasets: tuple[str, ...] | None) -> str:
     return digest.hexdigest()[:16]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _source_digest(module: str) -> bytes:
     path = source_file(module)
     assert path is not None

@@ -199,14 +199,14 @@ def bind_arguments(spec: ToolSpec, call: ToolCall) -> tuple[dict[str, Any], list
         failures.append(Failure("schema", "too_many_positional",
                                 f"{spec.name} takes {len(spec.positional_order)} positional arguments, "
                                 f"got {len(call.args)}"))
-    bound = dict(zip(spec.positional_order, call.args))
+    bound = dict(zip(spec.positional_order, call.args, strict=False))
     for key, value in call.kwargs.items():
         if key in bound:
             failures.append(Failure("schema", "duplicate_argument", f"{spec.name}: multiple values for '{key}'"))
         bound[key] = value
     validator = _validator_for(_schema_key(spec))
     for err in sorted(validator.iter_errors(bound), key=lambda e: (list(e.absolute_path), e.message)):
-        code = _SCHEMA_CODES.get(err.validator, "argument_type" if err.validator == "type" else "argument_value")
+        code = _SCHEMA_CODES.get(str(err.validator), "argument_type" if err.validator == "type" else "argument_value")
         where = ".".join(map(str, err.absolute_path))
         failures.append(Failure("schema", code, f"{spec.name}{'.' + where if where else ''}: {err.message}"))
     for param, check in spec.validators.items():
@@ -284,21 +284,22 @@ class _Replay:
         if self.agent_fed is not None:
             outcome = self._run(action, call) if call.well_formed else None
             known = self.session.known_tool(call.name) if call.name else None
-            self.verdicts.append(replace(_verdict(action, None, (), outcome), read_only=known is not None and known.read_only,
-                                         known_tool=known is not None))
+            self.verdicts.append(replace(_verdict(action, None, (), outcome),
+                                         read_only=known is not None and known.read_only, known_tool=known is not None))
             return
         failures: list[Failure] = []
-        outcome: Outcome | None = None
+        outcome = None
         bound: dict[str, Any] = {}
         spec: ToolSpec | None = None
         given_as: list[str] = []
-        if not call.well_formed:
+        if not call.well_formed or call.name is None:  # (a well-formed call has a name)
             failures.append(Failure("schema", "unparseable_call", call.parse_error or "no tool name"))
         else:
             spec = self.session.exposed_tools().get(call.name)
             if spec is None:
                 known = self.session.known_tool(call.name)
-                code, why = ("tool_not_exposed", "is not exposed in this turn") if known else ("unknown_tool", "is not a tool of this task")
+                code, why = ("tool_not_exposed", "is not exposed in this turn") if known \
+                    else ("unknown_tool", "is not a tool of this task")
                 failures.append(Failure("schema", code, f"{call.name} {why}"))
                 spec = known
             if spec is not None:
@@ -306,7 +307,7 @@ class _Replay:
                 failures += schema
                 failures += dependency_failures(spec, bound, self.avail, self.session, given_as)
             schema_ok = not any(f.category == "schema" for f in failures)
-            if schema_ok:  # state predicates apply to well-formed calls only
+            if schema_ok and spec is not None:  # state predicates apply to well-formed calls only (of a known tool)
                 failures += [Failure("precondition", "precondition", p)
                              for p in self.session.preconditions(spec, bound)]
             failures += information_failures(call.name, argument_values(call), self.avail, given_as)
@@ -448,19 +449,20 @@ def gold_failures(gold: EpisodeResult, benchmark: Benchmark | None = None) -> tu
             continue
         where = f"turn {v.action.turn + 1}, action {v.action.index}: {call.render()}"
         if v.accepted is False:
-            later = next((w for w in gold.verdicts[i + 1:] if w.action.call is not None and w.accepted), None)
-            same = next((w for w in gold.verdicts[i + 1:]
-                         if w.action.call is not None and w.accepted and w.action.call.name == call.name), None)
+            # the later accepted calls, each with its action's index
+            accepted = [(w.action.index, w.action.call) for w in gold.verdicts[i + 1:]
+                        if w.action.call is not None and w.accepted]
+            later = next(iter(accepted), None)
+            same = next(((index, c) for index, c in accepted if c.name == call.name), None)
             if not v.known_tool:
                 intent, why = DEFECT, (f"the gold calls {call.name}, a tool this environment does not have: the task's "
                                        f"data and the benchmark's code disagree on the tool list")
             elif same is not None and not v.read_only:
                 intent, why = DESIGN, (f"superseded: the gold makes the call again, accepted, at action "
-                                       f"{same.action.index}: {same.action.call.render()}")
+                                       f"{same[0]}: {same[1].render()}")
             elif later is not None:
                 kind = "a look-up the scenario's information fails" if v.read_only else "a failed attempt"
-                intent, why = DESIGN, f"{kind}; the gold recovers with action {later.action.index}: " \
-                                      f"{later.action.call.render()}"
+                intent, why = DESIGN, f"{kind}; the gold recovers with action {later[0]}: {later[1].render()}"
             elif v.read_only:
                 intent, why = DESIGN, "a look-up that names nothing changes no state; the gold ends on the answer"
             else:
@@ -491,7 +493,7 @@ def _gold_failures_of(benchmark: Benchmark, rollout: Rollout) -> Callable[[], tu
         if key not in cache:
             try:
                 gold = benchmark.gold_rollout(rollout)
-                cache[key] = gold_failures(replay(gold, benchmark, with_gold=False), benchmark) if gold is not None else ()
+                cache[key] = () if gold is None else gold_failures(replay(gold, benchmark, with_gold=False), benchmark)
             except Exception:  # noqa: BLE001 -- a gold that cannot be replayed is no comparison
                 cache[key] = ()  # and the failure stays the agent's
         return cache[key]

@@ -14,7 +14,7 @@ from prefix_audit.core.io import write_parquet
 
 log = logging.getLogger(__name__)
 
-EPISODE_SCHEMA = pa.schema([
+EPISODE_SCHEMA = pa.schema((
     pa.field("dataset", pa.string(), nullable=False),
     pa.field("model", pa.string(), nullable=False),
     pa.field("method", pa.string(), nullable=False),
@@ -87,9 +87,9 @@ EPISODE_SCHEMA = pa.schema([
                                                 pa.field("step", pa.int32(), nullable=False),
                                                 pa.field("text", pa.string(), nullable=False)])),
              nullable=False),
-])
+))
 
-ACTION_SCHEMA = pa.schema([
+ACTION_SCHEMA = pa.schema((
     pa.field("dataset", pa.string(), nullable=False),
     pa.field("model", pa.string(), nullable=False),
     pa.field("method", pa.string(), nullable=False),
@@ -120,7 +120,7 @@ ACTION_SCHEMA = pa.schema([
     pa.field("recorded_error", pa.bool_()),
     pa.field("record_match", pa.string()),  # same | same_verdict | differs | not_replayed | not_executed
     pa.field("replayed_result", pa.string()),  # the benchmark's own text of the replayed outcome, where it diverged
-])
+))
 
 
 HEALTH_KEYS = ["dataset", "release", "task_id"]
@@ -134,7 +134,8 @@ def with_task_health(episodes: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFram
                             pl.col("defects").alias("_defects")).unique(HEALTH_KEYS, keep="first", maintain_order=True)
     joined = episodes.join(verdicts, on=HEALTH_KEYS, how="left", nulls_equal=False, maintain_order="left")
     empty = pl.lit([], pl.List(pl.Utf8))
-    return joined.with_columns(pl.col("_sound").alias("task_sound"), pl.col("_codes").fill_null(empty).alias("task_health"),
+    return joined.with_columns(pl.col("_sound").alias("task_sound"),
+                               pl.col("_codes").fill_null(empty).alias("task_health"),
                                pl.col("_defects").fill_null(empty).alias("task_defects")) \
         .drop("_sound", "_codes", "_defects")
 

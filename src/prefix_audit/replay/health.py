@@ -146,7 +146,8 @@ def probe_findings(probe: HealthProbe) -> list[Finding]:
     idle = _still_passes(probe, probe.idle())
     if idle is not None:
         if required:
-            skipped = "; ".join(t.label for t in required[:3]) + (f"; and {len(required) - 3} more" if len(required) > 3 else "")
+            more = f"; and {len(required) - 3} more" if len(required) > 3 else ""
+            skipped = "; ".join(t.label for t in required[:3]) + more
             found.append(Finding("passes_doing_nothing", f"{idle} — a defect: the gold makes writes or hand-offs the "
                                                          f"idle agent skips ({skipped})", kind=DEFECT))
         else:

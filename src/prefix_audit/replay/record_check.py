@@ -238,7 +238,7 @@ def _divergence(ep: EpisodeResult, statuses: dict[int, str], party: tuple[str | 
     for t, s, result in unmatched_results(ep.rollout)[:1]:
         return (f"turn {t}, step {s}: the log ran a call this reading of the step did not find "
                 f"(recorded result {_excerpt(result.content)})")
-    for k, (call, status) in enumerate(zip(ep.party_calls, party)):
+    for k, (call, status) in enumerate(zip(ep.party_calls, party, strict=True)):
         if status in DIVERGED:
             assert call.recorded is not None
             kind = "ok/error verdict agrees, content differs" if status == SAME_VERDICT else "ok/error verdict differs"

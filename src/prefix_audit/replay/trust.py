@@ -213,7 +213,7 @@ def block_trust(episodes: pl.DataFrame) -> list[BlockTrust]:
         return []  # an episodes table of an older version: nothing recorded to compare
     carrying = episodes.filter(pl.col("call_steps").is_not_null())
     parts = carrying.partition_by(list(BLOCK_KEYS), as_dict=True, maintain_order=True)
-    return [_block(key, rows) for key, rows in sorted(parts.items())]  # type: ignore[arg-type]
+    return [_block(key, rows) for key, rows in sorted(parts.items())]
 
 
 def worst(blocks: Sequence[BlockTrust], min_agreement: float = DEFAULT_MIN_AGREEMENT) -> int:

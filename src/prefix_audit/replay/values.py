@@ -71,10 +71,10 @@ NUMBER_IN_WORDS = "a number in words"
 LABEL_WINDOW = 4  # words between a label word and its number
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
-_NUMBER_WORDS = {n: w for n, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())} | {10 * t: w for t, w in enumerate(
-    "twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_NUMBER_WORDS = dict(enumerate(_UNITS)) | {10 * t: w for t, w in enumerate(_TENS, start=2)}
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _WORD = re.compile(r"[^\W_]+")
 

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -100,7 +100,7 @@ def block_summary(block: Block) -> dict[str, Any]:
     known = ep["Y"].drop_nulls()
     row: dict[str, Any] = {
         "N": size, "rollouts": ep.height, "infra": ep.height - prefix.height, "quarantined": block.quarantined,
-        "final_success": estimate_text(float(known.mean()) if known.len() else None),
+        "final_success": estimate_text(cast(float, known.mean()) if known.len() else None),
         "final_success_n": known.len(),
         "categories": {c: int((prefix["category"] == c).sum()) for c in CATEGORIES},
         "origins": " · ".join(str(int((prefix["origin"] == o).sum())) for o in ORIGINS)
@@ -189,6 +189,11 @@ class RolloutsJob:
     unaudited: Mapping[str, str]
 
 
+def _filtered(frame: pl.DataFrame | None, predicate: pl.Expr) -> pl.DataFrame | None:
+    """The rows of ``frame`` (where there is one) that ``predicate`` keeps."""
+    return None if frame is None else frame.filter(predicate)
+
+
 def block_jobs(block: Block, stats: pl.DataFrame | None, has_health: bool,
                unaudited: Mapping[str, str]) -> list[BlockJob | RolloutsJob]:
     """The jobs of one block: its own pages, then its rollout pages in batches of :data:`ROLLOUTS_PER_BATCH`."""
@@ -202,11 +207,10 @@ def block_jobs(block: Block, stats: pl.DataFrame | None, has_health: bool,
     for start in range(0, block.episodes.height, ROLLOUTS_PER_BATCH):
         episodes = block.episodes.slice(start, ROLLOUTS_PER_BATCH)
         ids = episodes["rollout_id"].to_list()
-
-        def of(frame: pl.DataFrame | None) -> pl.DataFrame | None:
-            return None if frame is None else frame.filter(pl.col("rollout_id").is_in(ids))
-        jobs.append(RolloutsJob(name, has_health, start + 1, episodes, of(block.actions), of(block.labels),
-                                of(block.label_entries), {i: unaudited[i] for i in ids if i in unaudited}))
+        in_batch = pl.col("rollout_id").is_in(ids)
+        jobs.append(RolloutsJob(name, has_health, start + 1, episodes, block.actions.filter(in_batch),
+                                _filtered(block.labels, in_batch), _filtered(block.label_entries, in_batch),
+                                {i: unaudited[i] for i in ids if i in unaudited}))
     return jobs
 
 
@@ -226,19 +230,17 @@ def render_job(into: Path | None, job: BlockJob | RolloutsJob) -> BlockPages | l
     bytes, or — written under the folder ``into`` here, in the worker, so that the pages never travel back —
     its path and size."""
     if isinstance(job, BlockJob):
-        pages = _block_pages(job)
-        pages.files = _delivered(into, pages.files)
-        return pages
+        return _block_pages(job, into)
     by_rollout: dict[str, list[dict[str, Any]]] = {}  # each rollout's actions by depth
     for action in job.actions.sort("rollout_id", "j").iter_rows(named=True):
         by_rollout.setdefault(action["rollout_id"], []).append(action)
     labelled = job.labels.partition_by("rollout_id", as_dict=True) if job.labels is not None else {}
     compared = {r["rollout_id"]: r for r in job.compared.iter_rows(named=True)} if job.compared is not None else {}
-    pages = [RolloutPage(f"{job.name.folder}/r/{n}.html", n, ep, by_rollout.get(ep["rollout_id"], []),
-                         labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"]),
-                         job.unaudited.get(ep["rollout_id"]))
-             for n, ep in enumerate(job.episodes.iter_rows(named=True), start=job.first)]
-    return _delivered(into, render_rollout_pages(job.name, job.has_health, pages))
+    rollout_pages = [RolloutPage(f"{job.name.folder}/r/{n}.html", n, ep, by_rollout.get(ep["rollout_id"], []),
+                                 labelled.get((ep["rollout_id"],)), compared.get(ep["rollout_id"]),
+                                 job.unaudited.get(ep["rollout_id"]))
+                     for n, ep in enumerate(job.episodes.iter_rows(named=True), start=job.first)]
+    return _delivered(into, render_rollout_pages(job.name, job.has_health, rollout_pages))
 
 
 def _delivered(into: Path | None, pages: list[tuple[str, bytes]]) -> list[tuple[str, bytes | int]]:
@@ -251,13 +253,13 @@ def _delivered(into: Path | None, pages: list[tuple[str, bytes]]) -> list[tuple[
     return [(path, len(data)) for path, data in pages]
 
 
-def _block_pages(job: BlockJob) -> BlockPages:
+def _block_pages(job: BlockJob, into: Path | None) -> BlockPages:
     block, stats = job.block, job.stats
     summary = block_summary(block)
     glance = summary["glance"] = _with_table_intervals(block_glance(block.episodes, block.actions, _band(stats)), stats)
     failing = {r["rollout_id"]: r for r in glance.failures.iter_rows(named=True)}
     trust = next(iter(block_trust(block.episodes)), None)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n, ep in enumerate(block.episodes.iter_rows(named=True), start=1):
         rows.append({"ep": ep, "href": f"r/{n}.html", "n": n, "issues": issue_codes(ep["log_issue"]),
                      "health": health_anchor(ep["dataset"], ep["release"], ep["task_id"]),
@@ -268,16 +270,16 @@ def _block_pages(job: BlockJob) -> BlockPages:
     codes = sorted({code for row in rows for code in row["issues"]})
     chunks = [rows[i:i + ROLLOUTS_PER_PAGE] for i in range(0, len(rows), ROLLOUTS_PER_PAGE)] or [[]]
     names = ["index.html", *(f"page-{i}.html" for i in range(2, len(chunks) + 1))]
-    out = BlockPages(summary, trust)
+    files: list[tuple[str, bytes]] = []
     template = environment().get_template("block.html.j2")
     common = {"up": up_to_root(block.folder), "has_health": job.has_health, "block": block, "summary": summary,
               "categories": CATEGORIES, "fed_values": _failing_depths(block.episodes),
               "trust": trust.lines() if trust else None, "issue_codes": codes,
               "comparison": _comparison_view(comparison), "k_max": K_MAX, "where": where_agents_break(glance.failures),
               "tools": [t for t, _ in glance.tools]}
-    for name, chunk in zip(names, chunks):
+    for name, chunk in zip(names, chunks, strict=True):
         html = template.render(rows=chunk, task_ids=list(dict.fromkeys(row["ep"]["task_id"] for row in chunk)),
                                pages=[{"name": other, "current": other == name} for other in names]
                                if len(names) > 1 else [], **common)
-        out.files.append((f"{block.folder}/{name}", html.encode("utf-8")))
-    return out
+        files.append((f"{block.folder}/{name}", html.encode("utf-8")))
+    return BlockPages(summary, trust, _delivered(into, files))

@@ -14,7 +14,7 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import polars as pl
@@ -141,7 +141,7 @@ def pec_plot(series: Sequence[Series], top: int, caption_id: str) -> Markup:
         points = list(enumerate(s.curve.estimate[:top], start=1))
         band = ""
         if s.curve.low is not None and s.curve.high is not None:
-            known = [(k, lo, hi) for k, lo, hi in zip(range(1, top + 1), s.curve.low, s.curve.high)
+            known = [(k, lo, hi) for k, lo, hi in zip(range(1, top + 1), s.curve.low, s.curve.high, strict=False)
                      if not (math.isnan(lo) or math.isnan(hi))]
             if known:
                 outline = [f"{x(k):.1f},{y(hi):.1f}" for k, _, hi in known] + \
@@ -177,8 +177,9 @@ def fed_histogram(episodes: pl.DataFrame) -> Markup | None:
     base, bar_w, gap = height - 12, (width - 14) / (FED_BINS + 2), 1.0
     most = max([full, *(sum(b.values()) for b in bins)]) or 1
     bars = []
-    for i, (label, counts) in enumerate(zip(labels, bins)):
-        top, total = base, sum(counts.values())
+    for i, (label, counts) in enumerate(zip(labels, bins, strict=True)):
+        top: float = base
+        total = sum(counts.values())
         said = ", ".join(f"{c} {n}" for c, n in counts.items() if n)
         bars.append(f'<g><title>{label}: {total} rollouts{" (" + said + ")" if said else ""}</title>')
         for category, n in counts.items():
@@ -195,7 +196,8 @@ def fed_histogram(episodes: pl.DataFrame) -> Markup | None:
     ticks = (f'<text class="tick" x="0" y="{height - 2}">1</text>'
              f'<text class="tick" x="{FED_BINS * bar_w:.1f}" y="{height - 2}">{FED_BINS + 1}+</text>'
              f'<text class="tick" x="{x_full:.1f}" y="{height - 2}">T+1</text>')
-    summary = "; ".join([*(f"{label}: {sum(c.values())}" for label, c in zip(labels, bins) if sum(c.values())),
+    summary = "; ".join([*(f"{label}: {sum(c.values())}"
+                           for label, c in zip(labels, bins, strict=True) if sum(c.values())),
                          f"fully executable: {full}"])
     return Markup(f'<svg class="fed-hist" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
                   f'aria-label="FED distribution: {_attr(summary)}"><line class="axis" x1="0" x2="{width}" '
@@ -232,7 +234,7 @@ def block_glance(episodes: pl.DataFrame, actions: pl.DataFrame, band: Mapping[st
     curve = None
     if prefix.height:
         curve = pec_curve(prefix["FED"].to_list(), prefix["T"].to_list(), prefix["task_id"].to_list(),
-                          int(prefix["T"].max()), **(dict(band) if band else {}))
+                          cast(int, prefix["T"].max()), **(dict(band) if band else {}))
     return BlockGlance(failures, shares(failures, "category", CATEGORIES), shares(failures, "origin", ORIGINS),
                        tool_counts(failures), fed_histogram(episodes), curve)
 
@@ -240,7 +242,8 @@ def block_glance(episodes: pl.DataFrame, actions: pl.DataFrame, band: Mapping[st
 def dataset_tools(glances: Sequence[tuple[Any, BlockGlance]], href_of: Any) -> list[dict[str, Any]]:
     """The tools first failures of a dataset's blocks happen at most: per tool its count, share, the
     category and origin counts, and the blocks it happens in (each a link to those rollouts)."""
-    frames = [g.failures.with_columns(pl.lit(i).alias("block")) for i, (_, g) in enumerate(glances) if g.failures.height]
+    frames = [g.failures.with_columns(pl.lit(i).alias("block"))
+              for i, (_, g) in enumerate(glances) if g.failures.height]
     if not frames:
         return []
     failures = pl.concat(frames)

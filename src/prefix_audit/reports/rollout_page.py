@@ -49,7 +49,9 @@ LANDED_WORDS = {"agent_text": "the agent's text", "user": "the user's message", 
 def _labels_by_place(labels: pl.DataFrame | None) -> tuple[dict[int, list], dict[int, list], list]:
     """A rollout's labels: on each action (by depth), between actions (by how many actions precede
     them), and those that landed on no step."""
-    on, between, unmatched = {}, {}, []
+    on: dict[int, list] = {}
+    between: dict[int, list] = {}
+    unmatched: list = []
     for row in labels.sort("message", "place", nulls_last=True).iter_rows(named=True) if labels is not None else ():
         view = _label_view(row)
         if row["landed"] == "action":
@@ -88,7 +90,7 @@ def rollout_view(ep: Mapping[str, Any], actions: Sequence[Mapping[str, Any]], la
     said: dict[int, list[dict[str, Any]]] = {}  # by turn: the agent's texts and actions, ordered below
     for a in actions:
         predicates = [{"category": c, "code": k, "detail": d} for c, k, d in
-                      zip(a["failure_categories"], a["failure_codes"], a["failure_details"])]
+                      zip(a["failure_categories"], a["failure_codes"], a["failure_details"], strict=True)]
         said.setdefault(a["turn"], []).append({
             "kind": "action", "j": a["j"], "step": a["step"], "terminal": a["terminal"], "tool": a["tool"],
             "message": a["message"], "labels": on.get(a["j"], []), "after": between.get(a["j"], []),
@@ -155,7 +157,7 @@ def _party_calls(entries: object) -> dict[int, list[dict[str, Any]]]:
             call = call_from_json(entry, PARTY_CALLS_KEY).render()
         except RecordError:  # scoring refuses such a rollout; its page shows what is there
             call = str(entry.get("name"))
-        result = entry.get("result") if isinstance(entry.get("result"), dict) else {}
+        result = found if isinstance(found := entry.get("result"), dict) else {}
         out.setdefault(entry["turn"], []).append({"call": clip(call), "recorded": clip(result.get("content")),
                                                   "recorded_error": result.get("error")})
     return out

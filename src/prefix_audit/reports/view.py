@@ -8,14 +8,16 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
   blocks' PEC curves to the longest trajectory with their bands in one plot, the tools first failures
   happen at, and per block N, TER, final success, its FED distribution, its first failures' shares by
   category and by whose error, its commonest failing tools (point estimates from the episodes), each
-  linking to those rollouts; for blocks of imported logs, how far their audits agree with what the logs recorded (:mod:`prefix_audit.replay.trust`);
-  and the entries of the logs the import quarantined (``rollouts/imported/**/*quarantine.jsonl``),
-  one line per cause with its count and first entries (:mod:`prefix_audit.core.quarantine`);
+  linking to those rollouts; for blocks of imported logs, how far their audits agree with what the logs
+  recorded (:mod:`prefix_audit.replay.trust`); and the entries of the logs the import quarantined
+  (``rollouts/imported/**/*quarantine.jsonl``), one line per cause with its count and first entries
+  (:mod:`prefix_audit.core.quarantine`);
 * ``glossary.html`` — every term the pages name (:mod:`prefix_audit.reports.glossary`), which their
   column headers and facts link and show as tooltips;
 * ``tables.html`` — G.1, G.1 per BFCL task category (``stats/categories.parquet``, where present) and
   F.1 with their intervals, each cell linking to its block(s);
-* ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past :data:`~prefix_audit.reports.block_pages.ROLLOUTS_PER_PAGE`) —
+* ``blocks/<scored path>/index.html`` (and ``page-2.html``, … past
+  :data:`~prefix_audit.reports.block_pages.ROLLOUTS_PER_PAGE`) —
   where its agents break (tool × category × whose error, each a filter of the list), the block's rollouts
   with their failing calls, sortable and filterable (task, category, tool, whose error, FED, Y,
   infrastructure failure, task health; kept in the page's address), and the records its scoring
@@ -29,8 +31,8 @@ statistics (``stats/stats.parquet``) add the site's own Tables G.1 and F.1 when 
 
 Everything is rendered by Jinja2 with autoescaping (model output is hostile) and shipped beside the
 pages (``assets/``): no server, no network, works from ``file://``. The blocks' and rollouts' pages are
-rendered by worker processes (:mod:`prefix_audit.reports.block_pages`), this module's own pages meanwhile. The same input gives the same
-bytes — no timestamps, no absolute paths — and the site replaces the previous one whole
+rendered by worker processes (:mod:`prefix_audit.reports.block_pages`), this module's own pages meanwhile. The
+same input gives the same bytes — no timestamps, no absolute paths — and the site replaces the previous one whole
 (:func:`prefix_audit.core.output_tree.replaced_tree`).
 """
 
@@ -47,9 +49,18 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import polars as pl
+from jinja2 import Environment
 
-from prefix_audit.core.health import (CODES, DEFECT, EFFECTS, FINDINGS_SCHEMA, KINDS, TASKS_SCHEMA, UNAUDITED_FILE,
-                                      ordered_codes)
+from prefix_audit.core.health import (
+    CODES,
+    DEFECT,
+    EFFECTS,
+    FINDINGS_SCHEMA,
+    KINDS,
+    TASKS_SCHEMA,
+    UNAUDITED_FILE,
+    ordered_codes,
+)
 from prefix_audit.core.io import natural_key, path_label, read_parquet
 from prefix_audit.core.output_tree import replaced_tree
 from prefix_audit.core.parallel import WorkerPool, default_workers
@@ -65,8 +76,15 @@ from .glance import Series, dataset_tools, pec_plot, series_style
 from .glossary import TERMS
 from .pages import environment, health_anchor, up_to_root
 from .rollout_page import BlockName
-from .tables import (CATEGORY_STATS_SCHEMA, STATS_SCHEMA, display_columns, health_cells, table_f1, table_g1,
-                     table_task_categories)
+from .tables import (
+    CATEGORY_STATS_SCHEMA,
+    STATS_SCHEMA,
+    display_columns,
+    health_cells,
+    table_f1,
+    table_g1,
+    table_task_categories,
+)
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +153,8 @@ def read_blocks(episodes_paths: Sequence[str | os.PathLike[str]], scored_root: s
         parts = episodes.partition_by(list(BLOCK_KEYS), as_dict=True, maintain_order=True)
         for (dataset, model, method), part in sorted(parts.items()):
             # a file holding several blocks (a `score` of mixed records) gives each a folder of its own
-            sub = folder if len(parts) == 1 else f"{folder}/{path_label(dataset)}.{path_label(model)}.{path_label(method)}"
+            sub = folder if len(parts) == 1 else \
+                f"{folder}/{path_label(dataset)}.{path_label(model)}.{path_label(method)}"
             blocks.append(Block(dataset, model, method, sub, natural_order(part),
                                 actions.filter(pl.col("dataset") == dataset, pl.col("model") == model,
                                                pl.col("method") == method),
@@ -302,7 +321,8 @@ def _dataset_sections(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, 
 
 def _unaudited_of(block: Block, why: Any) -> dict[str, str]:
     """Why each rollout of ``block`` whose task has no health has none (``why``: :func:`unaudited_reasons`)."""
-    return {ep["rollout_id"]: why(ep) for ep in block.episodes.filter(pl.col("task_sound").is_null()).iter_rows(named=True)}
+    unaudited = block.episodes.filter(pl.col("task_sound").is_null())
+    return {ep["rollout_id"]: why(ep) for ep in unaudited.iter_rows(named=True)}
 
 
 def _table_links(frame: pl.DataFrame, blocks: Mapping[tuple[str, str, str], Block],
@@ -347,9 +367,10 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
     # G.1 as table_G1.md has it: its unsound-tasks column with their defect codes from the blocks' episodes
     episodes = pl.concat([b.episodes.select(*BLOCK_KEYS, "task_id", "task_sound", "task_defects") for b in blocks]) \
         if blocks else None
-    g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))), K_MAX, health=health_cells(stats, episodes, pools))
-    out = {"g1": {"columns": display_columns(g1), "rows": _table_links(g1, by_key, pools, None)}, "f1": [],
-           "categories": None}
+    g1 = table_g1(stats.filter(~pl.col("dataset").is_in(list(pools))), K_MAX,
+                  health=health_cells(stats, episodes, pools))
+    out: dict[str, Any] = {"g1": {"columns": display_columns(g1), "rows": _table_links(g1, by_key, pools, None)},
+                           "f1": [], "categories": None}
     per_category = stats_path.parent / "categories.parquet"
     if per_category.is_file():
         categories = read_parquet(per_category)
@@ -400,7 +421,8 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
     summaries = []
     summary_of: dict[str, dict[str, Any]] = {}  # by block folder, for the index and the pool pages
     trusts = []  # the blocks of imported logs against their records, for the index
-    jobs = [job for block in blocks for job in block_jobs(block, stats, has_health, _unaudited_of(block, why_unaudited))]
+    jobs = [job for block in blocks
+            for job in block_jobs(block, stats, has_health, _unaudited_of(block, why_unaudited))]
     blocks_of_jobs = iter(blocks)  # a block's own job comes first of its jobs, in block order
 
     def take(done: BlockPages | list[tuple[str, bytes | int]]) -> None:
@@ -425,13 +447,8 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
         first = next(rendered, None)  # the workers are busy from here: this process renders its pages meanwhile
         page("tables.html", "tables.html.j2", tables=tables, notes=report.notes)
         page("glossary.html", "glossary.html.j2", terms=TERMS)
-        if has_health:
-            task_rollouts: dict[tuple[str, str | None, str], list[TaskRollouts]] = {}
-            for block in blocks:
-                name = BlockName(block.dataset, block.model, block.method, block.folder)
-                for key, list_page, hrefs in task_pages(block):
-                    task_rollouts.setdefault(key, []).append(TaskRollouts(name, list_page, hrefs))
-            page("health.html", "health.html.j2", releases=_health_view(*health, task_rollouts), codes=CODES,
+        if health is not None and has_health:
+            page("health.html", "health.html.j2", releases=_health_view(*health, _task_rollouts(blocks)), codes=CODES,
                  kinds=KINDS, effects=EFFECTS, kinds_order=KINDS_ORDER)
         for done in [first] if first is not None else []:
             take(done)
@@ -442,13 +459,26 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
             members = [{"block": link["block"], "summary": summary_of[link["block"].folder], "show_dataset": True}
                        for link in row["links"]]
             page(row["href"], "pool.html.j2", row=row, table=table, blocks=members, categories=CATEGORIES)
-    page("index.html", "index.html.j2", datasets=_dataset_sections(summaries), categories=CATEGORIES, n_blocks=len(blocks),
-         rollouts=sum(b.episodes.height for b in blocks), has_tables=tables is not None, notes=report.notes,
-         trust=trusts, import_quarantine=import_quarantine)
-    for name in _ASSETS:
-        source, _, _ = env.loader.get_source(env, f"assets/{name}")
-        files[f"assets/{name}"] = source.encode("utf-8")
-    return files
+    page("index.html", "index.html.j2", datasets=_dataset_sections(summaries), categories=CATEGORIES,
+         n_blocks=len(blocks), rollouts=sum(b.episodes.height for b in blocks), has_tables=tables is not None,
+         notes=report.notes, trust=trusts, import_quarantine=import_quarantine)
+    return files | _assets(env)
+
+
+def _task_rollouts(blocks: Sequence[Block]) -> dict[tuple[str, str | None, str], list[TaskRollouts]]:
+    """Per task (dataset, release, task id): its rollouts' pages, block by block, for the health page."""
+    out: dict[tuple[str, str | None, str], list[TaskRollouts]] = {}
+    for block in blocks:
+        name = BlockName(block.dataset, block.model, block.method, block.folder)
+        for key, list_page, hrefs in task_pages(block):
+            out.setdefault(key, []).append(TaskRollouts(name, list_page, hrefs))
+    return out
+
+
+def _assets(env: Environment) -> dict[str, bytes]:
+    """The site's static files (styles, scripts), by site-relative path."""
+    assert env.loader is not None, "the site's templates have a loader"
+    return {f"assets/{name}": env.loader.get_source(env, f"assets/{name}")[0].encode("utf-8") for name in _ASSETS}
 
 
 def with_labels(blocks: Sequence[Block], labels_dir: str | os.PathLike[str]) -> list[Block]:

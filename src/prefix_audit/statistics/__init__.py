@@ -7,6 +7,6 @@ vectorised percentile bootstrap), :mod:`.stats` (the long stats table of every b
 step labels) and :mod:`.curves` (a block's whole PEC curve with its band, for the browser).
 
 May import: :mod:`prefix_audit.core` only; it knows no benchmark and no replay. Public:
-:mod:`.stats`, :mod:`.paired`, :mod:`.labels`, :mod:`.curves`, :mod:`.metrics`, :mod:`.intervals`; :mod:`.aggregates` and
-:mod:`.bootstrap` are internal (an import-linter contract keeps them so).
+:mod:`.stats`, :mod:`.paired`, :mod:`.labels`, :mod:`.curves`, :mod:`.metrics`, :mod:`.intervals`;
+:mod:`.aggregates` and :mod:`.bootstrap` are internal (an import-linter contract keeps them so).
 """

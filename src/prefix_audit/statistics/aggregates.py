@@ -101,7 +101,9 @@ def task_aggregates(
     (see :func:`prefix_audit.statistics.metrics.validate_block`).
     """
     def per_task(weights: npt.ArrayLike) -> FloatArray:
-        return np.bincount(codes, weights=np.asarray(weights, dtype=np.float64), minlength=n_tasks)
+        # numpy's stubs type bincount's counts as ints, also where float weights make them floats
+        return np.bincount(codes, weights=np.asarray(weights, dtype=np.float64),  # type: ignore[return-value]
+                           minlength=n_tasks)
 
     prefix = ~np.isnan(T)
     fed0, t1 = np.where(prefix, fed, 0.0), np.where(prefix, T, 1.0)

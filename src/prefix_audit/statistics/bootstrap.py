@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from prefix_audit.statistics.metrics import FloatArray
 
+
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """The matrix products on one BLAS thread each: the statistics' own threads (``workers``) are the

@@ -50,7 +50,7 @@ LANDINGS = ("action", "agent_text", "user", "tool", "system", "other", UNMATCHED
 _LANDED_TEXT = {"action": "on an action", "agent_text": "on the agent's text", "user": "on the user's messages",
                 "tool": "on tool replies", "system": "on the system prompt", UNMATCHED: "unmatched"}
 
-_ENTRY_FIELDS = [
+_ENTRY_FIELDS: list[pa.Field[Any]] = [
     pa.field("dataset", pa.string()), pa.field("model", pa.string()), pa.field("method", pa.string()),
     pa.field("task_id", pa.string()), pa.field("trial", pa.int32()), pa.field("rollout_id", pa.string()),
     pa.field("source", pa.string(), nullable=False),  # labels file:line
@@ -175,12 +175,12 @@ def _comparison(rollout: Rollout, episode: Mapping[str, Any] | None, actions: Se
     """The entry's row beyond its key: FED beside its human failure labels."""
     failures = [(label, landing) for label, landing in placed if label.verdict == "failure"
                 and landing.landed != UNMATCHED]
-    T = episode.get("T") if episode else None
-    fed = episode.get("FED") if episode else None
+    T: int | None = episode.get("T") if episode else None
+    fed: int | None = episode.get("FED") if episode else None
     fired = None if T is None or fed is None else fed <= T
     row: dict[str, Any] = {"labels": len(placed), "failures": len(failures), "T": T, "FED": fed, "fired": fired,
-                           "fed_category": episode.get("category") if fired else None}
-    fed_action = actions[fed - 1] if fired and fed <= len(actions) else None
+                           "fed_category": episode.get("category") if episode and fired else None}
+    fed_action = actions[fed - 1] if fed is not None and fired and fed <= len(actions) else None
     row |= {"fed_message": fed_action.message if fed_action else None,
             "fed_on_failure": any(fed in landing.actions for _, landing in failures) if fired else None}
     if not failures:
@@ -188,7 +188,7 @@ def _comparison(rollout: Rollout, episode: Mapping[str, Any] | None, actions: Se
     label, first = min(failures, key=lambda f: f[1].order())
     row |= {"first_failure": label.place(), "first_failure_landed": first.landed,
             "first_failure_category": label.category, "first_failure_blamed": label.blamed}
-    if fed_action is None:
+    if fed is None or fed_action is None:  # no action failed (fed_action is None whenever fed is)
         return row
     fed_order = Landing("action", (fed,), message=fed_action.message).order()
     row["relation"] = "at" if fed in first.actions else ("before" if fed_order < first.order() else "after")
@@ -244,7 +244,7 @@ def _share(s: int, n: int, confidence: float) -> dict[str, Any]:
             "lo": interval[0] if interval else None, "hi": interval[1] if interval else None}
 
 
-def _quantiles(values: Sequence[float]) -> dict[str, float | None]:
+def _quantiles(values: Sequence[float]) -> dict[str, Any]:
     if not values:
         return dict.fromkeys(("min", "q1", "median", "q3", "max"))
     series = pl.Series(values, dtype=pl.Float64)
@@ -263,11 +263,11 @@ def label_summary(labels: pl.DataFrame, entries: pl.DataFrame, confidence: float
         fired = [r for r in rows if r["fired"]]
         compared = [r for r in fired if r["relation"] is not None]
         relations = Counter(r["relation"] for r in compared)
-        block_labels = labels.filter(pl.all_horizontal(pl.col(k) == v for k, v in zip(BLOCK_KEYS, key)))
+        block_labels = labels.filter(pl.all_horizontal(pl.col(k) == v for k, v in zip(BLOCK_KEYS, key, strict=True)))
         landed = Counter(block_labels.filter(pl.col("verdict") == "failure")["landed"].to_list())
         units = sorted({r["offset_unit"] for r in compared})
         out.append({
-            **dict(zip(BLOCK_KEYS, key)), "labelled": len(rows), "with_failure": len(failed),
+            **dict(zip(BLOCK_KEYS, key, strict=True)), "labelled": len(rows), "with_failure": len(failed),
             "executable": _share(sum(r["fired"] is False for r in failed), len(failed), confidence),
             "fired": _share(len(fired), len(rows), confidence),
             "fired_with_failure": sum(bool(r["failures"]) for r in fired),
@@ -327,7 +327,7 @@ class LabelReport:
 
 def _rollouts(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Rollout]:
     for path in paths:
-        for item in read_rollouts(path):
+        for item in read_rollouts(os.fspath(path)):
             if isinstance(item, Located):
                 yield item.rollout
 
@@ -366,8 +366,8 @@ def write_label_comparison(groups: Sequence[LabelGroup], episodes_path: str | os
     atomic_write_text(out / LABEL_FILES[2], "".join(
         json.dumps({"source": p.source, "reason": p.reason, "excerpt": p.excerpt}, ensure_ascii=False) + "\n"
         for p in problems))
-    frame_labels, frame_entries = pl.from_arrow(label_table), pl.from_arrow(entry_table)
-    report = LabelReport(files, frame_entries.height, frame_entries["rollout_id"].is_not_null().sum(),
+    frame_labels, frame_entries = pl.DataFrame(label_table), pl.DataFrame(entry_table)
+    report = LabelReport(files, frame_entries.height, frame_entries["rollout_id"].count(),
                          frame_labels.height, Counter(frame_labels["landed"].to_list()), len(problems),
                          unmatched_summary(frame_labels, frame_entries))
     for line in report.lines():

@@ -228,18 +228,7 @@ def check_identities(
     out: list[str] = []
     if m.n != fed_a.size:
         out.append(f"N = {m.n} but the block has {fed_a.size} rollouts")
-
-    for k, p in enumerate(m.pec, start=1):
-        if not (_le(0.0, p) and _le(p, 1.0)):
-            out.append(f"PEC({k}) = {p!r} outside [0, 1]")
-    for k in range(1, m.k_max):
-        if not _le(m.pec[k], m.pec[k - 1]):
-            out.append(
-                f"PEC not non-increasing: PEC({k}) = {m.pec[k - 1]!r} < PEC({k + 1}) = {m.pec[k]!r}"
-            )
-
-    if not (_le(0.0, m.ter) and _le(m.ter, m.auc_pec) and _le(m.auc_pec, 1.0)):
-        out.append(f"0 <= TER <= AUC-PEC <= 1 violated: TER = {m.ter!r}, AUC-PEC = {m.auc_pec!r}")
+    out += _curve_violations(m)
 
     if not _close(m.n_prefix_failure, m.n * (1.0 - m.ter)):
         out.append(f"n_RR-eligible = {m.n_prefix_failure} != N(1 - TER) = {m.n * (1.0 - m.ter)!r}")
@@ -257,24 +246,61 @@ def check_identities(
             f"1 <= mean FED <= mean(T + 1) violated: mean FED = {m.mean_fed!r}, mean(T + 1) = {mean_t1!r}"
         )
 
-    for k, (p, ds, ep) in enumerate(zip(m.pec, m.depth_support, m.eligible_pec), start=1):
+    out += _depth_violations(m)
+    out += _horizon_violations(m, t_a)
+    out += _success_violations(m, y_a, known & full, q_known)
+    return out
+
+
+def _curve_violations(m: BlockMetrics) -> list[str]:
+    """PEC within [0, 1] and non-increasing in k; 0 <= TER <= AUC-PEC <= 1."""
+    out: list[str] = []
+    for k, p in enumerate(m.pec, start=1):
+        if not (_le(0.0, p) and _le(p, 1.0)):
+            out.append(f"PEC({k}) = {p!r} outside [0, 1]")
+    for k in range(1, m.k_max):
+        if not _le(m.pec[k], m.pec[k - 1]):
+            out.append(
+                f"PEC not non-increasing: PEC({k}) = {m.pec[k - 1]!r} < PEC({k + 1}) = {m.pec[k]!r}"
+            )
+
+    if not (_le(0.0, m.ter) and _le(m.ter, m.auc_pec) and _le(m.auc_pec, 1.0)):
+        out.append(f"0 <= TER <= AUC-PEC <= 1 violated: TER = {m.ter!r}, AUC-PEC = {m.auc_pec!r}")
+    return out
+
+
+def _depth_violations(m: BlockMetrics) -> list[str]:
+    """PEC(k) = depth support x eligible PEC at each depth (0 and NaN where no rollout reaches it)."""
+    out: list[str] = []
+    for k, (p, ds, ep) in enumerate(zip(m.pec, m.depth_support, m.eligible_pec, strict=True), start=1):
         if ds == 0.0:
             if p != 0.0 or not math.isnan(ep):
                 out.append(f"depth {k} has no support but PEC = {p!r}, eligible PEC = {ep!r}")
         elif not _close(p, ds * ep):
             out.append(f"PEC({k}) = {p!r} != depth_support x eligible_pec = {ds * ep!r}")
+    return out
 
+
+def _horizon_violations(m: BlockMetrics, t_a: IntArray) -> list[str]:
+    """Under a common horizon T0: TER = PEC(T0) and AUC-PEC = (mean FED - 1)/T0."""
+    out: list[str] = []
     t0 = int(t_a[0])
     if np.all(t_a == t0):
         if t0 <= m.k_max and not _close(m.ter, m.pec[t0 - 1]):
             out.append(f"common horizon T0 = {t0}: TER = {m.ter!r} != PEC(T0) = {m.pec[t0 - 1]!r}")
         if not _close(m.auc_pec, (m.mean_fed - 1.0) / t0):
             out.append(f"common horizon T0 = {t0}: AUC-PEC = {m.auc_pec!r} != (mean FED - 1)/T0")
+    return out
 
+
+def _success_violations(m: BlockMetrics, y_a: FloatArray, known_full: npt.NDArray[np.bool_],
+                        q_known: float) -> list[str]:
+    """P(Y=1) = q*s + (1-q)*r over the known-Y rollouts (``known_full``: those fully executable)."""
+    out: list[str] = []
     if m.n_known:
         total = 0.0
         if q_known > 0.0:
-            total += q_known * float(y_a[known & full].mean())
+            total += q_known * float(y_a[known_full].mean())
         if q_known < 1.0:
             if m.rr is None:
                 out.append("RR undefined although known-Y rollouts with a prefix failure exist")

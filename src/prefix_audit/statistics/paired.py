@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -221,16 +221,17 @@ def _metric_rows(
         reps = np.column_stack([ratio(sums[:, 0], sums[:, 2]), ratio(sums[:, 1], sums[:, 2]),
                                 ratio(sums[:, 3], sums[:, 4])])
         lo, hi = percentile_bounds(reps, confidence)
-        bounds = [(float(a), float(b)) for a, b in zip(lo, hi)]
+        bounds = [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)]
     rows = [
         _row(metric, est, b, count)
-        for metric, est, b, count in zip(INTERVAL_METRICS, estimates, bounds, (n_prefix, n_prefix, n_known))
+        for metric, est, b, count in zip(INTERVAL_METRICS, estimates, bounds, (n_prefix, n_prefix, n_known),
+                                         strict=True)
     ]
     deltas, relatives = [], []
     for c in COST_METRICS:
         costed = paired.filter(both(c))
         if costed.height:
-            mean_c, mean_b = float(costed[f"{c}_c"].mean()), float(costed[f"{c}_b"].mean())
+            mean_c, mean_b = cast(float, costed[f"{c}_c"].mean()), cast(float, costed[f"{c}_b"].mean())
             rel = mean_c / mean_b - 1.0 if mean_b else None
             tasks = costed.select(UNIT).n_unique()
             deltas.append(_row(f"delta_{c}", mean_c - mean_b, None, tasks))

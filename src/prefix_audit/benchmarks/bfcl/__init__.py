@@ -55,7 +55,8 @@ def _packages(settings: Mapping[str, Any]) -> list[dict[str, str]]:
 TASK_CATEGORIES = TaskCategories(r"multi_turn_(?P<category>\w+?)_\d+", recorded=SCORE_FILE_KEY)
 
 register(Registration(
-    __name__, (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA, categories=TASK_CATEGORIES, package=DEFAULT_PIN),),
+    __name__,
+    (DatasetSpec(DATASET, BfclBenchmark, _open, CONFIG_SCHEMA, categories=TASK_CATEGORIES, package=DEFAULT_PIN),),
     importers={"bfcl": import_bfcl}, detectors={"bfcl": is_bfcl_log},
     companions={"bfcl": score_file_candidates}, not_audited=single_turn_file,
     inspect_tasks=INSPECT_TASKS,

@@ -65,7 +65,8 @@ class BfclData:
         self.entries: dict[str, Entry] = {}
         for cat in CATEGORIES:
             questions = _read_jsonl(data / f"BFCL_v4_multi_turn_{cat}.json")
-            answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(data / "possible_answer" / f"BFCL_v4_multi_turn_{cat}.json")}
+            answer_file = data / "possible_answer" / f"BFCL_v4_multi_turn_{cat}.json"
+            answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(answer_file)}
             for q in questions:
                 held = {name: int(turn) for turn, names in q.get("missed_function", {}).items() for name in names}
                 self.entries[q["id"]] = Entry(
@@ -109,7 +110,7 @@ def sample_task_ids(data: BfclData, n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     per_cat = [n // len(CATEGORIES) + (i < n % len(CATEGORIES)) for i in range(len(CATEGORIES))]
     chosen: list[str] = []
-    for cat, k in zip(CATEGORIES, per_cat):
+    for cat, k in zip(CATEGORIES, per_cat, strict=True):
         ids = sorted((e.id for e in data.entries.values() if e.category == cat), key=id_order)
         if k > len(ids):
             raise ValueError(f"asked for {k} {cat} entries, only {len(ids)} exist")

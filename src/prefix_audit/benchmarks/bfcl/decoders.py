@@ -36,11 +36,14 @@ class NotEvaluated(Undecodable):
 
 
 # -- evaluation of literal arithmetic, where BFCL evals ------------------------------------------
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-           ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitOr: operator.or_,
-           ast.BitXor: operator.xor, ast.BitAnd: operator.and_, ast.MatMult: operator.matmul}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert, ast.Not: operator.not_}
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.BitAnd: operator.and_,
+    ast.MatMult: operator.matmul}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert, ast.Not: operator.not_}
+_CONTAINERS: dict[type[ast.expr], Callable[[list[Any]], Any]] = {ast.List: list, ast.Tuple: tuple, ast.Set: set}
 MAX_RESULT_SIZE = 1_000_000  # digits or items an evaluated expression may produce
 
 
@@ -50,18 +53,18 @@ def _size(value: Any) -> int:
     return len(value) if isinstance(value, (str, bytes, list, tuple)) else 1
 
 
-def _checked(op: type, left: Any, right: Any) -> Any:
+def _checked(op: type[ast.operator], left: Any, right: Any) -> Any:
     """``left op right`` as Python computes it, refused where the result would be enormous."""
-    if op is ast.Pow and isinstance(left, int) and isinstance(right, int) and right > 0:
-        if max(_size(left), 1) * right > MAX_RESULT_SIZE:
-            raise NotEvaluated(f"{left!r} ** {right!r} is too large to compute")
+    if (op is ast.Pow and isinstance(left, int) and isinstance(right, int) and right > 0
+            and max(_size(left), 1) * right > MAX_RESULT_SIZE):
+        raise NotEvaluated(f"{left!r} ** {right!r} is too large to compute")
     if op is ast.LShift and isinstance(right, int) and right > 3 * MAX_RESULT_SIZE:
         raise NotEvaluated(f"{left!r} << {right!r} is too large to compute")
     if op is ast.Mult and isinstance(right, int) and isinstance(left, (str, bytes, list, tuple)):
         left, right = right, left
-    if op is ast.Mult and isinstance(left, int) and isinstance(right, (str, bytes, list, tuple)):
-        if left * len(right) > MAX_RESULT_SIZE:
-            raise NotEvaluated(f"a sequence of {len(right)} items times {left} is too large to compute")
+    if (op is ast.Mult and isinstance(left, int) and isinstance(right, (str, bytes, list, tuple))
+            and left * len(right) > MAX_RESULT_SIZE):
+        raise NotEvaluated(f"a sequence of {len(right)} items times {left} is too large to compute")
     return _BINARY[op](left, right)
 
 
@@ -78,9 +81,11 @@ def literal_arithmetic(node: ast.AST) -> Any:
         return _UNARY[type(node.op)](literal_arithmetic(node.operand))
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and not any(isinstance(e, ast.Starred) for e in node.elts):
         items = [literal_arithmetic(e) for e in node.elts]
-        return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
-    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        return {literal_arithmetic(k): literal_arithmetic(v) for k, v in zip(node.keys, node.values)}
+        return _CONTAINERS[type(node)](items)
+    if isinstance(node, ast.Dict):
+        pairs = [(k, v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
+        if len(pairs) == len(node.keys):  # no ``**`` entry (its key is None)
+            return {literal_arithmetic(k): literal_arithmetic(v) for k, v in pairs}
     # Python evaluates a call's callee, an attribute's or a subscript's object first: an unknown
     # name there fails as it would in BFCL's eval, before anything is run.
     first = node
@@ -100,18 +105,20 @@ def literal_text(text: str) -> Any:
 
 
 # -- BFCL's Python-call parser ------------------------------------------------------------------
-def _argument(node: ast.AST) -> Any:
-    """What BFCL's parser makes of an argument's expression (its ``resolve_ast_by_type``)."""
+def _argument(node: ast.AST | None) -> Any:
+    """What BFCL's parser makes of an argument's expression (its ``resolve_ast_by_type``; None: the key of a
+    dict's ``**`` entry, unsupported)."""
     if isinstance(node, ast.Constant):
         return "..." if node.value is Ellipsis else node.value
     if isinstance(node, ast.UnaryOp):  # BFCL negates whatever the operator
         if not isinstance(node.operand, ast.Constant):
             raise TypeError(f"unsupported operand {type(node.operand).__name__}")
-        return -node.operand.value
+        value: Any = node.operand.value
+        return -value
     if isinstance(node, ast.List):
         return [_argument(e) for e in node.elts]
     if isinstance(node, ast.Dict):
-        return {_argument(k): _argument(v) for k, v in zip(node.keys, node.values)}
+        return {_argument(k): _argument(v) for k, v in zip(node.keys, node.values, strict=True)}
     if isinstance(node, ast.BinOp):  # evaluated by BFCL
         return literal_arithmetic(node)
     if isinstance(node, ast.Name):
@@ -384,7 +391,7 @@ def minicpm_calls(raw: str) -> list[str]:
         statements = ast.parse(body).body
         if not all(isinstance(getattr(s, "value", None), ast.Call) for s in statements):
             return []
-        calls = [_call(s.value) for s in statements]  # type: ignore[attr-defined]
+        calls = [_call(s.value) for s in statements]  # type: ignore[attr-defined]  # each an ast.Expr of a call (above)
     except NotEvaluated:
         raise
     except Exception:  # MiniCPM's parser answers "no call" for whatever fails  # noqa: BLE001

@@ -79,7 +79,7 @@ def model_config(root: Path) -> dict[str, ModelEntry]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Dict):
             continue
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(value, ast.Call)
                     and isinstance(value.func, ast.Name) and value.func.id == "ModelConfig"):
                 continue

@@ -123,7 +123,7 @@ def _same_calls(executed: Sequence[ToolCall], ran: Sequence[Any]) -> bool:
     recorded arguments are the live objects the tool got: converted by Inspect, and possibly changed by
     later calls — see :func:`_changed_arguments`)."""
     return len(executed) == len(ran) and all(isinstance(r, Mapping) and r.get("function") == c.name
-                                             for c, r in zip(executed, ran))
+                                             for c, r in zip(executed, ran, strict=True))
 
 
 def _changed_arguments(executed: Sequence[ToolCall], ran: Sequence[Mapping[str, Any]]) -> str | None:
@@ -131,13 +131,39 @@ def _changed_arguments(executed: Sequence[ToolCall], ran: Sequence[Mapping[str, 
     arguments Inspect fills in with their defaults): the solver records the argument objects the tool
     got, and a later call that changes one of them (BFCL's ``post_tweet`` keeps its ``mentions`` list,
     ``mention`` appends to it) changes the record — which inspect_evals' scorer then replays."""
-    for c, r in zip(executed, ran):
+    for c, r in zip(executed, ran, strict=True):
         arguments = r.get("arguments")
         if not isinstance(arguments, Mapping) or any(k not in arguments or arguments[k] != v
                                                      for k, v in c.kwargs.items()):
             return f"{c.name}: sent {json.dumps(c.kwargs, default=str)[:160]}, recorded " \
                    f"{json.dumps(arguments, default=str)[:160]}"
     return None
+
+
+def _turn_steps(messages: Sequence[tuple[int, ChatMessage]],
+                values: Sequence[Mapping[str, Any]]) -> tuple[list[Step], list[ToolCall]]:
+    """One turn's steps as its messages show them, and the calls that ran (``values``: the values of
+    those calls, in their order)."""
+    results = {m.call_id: m for _, m in messages if m.role == "tool"}
+    ran_values = iter(values)
+    steps: list[Step] = []
+    executed: list[ToolCall] = []
+    for k, m in messages:
+        if m.role != "assistant":
+            continue
+        out = []
+        for call in m.calls:
+            answer = results.get(call.call_id)
+            if answer is None or not answer.ran:  # no answer: the loop stopped before running it
+                text = (answer.text or answer.error or "") if answer is not None else "no result recorded"
+                out.append(RecordedResult.of(text, True, executed=False))
+                continue
+            executed.append(call)
+            value = next(ran_values, None)  # it ran: its value tells an error as BFCL's classes report one
+            out.append(RecordedResult.of(answer.text or answer.error or "",
+                                         answer.error is not None or is_error_value(value)))
+        steps.append(Step(m.calls, m.text or None, tuple(out), k) if m.calls else Step((), m.text, message=k))
+    return steps, executed
 
 
 def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
@@ -182,25 +208,8 @@ def read_sample(sample: FrameworkSample, request: ImportRequest) -> Rollout:
                         f"told apart")
     turns = []
     changed = None
-    for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran)):
-        results = {m.call_id: m for _, m in messages if m.role == "tool"}
-        ran_values = iter(values)  # the values of the calls that ran, in their order
-        steps, executed = [], []
-        for k, m in messages:
-            if m.role != "assistant":
-                continue
-            out = []
-            for call in m.calls:
-                answer = results.get(call.call_id)
-                if answer is None or not answer.ran:  # no answer: the loop stopped before running it
-                    text = (answer.text or answer.error or "") if answer is not None else "no result recorded"
-                    out.append(RecordedResult.of(text, True, executed=False))
-                    continue
-                executed.append(call)
-                value = next(ran_values, None)  # it ran: its value tells an error as BFCL's classes report one
-                out.append(RecordedResult.of(answer.text or answer.error or "",
-                                             answer.error is not None or is_error_value(value)))
-            steps.append(Step(m.calls, m.text or None, tuple(out), k) if m.calls else Step((), m.text, message=k))
+    for t, (messages, ran, values) in enumerate(zip(message_turns, calls_ran, results_ran, strict=True)):
+        steps, executed = _turn_steps(messages, values)
         if not _same_calls(executed, ran):
             raise BadSample(f"turn {t}: the calls the messages show running are not those of "
                             f"model_execution_calls[{t}]")

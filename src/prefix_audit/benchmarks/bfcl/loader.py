@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +157,7 @@ def bfcl_result_text(value: Any) -> str:
     return str(value)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _public_method_names(cls: type) -> tuple[str, ...]:
     return tuple(name for name, _ in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_"))
 
@@ -166,7 +166,8 @@ def method_table(instances: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
     """Public method name → (class, bound method); later classes win, as in BFCL's executor."""
     table: dict[str, tuple[str, Any]] = {}
     for cls_name, instance in instances.items():
-        for name in _public_method_names(type(instance)):
+        cls: type = type(instance)  # (annotated: mypy takes the class of an Any for unhashable)
+        for name in _public_method_names(cls):
             table[name] = (cls_name, getattr(instance, name))
     return table
 
@@ -182,7 +183,7 @@ def is_error_value(value: Any) -> bool:
     return False
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parameters(function: Any) -> tuple[inspect.Parameter, ...]:
     return tuple(inspect.signature(function).parameters.values())[1:]  # without self
 
@@ -281,7 +282,7 @@ def invoke(table: Mapping[str, tuple[str, Any]], call: ToolCall,
     unparsable = _syntax_error(call)
     if unparsable is not None:
         return False, None, unparsable
-    target = table.get(call.name)  # type: ignore[arg-type]
+    target = table.get(call.name) if call.name is not None else None
     if target is None:
         return False, None, f"Error during execution: name '{call.name}' is not defined"
     method = target[1]

@@ -92,6 +92,18 @@ def _answered(messages: Sequence[Any], k: int) -> int:
     return n
 
 
+def _role_and_content(message: Any, where: str) -> tuple[str, str | None]:
+    """A message's role (one of :data:`_ROLES`) and text content, checked."""
+    if not isinstance(message, dict):
+        raise StepError(f"{where}: a message must be an object")
+    role, content = message.get("role"), message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise StepError(f"{where}: content must be a string")
+    if role not in _ROLES:
+        raise StepError(f"{where}: unknown role {role!r}")
+    return role, content
+
+
 def trajectory_of(messages: Any) -> _Trajectory:
     if not isinstance(messages, list):
         raise StepError("'messages' must be a list")
@@ -100,13 +112,7 @@ def trajectory_of(messages: Any) -> _Trajectory:
     results: list[RecordedResult] = []
     for k, m in enumerate(messages):
         where = f"messages[{k}]"
-        if not isinstance(m, dict):
-            raise StepError(f"{where}: a message must be an object")
-        role, content = m.get("role"), m.get("content")
-        if content is not None and not isinstance(content, str):
-            raise StepError(f"{where}: content must be a string")
-        if role not in _ROLES:
-            raise StepError(f"{where}: unknown role {role!r}")
+        role, content = _role_and_content(m, where)
         read.roles.append(_ROLES[role])
         if role != "tool" and pending:
             _attach(read, pending, results)
@@ -145,7 +151,7 @@ def _attach(read: _Trajectory, pending: list[int], results: list[RecordedResult]
 
 
 def _run(entry_id: str, record: Mapping[str, Any], read: _Trajectory) -> RecordedRun:
-    info = record.get("meta_info") if isinstance(record.get("meta_info"), dict) else {}
+    info = found if isinstance(found := record.get("meta_info"), dict) else {}
     classes, config = info.get("involved_classes"), info.get("initial_config")
     state = {k: v for k, v in config.items() if k in classes and isinstance(v, dict)} \
         if isinstance(config, dict) and isinstance(classes, list) else {}

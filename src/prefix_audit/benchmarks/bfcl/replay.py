@@ -346,8 +346,10 @@ class BfclSession(ReplaySession):
     # predicates -------------------------------------------------------------------------------
     def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
         owner = self._model_methods.get(spec.name, (None,))[0]
+        if owner is None:  # no class of the task's has the tool: no rule applies
+            return []
         failing = []
-        for rule in sem.PRECONDITIONS.get(owner or "", ()):
+        for rule in sem.PRECONDITIONS.get(owner, ()):
             if spec.name in rule.methods and not rule.holds(self._model[owner], arguments):
                 failing.append(f"{spec.name} requires {rule.description}")
         return failing

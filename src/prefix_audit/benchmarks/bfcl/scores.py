@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from prefix_audit.core.decode import (
     COMPRESSED_SUFFIXES,
@@ -133,10 +133,14 @@ def read_score_file(path: Path) -> ScoreFile:
 
 def summary_counts(value: Any, path: Path) -> tuple[int, int]:
     """(correct_count, total_count) of a score file's first line; :class:`DecodeError` if it is no summary."""
-    counts = [value.get(k) if isinstance(value, dict) else None for k in ("correct_count", "total_count")]
-    if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+    correct, total = (value.get(k) if isinstance(value, dict) else None for k in ("correct_count", "total_count"))
+    if not (_is_count(correct) and _is_count(total)):
         raise DecodeError(f"{path.name}: the first line is no summary with correct_count and total_count")
-    return counts[0], counts[1]
+    return correct, total
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def summary_accuracy(value: dict[str, Any], path: Path) -> float | None:
@@ -157,7 +161,7 @@ def is_failing_entry(value: Any) -> bool:
 
 def error_type(value: Mapping[str, Any]) -> str:
     """BFCL's error type of a failing entry (``invalid`` where it names none)."""
-    error = value.get("error") if isinstance(value.get("error"), dict) else {}
+    error = found if isinstance(found := value.get("error"), dict) else {}
     return str(error.get("error_type") or "invalid")[:200]
 
 

@@ -69,7 +69,7 @@ class RecordedRun:
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
             return None
         result = obj.get("result")
-        prompt = obj.get("prompt") if isinstance(obj.get("prompt"), dict) else {}
+        prompt = found if isinstance(found := obj.get("prompt"), dict) else {}
         state = _logged_state(obj.get("inference_log"))
         classes = prompt.get("involved_classes")
         if isinstance(prompt.get("initial_config"), dict) and isinstance(classes, list):
@@ -121,7 +121,8 @@ def misfit(entry: Entry | None, run: RecordedRun) -> str | None:
     if ran > turns:
         return f"the run has {ran} turns, the entry {turns}"
     if run.classes is not None and set(run.classes) != set(entry.involved_classes):
-        return f"the run involves {', '.join(sorted(run.classes))}, the entry {', '.join(sorted(entry.involved_classes))}"
+        return (f"the run involves {', '.join(sorted(run.classes))}, "
+                f"the entry {', '.join(sorted(entry.involved_classes))}")
     for cls, state in sorted(run.initial_state.items()):
         if cls not in entry.involved_classes:
             return f"the run loaded {cls}, which the entry does not involve"

@@ -120,7 +120,8 @@ class ToolSandboxAgentEnvironment:
         return self.scenario.user_turns[turn]
 
     def tools(self, turn: int) -> tuple[ToolSchema, ...]:
-        return tuple(ToolSchema(t.spec.name, t.spec.description, t.spec.parameters) for t in self.sandbox.exposed.values())
+        return tuple(ToolSchema(t.spec.name, t.spec.description, t.spec.parameters)
+                     for t in self.sandbox.exposed.values())
 
     def execute(self, call: ToolCall) -> str:
         if not call.well_formed:

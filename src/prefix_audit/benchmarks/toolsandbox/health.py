@@ -105,7 +105,8 @@ class ToolSandboxProbe:
         cause = ("it has no milestone: it is scored by its minefields alone, which an agent that calls no tool "
                  "cannot hit" if not s.milestones else "its milestones hold without a call")
         if self.calls:
-            cause += f"; what the reference does first ({_listed([c.name or '?' for c in self.calls])}) is checked by nothing"
+            first = _listed([c.name or "?" for c in self.calls])
+            cause += f"; what the reference does first ({first}) is checked by nothing"
         elif s.reference_reply is not None:
             cause += ("; the reference declines without a call too, so the scenario cannot tell its refusal from an "
                       "agent that ignores the request")

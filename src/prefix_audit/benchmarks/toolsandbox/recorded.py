@@ -156,6 +156,27 @@ class RecordedCall:
     gone: frozenset[str]
 
 
+def _recorded_calls(record: dict[str, Any], where: str) -> dict[str, RecordedCall]:
+    """The record's outcome of each call, by call id."""
+    calls: dict[str, RecordedCall] = {}
+    for cid, item in _require(record, "calls", dict, where).items():
+        error = item.get("error") if isinstance(item, dict) else 0
+        gone = item.get("gone", []) if isinstance(item, dict) else None
+        if not (error is None or isinstance(error, str)) or not isinstance(gone, list):
+            raise RecordError(f"{where}: call {cid!r} must have 'error' (string or null) and 'gone' (list)")
+        calls[cid] = RecordedCall(error, item.get("result"), frozenset(map(str, gone)))
+    return calls
+
+
+def _run_meta(rollout: Rollout) -> tuple[dict[str, Any], float | None]:
+    """The run's meta fields, and its similarity (None: not a number)."""
+    meta = found if isinstance(found := rollout.meta.get(RECORD_KEY), dict) else {}
+    similarity = meta.get("similarity")
+    if isinstance(similarity, bool) or not isinstance(similarity, (int, float)):
+        return meta, None
+    return meta, float(similarity)
+
+
 class RecordedRun:
     """The recorded facts of one imported scenario run, validated."""
 
@@ -172,37 +193,33 @@ class RecordedRun:
             if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                 raise RecordError(f"{where}: '{key}' must be null or a list of tool names")
         universe = set(_require(record, "tools", list, where)) | set(allowed or ()) | set(denied or ())
-        self.calls: dict[str, RecordedCall] = {}
-        for cid, item in _require(record, "calls", dict, where).items():
-            error = item.get("error") if isinstance(item, dict) else 0
-            gone = item.get("gone", []) if isinstance(item, dict) else None
-            if not (error is None or isinstance(error, str)) or not isinstance(gone, list):
-                raise RecordError(f"{where}: call {cid!r} must have 'error' (string or null) and 'gone' (list)")
-            self.calls[cid] = RecordedCall(error, item.get("result"), frozenset(map(str, gone)))
+        self.calls = _recorded_calls(record, where)
         self.ordered: list[ToolCall] = []
+        errors: list[str | None] = []  # the recorded error of each ordered call
         for action in actions_of(rollout):
-            if action.call is not None and action.call.well_formed:
-                if action.call.call_id not in self.calls:
-                    raise RecordError(f"tool call {action.call.call_id!r} ({action.call.name}) has no recorded outcome")
-                self.ordered.append(action.call)
+            call = action.call
+            if call is not None and call.well_formed:
+                if call.call_id is None or call.call_id not in self.calls:
+                    raise RecordError(f"tool call {call.call_id!r} ({call.name}) has no recorded outcome")
+                self.ordered.append(call)
+                errors.append(self.calls[call.call_id].error)
         # A tool that executed without ToolSandbox refusing it by name was available, even when the
         # run's import statement is missing.
-        universe |= {c.name for c in self.ordered if exception_name(self.calls[c.call_id].error or "") != "KeyError"}
+        universe |= {c.name for c, error in zip(self.ordered, errors, strict=True)
+                     if exception_name(error or "") != "KeyError"}
         self.exposed_names = sorted((universe if allowed is None else set(allowed)) - set(denied or ()))
         self.universe = universe
-        meta = rollout.meta.get(RECORD_KEY)
-        similarity = meta.get("similarity") if isinstance(meta, dict) else None
-        if isinstance(similarity, bool) or not isinstance(similarity, (int, float)):
+        meta, similarity = _run_meta(rollout)
+        if similarity is None:
             raise RecordError(f"meta field '{RECORD_KEY}.similarity' must be a number")
-        self.similarity = float(similarity)
+        self.similarity = similarity
         self.detail = (f"ToolSandbox similarity {self.similarity:g} (milestone {meta.get('milestone_similarity')}, "
                        f"minefield {meta.get('minefield_similarity')})"
                        + (f"; aborted by {meta['exception_type']}" if meta.get("exception_type") else ""))
         self.interfaces: dict[str, _LearnedInterface] = {}
-        for c in self.ordered:
-            error = self.calls[c.call_id].error  # type: ignore[index]
+        for c, error in zip(self.ordered, errors, strict=True):
             if error is not None and error_category(error) == "schema" and exception_name(error) != "KeyError":
-                self.interfaces.setdefault(c.name, _LearnedInterface({}, set())).learn(c.kwargs, error)  # type: ignore[arg-type]
+                self.interfaces.setdefault(c.name or "", _LearnedInterface({}, set())).learn(c.kwargs, error)
 
     def spec(self, name: str) -> ToolSpec:
         return self.interfaces.get(name, _LearnedInterface({}, set())).spec(name)
@@ -228,7 +245,7 @@ class RecordedSession(ReplaySession):
         self.facts = TaskFacts(frozenset(), run.user_turns, _user_facts(run), user_source="simulated")
         self._specs = {name: run.spec(name) for name in run.exposed_names}
         self._next = 0  # position in run.ordered of the call about to execute
-        self.y_detail = run.detail
+        self.y_detail: str | None = run.detail
 
     def exposed_tools(self) -> Mapping[str, ToolSpec]:
         return self._specs
@@ -237,7 +254,7 @@ class RecordedSession(ReplaySession):
         return self.run.spec(name) if name in self.run.universe else None
 
     def _current(self) -> RecordedCall:
-        return self.run.calls[self.run.ordered[self._next].call_id]  # type: ignore[index]
+        return self.run.calls[self.run.ordered[self._next].call_id]  # type: ignore[index]  # ordered: calls with ids
 
     def preconditions(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
         error = self._current().error
@@ -278,9 +295,8 @@ class RecordedToolSandboxBenchmark(Benchmark):
 
     def infra_error_success(self, rollout: Rollout) -> int | None:
         """ToolSandbox scores an aborted scenario by its similarity, like any other."""
-        meta = rollout.meta.get(RECORD_KEY)
-        similarity = meta.get("similarity") if isinstance(meta, dict) else None
-        if isinstance(similarity, bool) or not isinstance(similarity, (int, float)):
+        _, similarity = _run_meta(rollout)
+        if similarity is None:
             raise UnscorableRollout(f"unusable ToolSandbox record: meta field '{RECORD_KEY}.similarity' "
                                     "must be a number")
         return int(similarity >= 1.0)

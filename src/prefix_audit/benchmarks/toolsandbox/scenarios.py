@@ -113,7 +113,8 @@ _VARIANT_OFF = {"cellular": "cellular_off", "wifi": "wifi_off", "location_servic
 
 def _unlock(setting: str, variant: str) -> tuple[list[ToolCall], list[Target]]:
     """Calls and milestones that turn ``setting`` on in ``variant`` (leaving low-battery mode first)."""
-    calls, marks = [], []
+    calls: list[ToolCall] = []
+    marks: list[TraceTarget | StateTarget] = []
     if variant == "low_battery":
         calls.append(call("set_low_battery_mode_status", on=False))
         marks.append(_setting("low_battery_mode", False))
@@ -161,7 +162,8 @@ def _contact_families() -> Iterator[Draft]:
     for name, phone, rel in NEW_PEOPLE_NATIONAL:
         who = f"my {rel} {name}" if rel else name
         arguments = {"name": name, "phone_number": phone, **({"relationship": rel} if rel else {})}
-        fields = (("name", text(name)), ("phone_number", exact(phone))) + ((("relationship", text(rel)),) if rel else ())
+        fields = (("name", text(name)), ("phone_number", exact(phone))) \
+            + ((("relationship", text(rel)),) if rel else ())
         yield single("add_contact_canonical", f"Save {who} as a new contact. Number: {_national(phone)} (a US number).",
                      [call("add_contact", **arguments)], [StateTarget("contacts", fields)], "CANONICALIZATION")
     for name, _, _ in CONTACTS[:6]:
@@ -170,7 +172,8 @@ def _contact_families() -> Iterator[Draft]:
     for name, phone, _ in CONTACTS:
         yield single("remove_contact_by_phone", f"Remove {phone} from my contacts.",
                      [call("search_contacts", phone_number=phone), call("remove_contact", person_id=person_id(name))],
-                     [TraceTarget("search_contacts", (("phone_number", exact(phone)),)), _contact_gone(person_id(name))])
+                     [TraceTarget("search_contacts", (("phone_number", exact(phone)),)),
+                      _contact_gone(person_id(name))])
     for name in ("Dmitri Volkov", "Farid Haddad", "Greta Nilsson", "Hiro Tanaka"):
         yield single("remove_contact_by_name", f"Delete {name} from my contacts.",
                      [call("search_contacts", name=name), call("remove_contact", person_id=person_id(name))],
@@ -181,13 +184,15 @@ def _contact_families() -> Iterator[Draft]:
         canonical = k >= 4
         said = _national(new) + " (a US number)" if canonical else new
         yield single("update_phone", f"{name} has a new number: {said}. Please update the contact.",
-                     [call("search_contacts", name=name), call("modify_contact", person_id=person_id(name), phone_number=new)],
+                     [call("search_contacts", name=name),
+                      call("modify_contact", person_id=person_id(name), phone_number=new)],
                      [StateTarget("contacts", (("person_id", exact(person_id(name))), ("phone_number", exact(new))))],
                      *(("CANONICALIZATION",) if canonical else ()))
     for name, rel in (("Dmitri Volkov", "friend"), ("Hiro Tanaka", "friend"), ("Chiara Rossi", "coworker"),
                       ("Greta Nilsson", "neighbor")):
         yield single("update_relationship", f"{name} is now my {rel}, please update the contact.",
-                     [call("search_contacts", name=name), call("modify_contact", person_id=person_id(name), relationship=rel)],
+                     [call("search_contacts", name=name),
+                      call("modify_contact", person_id=person_id(name), relationship=rel)],
                      [StateTarget("contacts", (("person_id", exact(person_id(name))), ("relationship", text(rel))))])
 
 
@@ -196,7 +201,8 @@ def _message_families() -> Iterator[Draft]:
                               "Ines Duarte")):
         phone, content = _CONTACT[name][0], MESSAGES[k]
         yield single("message_by_name", f"Text {name}: {content}",
-                     [call("search_contacts", name=name), call("send_message_with_phone_number", phone_number=phone, content=content)],
+                     [call("search_contacts", name=name),
+                      call("send_message_with_phone_number", phone_number=phone, content=content)],
                      [_sent(phone, content)])
     for variant, names in (("cellular_off", ("Bruno Okafor", "Greta Nilsson", "Hiro Tanaka", "Esme Hartley")),
                            ("low_battery", ("Chiara Rossi", "Farid Haddad", "Dmitri Volkov"))):
@@ -211,7 +217,8 @@ def _message_families() -> Iterator[Draft]:
     for k, phone in enumerate(("+14155550133", "+14155550166", "+14155550999", "+14155550207")):
         content = MESSAGES[(k + 2) % len(MESSAGES)]
         yield single("message_by_number", f"Send a text to {phone} that says: {content}",
-                     [call("send_message_with_phone_number", phone_number=phone, content=content)], [_sent(phone, content)])
+                     [call("send_message_with_phone_number", phone_number=phone, content=content)],
+                     [_sent(phone, content)])
     for name in ("Bruno Okafor", "Farid Haddad", "Esme Hartley", "Chiara Rossi"):
         yield single("messages_from_contact", f"Show me the messages {name} sent me.",
                      [call("search_contacts", name=name), call("search_messages", sender_person_id=person_id(name))],
@@ -219,7 +226,8 @@ def _message_families() -> Iterator[Draft]:
 
 
 def _reminder_families() -> Iterator[Draft]:
-    for k, (amount, span) in enumerate(((2, "hours"), (5, "hours"), (1, "hours"), (8, "hours"), (3, "days"), (2, "days"))):
+    spans = ((2, "hours"), (5, "hours"), (1, "hours"), (8, "hours"), (3, "days"), (2, "days"))
+    for k, (amount, span) in enumerate(spans):
         task, due = REMINDER_TASKS[k], NOW + amount * (3600 if span == "hours" else 86400)
         said = f"{amount} {span.rstrip('s') if amount == 1 else span}"
         yield single("reminder_relative", f"Remind me to {task} in {said}.",
@@ -283,7 +291,8 @@ def _settings_and_utility_families() -> Iterator[Draft]:
                      [*unlock, call("get_current_timestamp"), call("search_holiday", holiday_name=said),
                       call("timestamp_diff", timestamp_0=NOW, timestamp_1=when)],
                      [*marks, TraceTarget("search_holiday"),
-                      TraceTarget("timestamp_diff", (("timestamp_0", close(NOW, 1.0)), ("timestamp_1", close(when, 1.0))))],
+                      TraceTarget("timestamp_diff",
+                                  (("timestamp_0", close(NOW, 1.0)), ("timestamp_1", close(when, 1.0))))],
                      "CANONICALIZATION", *(("STATE_DEPENDENCY",) if unlock else ()), settings=variant)
     for amount, source, target, prompt in (
             (26.2, "mile", "kilometer", "How many kilometers is a 26.2-mile marathon?"),
@@ -293,22 +302,26 @@ def _settings_and_utility_families() -> Iterator[Draft]:
             (180.0, "centimeter", "foot", "How tall is 180 cm in feet?"),
             (60.0, "mile_per_hour", "kilometer_per_hour", "What's 60 mph in km/h?")):
         convert_units(amount, source, target)  # the table knows both units
-        yield single("unit_conversion", prompt, [call("unit_conversion", amount=amount, from_unit=source, to_unit=target)],
+        yield single("unit_conversion", prompt,
+                     [call("unit_conversion", amount=amount, from_unit=source, to_unit=target)],
                      [TraceTarget("unit_conversion", (("amount", close(amount)), ("from_unit", unit(source)),
                                                       ("to_unit", unit(target))))], "CANONICALIZATION")
-    for place, lat, lon in (("the Golden Gate Bridge", 37.8199, -122.4783), ("Lake Merritt in Oakland", 37.8044, -122.2712),
-                            ("San Jose airport", 37.3639, -121.9289)):
+    for place, lat, lon in (("the Golden Gate Bridge", 37.8199, -122.4783),
+                            ("Lake Merritt in Oakland", 37.8044, -122.2712), ("San Jose airport", 37.3639, -121.9289)):
         arguments = {"latitude_0": HOME[0], "longitude_0": HOME[1], "latitude_1": lat, "longitude_1": lon}
         yield single("distance_to_place", f"How far is {place} ({lat}, {lon}) from where I am now, in kilometers?",
                      [call("get_current_location"), call("calculate_lat_lon_distance", **arguments)],
-                     [TraceTarget("calculate_lat_lon_distance", tuple((k, close(v, 1e-4)) for k, v in arguments.items()))])
-    for prompt, shift in (("What day of the week is it today?", None), ("What's the date 10 days from now?", {"days": 10}),
+                     [TraceTarget("calculate_lat_lon_distance",
+                                  tuple((k, close(v, 1e-4)) for k, v in arguments.items()))])
+    for prompt, shift in (("What day of the week is it today?", None),
+                          ("What's the date 10 days from now?", {"days": 10}),
                           ("What was the date three weeks ago?", {"weeks": -3})):
         moment = NOW + (shift or {}).get("days", 0) * 86400 + (shift or {}).get("weeks", 0) * 604800
         calls = [call("get_current_timestamp"), *([call("shift_timestamp", timestamp=NOW, **shift)] if shift else []),
                  call("timestamp_to_datetime_info", timestamp=moment)]
         yield single("date_info", prompt, calls,
-                     [TraceTarget("timestamp_to_datetime_info", (("timestamp", close(moment, 1.0)),))], "CANONICALIZATION")
+                     [TraceTarget("timestamp_to_datetime_info", (("timestamp", close(moment, 1.0)),))],
+                     "CANONICALIZATION")
 
 
 def _multi_turn_families() -> Iterator[Draft]:
@@ -316,31 +329,37 @@ def _multi_turn_families() -> Iterator[Draft]:
         phone, content = _CONTACT[name][0], MESSAGES[(k + 3) % len(MESSAGES)]
         check = k % 2 == 1  # half of them also check the cellular service first
         opening = f"I'd like to send a text to {name}." + (" Is my cellular service on?" if check else "")
-        first = (call("get_cellular_service_status"),) if check else ()
+        status_check = (call("get_cellular_service_status"),) if check else ()
         yield Draft("message_multi_turn", (opening, f"Tell them: {content}"),
-                    ((*first, call("search_contacts", name=name)),
+                    ((*status_check, call("search_contacts", name=name)),
                      (call("send_message_with_phone_number", phone_number=phone, content=content),)),
                     (_sent(phone, content),), user_facts=((content, 1),))
     for name in ("Chiara Rossi", "Greta Nilsson", "Ines Duarte"):
         phone = _CONTACT[name][0]
-        yield Draft("remove_contact_multi_turn", ("Please delete a contact for me.", f"It's the one with the number {phone}."),
-                    ((), (call("search_contacts", phone_number=phone), call("remove_contact", person_id=person_id(name)))),
+        yield Draft("remove_contact_multi_turn",
+                    ("Please delete a contact for me.", f"It's the one with the number {phone}."),
+                    ((), (call("search_contacts", phone_number=phone),
+                          call("remove_contact", person_id=person_id(name)))),
                     (_contact_gone(person_id(name)),), user_facts=((phone, 1),))
     for name, phone in NEW_PEOPLE[3:]:
         yield Draft("add_contact_multi_turn",
-                    (f"Add {name} to my contacts. Check first that I don't already have them.", f"Their number is {phone}."),
+                    (f"Add {name} to my contacts. Check first that I don't already have them.",
+                     f"Their number is {phone}."),
                     ((call("search_contacts", name=name),), (call("add_contact", name=name, phone_number=phone),)),
                     (StateTarget("contacts", (("name", text(name)), ("phone_number", exact(phone)))),),
                     user_facts=((phone, 1),))
     for task, hours in (("book the train tickets", 3), ("water the tomatoes", 6), ("send the invoice", 4)):
         due = NOW + hours * 3600
-        yield Draft("reminder_multi_turn", ("What are the time and date right now?", f"Remind me to {task} in {hours} hours."),
+        yield Draft("reminder_multi_turn",
+                    ("What are the time and date right now?", f"Remind me to {task} in {hours} hours."),
                     ((call("get_current_timestamp"), call("timestamp_to_datetime_info", timestamp=NOW)),
-                     (call("shift_timestamp", timestamp=NOW, hours=hours), call("add_reminder", content=task, reminder_timestamp=due))),
+                     (call("shift_timestamp", timestamp=NOW, hours=hours),
+                      call("add_reminder", content=task, reminder_timestamp=due))),
                     (StateTarget("reminders", (("content", text(task)), ("reminder_timestamp", close(due, 1.0)))),),
                     ("CANONICALIZATION",), user_facts=((task, 1), (hours, 1)))
     for first, second in (("wifi", "location_service"), ("cellular", "wifi")):
-        yield Draft("settings_multi_turn", (f"Turn off {_SETTING_WORDS[first]}.", f"Also turn off {_SETTING_WORDS[second]}."),
+        yield Draft("settings_multi_turn",
+                    (f"Turn off {_SETTING_WORDS[first]}.", f"Also turn off {_SETTING_WORDS[second]}."),
                     ((call(_SETTING_TOOL[first], on=False),), (call(_SETTING_TOOL[second], on=False),)),
                     (_setting(first, False), _setting(second, False)))
 
@@ -360,7 +379,8 @@ def _insufficient_information_families() -> Iterator[Draft]:
         yield single("message_cellular_locked", f"Text {name}: {MESSAGES[-2 - k]}",
                      [call("search_contacts", name=name), call("get_cellular_service_status")], [], INSUFFICIENT,
                      settings="cellular_off", minefields=(TraceTarget("send_message_with_phone_number"),),
-                     extra_tools=("send_message_with_phone_number",), denied=("set_cellular_service_status",), reply=sorry)
+                     extra_tools=("send_message_with_phone_number",), denied=("set_cellular_service_status",),
+                     reply=sorry)
     for task in ("yoga class", "car insurance"):
         yield single("reminder_missing", f"Move my reminder about {task} to tomorrow at 9.",
                      [call("search_reminder", content=task)], [], INSUFFICIENT,
@@ -391,7 +411,8 @@ def _categories(draft: Draft, distraction: str) -> tuple[str, ...]:
 
 def _tool_lists(draft: Draft, scenario_id: str, extra: str) -> tuple[str, ...]:
     """The allow list: the tools the scenario needs, then distraction tools (same module first)."""
-    needed = list(dict.fromkeys([c.name for turn in draft.reference for c in turn] + list(draft.extra_tools)))
+    needed = list(dict.fromkeys([c.name for turn in draft.reference for c in turn if c.name is not None]
+                                + list(draft.extra_tools)))
     rng = random.Random(f"distraction:{scenario_id}")
     modules = {TOOLS[n].module for n in needed}
     pool = [n for n in sorted(TOOLS) if n not in needed and n not in draft.denied]

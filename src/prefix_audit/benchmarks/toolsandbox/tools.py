@@ -388,14 +388,16 @@ def _registry() -> dict[str, Tool]:
                    [P("reminder_id", STRING, "Unique identifier of the reminder", True),
                     P("content", STRING, "New content"),
                     P("reminder_timestamp", NUMBER, "New reminder time as a POSIX timestamp"),
-                    P("latitude", _nullable(NUMBER), "New latitude"), P("longitude", _nullable(NUMBER), "New longitude")],
+                    P("latitude", _nullable(NUMBER), "New latitude"),
+                    P("longitude", _nullable(NUMBER), "New longitude")],
                    min_properties=2, references=("reminder_id",),
                    validators={**_timestamp_validators("reminder_timestamp"),
                                **_location_validators(("latitude", "longitude"))}),
              _modify_reminder, "reminder", True),
         Tool(_spec("search_reminder", "Search reminders. Content matches fuzzily, timestamps by inclusive bounds, "
                    "other fields exactly; at least one criterion is required.",
-                   [P("reminder_id", STRING, "Unique identifier of the reminder"), P("content", STRING, "Reminder text"),
+                   [P("reminder_id", STRING, "Unique identifier of the reminder"),
+                    P("content", STRING, "Reminder text"),
                     *(P(f"{c}_timestamp_{s}bound", NUMBER, f"{'Earliest' if s == 'lower' else 'Latest'} {c} time")
                       for c in ("creation", "reminder") for s in ("lower", "upper")),
                     P("latitude", NUMBER, "Latitude"), P("longitude", NUMBER, "Longitude")],
@@ -432,7 +434,8 @@ def _registry() -> dict[str, Tool]:
              _seconds_to_hms, "utilities"),
         Tool(_spec("unit_conversion", "Convert an amount between units given by their English names "
                    "(length, mass, volume, temperature, speed, time).",
-                   [P("amount", NUMBER, "Amount in from_unit", True), P("from_unit", STRING, "Unit to convert from", True),
+                   [P("amount", NUMBER, "Amount in from_unit", True),
+                    P("from_unit", STRING, "Unit to convert from", True),
                     P("to_unit", STRING, "Unit to convert to", True)]),
              _unit_conversion, "utilities"),
         Tool(_spec("calculate_lat_lon_distance", "Distance in kilometers between two latitude/longitude points.",

@@ -89,7 +89,8 @@ def convert_units(amount: float, from_unit: str, to_unit: str) -> float:
         return _from_kelvin(_to_kelvin(amount, source), target)
     (dim_a, factor_a), (dim_b, factor_b) = _UNITS[source], _UNITS[target]
     if dim_a != dim_b:
-        raise UtilityError("DimensionalityError", f"Cannot convert from '{from_unit}' ({dim_a}) to '{to_unit}' ({dim_b})")
+        raise UtilityError("DimensionalityError",
+                           f"Cannot convert from '{from_unit}' ({dim_a}) to '{to_unit}' ({dim_b})")
     return amount * factor_a / factor_b
 
 

@@ -15,8 +15,8 @@ from prefix_audit.replay.contract import ScriptedEnvironment
 class ScriptedTurns:
     """The fixed user turns of a benchmark such as BFCL or ToolSandbox."""
 
-    system_prompt = None
-    opening = None
+    system_prompt: str | None = None
+    opening: str | None = None
 
     def __init__(self, env: ScriptedEnvironment) -> None:
         self._env = env

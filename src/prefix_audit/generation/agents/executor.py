@@ -53,14 +53,21 @@ class Episode:
     conversation: dict[str, Any] = field(default_factory=dict)  # what the conversation says of itself
 
 
+def _opening_messages(conversation: Conversation, system_prompt: str) -> list[Message]:
+    """The messages before the user's first: the system prompt (with the benchmark's instructions, if
+    any) and what the agent says first, if anything."""
+    if conversation.system_prompt:
+        system_prompt = f"{system_prompt}\n\n{conversation.system_prompt}"
+    messages = [Message("system", system_prompt)]
+    if conversation.opening:
+        messages.append(Message("assistant", conversation.opening))
+    return messages
+
+
 async def run_executor(backend: ModelBackend, env: AgentEnvironment, conversation: Conversation, *,
                        system_prompt: str = REACT_SYSTEM_PROMPT, max_steps: int = K_EXEC,
                        briefing: Briefing | None = None) -> Episode:
-    if conversation.system_prompt:
-        system_prompt = f"{system_prompt}\n\n{conversation.system_prompt}"
-    messages: list[Message] = [Message("system", system_prompt)]
-    if conversation.opening:
-        messages.append(Message("assistant", conversation.opening))
+    messages = _opening_messages(conversation, system_prompt)
     turns: list[tuple[Step, ...]] = []
     usage: list[Usage] = []
     planning: list[dict[str, Any]] = []

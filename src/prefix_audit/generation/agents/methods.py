@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from prefix_audit.core.calls import ToolCall, structured_call
 from prefix_audit.core.records import Usage
 from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema
 from prefix_audit.replay.checker import DryRun, primary
-from prefix_audit.replay.contract import AgentEnvironment, Benchmark, Conversation
+from prefix_audit.replay.contract import AgentEnvironment, Benchmark, Conversation, ScriptedEnvironment
 
 from .environment import ScriptedTurns
 from .executor import K_EXEC, Episode, TurnBriefing, run_executor
@@ -190,5 +191,6 @@ async def run_method(spec: MethodSpec, backend: ModelBackend, env: AgentEnvironm
         if spec.method == "dual_loop" and spec.verifier == "replay" and replay is None:
             raise ValueError("the replay verifier condition needs a ReplayVerifier")
         briefing = _Planning(spec, backend, verifier, replay)
-    return await run_executor(backend, env, conversation or ScriptedTurns(env), system_prompt=prompt,
-                              max_steps=spec.max_steps, briefing=briefing)
+    # a benchmark with no conversation of its own (Benchmark.conversation gives None) has fixed user turns
+    turns = conversation or ScriptedTurns(cast(ScriptedEnvironment, env))
+    return await run_executor(backend, env, turns, system_prompt=prompt, max_steps=spec.max_steps, briefing=briefing)

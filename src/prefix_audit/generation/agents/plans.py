@@ -201,7 +201,7 @@ def plan_of_calls(calls: Sequence[ToolCall], positional: Mapping[str, Sequence[s
     """A plan of literal steps, one per call (positional arguments named by ``positional``)."""
     steps = []
     for i, call in enumerate(calls, 1):
-        named = dict(zip(positional.get(call.name or "", ()), call.args))
+        named = dict(zip(positional.get(call.name or "", ()), call.args, strict=False))
         named.update(call.kwargs)
         steps.append(PlanStep(i, call.name or "", named, (i - 1,) if i > 1 else ()))
     return Plan(tuple(steps))

@@ -29,8 +29,8 @@ import jsonschema
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.core.taxonomy import CATEGORIES
-from prefix_audit.replay.values import argument_values, mentions, scalars
 from prefix_audit.replay.contract import Benchmark, Outcome, TaskFacts, ToolSpec
+from prefix_audit.replay.values import argument_values, mentions, scalars
 
 # Each flat action: (turn, call).
 FlatAction = tuple[int, ToolCall]
@@ -114,7 +114,7 @@ def _with(ctx: Context, j: int, call: ToolCall) -> tuple[FlatAction, ...]:
 
 
 def _kwargs_of(spec: ToolSpec, call: ToolCall) -> dict[str, Any]:
-    bound = dict(zip(spec.positional_order, call.args))
+    bound = dict(zip(spec.positional_order, call.args, strict=False))
     bound.update(call.kwargs)
     return bound
 
@@ -294,7 +294,7 @@ def _valid_reference_prefix(ctx: Context) -> int:
     their turn, matching the declared argument schema, and accepted by the environment. Some gold
     data is not (BFCL miss_func_49 calls a withheld tool); an injection after that point could not
     be the first failure."""
-    for k, ((turn, call), outcome) in enumerate(zip(ctx.actions, ctx.reference_outcomes)):
+    for k, ((turn, call), outcome) in enumerate(zip(ctx.actions, ctx.reference_outcomes, strict=True)):
         spec = ctx.tools.get(call.name or "")
         if spec is None or call.name not in ctx.exposed_by_turn[turn] or not outcome.accepted:
             return k

@@ -29,7 +29,7 @@ class OracleReport:
     depths: dict[str, set[int]] = field(default_factory=lambda: {c: set() for c in CATEGORIES})
     no_site: Counter = field(default_factory=Counter)
     depth_recovered: int = 0
-    misses: list[tuple[str, dict[str, Any], int, list[str] | None]] = field(default_factory=list)
+    misses: list[tuple[str, dict[str, Any], int | None, list[str] | None]] = field(default_factory=list)
 
     @property
     def mutants(self) -> int:

@@ -95,10 +95,12 @@ class SimulatedProfile:
         return LatencyModel(self.latency_base_s, self.latency_per_input_token_s, self.latency_per_output_token_s)
 
     @classmethod
-    def from_config(cls, name: str, settings: Mapping[str, object]) -> SimulatedProfile:
+    def from_config(cls, name: str, settings: Mapping[str, Any]) -> SimulatedProfile:
         maps = ("p_error", "p_plan_error", "p_detect")
-        return cls(name, **{k: dict(settings.get(k, {})) for k in maps},  # type: ignore[arg-type]
-                   **{k: float(v) for k, v in settings.items() if k not in maps})  # type: ignore[arg-type]
+        rates = {k: dict(settings.get(k, {})) for k in maps}
+        numbers = {k: float(v) for k, v in settings.items() if k not in maps}
+        # the settings' keys are fields: mypy checks each unpacked value against every field, maps and numbers
+        return cls(name, **rates, **numbers)  # type: ignore[arg-type]
 
 
 def _canonical(name: str, arguments: Mapping[str, Any]) -> str:
@@ -150,7 +152,7 @@ class SimulatedPolicy:
 
     def _named(self, call: ToolCall) -> dict[str, Any]:
         spec = self._ctx.tools.get(call.name or "")
-        named = dict(zip(spec.positional_order, call.args)) if spec else {}
+        named = dict(zip(spec.positional_order, call.args, strict=False)) if spec else {}
         named.update(call.kwargs)
         return named
 
@@ -176,7 +178,8 @@ class SimulatedPolicy:
 
     def _plan_of(self, start: int, draft: list[Any]) -> tuple[Plan, dict[int, int]]:
         """The plan a draft spells out, and each step's reference position."""
-        steps, position_of = [], {}
+        steps: list[PlanStep] = []
+        position_of: dict[int, int] = {}
         for offset, choice in enumerate(draft):
             if choice == OMIT:
                 continue
@@ -239,8 +242,8 @@ class SimulatedPolicy:
             draft = [self._draw(j, self._end, self.profile.p_error, self._rng) for j in range(self._cursor, self._end)]
             plan = self._plan_of(self._cursor, draft)[0]
             self._plan, self._own_plan = list(plan.steps), True
-            return "Plan:\n" + "\n".join(f"{s.id}. {s.tool} {json.dumps(dict(s.arguments), sort_keys=True, default=repr)}"
-                                         for s in plan.steps)
+            return "Plan:\n" + "\n".join(
+                f"{s.id}. {s.tool} {json.dumps(dict(s.arguments), sort_keys=True, default=repr)}" for s in plan.steps)
         return None
 
     def _step(self, last: Message) -> tuple[str | None, tuple[ModelToolCall, ...]]:

@@ -54,7 +54,16 @@ from prefix_audit.core.health import Finding
 from prefix_audit.core.records import PARTY_CALLS_KEY, Rollout, rollout_id_for
 from prefix_audit.models.base import ModelBackend
 from prefix_audit.plugin import (
-    Benchmark, Outcome, RefusedOption, ReplaySession, TaskFacts, TaskIndex, ToolSpec, UnscorableRollout, probe_findings,
+    AgentEnvironment,
+    Benchmark,
+    Outcome,
+    RefusedOption,
+    ReplaySession,
+    TaskFacts,
+    TaskIndex,
+    ToolSpec,
+    UnscorableRollout,
+    probe_findings,
 )
 from prefix_audit.replay.checker import primary, replay
 
@@ -71,6 +80,7 @@ from ..generation.conversation import (
     identifiers,
     reference_conversation,
     said,
+    tau_environment,
     user_fact_values,
 )
 from .health import TauProbe, health_digest, release_label
@@ -288,9 +298,10 @@ class TauBenchmark(Benchmark):
     def scripted_user(self, task_id: str) -> ScriptedUser:
         return ScriptedUser(self.task(task_id))
 
-    def conversation(self, env: TauAgentEnvironment, user: ModelBackend | None = None) -> TauConversation:
+    def conversation(self, env: AgentEnvironment, user: ModelBackend | None = None) -> TauConversation:
         """The half-duplex conversation of one episode: with the scripted user, or with a model as
         user simulator when ``user`` is given."""
+        env = tau_environment(env)
         task = self.task(env.task_id)
         simulator = ModelUser(user, task, self.user_guidelines_path) if user is not None else ScriptedUser(task)
         return TauConversation(env, simulator, self.provenance)
@@ -301,10 +312,10 @@ class TauBenchmark(Benchmark):
         """The data release this benchmark's tasks are (:func:`.health.release_label`)."""
         return release_label(self.domain)
 
-    def health_releases(self) -> list[str]:
+    def health_releases(self) -> Sequence[str]:
         return [self.data_release]
 
-    def release_tasks(self, release: str) -> list[str]:
+    def release_tasks(self, release: str) -> Sequence[str]:
         self._check_release(release)
         return list(self.domain.tasks)
 
@@ -449,7 +460,7 @@ class TauSession(ReplaySession):
 
     def _transcript(self) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        for user_text, turn in zip(self.user_turns, self._rollout.turns):
+        for user_text, turn in zip(self.user_turns, self._rollout.turns, strict=False):
             out.append(("user", user_text))
             for step in turn:
                 out += [("assistant", f"[tool call] {c.render()}") for c in step.calls]
@@ -495,42 +506,43 @@ class TauSession(ReplaySession):
         db_match = self.bench.db_matches_gold(self._live, self.task) \
             if "DB" in self.task.reward_basis and self.task.db_compared else None
         for basis in self.task.reward_basis:
-            if basis == "DB" and db_match is None:
-                parts.append("DB=1(no actions or env assertions to compare)")
-            elif basis == "DB":
-                parts.append(f"DB={int(db_match)}")
-                y *= db_match
-            elif basis == "COMMUNICATE":
-                texts = [t.lower().replace(",", "") for t in self._agent_texts()]
-                met = sum(any(info.lower() in t for t in texts) for info in self.task.communicate_info)
-                parts.append(f"COMMUNICATE={met}/{len(self.task.communicate_info)}")
-                y *= met == len(self.task.communicate_info)
-            elif basis == "NL_ASSERTION":
-                if not self.task.nl_assertions:
-                    parts.append("NL_ASSERTION=none")
-                elif self.bench.nl_judge is None:
-                    self.y_basis = Y_BASIS_NO_NL
-                    parts.append(f"NL_ASSERTION=unjudged({len(self.task.nl_assertions)})")
-                else:
-                    verdict = bool(self.bench.nl_judge(self.task, self._transcript()))
-                    parts.append(f"NL_ASSERTION={int(verdict)}")
-                    y *= verdict
-            elif basis == "ACTION":
-                calls = self._trajectory_calls()
-                met = sum(any(gold.matches(name, arguments) for name, arguments in calls) for gold in self.task.gold)
-                parts.append(f"ACTION={met}/{len(self.task.gold)}")
-                y *= met == len(self.task.gold)
-            elif basis == "ENV_ASSERTION" and not self.task.env_assertions:
-                parts.append("ENV_ASSERTION=none")
-            elif basis == "ENV_ASSERTION" and hasattr(self._live, "assertion"):
-                held = sum(self._live.assertion(a) for a in self.task.env_assertions)
-                parts.append(f"ENV_ASSERTION={held}/{len(self.task.env_assertions)}")
-                y *= held == len(self.task.env_assertions)
-            else:
+            checked = self._basis_check(basis, db_match)
+            if checked is None:
                 self.y_detail = f"basis=unsupported; reward basis {basis} is not implemented for {self.task.domain}"
                 return None
+            part, met = checked
+            parts.append(part)
+            y *= met
         self.y_detail = f"basis={self.y_basis}; " + "; ".join(parts)
         return int(y)
+
+    def _basis_check(self, basis: str, db_match: bool | None) -> tuple[str, bool] | None:
+        """One reward basis: its part of ``y_detail`` and whether it is met (None: not implemented here)."""
+        if basis == "DB":
+            return ("DB=1(no actions or env assertions to compare)", True) if db_match is None \
+                else (f"DB={int(db_match)}", db_match)
+        if basis == "COMMUNICATE":
+            texts = [t.lower().replace(",", "") for t in self._agent_texts()]
+            met = sum(any(info.lower() in t for t in texts) for info in self.task.communicate_info)
+            return f"COMMUNICATE={met}/{len(self.task.communicate_info)}", met == len(self.task.communicate_info)
+        if basis == "NL_ASSERTION":
+            if not self.task.nl_assertions:
+                return "NL_ASSERTION=none", True
+            if self.bench.nl_judge is None:
+                self.y_basis = Y_BASIS_NO_NL
+                return f"NL_ASSERTION=unjudged({len(self.task.nl_assertions)})", True
+            verdict = bool(self.bench.nl_judge(self.task, self._transcript()))
+            return f"NL_ASSERTION={int(verdict)}", verdict
+        if basis == "ACTION":
+            calls = self._trajectory_calls()
+            met = sum(any(gold.matches(name, arguments) for name, arguments in calls) for gold in self.task.gold)
+            return f"ACTION={met}/{len(self.task.gold)}", met == len(self.task.gold)
+        if basis == "ENV_ASSERTION" and not self.task.env_assertions:
+            return "ENV_ASSERTION=none", True
+        if basis == "ENV_ASSERTION" and hasattr(self._live, "assertion"):
+            held = sum(self._live.assertion(a) for a in self.task.env_assertions)
+            return f"ENV_ASSERTION={held}/{len(self.task.env_assertions)}", held == len(self.task.env_assertions)
+        return None
 
     def _trajectory_calls(self) -> list[tuple[str, dict[str, Any]]]:
         """Every tool call of the conversation as tau2's ACTION check reads them, the user's too
@@ -541,7 +553,7 @@ class TauSession(ReplaySession):
                 for call in step.calls:
                     if call.well_formed:
                         spec = self._tools.get(call.name or "")
-                        bound = dict(zip(spec.positional_order, call.args)) if spec else {}
+                        bound = dict(zip(spec.positional_order, call.args, strict=False)) if spec else {}
                         out.append((call.name or "", bound | dict(call.kwargs)))
         return out
 
@@ -556,8 +568,8 @@ class GoldReplay:
     """One task's gold actions replayed as its reference rollout."""
 
     task_id: str
-    T: int
-    FED: int
+    T: int | None  # None (with FED): as in EpisodeResult, an infrastructure failure
+    FED: int | None
     category: str | None
     failure: str | None  # the primary first failure's code and detail
     rejected_calls: int  # gold calls the environment rejected (anywhere in the rollout)

@@ -40,12 +40,12 @@ from typing import Any
 from prefix_audit.core.calls import ToolCall, structured_call
 from prefix_audit.core.records import Rollout
 from prefix_audit.models.base import ModelBackend, ToolSchema
-from prefix_audit.plugin import PartyCall, ToolSpec, UnscorableRollout
+from prefix_audit.plugin import AgentEnvironment, PartyCall, ToolSpec, UnscorableRollout
 
 from ..domain.data import GoldAction, TauTask
 from ..domain.environment import tau2_agent_tools
 from ..domain.telecom import USER, TelecomBackend, TelecomLive
-from ..generation.conversation import ReferenceConversation, TauAgentEnvironment, TauConversation
+from ..generation.conversation import ReferenceConversation, TauAgentEnvironment, TauConversation, tau_environment
 from ..generation.telecom import (
     LOOKUP,
     USER_CALLS_KEY,
@@ -63,19 +63,22 @@ from .replay import TauBenchmark, TauSession, solo_mode
 TOOL_GUIDELINES = "simulation_guidelines_tools.md"
 
 
+# Its live environment is tau2's own with two databases (TelecomLive), not the domain's LiveEnvironment, which
+# TauBenchmark's methods name (the class, ..domain.environment): the overrides that take or give one say so.
 class TelecomBenchmark(TauBenchmark):
     """τ² telecom: replay of both parties, Y as tau2 scores it, the gold's reference rollouts."""
 
     user_acts = True
 
     @property
-    def user_tool_names(self) -> frozenset[str]:  # type: ignore[override]
+    def user_tool_names(self) -> frozenset[str]:  # type: ignore[override]  # read from the backend, not set
         return frozenset(self.backend.user_tools)
 
     def _backend(self) -> TelecomBackend:
         return TelecomBackend(self.domain)
 
-    def live_environment(self, rollout: Rollout | None = None, task: TauTask | None = None) -> TelecomLive:
+    def live_environment(  # type: ignore[override]  # a TelecomLive (see the class)
+            self, rollout: Rollout | None = None, task: TauTask | None = None) -> TelecomLive:
         """A fresh environment with ``task``'s initial state (the gold's: the task given), in tau2's
         solo mode for a solo-mode rollout."""
         return TelecomLive(self.backend, task, solo=rollout is not None and solo_mode(rollout.meta))
@@ -85,13 +88,13 @@ class TelecomBenchmark(TauBenchmark):
         """The tools of a solo-mode agent: the provider's and the phone's."""
         return {name: info.spec for name, info in self.backend.solo_tools.items()}
 
-    def _gold_environment(self, task: TauTask) -> TelecomLive:
+    def _gold_environment(self, task: TauTask) -> TelecomLive:  # type: ignore[override]  # (see the class)
         live = TelecomLive(self.backend, task)
         for action in task.gold:
             live.gold_call(action)
         return live
 
-    def db_matches_gold(self, live: TelecomLive, task: TauTask) -> bool:  # type: ignore[override]
+    def db_matches_gold(self, live: TelecomLive, task: TauTask) -> bool:  # type: ignore[override]  # (see the class)
         """tau2's DB check: the provider's and the user's database both equal the gold's."""
         return live.db_fingerprint() == self.gold_fingerprint(task)
 
@@ -126,10 +129,11 @@ class TelecomBenchmark(TauBenchmark):
         task = self.task(task_id)
         return TauAgentEnvironment(self.backend, task, TelecomLive(self.backend, task))
 
-    def conversation(self, env: TauAgentEnvironment, user: ModelBackend | None = None) -> TauConversation:
+    def conversation(self, env: AgentEnvironment, user: ModelBackend | None = None) -> TauConversation:
         """The half-duplex conversation with a user who acts on their phone: the offline
         :class:`~..generation.telecom.DeviceUser`, or tau2's user simulator with the phone's tools
         when ``user`` (a model) is given."""
+        env = tau_environment(env)
         task = self.task(env.task_id)
         if user is None:
             return TauConversation(env, DeviceUser(task, env.live), self.provenance)
@@ -193,7 +197,8 @@ class TelecomSession(TauSession):
             met = sum(inspect_action_used(g, user if g.requestor == USER else agent) for g in self.task.gold)
             parts.append(f"ACTION={met}/{len(self.task.gold)}")
             y *= met == len(self.task.gold)
-        held = sum(self._live.assertion(a) for a in self.task.env_assertions)
+        held = sum(self._live.assertion(a)  # type: ignore[attr-defined]  # a TelecomLive (TelecomBenchmark)
+                   for a in self.task.env_assertions)
         parts.append(f"ENV_ASSERTION={held}/{len(self.task.env_assertions)}")
         y *= held == len(self.task.env_assertions)
         self.y_detail = "basis=inspect_evals; " + "; ".join(parts)

@@ -265,7 +265,8 @@ def parse_criteria(obj: Any, where: str, domain: str) -> dict[str, Any]:
                                None if compare is None else _texts(compare, f"{where}: evaluation_criteria."
                                                                             f"actions[{i}].compare_args")))
     basis = criteria.get("reward_basis")
-    reward_basis = DEFAULT_REWARD_BASIS if basis is None else _texts(basis, f"{where}: evaluation_criteria.reward_basis")
+    reward_basis = DEFAULT_REWARD_BASIS if basis is None \
+        else _texts(basis, f"{where}: evaluation_criteria.reward_basis")
     unknown = sorted(set(reward_basis) - REWARD_TYPES)
     if unknown:
         raise TauDataError(f"{where}: evaluation_criteria.reward_basis has unknown entries {unknown} "

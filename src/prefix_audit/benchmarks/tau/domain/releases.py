@@ -185,7 +185,7 @@ class KnownReleases:
         """Read the shape ``bench/tau_release_fingerprints.py`` writes: per task file, each task's digests
         in the order of :data:`PARTS`, null for a part it does not have (raises :class:`TauDataError`)."""
         try:
-            files = {sha: TaskFile(entry["domain"], sha, {task: {p: d for p, d in zip(PARTS, digests) if d}
+            files = {sha: TaskFile(entry["domain"], sha, {task: {p: d for p, d in zip(PARTS, digests, strict=True) if d}
                                                           for task, digests in entry["tasks"].items()})
                      for sha, entry in doc["task_files"].items()}
             releases = tuple(Release(r["family"], r["version"], r["source"], r["tau_data"], r["tasks"])
@@ -274,7 +274,8 @@ class EvaluationCheck:
         owners = sorted((t for t, fp in self.in_use.items() if t != task_id and fits(fp, recorded)),
                         key=lambda t: (len(t), t))
         if owners:
-            return LogIssue("task_mismatch", f"the recorded {said} are not task {task_id}'s: they are task {owners[0]}'s")
+            return LogIssue("task_mismatch",
+                            f"the recorded {said} are not task {task_id}'s: they are task {owners[0]}'s")
         elsewhere = [(t, releases) for file, releases in self.known.shipping(self.domain)
                      for t, fp in file.tasks.items() if t != task_id and fits(fp, recorded)]
         if elsewhere:

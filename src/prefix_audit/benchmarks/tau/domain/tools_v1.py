@@ -144,7 +144,7 @@ def _item_changes(db: Any, order: Any, item_ids: Any, new_item_ids: Any) -> floa
     if len(item_ids) != len(new_item_ids):
         raise ValueError("the number of items to be exchanged should match")
     difference = 0.0
-    for item_id, new_item_id in zip(item_ids, new_item_ids):
+    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):
         item = next(i for i in order.items if i.item_id == item_id)
         variant = db.products[item.product_id].variants.get(new_item_id)
         if variant is None or not variant.available:
@@ -186,7 +186,7 @@ def _modify_pending_order_items(env: V1Environment, arguments: dict[str, Any]) -
                                                       amount=abs(difference), payment_method_id=payment_method_id))
             if method.source == "gift_card":
                 method.balance = round(method.balance - difference, 2)
-            for item_id, new_item_id in zip(item_ids, new_item_ids):  # each item its own new variant
+            for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):  # each item its own new variant
                 item = next(i for i in order.items if i.item_id == item_id)
                 variant = db.products[item.product_id].variants[new_item_id]
                 item.item_id, item.price, item.options = new_item_id, variant.price, dict(variant.options)

@@ -22,12 +22,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import PARTY_CALLS_KEY, Step, Usage
 from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema
-from prefix_audit.plugin import unreadable_call_observation
+from prefix_audit.plugin import AgentEnvironment, unreadable_call_observation
 from prefix_audit.replay.values import scalars
 
 from ..domain import semantics as sem
@@ -54,7 +54,8 @@ FACT_PATTERNS: dict[str, re.Pattern[str]] = {
     "user_id": re.compile(rf"{_USER_ID}|\buser id\b", re.IGNORECASE),
     "name": re.compile(r"\bname\b|^\s*[Yy]ou(?:'re| are) (?:an? [\w ]*called )?[A-Z][a-z]+", re.MULTILINE),
     "zip": re.compile(r"\bzip|\b\d{5}\b", re.IGNORECASE),
-    "address": re.compile(r"\baddress(?:es)?\b|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b", re.IGNORECASE),
+    "address": re.compile(r"\baddress(?:es)?\b|\blive in\b|\bliving in\b|\bresid|\bstreet\b|\bsuite\b|\bapt\b",
+                          re.IGNORECASE),
     "reservation": re.compile(rf"{_RESERVATION}|\breservation|\bconfirmation\b|\bbooking\b"),
     "order": re.compile(rf"{_ORDER_ID}|\border\b", re.IGNORECASE),
     "payment": re.compile(r"\bcard\b|\bgift card|\bcertificate|\bpaypal|\bpay(?:ment)?\b", re.IGNORECASE),
@@ -221,7 +222,8 @@ def reference_conversation(task: TauTask, gold_calls: Sequence[ToolCall]) -> Ref
             if not needed or user.done:
                 break
             stating = [f for f in sentences_known if any(said(v, f.text) for v in needed)]
-            ask = request_for(set().union(*(f.categories for f in stating)), details or not all(f.categories for f in stating))
+            ask = request_for(set().union(*(f.categories for f in stating)),
+                              details or not all(f.categories for f in stating))
             answer = user.reply(ask)
             if user.done:
                 break
@@ -242,6 +244,13 @@ def closing_message(task: TauTask) -> str:
 
 def agent_system_prompt(policy: str) -> str:
     return f"<instructions>\n{AGENT_INSTRUCTIONS}\n</instructions>\n<policy>\n{policy}\n</policy>"
+
+
+def tau_environment(env: AgentEnvironment) -> TauAgentEnvironment:
+    """``env`` as a τ conversation runs on it: the environment the benchmark's ``agent_environment`` made."""
+    if not isinstance(env, TauAgentEnvironment):
+        raise TypeError(f"a τ conversation runs on a τ agent environment, not on {type(env).__name__}")
+    return env
 
 
 class TauAgentEnvironment:
@@ -274,6 +283,17 @@ class TauAgentEnvironment:
         return self.live.run(call)[1]
 
 
+class OfflineUser(Protocol):
+    """A user without a model, who answers at once: :class:`ScriptedUser`, telecom's ``DeviceUser``."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def first_message(self) -> str: ...
+
+    def reply(self, agent_text: str) -> str: ...
+
+
 class TauConversation:
     """τ-bench's half-duplex protocol for one episode (a :class:`~prefix_audit.replay.contract.Conversation`):
     the agent greets, the user (scripted or a model) opens with the reason for the
@@ -281,9 +301,9 @@ class TauConversation:
     agent's stop token, :data:`~..domain.semantics.MAX_ERRORS` tool errors or :data:`~..domain.semantics.MAX_STEPS`
     steps end it too. Each user message that the agent answers opens a turn (``meta["user_turns"]``)."""
 
-    def __init__(self, env: TauAgentEnvironment, user: ScriptedUser | ModelUser, provenance: dict[str, str]) -> None:
-        self.system_prompt = env.system_prompt
-        self.opening = env.first_agent_message
+    def __init__(self, env: TauAgentEnvironment, user: OfflineUser | ModelUser, provenance: dict[str, str]) -> None:
+        self.system_prompt: str | None = env.system_prompt
+        self.opening: str | None = env.first_agent_message
         self._env, self._user, self._provenance = env, user, provenance
         self._user_turns: list[str] = []
         self._ended: str | None = None
@@ -293,7 +313,7 @@ class TauConversation:
             self._ended = "agent_stop"
             return None
         if isinstance(self._user, ModelUser):
-            text = await self._user.reply(agent_reply if agent_reply is not None else self.opening)
+            text = await self._user.reply(agent_reply if agent_reply is not None else self._env.first_agent_message)
         else:
             text = self._user.first_message() if agent_reply is None else self._user.reply(agent_reply)
         if self._user.done:

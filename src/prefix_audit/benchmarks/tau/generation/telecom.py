@@ -162,7 +162,8 @@ def asks_for(agent_text: str, tool: str) -> bool:
     everyday phrases (:data:`ACTION_PHRASES`), as whole words (``toggle_data`` is not asked for by
     ``toggle_data_saver_mode``)."""
     text = agent_text.lower()
-    return any(re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text) for phrase in (tool, *ACTION_PHRASES.get(tool, ())))
+    return any(re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text)
+               for phrase in (tool, *ACTION_PHRASES.get(tool, ())))
 
 
 class DeviceUser:
