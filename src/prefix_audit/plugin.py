@@ -14,8 +14,17 @@ from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
 from prefix_audit.core.decode import DecodeError, count, iter_json_lines, read_json_document, seconds
 from prefix_audit.core.fetch import PackagePin, pinned_package
 from prefix_audit.core.health import Finding
-from prefix_audit.core.records import (BadLine, Located, Recorded, RecordedResult, Rollout, Step, Usage, rollout_id_for,
-                                       without_action)
+from prefix_audit.core.records import (
+    BadLine,
+    Located,
+    Recorded,
+    RecordedResult,
+    Rollout,
+    Step,
+    Usage,
+    rollout_id_for,
+    without_action,
+)
 from prefix_audit.models.base import ModelBackend, ToolSchema
 from prefix_audit.replay.attribution import StateIndex
 from prefix_audit.replay.checker import EpisodeResult, bind_arguments
@@ -55,10 +64,10 @@ from prefix_audit.replay.registry import (
 
 __all__ = ["CAPABILITIES", "USER_SOURCES", "AgentEnvironment", "BadLine", "Benchmark", "CliOption", "Conversation",
            "Counterfactual", "DatasetSpec", "DecodeError", "EpisodeResult", "Finding", "HealthProbe", "ImportRequest",
-           "Located", "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "PackagePin", "PartyCall", "Problem",
-           "Recorded", "RecordedResult", "RefusedOption", "Registration", "ReplaySession", "Rollout", "SampleReader",
-           "ScriptedEnvironment", "StateIndex", "Step", "TaskCategories", "TaskFacts", "TaskIndex", "TaskSample",
-           "ToolCall", "ToolSchema", "ToolSpec", "TrajectoryReader", "UnscorableRollout", "Usage", "bind_arguments",
-           "call_text", "check_benchmark", "count", "incomplete_capabilities", "iter_json_lines", "parse_call_string",
-           "pinned_package", "probe_findings", "read_json_document", "register", "rollout_id_for", "seconds",
-           "structured_call", "unreadable_call_observation", "without_action"]
+           "Located", "MissingCapability", "ModelBackend", "OpenRequest", "Outcome", "PackagePin", "PartyCall",
+           "Problem", "Recorded", "RecordedResult", "RefusedOption", "Registration", "ReplaySession", "Rollout",
+           "SampleReader", "ScriptedEnvironment", "StateIndex", "Step", "TaskCategories", "TaskFacts", "TaskIndex",
+           "TaskSample", "ToolCall", "ToolSchema", "ToolSpec", "TrajectoryReader", "UnscorableRollout", "Usage",
+           "bind_arguments", "call_text", "check_benchmark", "count", "incomplete_capabilities", "iter_json_lines",
+           "parse_call_string", "pinned_package", "probe_findings", "read_json_document", "register", "rollout_id_for",
+           "seconds", "structured_call", "unreadable_call_observation", "without_action"]

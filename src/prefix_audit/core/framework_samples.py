@@ -129,7 +129,8 @@ def chat_messages(values: Any, where: str) -> tuple[ChatMessage, ...]:
                                    error=str(error.get("message") or "") if error is not None else None,
                                    error_type=str(error.get("type")) if error is not None else None))
         else:
-            out.append(ChatMessage(m["role"], text, source=m.get("source") if isinstance(m.get("source"), str) else None))
+            source = m.get("source")
+            out.append(ChatMessage(m["role"], text, source=source if isinstance(source, str) else None))
     return tuple(out)
 
 

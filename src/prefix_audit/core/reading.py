@@ -164,8 +164,8 @@ class CallLedger:
             for step in turn:
                 if step.calls:
                     positions = range(position, position + len(step.calls))
-                    step = dataclasses.replace(step, calls=tuple(replaced.get(p, c) for p, c in zip(positions, step.calls)),
-                                               results=tuple(self.results.get(p) for p in positions))
+                    calls = tuple(replaced.get(p, c) for p, c in zip(positions, step.calls, strict=True))
+                    step = dataclasses.replace(step, calls=calls, results=tuple(self.results.get(p) for p in positions))
                     position += len(step.calls)
                 steps.append(step)
             out.append(tuple(steps))

@@ -32,14 +32,23 @@ from typing import Any
 
 from .calls import ToolCall, looks_like_calls, parse_call_string, structured_call
 from .decode import BadLine, DecodeError, JsonLine, count, iter_json_lines, seconds
-from .recorded import (MAX_ISSUE_CHARS, MAX_RECORDED_CHARS, LogIssue, Recorded, RecordedResult, RecordError,
-                       recorded_from_json, result_from_json)
+from .recorded import (
+    MAX_ISSUE_CHARS,
+    MAX_RECORDED_CHARS,
+    LogIssue,
+    Recorded,
+    RecordedResult,
+    RecordError,
+    recorded_from_json,
+    result_from_json,
+)
 
 # What a log recorded lives in :mod:`.recorded`; it is named here too, beside the record that carries it.
 __all__ = ["MAX_ISSUE_CHARS", "MAX_RECORDED_CHARS", "MESSAGE_ROLES", "BadLine", "Located", "LogIssue", "Recorded",
            "RecordedResult", "Rollout", "RecordError", "Step", "Usage",
            "ModelNamed", "NamedBy", "ScoredOn", "UNKNOWN_MODEL", "model_in_log",
-           "PARTY_CALLS_KEY", "actions_of", "agent_texts", "call_from_json", "call_like_text_steps", "call_steps", "call_to_json", "dumps", "read_rollouts", "rollout_from_json",
+           "PARTY_CALLS_KEY", "actions_of", "agent_texts", "call_from_json", "call_like_text_steps", "call_steps",
+           "call_to_json", "dumps", "read_rollouts", "rollout_from_json",
            "party_results", "result_from_json", "rollout_id_for", "unmatched_results"]
 
 SCHEMA_VERSION = 1
@@ -408,46 +417,11 @@ def _usage_from_json(items: Any) -> tuple[Usage, ...]:
 
 def rollout_from_json(obj: Any) -> Rollout:
     """Validate one decoded JSON line; raise :class:`RecordError` naming the bad field."""
-    if not isinstance(obj, dict):
-        raise RecordError(f"record must be a JSON object, got {type(obj).__name__}")
-    missing = [f for f in REQUIRED_FIELDS if f not in obj]
-    if missing:
-        raise RecordError(f"missing field(s): {', '.join(missing)}")
-    for name in REQUIRED_FIELDS[:-1]:
-        if not isinstance(obj[name], str) or not obj[name]:
-            raise RecordError(f"field '{name}' must be a non-empty string")
-    version = obj.get("schema_version", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
-        raise RecordError(f"unsupported schema_version {version!r} (this build reads {SCHEMA_VERSION})")
-    if not isinstance(obj["turns"], list):
-        raise RecordError("field 'turns' must be a list of turns")
+    obj = _record_object(obj)
     roles = obj.get("message_roles", [])
     if not isinstance(roles, list) or not all(r in MESSAGE_ROLES for r in roles):
         raise RecordError(f"field 'message_roles' must be a list of {', '.join(MESSAGE_ROLES)}")
-    turns = []
-    for t, turn in enumerate(obj["turns"]):
-        if not isinstance(turn, list):
-            raise RecordError(f"turns[{t}] must be a list of steps")
-        steps = []
-        for s, step in enumerate(turn):
-            where = f"turns[{t}][{s}]"
-            if not isinstance(step, dict) or not isinstance(step.get("calls", []), list):
-                raise RecordError(f"{where} must be an object with a 'calls' list")
-            text = step.get("text")
-            if text is not None and not isinstance(text, str):
-                raise RecordError(f"{where}.text must be a string")
-            calls = tuple(call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(step.get("calls", [])))
-            message, call_messages = step.get("message"), step.get("call_messages")
-            if call_messages is not None and (not isinstance(call_messages, list) or len(call_messages) != len(calls)):
-                raise RecordError(f"{where}.call_messages must list one message position per call")
-            for position in [message, *(call_messages or [])]:
-                if position is not None and (isinstance(position, bool) or not isinstance(position, int)
-                                             or not 0 <= position < len(roles) or roles[position] != "agent"):
-                    raise RecordError(f"{where}: a message position must be one of the agent's messages in "
-                                      f"'message_roles', got {position!r}"[:200])
-            steps.append(Step(calls, text, _results_from_json(step.get("results"), f"{where}.results"), message,
-                              tuple(call_messages) if call_messages is not None else None))
-        turns.append(tuple(steps))
+    turns = tuple(_turn_from_json(turn, f"turns[{t}]", roles) for t, turn in enumerate(obj["turns"]))
     meta = obj.get("meta", {})
     if not isinstance(meta, dict):
         raise RecordError("field 'meta' must be an object")
@@ -461,19 +435,69 @@ def rollout_from_json(obj: Any) -> Rollout:
     trial = obj.get("trial", 0)
     if isinstance(trial, bool) or not isinstance(trial, int) or not 0 <= trial < 2**31:
         raise RecordError(f"field 'trial' must be a whole number from 0, got {trial!r}")
-    infra_error = obj.get("infra_error")
-    if infra_error is not None and (not isinstance(infra_error, str) or not infra_error):
-        raise RecordError("field 'infra_error' must be a non-empty string (why the model call failed)")
-    if infra_error is not None and any(turns):
-        raise RecordError("field 'infra_error' marks an entry with no observed action, but 'turns' holds steps")
+    infra_error = _infra_error_from_json(obj.get("infra_error"), turns)
     recorded = recorded_from_json(obj.get("recorded"))
     known = {*REQUIRED_FIELDS, "schema_version", "source", "meta", "usage", "trial", "infra_error", "accounting_error",
              "recorded", "message_roles"}
     extra = {k: v for k, v in obj.items() if k not in known}
-    return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"], tuple(turns),
+    return Rollout(obj["dataset"], obj["task_id"], obj["model"], obj["method"], obj["rollout_id"], turns,
                    source=str(obj.get("source", "unknown")), meta=meta, extra=extra, usage=usage, trial=trial,
                    infra_error=infra_error, accounting_error=accounting_error, recorded=recorded,
                    message_roles=tuple(roles))
+
+
+def _record_object(obj: Any) -> dict[str, Any]:
+    """``obj`` where it is a record of this schema version with its required fields (the string ones
+    non-empty, ``turns`` a list)."""
+    if not isinstance(obj, dict):
+        raise RecordError(f"record must be a JSON object, got {type(obj).__name__}")
+    missing = [f for f in REQUIRED_FIELDS if f not in obj]
+    if missing:
+        raise RecordError(f"missing field(s): {', '.join(missing)}")
+    for name in REQUIRED_FIELDS[:-1]:
+        if not isinstance(obj[name], str) or not obj[name]:
+            raise RecordError(f"field '{name}' must be a non-empty string")
+    version = obj.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise RecordError(f"unsupported schema_version {version!r} (this build reads {SCHEMA_VERSION})")
+    if not isinstance(obj["turns"], list):
+        raise RecordError("field 'turns' must be a list of turns")
+    return obj
+
+
+def _turn_from_json(turn: Any, where: str, roles: list[Any]) -> tuple[Step, ...]:
+    if not isinstance(turn, list):
+        raise RecordError(f"{where} must be a list of steps")
+    return tuple(_step_from_json(step, f"{where}[{s}]", roles) for s, step in enumerate(turn))
+
+
+def _step_from_json(step: Any, where: str, roles: list[Any]) -> Step:
+    """A step; the message positions it names must be the agent's messages in the record's ``roles``."""
+    if not isinstance(step, dict) or not isinstance(step.get("calls", []), list):
+        raise RecordError(f"{where} must be an object with a 'calls' list")
+    text = step.get("text")
+    if text is not None and not isinstance(text, str):
+        raise RecordError(f"{where}.text must be a string")
+    calls = tuple(call_from_json(c, f"{where}.calls[{i}]") for i, c in enumerate(step.get("calls", [])))
+    message, call_messages = step.get("message"), step.get("call_messages")
+    if call_messages is not None and (not isinstance(call_messages, list) or len(call_messages) != len(calls)):
+        raise RecordError(f"{where}.call_messages must list one message position per call")
+    for position in [message, *(call_messages or [])]:
+        if position is not None and (isinstance(position, bool) or not isinstance(position, int)
+                                     or not 0 <= position < len(roles) or roles[position] != "agent"):
+            raise RecordError(f"{where}: a message position must be one of the agent's messages in "
+                              f"'message_roles', got {position!r}"[:200])
+    return Step(calls, text, _results_from_json(step.get("results"), f"{where}.results"), message,
+                tuple(call_messages) if call_messages is not None else None)
+
+
+def _infra_error_from_json(infra_error: Any, turns: tuple[tuple[Step, ...], ...]) -> str | None:
+    """A record's ``infra_error``: why its model call failed, on a record with no observed action."""
+    if infra_error is not None and (not isinstance(infra_error, str) or not infra_error):
+        raise RecordError("field 'infra_error' must be a non-empty string (why the model call failed)")
+    if infra_error is not None and any(turns):
+        raise RecordError("field 'infra_error' marks an entry with no observed action, but 'turns' holds steps")
+    return infra_error
 
 
 class NamedBy(StrEnum):

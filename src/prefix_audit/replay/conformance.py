@@ -117,7 +117,8 @@ def spec_problems(spec: ToolSpec) -> list[str]:
     """What is wrong with one tool's declared interface (nothing: an empty list)."""
     schema = spec.parameters
     try:
-        validator_for(schema).check_schema(schema)
+        # types-jsonschema's Validator protocol asks a dict; jsonschema's own reads any Mapping.
+        validator_for(schema).check_schema(schema)  # type: ignore[arg-type]
     except SchemaError as exc:
         return [f"its parameters are no valid JSON Schema: {exc.message}"]
     if schema.get("type") != "object":

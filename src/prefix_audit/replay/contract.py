@@ -26,7 +26,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.health import Finding
@@ -35,9 +35,9 @@ from prefix_audit.core.taxonomy import CATEGORIES, PRIORITY
 from prefix_audit.models.base import ModelBackend, ToolSchema
 
 __all__ = ["CAPABILITIES", "CATEGORIES", "PRIORITY", "USER_SOURCES", "AgentEnvironment", "Benchmark",
-           "Conversation", "MissingCapability", "Outcome", "PartyCall", "ReplaySession", "ScriptedEnvironment", "TaskFacts",
-           "TaskIndex", "TaskSample", "ToolSpec", "UnknownDataset", "UnscorableRollout", "Validator", "capabilities_of",
-           "incomplete_capabilities", "unreadable_call_observation"]
+           "Conversation", "MissingCapability", "Outcome", "PartyCall", "ReplaySession", "ScriptedEnvironment",
+           "TaskFacts", "TaskIndex", "TaskSample", "ToolSpec", "UnknownDataset", "UnscorableRollout", "Validator",
+           "capabilities_of", "incomplete_capabilities", "unreadable_call_observation"]
 
 # A registered argument validator: returns an error message, or None when the value is valid.
 Validator = Callable[[Any], "str | None"]
@@ -184,7 +184,7 @@ class ReplaySession(ABC):
     # it does the agent's. None replayed: the default.
     party_calls: Sequence[PartyCall] = ()
 
-    def start_turn(self, turn: int) -> None:
+    def start_turn(self, turn: int) -> None:  # noqa: B027 - a hook a benchmark may leave as it is: not abstract
         """Enter user turn ``turn`` (0-based); exposure and user facts follow it. Default: nothing changes
         between turns."""
 
@@ -222,7 +222,7 @@ class ReplaySession(ABC):
         (the benchmark lets the agent answer in text whenever it likes)."""
         return Outcome(True)
 
-    def end_turn(self) -> None:
+    def end_turn(self) -> None:  # noqa: B027 - a hook a benchmark may leave as it is: not abstract
         """Leave the current turn (benchmarks with per-turn checks evaluate them here). Default: no
         per-turn check."""
 
@@ -303,7 +303,13 @@ class TaskIndex(Sequence[str]):
         self._ids = tuple(task_ids)
         self._members = frozenset(self._ids)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
         return self._ids[index]
 
     def __len__(self) -> int:

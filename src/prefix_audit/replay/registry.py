@@ -73,7 +73,7 @@ class ImportRequest:
 
 
 # An importer yields, per entry of the log, a located rollout or a located quarantine record.
-Importer = Callable[[ImportRequest], Iterable["Located | BadLine"]]
+Importer = Callable[[ImportRequest], Iterable[Located | BadLine]]
 # Whether a file or folder is a log its importer reads (cheap, and never raising on other input).
 Detector = Callable[[Path], bool]
 # ``Registration.folder_logs``: whether a folder is itself one log of the importer (a run folder), as a
@@ -91,7 +91,7 @@ SampleReader = Callable[[FrameworkSample, ImportRequest], Rollout]
 # (AgentProcessBench's ``data_source``: ``bfcl_multi_turn_base``, ``tau2_airline``), given all of them a
 # file holds (a benchmark may choose a reading per file, as BFCL chooses its data release): a located
 # rollout or a located quarantine record per record, in their order.
-TrajectoryReader = Callable[[Sequence[JsonLine], ImportRequest], Iterable["Located | BadLine"]]
+TrajectoryReader = Callable[[Sequence[JsonLine], ImportRequest], Iterable[Located | BadLine]]
 
 
 @dataclass(frozen=True)

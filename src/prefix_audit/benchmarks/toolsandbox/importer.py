@@ -160,7 +160,8 @@ def _rows(context: Any, namespace: str) -> list[dict[str, Any]]:
     rows = dbs.get(namespace) if isinstance(dbs, dict) else None
     if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("sandbox_message_index"), int)
                                              for r in rows):
-        raise ScenarioError(f"execution_context.json: _dbs.{namespace} must be a list of rows with a sandbox_message_index")
+        raise ScenarioError(f"execution_context.json: _dbs.{namespace} must be a list of rows with a "
+                            f"sandbox_message_index")
     return rows
 
 
@@ -244,7 +245,8 @@ class _Builder:
         for row in rows:  # only the all-null headguard row of a snapshot may lack a sender
             if row.get("sender") is None and any(v is not None for k, v in row.items() if k != "sandbox_message_index"):
                 raise ScenarioError("a logged message without a sender", f"message {row['sandbox_message_index']}")
-        self.sandbox = sorted((r for r in rows if r.get("sender") is not None), key=lambda r: r["sandbox_message_index"])
+        self.sandbox = sorted((r for r in rows if r.get("sender") is not None),
+                              key=lambda r: r["sandbox_message_index"])
         self.start = _first_user_index(self.sandbox)
         self.snapshots = _snapshots(context)
         self.turns: list[list[Step]] = []

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.decode import DecodeError, read_json_document
+from prefix_audit.core.reading import object_at
 
 SIMULATIONS_DIR = "simulations"
 RESULTS_JSON = "results.json"
@@ -58,9 +59,9 @@ class Simulations:
     def named_domain(self) -> tuple[str, str] | None:
         """The domain the container names and where: tau2's ``info.environment_info.domain_name``, else
         a wrapper's own field (:data:`DOMAIN_FIELDS`); None where it names none."""
-        env = self.info.get("environment_info") if isinstance(self.info.get("environment_info"), dict) else {}
-        if isinstance(env.get("domain_name"), str) and env["domain_name"]:
-            return env["domain_name"], "info.environment_info.domain_name"
+        named = object_at(self.info, "environment_info").get("domain_name")
+        if isinstance(named, str) and named:
+            return named, "info.environment_info.domain_name"
         for key in DOMAIN_FIELDS:
             value = self.fields.get(key)
             if isinstance(value, dict):
@@ -72,7 +73,7 @@ class Simulations:
     def named_model(self) -> tuple[str, str] | None:
         """The agent's model as the container names it, and where: tau2's ``info.agent_info.llm`` (or
         its implementation), else a wrapper's field (:data:`MODEL_FIELDS`); None where it names none."""
-        agent = self.info.get("agent_info") if isinstance(self.info.get("agent_info"), dict) else {}
+        agent = object_at(self.info, "agent_info")
         for value, where in ((agent.get("llm"), "info.agent_info.llm"),
                              (agent.get("implementation"), "info.agent_info.implementation"),
                              *((self.fields.get(k), k) for k in MODEL_FIELDS)):
@@ -121,7 +122,7 @@ def read_container(doc: Any, layout: tuple[Path, Path] | None = None, run: Any =
     None when it is none of tau2's containers."""
     if layout is not None and isinstance(doc, dict):
         return Simulations("tau2 results (directory layout)", list(_dir_simulations(layout[1])),
-                           _object(doc.get("info")), _tasks(doc), _own_fields(doc))
+                           object_at(doc, "info"), _tasks(doc), _own_fields(doc))
     if isinstance(doc, list):
         # One odd item does not cost the list: it is quarantined when its turn comes.
         return Simulations("a list of tau2 simulations", doc) if any(is_simulation(s) for s in doc) else None
@@ -129,17 +130,13 @@ def read_container(doc: Any, layout: tuple[Path, Path] | None = None, run: Any =
         return None
     if isinstance(doc.get("simulations"), list):
         shape = "tau2 results.json" if "info" in doc or "tasks" in doc else "an object with a simulations list"
-        return Simulations(shape, doc["simulations"], _object(doc.get("info")), _tasks(doc), _own_fields(doc))
+        return Simulations(shape, doc["simulations"], object_at(doc, "info"), _tasks(doc), _own_fields(doc))
     if is_simulation(doc):
         if isinstance(run, dict):
-            return Simulations("one simulation of tau2 results (directory layout)", [doc], _object(run.get("info")),
+            return Simulations("one simulation of tau2 results (directory layout)", [doc], object_at(run, "info"),
                                _tasks(run), _own_fields(run))
         return Simulations("one tau2 simulation", [doc])
     return None
-
-
-def _object(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _tasks(doc: Mapping[str, Any]) -> list[Any] | None:

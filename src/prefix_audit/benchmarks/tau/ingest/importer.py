@@ -112,9 +112,9 @@ from .containers import (
     read_container,
 )
 from .errors import TauResultsError
-from .v1_file import import_v1_results, is_v1_results
 from .solo import run_mode
 from .task_plans import TaskPlan, conversation_user_mismatch, task_plan
+from .v1_file import import_v1_results, is_v1_results
 
 __all__ = ["TauResultsError", "import_results", "import_tau"]
 
@@ -205,98 +205,130 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
         return Conversation((), (), (), ())  # ended (an error) before anything was said
     if not isinstance(messages, list) or not messages:
         raise BadSimulation("no messages")
-    turns: list[list[Step]] = []
-    user_turns: list[str] = []
-    agent = CallLedger()  # call ids may repeat within a conversation (some harnesses number calls per tool name)
-    errors: list[str] = []
-    accounting: list[tuple[Mapping[str, Any], str, str]] = []  # messages with their usage, read at the end
-    stopped = False
-    # The user's calls (telecom): each awaits its result like the agent's, and comes before the turn
-    # the user's next message opens (by position: the turn each was made in).
-    user = CallLedger()
-    user_turn_of: list[int] = []
-    agent_tools = bench.tools.keys() | bench.user_tool_names if solo else bench.tools.keys()
+    reader = _ConversationReader(bench, read_call, solo)
     for position, where, m in _flat_messages(messages):
+        reader.read(position, where, m)
+    return reader.finish(termination)
+
+
+class _ConversationReader:
+    """One conversation as :func:`read_conversation` reads it, message by message: the turns so far,
+    and the calls of both parties awaiting their results."""
+
+    def __init__(self, bench: TauBenchmark, read_call: Callable[[Any, str], ToolCall], solo: bool) -> None:
+        self.bench, self.read_call, self.solo = bench, read_call, solo
+        self.turns: list[list[Step]] = []
+        self.user_turns: list[str] = []
+        # Call ids may repeat within a conversation (some harnesses number calls per tool name).
+        self.agent = CallLedger()
+        self.errors: list[str] = []
+        # The messages with their usage, read at the end.
+        self.accounting: list[tuple[Mapping[str, Any], str, str]] = []
+        self.stopped = False
+        # The user's calls (telecom): each awaits its result like the agent's, and comes before the turn
+        # the user's next message opens (by position: the turn each was made in).
+        self.user = CallLedger()
+        self.user_turn_of: list[int] = []
+        self.agent_tools = bench.tools.keys() | bench.user_tool_names if solo else bench.tools.keys()
+
+    def read(self, position: int, where: str, m: Any) -> None:
+        """Read one message (at ``position`` of the list, ``where`` as errors name it)."""
         if not isinstance(m, dict):
             raise BadSimulation("a message must be an object", where)
         role, content = m.get("role"), m.get("content")
         if content is not None and not isinstance(content, str):
             raise BadSimulation("content must be a string", where)
-        if stopped:
+        if self.stopped:
             raise BadSimulation("message after the user's stop message", where)
         if role == "system":
-            continue  # a system prompt (tau2 writes none into a simulation; Inspect's store keeps the agent's)
-        if role in ("user", "assistant") and (agent or user):
-            raise BadSimulation(f"truncated: tool call(s) {_unanswered(agent, user)} have no result", where)
-        if role == "user" and solo:
-            raise BadSimulation("a user message in a solo-mode run, which has no user (tau2's solo environment "
-                                "refuses user messages)", where)
-        if role == "user" and m.get("tool_calls"):
-            if not bench.user_acts:
-                raise BadSimulation(f"user tool calls, but {bench.domain.name} users have no tools", where)
-            for i, c in enumerate(m["tool_calls"]):
-                user.open(read_call(c, f"{where}.tool_calls[{i}]"))
-                user_turn_of.append(len(turns))
-            accounting.append((m, "user_simulator", where))
-            continue  # a message with calls goes to the user's phone, not to the agent
+            return  # a system prompt (tau2 writes none into a simulation; Inspect's store keeps the agent's)
+        if role in ("user", "assistant") and (self.agent or self.user):
+            raise BadSimulation(f"truncated: tool call(s) {_unanswered(self.agent, self.user)} have no result", where)
         if role == "user":
-            text = content or ""
-            accounting.append((m, "user_simulator", where))
-            if any(token in text for token in sem.USER_STOP_TOKENS):
-                stopped = True
-                continue
-            turns.append([])
-            user_turns.append(text)
+            self._user_message(m, content, where)
         elif role == "assistant":
-            calls = tuple(read_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(m.get("tool_calls") or []))
-            if not turns and not calls and not solo:
-                continue  # the orchestrator's greeting
-            if not turns:
-                turns.append([])
-                if not solo:  # the agent acted before the user said anything (solo mode: there is no user)
-                    user_turns.append("")
-            turns[-1].append(Step(calls, (content or None) if calls else (content or ""), message=position))
-            for c in calls:
-                agent.open(c)
-            accounting.append((m, "executor", where))
-        elif role == "tool" and user:  # half-duplex: while the user's calls await results, no agent's do
+            self._agent_message(m, content, position, where)
+        elif role == "tool" and self.user:  # half-duplex: while the user's calls await results, no agent's do
             call_id = m.get("id")
-            if not isinstance(call_id, str) or user.answer(call_id, _recorded_result(m, content)) is None:
+            if not isinstance(call_id, str) or self.user.answer(call_id, _recorded_result(m, content)) is None:
                 raise BadSimulation(f"result for unknown or already answered user call id {call_id!r}", where)
         elif role == "tool":
-            call_id = m.get("id")
-            answered = agent.answer(call_id, _recorded_result(m, content)) if isinstance(call_id, str) else None
-            if answered is None:
-                raise BadSimulation(f"result for unknown or already answered call id {call_id!r}", where)
-            name = answered.call.name or ""
-            if m.get("error"):
-                errors.append(call_id)
-            elif name not in agent_tools and name in bench.user_tool_names:
-                raise BadSimulation(
-                    f"the agent called the user's own tool {name!r} and it ran, as only in a solo-mode run (the agent "
-                    f"holds the user's phone); the file does not say its run is one (info: user dummy_user), so it is "
-                    f"not replayed as one", where)
-            elif name not in agent_tools:
-                raise BadSimulation(
-                    f"tool {name!r} is not a {bench.domain.name} tool of {bench.domain.tau2_version}, yet its "
-                    f"recorded result is a success: these results come from a different tau2 tool set", where)
+            self._agent_result(m, content, where)
         else:
             raise BadSimulation(f"unknown role {role!r}", where)
-    if (agent or user) and termination in sem.NORMAL_TERMINATIONS:
-        # A simulation that ended in an error may stop right after the agent's calls; those are
-        # still its actions (scored like the rest). One that ended normally cannot.
-        raise BadSimulation(f"truncated: tool call(s) {_unanswered(agent, user)} have no result")
-    if termination == "user_stop" and not stopped:
-        raise BadSimulation("truncated: termination_reason is user_stop but the conversation does not end "
-                            "with the user's stop message")
-    try:
-        usage = tuple(u for m, role, where in accounting if (u := _usage(m, role, where)) is not None)
-        accounting_error = None
-    except DecodeError as exc:  # bad accounting costs the accounting, not the simulation
-        usage, accounting_error = (), str(exc)
-    user_calls = tuple(UserCall(turn, c.call, user.results.get(c.position))
-                       for turn, c in zip(user_turn_of, user.calls))
-    return Conversation(agent.attach(turns), tuple(user_turns), tuple(errors), usage, accounting_error, user_calls)
+
+    def _user_message(self, m: Mapping[str, Any], content: str | None, where: str) -> None:
+        """A user's message: the user's calls (telecom: on their phone), the stop message, or a turn's opening."""
+        if self.solo:
+            raise BadSimulation("a user message in a solo-mode run, which has no user (tau2's solo environment "
+                                "refuses user messages)", where)
+        self.accounting.append((m, "user_simulator", where))
+        if m.get("tool_calls"):
+            if not self.bench.user_acts:
+                raise BadSimulation(f"user tool calls, but {self.bench.domain.name} users have no tools", where)
+            for i, c in enumerate(m["tool_calls"]):
+                self.user.open(self.read_call(c, f"{where}.tool_calls[{i}]"))
+                self.user_turn_of.append(len(self.turns))
+            return  # a message with calls goes to the user's phone, not to the agent
+        text = content or ""
+        if any(token in text for token in sem.USER_STOP_TOKENS):
+            self.stopped = True
+            return
+        self.turns.append([])
+        self.user_turns.append(text)
+
+    def _agent_message(self, m: Mapping[str, Any], content: str | None, position: int, where: str) -> None:
+        """An agent's message: a step of the current turn (the orchestrator's greeting is none)."""
+        calls = tuple(self.read_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(m.get("tool_calls") or []))
+        if not self.turns and not calls and not self.solo:
+            return  # the orchestrator's greeting
+        if not self.turns:
+            self.turns.append([])
+            if not self.solo:  # the agent acted before the user said anything (solo mode: there is no user)
+                self.user_turns.append("")
+        self.turns[-1].append(Step(calls, (content or None) if calls else (content or ""), message=position))
+        for c in calls:
+            self.agent.open(c)
+        self.accounting.append((m, "executor", where))
+
+    def _agent_result(self, m: Mapping[str, Any], content: str | None, where: str) -> None:
+        """The result of an agent's call, checked against the tools the agent has."""
+        call_id = m.get("id")
+        result = _recorded_result(m, content)
+        if not isinstance(call_id, str) or (answered := self.agent.answer(call_id, result)) is None:
+            raise BadSimulation(f"result for unknown or already answered call id {call_id!r}", where)
+        name = answered.call.name or ""
+        if m.get("error"):
+            self.errors.append(call_id)
+        elif name not in self.agent_tools and name in self.bench.user_tool_names:
+            raise BadSimulation(
+                f"the agent called the user's own tool {name!r} and it ran, as only in a solo-mode run (the agent "
+                f"holds the user's phone); the file does not say its run is one (info: user dummy_user), so it is "
+                f"not replayed as one", where)
+        elif name not in self.agent_tools:
+            raise BadSimulation(
+                f"tool {name!r} is not a {self.bench.domain.name} tool of {self.bench.domain.tau2_version}, yet its "
+                f"recorded result is a success: these results come from a different tau2 tool set", where)
+
+    def finish(self, termination: str) -> Conversation:
+        """The conversation read, checked for completeness against how it ended (``termination``)."""
+        if (self.agent or self.user) and termination in sem.NORMAL_TERMINATIONS:
+            # A simulation that ended in an error may stop right after the agent's calls; those are
+            # still its actions (scored like the rest). One that ended normally cannot.
+            raise BadSimulation(f"truncated: tool call(s) {_unanswered(self.agent, self.user)} have no result")
+        if termination == "user_stop" and not self.stopped:
+            raise BadSimulation("truncated: termination_reason is user_stop but the conversation does not end "
+                                "with the user's stop message")
+        try:
+            usage = tuple(u for m, role, where in self.accounting if (u := _usage(m, role, where)) is not None)
+            accounting_error = None
+        except DecodeError as exc:  # bad accounting costs the accounting, not the simulation
+            usage, accounting_error = (), str(exc)
+        # One turn a user call, by construction (_user_message).
+        user_calls = tuple(UserCall(turn, c.call, self.user.results.get(c.position))
+                           for turn, c in zip(self.user_turn_of, self.user.calls, strict=True))
+        return Conversation(self.agent.attach(self.turns), tuple(self.user_turns), tuple(self.errors), usage,
+                            accounting_error, user_calls)
 
 
 def _unanswered(agent: CallLedger, user: CallLedger) -> list[str]:
@@ -359,7 +391,8 @@ def rollout_from_simulation(sim: Any, bench: TauBenchmark, plan: TaskPlan, model
     return Rollout(bench.dataset, task_id, model, method, rid, convo.turns if acted else (),
                    source="import:tau", meta=meta, usage=convo.usage,
                    trial=whole_number(sim.get("trial"), "trial", BadSimulation, default=0), infra_error=infra,
-                   accounting_error=convo.accounting_error, message_roles=message_roles(sim["messages"]) if acted else (),
+                   accounting_error=convo.accounting_error,
+                   message_roles=message_roles(sim["messages"]) if acted else (),
                    # No step is undecodable: tau2's harness reads calls only from the API's tool calls,
                    # so a call the model wrote as text went to the user as text, as it is read here.
                    recorded=sem.recorded_reward(reward, (), issues, [other_user] if other_user is not None else []))
@@ -454,14 +487,15 @@ def _import_tau2(path: Path, container: Simulations, benchmark_for: Callable[[st
                  model: str | None, method: str) -> Iterator[Located | BadLine]:
     sims = container.simulations
     if not sims:
-        tasks = f"; its tasks list {len(container.tasks)} tasks" if container.tasks else ""
-        yield BadLine(str(path), 0, f"no simulations: {container.shape} holding none (an aborted run?){tasks}")
+        listed = f"; its tasks list {len(container.tasks)} tasks" if container.tasks else ""
+        yield BadLine(str(path), 0, f"no simulations: {container.shape} holding none (an aborted run?){listed}")
         return
     choice = choose_domain(container, benchmark_for)
     if choice.refused is not None:
         for i, sim in enumerate(sims):
             yield _bad_simulation(path, i, sim, choice.refused)
         return
+    assert choice.domain is not None  # a choice not refused names its domain
     mode = run_mode(container.info, sims, choice.domain)
     if mode.refused is not None:
         for i, sim in enumerate(sims):
@@ -491,7 +525,8 @@ def _bad_simulation(path: Path, i: int, sim: Any, reason: str) -> BadLine:
     sid = sim.get("id") if isinstance(sim, dict) and isinstance(sim.get("id"), str) else None
     task = _task_id(sim.get("task_id")) if isinstance(sim, dict) else None
     return BadLine(str(path), i + 1, f"unusable τ simulation (task {task!r}): {reason}", sid, excerpt_of(sim),
-                   f"unusable τ simulation: {reason}", ("task", task) if task is not None else ("simulation", str(i + 1)))
+                   f"unusable τ simulation: {reason}",
+                   ("task", task) if task is not None else ("simulation", str(i + 1)))
 
 
 def open_tau2(request: ImportRequest, domain: str) -> TauBenchmark:

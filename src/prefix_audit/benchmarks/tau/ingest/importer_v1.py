@@ -54,7 +54,7 @@ import ast
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,7 +229,7 @@ class _Reading:
             self.errors.append(position + 1)
             self.literal.pop(position, None)  # the Python-literal arguments did not run
 
-    def done(self, errored: bool, respond_fallbacks: list[int] = ()) -> _Conversation:
+    def done(self, errored: bool, respond_fallbacks: Sequence[int] = ()) -> _Conversation:
         if self.stopped:
             termination = "user_stop"
         elif self.last_reply in v1.TERMINATE_TOOLS:
@@ -335,20 +335,7 @@ def _react_conversation(traj: list[Any], domain: str, errored: bool) -> _Convers
         if role == "system":
             continue
         if role == "user":
-            text = _text(m.get("content"), where)
-            if reading.calls:
-                if not text.startswith(v1.REACT_OUTPUT_PREFIX):
-                    raise BadEntry(f"traj[{k - 1}] reads as a call of {_awaited(reading)!r}, yet this reply does not "
-                                   f"start {v1.REACT_OUTPUT_PREFIX.strip()!r} as v1's ReAct agent writes tool output",
-                                   where)
-                answered = reading.calls.answer_oldest()
-                assert answered is not None  # one waits (above)
-                reading.reply(answered, text[len(v1.REACT_OUTPUT_PREFIX):], where)
-            elif text.startswith(v1.REACT_OUTPUT_PREFIX):
-                raise BadEntry(f"{where}: tool output ({v1.REACT_OUTPUT_PREFIX.strip()!r}) that answers no action: "
-                               f"the message before it reads as none, so this cannot be read as v1 reads it")
-            else:
-                reading.user(text, where)
+            _react_user_message(reading, _text(m.get("content"), where), k, where)
         elif role == "assistant":
             if reading.calls:
                 raise BadEntry(f"the call of traj[{k - 1}] has no API output", where)
@@ -368,6 +355,24 @@ def _react_conversation(traj: list[Any], domain: str, errored: bool) -> _Convers
     if reading.calls:
         raise BadEntry(f"truncated: the last action ({_awaited(reading)}) has no API output")
     return reading.done(errored, fallbacks)
+
+
+def _react_user_message(reading: _Reading, text: str, k: int, where: str) -> None:
+    """A user message of a ReAct trajectory (the ``k``-th message): the API output of the action that
+    awaits one, else what the user says."""
+    if reading.calls:
+        if not text.startswith(v1.REACT_OUTPUT_PREFIX):
+            raise BadEntry(f"traj[{k - 1}] reads as a call of {_awaited(reading)!r}, yet this reply does not "
+                           f"start {v1.REACT_OUTPUT_PREFIX.strip()!r} as v1's ReAct agent writes tool output",
+                           where)
+        answered = reading.calls.answer_oldest()
+        assert answered is not None  # one waits (above)
+        reading.reply(answered, text[len(v1.REACT_OUTPUT_PREFIX):], where)
+    elif text.startswith(v1.REACT_OUTPUT_PREFIX):
+        raise BadEntry(f"{where}: tool output ({v1.REACT_OUTPUT_PREFIX.strip()!r}) that answers no action: "
+                       f"the message before it reads as none, so this cannot be read as v1 reads it")
+    else:
+        reading.user(text, where)
 
 
 def _awaited(reading: _Reading) -> str:
@@ -407,7 +412,7 @@ def _vacuous(bench: TauV1Benchmark, task: Any, reward_info: Any) -> LogIssue | N
     """``vacuous_db_check`` where the recorded gold DB hash is that of v1's untouched database (of
     either version of v1's data) although the gold writes: the run's tools did not write to the
     database v1 hashed."""
-    gold_hash = reward_info.get("gt_data_hash") if isinstance(reward_info, dict) else None
+    gold_hash = value_at(reward_info, "gt_data_hash")
     era = v1.untouched_era(bench.domain.name, gold_hash)
     if era is None or not bench.gold_writes(task):
         return None
@@ -461,13 +466,7 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     meta[EMBEDDED_KEY] = embedded.to_json()
     read = _react_conversation if strategy == "react" else _conversation
     convo = read(traj, domain, errored=error is not None)
-    meta |= {"user_turns": list(convo.user_turns), "termination_reason": convo.termination,
-             "recorded_error_calls": list(convo.error_calls),
-             "recorded_unknown_action_calls": list(convo.unknown_calls)}
-    if convo.literal_calls:
-        meta["literal_argument_calls"] = list(convo.literal_calls)
-    if strategy == "react":
-        meta["react_respond_fallbacks"] = len(convo.respond_fallbacks)
+    meta |= _conversation_meta(convo, strategy)
     issues = list(convo.issues)
     vacuous = _vacuous(bench, task, reward_info)
     if vacuous is not None:
@@ -497,6 +496,18 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     return Rollout(bench.dataset, task.id, model, method, rid, convo.turns,
                    source="import:tau-v1", meta=meta, trial=trial,
                    recorded=recorded, message_roles=convo.roles)
+
+
+def _conversation_meta(convo: _Conversation, strategy: str) -> dict[str, Any]:
+    """What a rollout's meta says of its conversation, read as the agent ``strategy`` wrote it."""
+    meta: dict[str, Any] = {"user_turns": list(convo.user_turns), "termination_reason": convo.termination,
+                            "recorded_error_calls": list(convo.error_calls),
+                            "recorded_unknown_action_calls": list(convo.unknown_calls)}
+    if convo.literal_calls:
+        meta["literal_argument_calls"] = list(convo.literal_calls)
+    if strategy == "react":
+        meta["react_respond_fallbacks"] = len(convo.respond_fallbacks)
+    return meta
 
 
 def _verdict(reward: float | None) -> tuple[int | None, str]:

@@ -98,7 +98,7 @@ def _database_check(bench: TauBenchmark, store: Mapping[str, Any], convo: Conver
     live = LiveEnvironment(bench.backend)
     for turn in convo.turns:
         for step in turn:
-            for call, result in zip(step.calls, step.results or ()):
+            for call, result in zip(step.calls, step.results or (), strict=False):  # no results: none recorded
                 if call.well_formed and (result is None or result.executed):
                     live.run(call)
     live_hash, recorded_hash = live.hashes_beside(recorded_dump)
@@ -128,7 +128,7 @@ def _both_parties(trajectory: Any) -> Iterator[dict[str, Any]]:
                                                    for e in trajectory):
         raise BadSimulation("the store's trajectory must be a list of {role: user|assistant, message} entries")
     messages = chat_messages([e.get("message") for e in trajectory], "store trajectory")
-    for entry, m in zip(trajectory, messages):
+    for entry, m in zip(trajectory, messages, strict=True):  # a message an entry
         shaped = next(_tau2_messages([m]))
         if entry["role"] == "user" and m.role == "assistant":
             shaped["role"] = "user"
@@ -213,7 +213,7 @@ def read_sample(domain: str) -> SampleReader:
         infra = f"Inspect recorded an error: {sample.error}" if sample.error else None
         if infra is None and not acted and stop is None:
             infra = "the agent never answered and the user never stopped (no agent output)"
-        meta = {
+        meta: dict[str, Any] = {
             "user_turns": list(convo.user_turns), "termination_reason": termination,
             "recorded_error_call_ids": list(convo.error_call_ids), REWARD_RULE_KEY: INSPECT_EVALS_RULE,
             # What inspect_evals' communicate check reads besides the agent's answers: the user
@@ -246,7 +246,8 @@ INSPECT_TASKS: Mapping[str, Callable[[FrameworkSample, ImportRequest], Rollout]]
     "tau2_airline": read_sample("airline"), "tau2_retail": read_sample("retail"),
     "tau2_telecom": read_sample("telecom")}
 # Each task's own scorer (inspect_evals' ``<domain>_scorer``), as read_sample reads its verdict.
-INSPECT_SCORERS: Mapping[str, str] = {f"{domain}_scorer": f"tau2_{domain}" for domain in ("airline", "retail", "telecom")}
+INSPECT_SCORERS: Mapping[str, str] = {f"{domain}_scorer": f"tau2_{domain}"
+                                      for domain in ("airline", "retail", "telecom")}
 
 
 def inspect_sample_task(metadata: Mapping[str, Any]) -> str | None:

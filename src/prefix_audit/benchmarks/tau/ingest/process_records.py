@@ -72,7 +72,8 @@ def _agent_llm(record: Mapping[str, Any]) -> Any:
 def reader(domain: str) -> TrajectoryReader:
     def read(lines: Sequence[JsonLine], request: ImportRequest) -> Iterator[Located | BadLine]:
         bench = open_tau2(request, domain)
-        task_ids = [str(line.value["meta"].get("task_id")) for line in lines if isinstance(line.value.get("meta"), dict)]
+        task_ids = [str(line.value["meta"].get("task_id")) for line in lines
+                    if isinstance(line.value.get("meta"), dict)]
         plan = task_plan({}, task_ids, bench, request.source.name, SHAPE, carries_tasks=False)
         for line in lines:
             record = line.value

@@ -42,22 +42,14 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
     the task) — unless ``--installed-tasks`` (refuse such simulations) or ``--tasks-from-results``
     (embed every definition). A difference outside a task's reward basis cannot change Y: it is
     said and the task scored against ours."""
-    embedded, refused, criteria = {}, {}, {}
+    criteria, refused = _file_criteria(recorded_tasks, bench)
+    embedded = {}
     differ: dict[str, list[str]] = {}
     outside: dict[str, list[str]] = {}
-    for task_id, definition in recorded_tasks.items():
-        try:
-            criteria[task_id] = definition_criteria(definition, bench.domain.name, f"task {task_id} in the results")
-        except TauDataError as exc:
-            refused[task_id] = str(exc)
     for task_id in sorted(set(task_ids) - set(refused)):
         if task_id not in criteria:
             if task_id not in bench.tasks:
-                releases = known_releases().defining(bench.domain.name, task_id)
-                elsewhere = (f"; it is a task of {known_releases().names(releases)}: {rerun_hint(releases)}"
-                             if releases else "")
-                refused[task_id] = (f"unknown {bench.dataset} task id {task_id!r} in {bench.domain.files.tasks}, "
-                                    f"and the results file does not define it{elsewhere}")
+                refused[task_id] = _undefined_task(bench, task_id)
             continue
         if task_id in bench.tasks:
             ours = bench.task(task_id)
@@ -79,9 +71,37 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
                 refused[task_id] = f"{exc} (its definition differs from ours and cannot be scored)"
                 continue
             embedded[task_id] = EmbeddedTask.of(recorded_tasks[task_id], TAU2_FORMAT, source)
+    reading = _reading(bench, len(set(task_ids)), shape, domain_how, carries_tasks, differ, outside)
+    check, users = _evaluation_check(criteria, bench)
+    return TaskPlan(embedded, refused, check, reading, users)
+
+
+def _file_criteria(recorded_tasks: Mapping[str, Any], bench: TauBenchmark
+                   ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The criteria of the file's task definitions, by task id, and why those that have none are refused."""
+    criteria, refused = {}, {}
+    for task_id, definition in recorded_tasks.items():
+        try:
+            criteria[task_id] = definition_criteria(definition, bench.domain.name, f"task {task_id} in the results")
+        except TauDataError as exc:
+            refused[task_id] = str(exc)
+    return criteria, refused
+
+
+def _undefined_task(bench: TauBenchmark, task_id: str) -> str:
+    """Why a task neither we nor the file define is refused (naming the releases that define it)."""
+    releases = known_releases().defining(bench.domain.name, task_id)
+    elsewhere = f"; it is a task of {known_releases().names(releases)}: {rerun_hint(releases)}" if releases else ""
+    return (f"unknown {bench.dataset} task id {task_id!r} in {bench.domain.files.tasks}, "
+            f"and the results file does not define it{elsewhere}")
+
+
+def _reading(bench: TauBenchmark, tasks: int, shape: str, domain_how: str, carries_tasks: bool,
+             differ: Mapping[str, list[str]], outside: Mapping[str, list[str]]) -> str:
+    """What the plan says of the file's ``tasks`` tasks, once per file."""
     installed = f"the {bench.domain.name} tasks in use (sha256 {bench.domain.provenance['tasks_sha256'][:12]})"
     shown = shape if shape != "tau2 results.json" else "tau2 results"  # the usual container is not remarked on
-    parts = [f"{shown} of {len(set(task_ids))} tasks" + (f", {domain_how}" if domain_how else "")]
+    parts = [f"{shown} of {tasks} tasks" + (f", {domain_how}" if domain_how else "")]
     if not carries_tasks:
         parts.append(f"it carries no task definitions: scored against {installed}")
     elif differ:
@@ -93,6 +113,13 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
         parts.append(f"{len(outside)} differ only outside their reward basis (cannot change Y): {_listed(outside)}")
     if bench.tasks_from_results:
         parts.append("every simulation scored against the file's definition (--tasks-from-results)")
+    return "; ".join(parts)
+
+
+def _evaluation_check(criteria: Mapping[str, Mapping[str, Any]], bench: TauBenchmark
+                      ) -> tuple[EvaluationCheck, dict[str, frozenset[str]]]:
+    """Each task's evaluation checks in use (the file's definitions first, then ours), and the user
+    ids its gold acts for."""
     evaluations = {t: evaluation_fingerprint(c["gold"], c["nl_assertions"], c["communicate_info"])
                    for t, c in criteria.items()}
     users = {t: _gold_users(c["gold"]) for t, c in criteria.items()}
@@ -101,8 +128,7 @@ def task_plan(recorded_tasks: Mapping[str, Any], task_ids: list[str], bench: Tau
             task = bench.task(task_id)
             evaluations[task_id] = evaluation_fingerprint(task.gold, task.nl_assertions, task.communicate_info)
             users[task_id] = _gold_users(task.gold)
-    check = EvaluationCheck(bench.domain.name, evaluations, frozenset(criteria), known_releases())
-    return TaskPlan(embedded, refused, check, "; ".join(parts), users)
+    return EvaluationCheck(bench.domain.name, evaluations, frozenset(criteria), known_releases()), users
 
 
 USER_ID = "user_id"  # the argument naming the customer in airline's and retail's tools
@@ -123,7 +149,7 @@ def conversation_user_mismatch(turns: tuple[tuple[Step, ...], ...], task_id: str
     seen = set()
     for turn in turns:
         for step in turn:
-            for c, r in zip(step.calls, step.results or ()):
+            for c, r in zip(step.calls, step.results or (), strict=False):  # no results: none recorded
                 if r is None or r.error or r.content.startswith("Error"):  # some logs mark no errors
                     continue
                 if isinstance(c.kwargs.get(USER_ID), str):

@@ -103,7 +103,8 @@ def detect_era(entries: list[Any], strategies: list[str], domain: str) -> tuple[
     replies holding a user's address with ``province`` (only the older data has it) and recorded gold
     hashes equal to an untouched database's. Without either, the current version (its addresses then
     show no difference)."""
-    province = sum(_names_province(r) for e, s in zip(entries, strategies) for r in _replies(e, s))
+    province = sum(_names_province(r) for e, s in zip(entries, strategies, strict=True)
+                   for r in _replies(e, s))
     hashes: Counter = Counter()
     for entry in entries:
         checks = object_at(entry, "info", "reward_info", "info")
@@ -112,7 +113,8 @@ def detect_era(entries: list[Any], strategies: list[str], domain: str) -> tuple[
             hashes[era.name] += 1
     era = v1.PROVINCE_ERA if province or hashes[v1.PROVINCE_ERA.name] else v1.DEFAULT_ERA
     shown = [f"{province} replies with a user address naming its 'province'"] if province else []
-    shown += [f"{n} recorded gold hashes of the untouched {name!r}-version database" for name, n in sorted(hashes.items())]
+    shown += [f"{n} recorded gold hashes of the untouched {name!r}-version database"
+              for name, n in sorted(hashes.items())]
     evidence = "; ".join(shown) if shown else "nothing in the file tells the versions apart: the current one"
     return era, f"v1's data of {era.commits} ({evidence})"
 
@@ -135,7 +137,7 @@ def _summary(shown: list[str | None], default: str, era_text: str) -> str:
 def _react_tools(traj: list[Any]) -> set[str]:
     """The tools of a ReAct trajectory's actions answered with a normal API output."""
     names: set[str] = set()
-    for m, reply in zip(traj, traj[1:]):
+    for m, reply in zip(traj, traj[1:], strict=False):  # each message with the next
         if not isinstance(m, dict) or not isinstance(reply, dict) or m.get("role") != "assistant" \
                 or not isinstance(m.get("content"), str) or not isinstance(reply.get("content"), str):
             continue
@@ -171,12 +173,13 @@ def detect_domain(entries: list[Any], where: str, strategies: list[str]) -> str:
     """The file's domain from the tools of its gold actions and of calls answered with a normal
     result, each entry read by its strategy (raises :class:`V1ResultsError` when they name both
     domains or neither)."""
-    names: set[str] = set()
-    for entry, strategy in zip(entries, strategies):
+    names: set[Any] = set()  # the gold's names are as the file records them: not all strings
+    for entry, strategy in zip(entries, strategies, strict=True):
         if not isinstance(entry, dict):
             continue
         names |= {a.get("name") for a in object_at(entry, "info", "task").get("actions") or [] if isinstance(a, dict)}
-        traj = entry.get("traj") if isinstance(entry.get("traj"), list) else []
+        traj = entry.get("traj")
+        traj = traj if isinstance(traj, list) else []
         names |= _react_tools(traj) if strategy == "react" else _called_tools(traj)
     found = v1.domain_evidence(n for n in names if isinstance(n, str))
     if len(found) != 1:
