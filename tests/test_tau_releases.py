@@ -23,7 +23,7 @@ from prefix_audit.benchmarks.tau.domain.releases import (
     known_releases,
     recorded_fingerprint,
 )
-from prefix_audit.benchmarks.tau.ingest import importer
+from prefix_audit.benchmarks.tau.ingest import importer, task_plans
 from prefix_audit.core.fetch import package_dir
 from prefix_audit.core.records import BadLine
 from prefix_audit.replay.record_check import check_record
@@ -152,7 +152,7 @@ def test_a_file_without_tasks_run_on_another_release_is_flagged_data_version(tau
     """A bare list of simulations (a leaderboard submission): per simulation, the release its recorded
     evaluation is; said once for the file."""
     known, _, new_gold = releases
-    monkeypatch.setattr(importer, "known_releases", lambda: known)
+    monkeypatch.setattr(task_plans, "known_releases", lambda: known)
     bench = tau["tau_airline"]
     talk = [GREETING, user_says("Hi."), agent_says("Done."), STOP]
     sims = [simulation("new", "5", talk), simulation("old", "12", talk)]
@@ -175,7 +175,7 @@ def test_a_task_only_another_release_has_is_refused_naming_that_release(tau, rel
     reason naming the release and how to score on it."""
     known, v1_tasks, new_gold = releases
     v3, v3_file = _release("v3", {**v1_tasks, "999": evaluation_fingerprint(new_gold, (), ())}, "<v3>/data")
-    monkeypatch.setattr(importer, "known_releases",
+    monkeypatch.setattr(task_plans, "known_releases",
                         lambda: KnownReleases((*known.releases, v3), {**known.task_files, v3_file.sha256: v3_file}))
     path = tmp_path / "submission.json"
     path.write_text(json.dumps({"info": {"environment_info": {"domain_name": "airline"}}, "simulations": [
