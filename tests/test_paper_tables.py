@@ -299,3 +299,24 @@ def test_the_tau_package_registers_its_pool():
     from prefix_audit.replay import registry
 
     assert registry.pools() == TAU_POOL
+
+
+def test_a_pool_of_another_packages_datasets_is_refused():
+    import dataclasses
+
+    from prefix_audit.replay import registry
+
+    own = dataclasses.replace(registry.dataset("tau_airline"), name="toy_pooled")
+    with pytest.raises(registry.RegistryError, match="a pool is one or more of its own datasets"):
+        registry.register(registry.Registration("toy_pools", (own,), pools={"mixed": ("toy_pooled", "bfcl_v3")}))
+    assert "toy_pools" not in registry.modules()
+
+
+def test_settings_are_checked_when_made_and_cannot_change():
+    with pytest.raises(ValueError, match="pool 'p' has no member datasets"):
+        StatsSettings(resamples=10, seed=0, pools={"p": []})
+    made = StatsSettings(resamples=10, seed=0, pools={"p": ["a", "b"]}, methods=["y", "x"])
+    assert made.pools == {"p": ("a", "b")} and made.methods == ("y", "x")
+    with pytest.raises(TypeError):
+        made.pools["q"] = ("c",)  # type: ignore[index]
+    assert sorted(["z", "x", "a", "y"], key=made.method_rank) == ["y", "x", "a", "z"]
