@@ -1,9 +1,3 @@
-def stats_settings(*keys, **values):
-    """The fields ``keys`` of config ``stats`` (and ``values``) of a statistics rule's StatsSettings, as one
-    param: the rule reruns where one of them changes (its workers are its threads)."""
-    return {key: config["stats"][key] for key in keys} | values
-
-
 rule statistics:
     """Point estimates, Proposition 1-3 identity checks (a violation fails the rule), percentile
     bootstrap and Wilson intervals, per block and per pool."""
