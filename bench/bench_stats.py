@@ -32,10 +32,12 @@ import scipy
 from scipy import stats as scipy_stats
 
 from prefix_audit.statistics.paired import PairSpec, paired_differences
-from prefix_audit.statistics.stats import TAU_POOL, _interval_specs, _pair_specs, _pairs_of, _prepare, compute_stats
+from prefix_audit.statistics.settings import StatsSettings
+from prefix_audit.statistics.stats import _interval_specs, _pair_specs, _pairs_of, _prepare, compute_stats
 
 MODELS = ("strong", "medium", "weak")
 METHODS = ("react", "prompt_planning", "plan_conditioned", "dual_loop")
+TAU_POOL = {"tau": ("tau_airline", "tau_retail")}  # as the τ package registers it
 SIZES = {"bfcl_v3": 200, "toolsandbox": 200, "tau_airline": 50, "tau_retail": 114}
 CONDITIONS = ("verifier_gpt41", "verifier_llama", "deterministic_accept", "deterministic_verifier")
 RESAMPLES, F3_RESAMPLES = 10_000, 100_000
@@ -109,7 +111,7 @@ def scipy_grid(grid: pl.DataFrame, seed: int) -> int:
                               vectorized=True, paired=True, rng=np.random.default_rng(seed))
         calls += 1
     for dataset in sorted({b.key[0] for b in blocks}):
-        for pair in _pairs_of(blocks, dataset):
+        for pair in _pairs_of(blocks, dataset, METHODS):
             specs = _pair_specs(pair.method.aggregates.specs)
             a, v = pair.method.aggregates.columns, pair.versus.aggregates.columns
             data = (tuple(a[s.num] for s in specs) + tuple(a[s.den] for s in specs)
@@ -161,8 +163,10 @@ def main() -> None:
     grid4, _ = episodes(args.seed, trials=4)
 
     def stage(frame: pl.DataFrame, resamples: int, f3_resamples: int, w: int) -> None:
-        compute_stats(frame, resamples=resamples, seed=args.seed, pools=TAU_POOL, workers=w)
-        paired_differences(sens, PAIRS, resamples=f3_resamples, seed=args.seed, pools=TAU_POOL, workers=w)
+        compute_stats(frame, StatsSettings(resamples=resamples, seed=args.seed, pools=TAU_POOL, methods=METHODS,
+                                           workers=w))
+        paired_differences(sens, PAIRS, StatsSettings(resamples=f3_resamples, seed=args.seed, pools=TAU_POOL,
+                                                      methods=METHODS, workers=w))
 
     stage(grid.head(400), 10, 10, 1)  # warm imports and caches outside the timing
     results: dict[str, float] = {}
@@ -173,7 +177,7 @@ def main() -> None:
         results[f"k4_one_{w}"] = timed(partial(stage, grid4, 1, 1, w), args.repeat)
     calls = {}
     scipy_s = timed(lambda: calls.update(grid=scipy_grid(grid, args.seed), f3=scipy_f3(sens, args.seed)), 1)
-    rows = compute_stats(grid, resamples=1, seed=0, pools=TAU_POOL)
+    rows = compute_stats(grid, StatsSettings(resamples=1, seed=0, pools=TAU_POOL, methods=METHODS))
     n_blocks = rows.filter(pl.col("versus").is_null()).select("dataset", "model", "method").n_unique()
     n_pairs = rows.filter(pl.col("versus").is_not_null()).select("dataset", "model", "method", "versus").n_unique()
     for w in (1, workers):

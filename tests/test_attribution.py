@@ -334,6 +334,7 @@ def test_statistics_on_fed_agent_keep_the_identities_and_never_fall_below_the_pa
     raises on a violation), and PEC@k, TER and mean FED on FED_agent are at least the paper's."""
     import polars as pl
 
+    from prefix_audit.statistics.settings import StatsSettings
     from prefix_audit.statistics.stats import compute_stats
 
     episodes = []
@@ -346,7 +347,7 @@ def test_statistics_on_fed_agent_keep_the_identities_and_never_fall_below_the_pa
     frame = pl.DataFrame(episodes, schema={"dataset": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8,
                                            "task_id": pl.Utf8, "T": pl.Int32, "FED": pl.Int32, "FED_agent": pl.Int32,
                                            "Y": pl.Int8, "origin": pl.Utf8})
-    stats = compute_stats(frame, resamples=20, seed=0)
+    stats = compute_stats(frame, StatsSettings(resamples=20, seed=0))
     both = stats.filter(pl.col("k").is_null() | (pl.col("metric") == "pec")).pivot(
         "attribution", index=["metric", "k"], values="estimate")
     for metric, k, paper, agent in both.filter(pl.col("metric").is_in(["pec", "ter", "mean_fed"])).iter_rows():

@@ -13,9 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
+from prefix_audit.generation.grid import METHODS
 from prefix_audit.statistics import bootstrap
 from prefix_audit.statistics.aggregates import unbiased_all_k
 from prefix_audit.statistics.intervals import clustered_wilson_interval, wilson_interval
+from prefix_audit.statistics.settings import StatsSettings
 from prefix_audit.statistics.stats import compute_stats, task_set_seed
 
 B = 10_000
@@ -60,7 +62,7 @@ def width(r: dict) -> float:
 
 def test_one_trial_agrees_with_scipy_percentile_bootstrap():
     rows = random_block(np.random.default_rng(20240601), 120, 1)
-    stats = compute_stats(frame(rows), resamples=B, seed=1)
+    stats = compute_stats(frame(rows), StatsSettings(resamples=B, seed=1))
     fed = np.array([r["FED"] for r in rows])
     T = np.array([r["T"] for r in rows])
     # Monte Carlo + lattice tolerance (steps of 1/N ≈ 0.008); mean FED spans [1, 9], scaled by 8.
@@ -88,7 +90,7 @@ def naive_cluster_ter(rows: list[dict], resamples: int, seed: int, clustered: bo
 
 def test_strong_task_effects_get_the_clustered_width_not_the_rollout_width():
     rows = random_block(np.random.default_rng(3), 100, 4, task_effect=True)
-    stats = compute_stats(frame(rows), resamples=B, seed=4)
+    stats = compute_stats(frame(rows), StatsSettings(resamples=B, seed=4))
     ours = row(stats, "ter")
     clustered = np.percentile(naive_cluster_ter(rows, B, 5, clustered=True), [2.5, 97.5])
     by_rollout = np.percentile(naive_cluster_ter(rows, B, 6, clustered=False), [2.5, 97.5])
@@ -141,7 +143,7 @@ def test_pass_k_and_ter_k_by_task_up_to_the_fewest_trials():
         for trial, (y, fed) in enumerate(outcomes):
             rows.append({"dataset": "toolsandbox", "model": "m", "method": "react", "task_id": task,
                          "trial": trial, "T": 2, "FED": fed, "Y": y})
-    stats = compute_stats(frame(rows), resamples=200, seed=0)
+    stats = compute_stats(frame(rows), StatsSettings(resamples=200, seed=0))
     assert row(stats, "pass_k", 1)["estimate"] == pytest.approx((2 / 3 + 1 / 2) / 2)
     assert row(stats, "pass_k", 2)["estimate"] == pytest.approx((1 / 3 + 0) / 2)
     assert row(stats, "ter_k", 2)["estimate"] == pytest.approx((1 + 0) / 2)
@@ -157,8 +159,8 @@ def test_infrastructure_rows_leave_prefix_metrics_and_stay_in_final_success():
     rows = random_block(np.random.default_rng(2), 20, 1)
     infra = [{"dataset": "toolsandbox", "model": "m", "method": "react", "task_id": f"t{i:03d}", "trial": 1,
               "T": None, "FED": None, "Y": 0} for i in range(5)]
-    with_infra = compute_stats(frame(rows + infra), resamples=300, seed=1)
-    without = compute_stats(frame(rows), resamples=300, seed=1)
+    with_infra = compute_stats(frame(rows + infra), StatsSettings(resamples=300, seed=1))
+    without = compute_stats(frame(rows), StatsSettings(resamples=300, seed=1))
     for metric in ("ter", "auc_pec", "mean_fed"):
         assert row(with_infra, metric)["estimate"] == row(without, metric)["estimate"]
         assert row(with_infra, metric)["n_rollouts"] == 20
@@ -167,13 +169,13 @@ def test_infrastructure_rows_leave_prefix_metrics_and_stay_in_final_success():
     assert fs["n_rollouts"] == len(known) + 5
     assert fs["estimate"] == pytest.approx(sum(known) / (len(known) + 5))
     with pytest.raises(ValueError, match="only one of T and FED null"):
-        compute_stats(frame(rows + [infra[0] | {"T": 3}]), resamples=10, seed=0)
+        compute_stats(frame(rows + [infra[0] | {"T": 3}]), StatsSettings(resamples=10, seed=0))
 
 
 def test_blocks_over_one_task_set_share_a_draw_and_pair_from_it():
     rng = np.random.default_rng(8)
     rows = random_block(rng, 60, 2, "react") + random_block(rng, 60, 2, "dual_loop")
-    stats = compute_stats(frame(rows), resamples=2_000, seed=3)
+    stats = compute_stats(frame(rows), StatsSettings(resamples=2_000, seed=3, methods=METHODS))
     tasks = [f"t{i:03d}" for i in range(60)]
     assert set(stats["seed"]) == {task_set_seed(3, "toolsandbox", tasks)}
     delta = row(stats, "delta_ter", method="dual_loop", versus="react")
@@ -182,7 +184,7 @@ def test_blocks_over_one_task_set_share_a_draw_and_pair_from_it():
     assert (delta["n"], delta["n_method_only"], delta["n_versus_only"]) == (60, 0, 0)
     # A block paired with itself (same rollouts under another method name) differs by exactly zero.
     twin = [r | {"method": "prompt_planning"} for r in rows if r["method"] == "react"]
-    same = compute_stats(frame(rows + twin), resamples=2_000, seed=3)
+    same = compute_stats(frame(rows + twin), StatsSettings(resamples=2_000, seed=3, methods=METHODS))
     zero = row(same, "delta_ter", method="prompt_planning", versus="react")
     assert zero["estimate"] == zero["ci_low"] == zero["ci_high"] == 0.0
     # Block intervals do not depend on which other blocks share the draw.
@@ -194,7 +196,7 @@ def test_blocks_over_different_task_sets_pair_on_common_tasks():
     react = random_block(rng, 30, 1, "react")
     dual = [r for r in random_block(rng, 30, 1, "dual_loop") if r["task_id"] >= "t010"]
     extra = [r | {"task_id": f"x{i}"} for i, r in enumerate(dual[:3])]
-    stats = compute_stats(frame(react + dual + extra), resamples=500, seed=1)
+    stats = compute_stats(frame(react + dual + extra), StatsSettings(resamples=500, seed=1, methods=METHODS))
     delta = row(stats, "delta_ter", method="dual_loop", versus="react")
     assert (delta["n"], delta["n_method_only"], delta["n_versus_only"]) == (20, 3, 10)
     common = {r["task_id"] for r in dual}
@@ -209,11 +211,11 @@ def test_blocks_over_different_task_sets_pair_on_common_tasks():
 
 def test_row_order_and_chunking_do_not_change_results(monkeypatch):
     rows = random_block(np.random.default_rng(10), 40, 3)
-    ref = compute_stats(frame(rows), resamples=500, seed=11)
+    ref = compute_stats(frame(rows), StatsSettings(resamples=500, seed=11))
     shuffled = [rows[i] for i in np.random.default_rng(0).permutation(len(rows))]
-    assert compute_stats(frame(shuffled), resamples=500, seed=11).equals(ref)
+    assert compute_stats(frame(shuffled), StatsSettings(resamples=500, seed=11)).equals(ref)
     monkeypatch.setattr(bootstrap, "_CHUNK_BYTES", 16 * 7 * 40)  # tiny chunks of a few resamples
-    chunked = compute_stats(frame(rows), resamples=500, seed=11)
+    chunked = compute_stats(frame(rows), StatsSettings(resamples=500, seed=11))
     # The same draw; only the matrix product's rounding of fractional sums may differ in the last bit.
     assert chunked.drop("ci_low", "ci_high").equals(ref.drop("ci_low", "ci_high"))
     for bound in ("ci_low", "ci_high"):
@@ -230,7 +232,7 @@ def test_resampled_sums_are_counts_times_rows():
 def test_undefined_ratios_have_no_interval_and_degenerate_blocks_zero_width():
     rows = [{"dataset": "d", "model": "m", "method": "react", "task_id": f"t{i}", "trial": 0, "T": 1,
              "FED": 2, "Y": None} for i in range(3)]
-    stats = compute_stats(frame(rows), resamples=200, seed=0, k_max=2)
+    stats = compute_stats(frame(rows), StatsSettings(resamples=200, seed=0, k_max=2))
     assert row(stats, "final_success")["interval"] == "none"
     assert row(stats, "eligible_pec", 2)["estimate"] is None
     ter = row(stats, "ter")
@@ -240,6 +242,6 @@ def test_undefined_ratios_have_no_interval_and_degenerate_blocks_zero_width():
 def test_rejects_bad_arguments():
     rows = frame(random_block(np.random.default_rng(0), 5, 1))
     with pytest.raises(ValueError, match="resamples"):
-        compute_stats(rows, resamples=0, seed=0)
+        compute_stats(rows, StatsSettings(resamples=0, seed=0))
     with pytest.raises(ValueError, match="confidence"):
-        compute_stats(rows, resamples=10, seed=0, confidence=95)
+        compute_stats(rows, StatsSettings(resamples=10, seed=0, confidence=95))

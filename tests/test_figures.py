@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from prefix_audit.reports.figure_families import write_figures
 from prefix_audit.reports.figures import (
     CATEGORIES,
     _category_counts,
@@ -16,9 +17,9 @@ from prefix_audit.reports.figures import (
     pec_curves,
     planning_note,
     safe_name,
-    write_figures,
 )
 from prefix_audit.statistics.intervals import hoeffding_sample_size
+from prefix_audit.statistics.settings import StatsSettings
 from prefix_audit.statistics.stats import STATS_SCHEMA, compute_stats
 
 EPISODE_SCHEMA = {
@@ -48,7 +49,7 @@ def synthetic_episodes(n_tasks: int = 24, seed: int = 7) -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     episodes = synthetic_episodes()
-    stats = compute_stats(episodes, resamples=200, seed=1, k_max=4)
+    stats = compute_stats(episodes, StatsSettings(resamples=200, seed=1, k_max=4))
     d = tmp_path_factory.mktemp("inputs")
     episodes.write_parquet(d / "episodes.parquet")
     stats.write_parquet(d / "stats.parquet")
@@ -120,7 +121,7 @@ def test_undefined_eligible_pec_does_not_break_plotting(tmp_path):
           "T": 1, "FED": 1 + i % 2, "Y": 1, "category": None if i % 2 else "schema"} for i in range(6)],
         schema=EPISODE_SCHEMA,
     )
-    stats = compute_stats(episodes, resamples=50, seed=0)
+    stats = compute_stats(episodes, StatsSettings(resamples=50, seed=0))
     assert stats.filter(pl.col("metric") == "eligible_pec")["estimate"].null_count() > 0
     stats_path, episodes_path = tmp_path / "s.parquet", tmp_path / "e.parquet"
     stats.write_parquet(stats_path)

@@ -9,7 +9,8 @@ import matplotlib.image as mpimg
 import polars as pl
 import pytest
 
-from prefix_audit.reports.figures import FAMILIES, _origin_counts, failure_origins, write_figures
+from prefix_audit.reports.figure_families import FAMILIES, write_figures
+from prefix_audit.reports.figures import _origin_counts, failure_origins
 
 SCHEMA = {"dataset": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8, "task_id": pl.Utf8, "rollout_id": pl.Utf8,
           "T": pl.Int32, "FED": pl.Int32, "origin": pl.Utf8}
@@ -84,7 +85,7 @@ def test_the_bytes_do_not_depend_on_the_workers(tmp_path):
 
 
 def test_families_drawn_together_are_the_families_drawn_alone(tmp_path):
-    from prefix_audit.reports.figures import write_families
+    from prefix_audit.reports.figure_families import write_families
 
     table = tmp_path / "episodes.parquet"
     _episodes().with_columns(category=pl.lit("schema")).write_parquet(table)

@@ -22,7 +22,9 @@ from prefix_audit.health.tasks import audit_tasks, health_contents
 from prefix_audit.replay import registry
 from prefix_audit.replay.fed import EPISODE_SCHEMA, merge_episodes, with_task_health
 from prefix_audit.replay.health import probe_findings
-from prefix_audit.reports.tables import health_cells, table_g1, table_task_health
+from prefix_audit.reports.audit_tables import table_task_health
+from prefix_audit.reports.block_tables import health_cells, table_g1
+from prefix_audit.statistics.settings import StatsSettings
 from prefix_audit.statistics.stats import compute_stats
 
 PLUGINS = Path(__file__).parent / "plugins"
@@ -235,10 +237,10 @@ def _block(task_sound: list[bool | None], fed: list[int]) -> pl.DataFrame:
 
 def test_statistics_say_how_many_tasks_are_unsound_and_can_leave_them_out():
     episodes = _block([False, True, True, None], [1, 4, 4, 2])
-    kept = compute_stats(episodes, resamples=200, seed=1)
-    left = compute_stats(episodes, resamples=200, seed=1, exclude_unsound=True)
-    alone = compute_stats(episodes.filter(pl.col("task_sound").is_null() | pl.col("task_sound")), resamples=200,
-                          seed=1, exclude_unsound=False)
+    kept = compute_stats(episodes, StatsSettings(resamples=200, seed=1))
+    left = compute_stats(episodes, StatsSettings(resamples=200, seed=1, exclude_unsound=True))
+    alone = compute_stats(episodes.filter(pl.col("task_sound").is_null() | pl.col("task_sound")),
+                          StatsSettings(resamples=200, seed=1, exclude_unsound=False))
 
     def metric(stats, name):
         return stats.filter(pl.col("metric") == name).row(0, named=True)
@@ -257,8 +259,8 @@ def test_statistics_say_how_many_tasks_are_unsound_and_can_leave_them_out():
     assert health_cells(left, episodes) == {("bfcl_v3", "m", "react"): "left out 1 of 4 (gold_fails 1)"}
     assert table_g1(left, health=health_cells(left, episodes))["unsound tasks"].to_list() == [
         "left out 1 of 4 (gold_fails 1)"]
-    assert health_cells(compute_stats(episodes.drop("task_sound", "task_health", "task_defects"), resamples=200,
-                                      seed=1)) == {}
+    assert health_cells(compute_stats(episodes.drop("task_sound", "task_health", "task_defects"),
+                                      StatsSettings(resamples=200, seed=1))) == {}
 
 
 def test_the_health_table_counts_tasks_per_code_with_examples_in_natural_order():

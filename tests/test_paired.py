@@ -22,7 +22,9 @@ from prefix_audit.statistics.paired import (
     paired_differences,
     write_paired,
 )
-from prefix_audit.statistics.stats import TAU_POOL
+from prefix_audit.statistics.settings import StatsSettings
+
+TAU_POOL = {"tau": ("tau_airline", "tau_retail")}
 
 # The product's own episode schema, restricted to the columns these tests build.
 EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()
@@ -80,7 +82,7 @@ def by_metric(df: pl.DataFrame, label: str | None = None) -> dict[str, dict]:
 @given(task_lists())
 def test_identical_arms_give_exact_zeros(tasks):
     episodes = frame(arm("dual_loop", tasks) + arm("plan_conditioned", tasks))
-    out = by_metric(paired_differences(episodes, [PAIR], resamples=300, seed=0))
+    out = by_metric(paired_differences(episodes, [PAIR], StatsSettings(resamples=300, seed=0)))
     for m in INTERVAL_METRICS:
         r = out[m]
         if r["estimate"] is None:  # Δ final success with no pair of known outcomes
@@ -102,8 +104,8 @@ def test_identical_arms_give_exact_zeros(tasks):
 def test_swapping_arms_negates_estimates_and_mirrors_intervals(cond_tasks, base_tasks):
     episodes = frame(arm("dual_loop", cond_tasks) + arm("plan_conditioned", base_tasks[1:]))
     swapped = PairSpec(PAIR.label, PAIR.dataset, BASE, COND)
-    a = paired_differences(episodes, [PAIR], resamples=300, seed=4)
-    b = paired_differences(episodes, [swapped], resamples=300, seed=4)
+    a = paired_differences(episodes, [PAIR], StatsSettings(resamples=300, seed=4))
+    b = paired_differences(episodes, [swapped], StatsSettings(resamples=300, seed=4))
     assert a["seed"].to_list() == b["seed"].to_list()
     first_a, first_b = a.row(0, named=True), b.row(0, named=True)
     assert first_a["n_pairs"] == first_b["n_pairs"]
@@ -128,7 +130,7 @@ def test_missing_pairs_are_counted_and_excluded():
     cond = tasks[:25] + random_tasks(rng, 3, prefix="c")  # 3 condition-only units
     base = [dict(t, FED=1) for t in tasks[5:]]  # 5 condition-only, 0 baseline-only
     episodes = frame(arm("dual_loop", cond) + arm("plan_conditioned", base))
-    out = paired_differences(episodes, [PAIR], resamples=500, seed=1)
+    out = paired_differences(episodes, [PAIR], StatsSettings(resamples=500, seed=1))
     first = out.row(0, named=True)
     assert (first["n_pairs"], first["n_condition_only"], first["n_baseline_only"]) == (20, 8, 5)
     r = by_metric(out)
@@ -147,7 +149,7 @@ def test_no_pairs_gives_null_estimates_with_counts():
     rng = np.random.default_rng(0)
     episodes = frame(arm("dual_loop", random_tasks(rng, 4, prefix="a"))
                      + arm("plan_conditioned", random_tasks(rng, 6, prefix="b")))
-    out = paired_differences(episodes, [PAIR], resamples=100, seed=0)
+    out = paired_differences(episodes, [PAIR], StatsSettings(resamples=100, seed=0))
     assert out["metric"].to_list() == list(PAIRED_METRICS)
     assert out["estimate"].null_count() == out.height and out["ci_low"].null_count() == out.height
     assert set(out["interval"]) == {"none"} and set(out["n"]) == {0}
@@ -160,8 +162,8 @@ def test_costs_need_accounting_on_both_sides():
     tasks = random_tasks(rng, 10)
     cond = [dict(t, agent_tokens=2 * t["agent_tokens"], agent_latency_s=None) for t in tasks]
     base = [dict(t, agent_tokens=None if i < 4 else t["agent_tokens"]) for i, t in enumerate(tasks)]
-    r = by_metric(paired_differences(frame(arm("dual_loop", cond) + arm("plan_conditioned", base)),
-                                     [PAIR], resamples=100, seed=0))
+    r = by_metric(paired_differences(frame(arm("dual_loop", cond) + arm("plan_conditioned", base)), [PAIR],
+                                     StatsSettings(resamples=100, seed=0)))
     both = [t["agent_tokens"] for t in tasks[4:]]
     assert r["delta_agent_tokens"]["n"] == r["rel_agent_tokens"]["n"] == 6
     assert r["delta_agent_tokens"]["estimate"] == pytest.approx(np.mean(both))
@@ -169,7 +171,7 @@ def test_costs_need_accounting_on_both_sides():
     assert r["delta_agent_latency_s"]["estimate"] is None and r["delta_agent_latency_s"]["n"] == 0
     # Episodes without accounting columns at all: cost rows are null, the rest unaffected.
     bare = frame(arm("dual_loop", tasks) + arm("plan_conditioned", tasks)).drop("agent_tokens", "agent_latency_s")
-    r = by_metric(paired_differences(bare, [PAIR], resamples=100, seed=0))
+    r = by_metric(paired_differences(bare, [PAIR], StatsSettings(resamples=100, seed=0)))
     assert r["delta_agent_tokens"]["estimate"] is None and r["delta_ter"]["estimate"] == 0.0
 
 
@@ -191,7 +193,7 @@ def test_same_draw_as_naive_index_resampling():
     cond, base = random_tasks(rng, 40, y_unknown=0.3), random_tasks(rng, 40, y_unknown=0.3)
     episodes = frame(arm("dual_loop", cond) + arm("plan_conditioned", base))
     resamples = 5_000
-    r = by_metric(paired_differences(episodes, [PAIR], resamples=resamples, seed=9))
+    r = by_metric(paired_differences(episodes, [PAIR], StatsSettings(resamples=resamples, seed=9)))
     ter, area, success, _ = naive_paired(cond, base, pair_seed(9, PAIR), resamples)
     # Same generator, same unit order: the chunked multinomial-count draw is the naive draw.
     for name, reps in (("delta_ter", ter), ("delta_auc_pec", area), ("delta_final_success", success)):
@@ -205,7 +207,7 @@ def test_agrees_with_scipy_paired_percentile_bootstrap():
     n, resamples = 80, 20_000
     cond, base = random_tasks(rng, n, y_unknown=0.0), random_tasks(rng, n, y_unknown=0.0)
     episodes = frame(arm("dual_loop", cond) + arm("plan_conditioned", base))
-    r = by_metric(paired_differences(episodes, [PAIR], resamples=resamples, seed=2))
+    r = by_metric(paired_differences(episodes, [PAIR], StatsSettings(resamples=resamples, seed=2)))
     *_, (d_full, d_area, _, d_y) = naive_paired(cond, base, 0, 1)
     res = scipy_stats.bootstrap(
         (d_full, d_area, d_y), lambda a, b, c, axis=-1: np.stack([a.mean(axis), b.mean(axis), c.mean(axis)]),
@@ -224,12 +226,12 @@ def test_agrees_with_scipy_paired_percentile_bootstrap():
 def test_seed_determinism_and_pair_seed():
     rng = np.random.default_rng(2)
     episodes = frame(arm("dual_loop", random_tasks(rng, 30)) + arm("plan_conditioned", random_tasks(rng, 30)))
-    a = paired_differences(episodes, [PAIR], resamples=1_000, seed=1)
-    assert a.equals(paired_differences(episodes.reverse(), [PAIR], resamples=1_000, seed=1))
+    a = paired_differences(episodes, [PAIR], StatsSettings(resamples=1_000, seed=1))
+    assert a.equals(paired_differences(episodes.reverse(), [PAIR], StatsSettings(resamples=1_000, seed=1)))
     other = PairSpec("other", "d", COND, COND)
-    both = paired_differences(episodes, [other, PAIR], resamples=1_000, seed=1, workers=2)
+    both = paired_differences(episodes, [other, PAIR], StatsSettings(resamples=1_000, seed=1, workers=2))
     assert both.filter(pl.col("label") == PAIR.label).equals(a)
-    c = paired_differences(episodes, [PAIR], resamples=1_000, seed=2)
+    c = paired_differences(episodes, [PAIR], StatsSettings(resamples=1_000, seed=2))
     assert a["estimate"].equals(c["estimate"]) and not a["ci_low"].equals(c["ci_low"])
     # A literal pins the derivation (hashlib, not Python's salted hash()).
     assert pair_seed(0, PAIR) == 7069455246435167956
@@ -244,11 +246,12 @@ def test_pool_pairs_units_by_dataset_and_task():
     for dataset, tasks in (("tau_airline", air), ("tau_retail", ret)):
         rows += arm("dual_loop", tasks, dataset) + arm("plan_conditioned", tasks[:-1], dataset)
     pair = PairSpec("tau", "tau", COND, BASE)
-    out = paired_differences(frame(rows), [pair], resamples=200, seed=0, pools=TAU_POOL)
+    out = paired_differences(frame(rows), [pair], StatsSettings(resamples=200, seed=0, pools=TAU_POOL))
     first = out.row(0, named=True)
     assert (first["dataset"], first["n_pairs"], first["n_condition_only"]) == ("tau", 10, 2)
     with pytest.raises(ValueError, match="also a dataset"):
-        paired_differences(frame(rows), [pair], seed=0, pools={"tau_retail": ["tau_airline"]})
+        paired_differences(frame(rows), [pair],
+                           StatsSettings(resamples=100, seed=0, pools={"tau_retail": ["tau_airline"]}))
 
 
 def test_trials_pair_trial_by_trial_else_by_task_means():
@@ -260,14 +263,14 @@ def test_trials_pair_trial_by_trial_else_by_task_means():
                 for r in arm(method, run)]
 
     matched = pl.DataFrame(trials("dual_loop", tasks, later) + trials("plan_conditioned", later, later))
-    out = paired_differences(matched, [PAIR], resamples=500, seed=0)
+    out = paired_differences(matched, [PAIR], StatsSettings(resamples=500, seed=0))
     ter = out.filter(pl.col("metric") == "delta_ter").row(0, named=True)
     full = sum(t["FED"] == t["T"] + 1 for t in tasks)
     assert ter["pairing"] == "trial" and ter["n_pairs"] == ter["n"] == 30
     assert ter["estimate"] == pytest.approx(full / 60)  # over the 60 trial pairs
     # Unequal trials: each side's task means are compared, every task weighing the same.
     unequal = pl.DataFrame(trials("dual_loop", tasks, later) + trials("plan_conditioned", later))
-    out = paired_differences(unequal, [PAIR], resamples=500, seed=0)
+    out = paired_differences(unequal, [PAIR], StatsSettings(resamples=500, seed=0))
     ter = out.filter(pl.col("metric") == "delta_ter").row(0, named=True)
     assert ter["pairing"] == "task_mean" and ter["estimate"] == pytest.approx(full / 2 / 30)
     assert ter["ci_low"] <= ter["estimate"] <= ter["ci_high"]
@@ -278,25 +281,26 @@ def test_bad_input_is_rejected_with_the_pair_named():
     tasks = random_tasks(rng, 5)
     good = frame(arm("dual_loop", tasks) + arm("plan_conditioned", tasks))
     with pytest.raises(ValueError, match="unique"):
-        paired_differences(good, [PAIR, PAIR], resamples=10, seed=0)
+        paired_differences(good, [PAIR, PAIR], StatsSettings(resamples=10, seed=0))
     with pytest.raises(ValueError, match="FED must lie in"):
-        paired_differences(good.with_columns(pl.lit(99, dtype=pl.Int32).alias("FED")), [PAIR], seed=0)
+        paired_differences(good.with_columns(pl.lit(99, dtype=pl.Int32).alias("FED")), [PAIR],
+                           StatsSettings(resamples=100, seed=0))
     with pytest.raises(ValueError, match="required column"):
-        paired_differences(good.drop("Y"), [PAIR], seed=0)
+        paired_differences(good.drop("Y"), [PAIR], StatsSettings(resamples=100, seed=0))
 
 
 def test_default_resamples_fit_in_memory_and_write_is_byte_identical(tmp_path):
     rng = np.random.default_rng(4)
     episodes = frame(arm("dual_loop", random_tasks(rng, 164)) + arm("plan_conditioned", random_tasks(rng, 164)))
     tracemalloc.start()
-    out = paired_differences(episodes, [PAIR], seed=0)  # 100,000 resamples
+    out = paired_differences(episodes, [PAIR], StatsSettings(resamples=100_000, seed=0))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 300 * 2**20, f"peak {peak / 2**20:.0f} MiB"
     assert out.schema == PAIRED_SCHEMA and set(out["resamples"]) == {100_000}
     path = tmp_path / "episodes.parquet"
     episodes.write_parquet(path)
-    a = write_paired(path, [PAIR], tmp_path / "a" / "paired.parquet", resamples=2_000, seed=3)
-    b = write_paired(path, [PAIR], tmp_path / "b" / "paired.parquet", resamples=2_000, seed=3)
+    a = write_paired(path, [PAIR], tmp_path / "a" / "paired.parquet", StatsSettings(resamples=2_000, seed=3))
+    b = write_paired(path, [PAIR], tmp_path / "b" / "paired.parquet", StatsSettings(resamples=2_000, seed=3))
     assert a.name == "paired.parquet" and a.read_bytes() == b.read_bytes()
     assert not math.isnan(pl.read_parquet(a)["estimate"][0])

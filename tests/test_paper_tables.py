@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 import pytest
 
+from prefix_audit.generation.grid import METHODS as METHOD_ORDER
 from prefix_audit.replay import scoring
-from prefix_audit.reports.tables import METHOD_ORDER, table_f1, table_f2, table_f3, table_files, write_tables
+from prefix_audit.reports.block_tables import table_f1, table_f2, table_f3
+from prefix_audit.reports.tables import table_files, write_tables
 from prefix_audit.statistics.intervals import wilson_interval
 from prefix_audit.statistics.paired import (
     PAIRED_SCHEMA,
@@ -15,13 +19,8 @@ from prefix_audit.statistics.paired import (
     paired_differences,
     write_paired,
 )
-from prefix_audit.statistics.stats import (
-    STATS_SCHEMA,
-    TAU_POOL,
-    compute_stats,
-    task_set_seed,
-    write_stats,
-)
+from prefix_audit.statistics.settings import StatsSettings
+from prefix_audit.statistics.stats import STATS_SCHEMA, compute_stats, task_set_seed, write_stats
 
 # The product's own episode schema, restricted to the columns these tests build.
 EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEMA).items()
@@ -29,6 +28,12 @@ EPISODE_SCHEMA = {name: dtype for name, dtype in pl.Schema(scoring.EPISODE_SCHEM
 SIZES = {"tau_airline": 12, "tau_retail": 20, "bfcl_v3": 10}
 MODELS = ("sim-strong", "sim-weak")
 RESAMPLES = 500
+TAU_POOL = {"tau": ("tau_airline", "tau_retail")}  # the τ package's registered pool
+
+
+def settings(**changes: Any) -> StatsSettings:
+    """The statistics settings of these tests: τ pooled, the product's methods in order."""
+    return StatsSettings(**({"resamples": RESAMPLES, "seed": 1, "pools": TAU_POOL, "methods": METHOD_ORDER} | changes))
 TABLE_STEMS = [f"table_{t}.{ext}" for t in ("G1", "task_categories", "F1", "F2", "F3", "pairs", "consistency", "trust",
                                            "labels", "label_categories", "G1_agent", "F1_agent")
                for ext in ("csv", "md", "tex")]
@@ -84,12 +89,12 @@ def episodes() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def stats(episodes) -> pl.DataFrame:
-    return compute_stats(episodes, resamples=RESAMPLES, seed=1, pools=TAU_POOL)
+    return compute_stats(episodes, settings())
 
 
 @pytest.fixture(scope="module")
 def paired(episodes) -> pl.DataFrame:
-    return paired_differences(episodes, PAIRS, resamples=RESAMPLES, seed=1, pools=TAU_POOL)
+    return paired_differences(episodes, PAIRS, settings())
 
 
 def metric(stats: pl.DataFrame, dataset: str, model: str, method: str, name: str) -> dict:
@@ -117,24 +122,24 @@ def test_pooled_blocks_cover_the_union_of_members(episodes, stats):
 
 
 def test_worker_threads_do_not_change_the_table(episodes, stats):
-    assert compute_stats(episodes, resamples=RESAMPLES, seed=1, pools=TAU_POOL, workers=3).equals(stats)
+    assert compute_stats(episodes, settings(workers=3)).equals(stats)
 
 
 def test_pool_requires_member_rows_and_checks_units(episodes):
     only_airline = episodes.filter(pl.col("dataset") != "tau_retail")
-    out = compute_stats(only_airline, resamples=50, seed=0, pools=TAU_POOL)
+    out = compute_stats(only_airline, settings(resamples=50, seed=0))
     assert metric(out, "tau", "sim-strong", "react", "ter")["n"] == SIZES["tau_airline"]
     no_tau = episodes.filter(pl.col("dataset") == "bfcl_v3")
-    assert "tau" not in compute_stats(no_tau, resamples=50, seed=0, pools=TAU_POOL)["dataset"].to_list()
+    assert "tau" not in compute_stats(no_tau, settings(resamples=50, seed=0))["dataset"].to_list()
     dup = pl.concat([episodes, episodes.filter(pl.col("dataset") == "tau_retail").head(1)])
     # A second rollout of a task is a second trial of it: still one task of the pooled cohort.
     first = episodes.filter(pl.col("dataset") == "tau_retail").row(0, named=True)
     block = ("tau", first["model"], first["method"], "ter")
-    again = metric(compute_stats(dup, resamples=50, seed=0, pools=TAU_POOL), *block)
-    single = metric(compute_stats(episodes, resamples=50, seed=0, pools=TAU_POOL), *block)
+    again = metric(compute_stats(dup, settings(resamples=50, seed=0)), *block)
+    single = metric(compute_stats(episodes, settings(resamples=50, seed=0)), *block)
     assert (again["n"], again["n_rollouts"], again["trials_max"]) == (single["n"], single["n_rollouts"] + 1, 2)
     with pytest.raises(ValueError, match="also a dataset"):
-        compute_stats(episodes, resamples=50, seed=0, pools={"bfcl_v3": ["tau_airline"]})
+        compute_stats(episodes, StatsSettings(resamples=50, seed=0, pools={"bfcl_v3": ["tau_airline"]}))
 
 
 def test_accounting_rows_are_points_over_accounted_rollouts(episodes, stats):
@@ -150,7 +155,7 @@ def test_accounting_rows_are_points_over_accounted_rollouts(episodes, stats):
 
 
 def test_table_f1_cells(stats):
-    f1 = table_f1(stats)
+    f1 = table_f1(stats, "tau", METHOD_ORDER)
     assert f1.height == 2 * 4 - 1 + 1  # sim-weak lacks prompt_planning; sim-strong has deterministic_accept
     strong = f1.filter(pl.col("model") == "sim-strong")["method"].to_list()
     assert strong == [*METHOD_ORDER, "deterministic_accept"]
@@ -174,8 +179,8 @@ def test_table_f1_undefined_rr():
     rows = [{"dataset": "tau_retail", "model": "m", "method": "react", "task_id": f"t{i}", "rollout_id": f"r{i}",
              "T": 2, "FED": 3, "Y": 1} for i in range(4)]
     stats = compute_stats(pl.DataFrame(rows, schema={k: EPISODE_SCHEMA[k] for k in rows[0]}),
-                          resamples=50, seed=0, pools=TAU_POOL)
-    f1 = table_f1(stats)
+                          settings(resamples=50, seed=0))
+    f1 = table_f1(stats, "tau", METHOD_ORDER)
     assert f1["RR"].to_list() == ["0/0 (undefined)"] and f1["rr"].to_list() == [None]
 
 
@@ -183,8 +188,8 @@ def test_table_f2_costs_relative_changes_and_gaps(episodes):
     # Latency missing on a few react episodes that do have token counts: two denominators.
     lost = (pl.col("method") == "react") & pl.col("agent_tokens").is_not_null() & pl.col("task_id").is_in(["task-001", "task-002"])
     episodes = episodes.with_columns(pl.when(lost).then(None).otherwise(pl.col("agent_latency_s")).alias("agent_latency_s"))
-    stats = compute_stats(episodes, resamples=50, seed=0, pools=TAU_POOL)
-    f2 = table_f2(stats)
+    stats = compute_stats(episodes, settings(resamples=50, seed=0))
+    f2 = table_f2(stats, METHOD_ORDER)
     assert f2.columns[:7] == ["dataset", "model", *METHOD_ORDER, "deterministic_accept"]
     row = f2.filter((pl.col("dataset") == "tau") & (pl.col("model") == "sim-weak")).row(0, named=True)
     assert row["prompt_planning"] == "n/a" and row["deterministic_accept"] == "n/a"
@@ -229,10 +234,12 @@ def test_write_tables_is_complete_and_byte_identical(episodes, tmp_path):
     path = tmp_path / "episodes.parquet"
     episodes.write_parquet(path)
     for out in ("a", "b"):
-        write_stats(path, tmp_path / out / "stats.parquet", resamples=RESAMPLES, seed=1)
-        write_paired(path, PAIRS, tmp_path / out / "paired.parquet", resamples=RESAMPLES, seed=1, pools=TAU_POOL)
-    first = write_tables(tmp_path / "a" / "stats.parquet", table_files(tmp_path / "ta"), tmp_path / "a" / "paired.parquet")
-    second = write_tables(tmp_path / "b" / "stats.parquet", table_files(tmp_path / "tb"), tmp_path / "b" / "paired.parquet")
+        write_stats(path, tmp_path / out / "stats.parquet", settings())
+        write_paired(path, PAIRS, tmp_path / out / "paired.parquet", settings())
+    first = write_tables(tmp_path / "a" / "stats.parquet", table_files(tmp_path / "ta"), tmp_path / "a" / "paired.parquet",
+                         pools=TAU_POOL, methods=METHOD_ORDER)
+    second = write_tables(tmp_path / "b" / "stats.parquet", table_files(tmp_path / "tb"), tmp_path / "b" / "paired.parquet",
+                          pools=TAU_POOL, methods=METHOD_ORDER)
     assert [p.name for p in first] == [p.name for p in second] == TABLE_STEMS
     for a, b in zip(first, second):
         assert a.read_bytes() == b.read_bytes(), a.name
@@ -244,14 +251,14 @@ def test_write_tables_is_complete_and_byte_identical(episodes, tmp_path):
 
 
 def test_seed_moves_intervals_not_estimates(episodes, stats):
-    other = compute_stats(episodes, resamples=RESAMPLES, seed=2, pools=TAU_POOL)
-    a, b = table_f1(stats), table_f1(other)
+    other = compute_stats(episodes, settings(seed=2))
+    a, b = table_f1(stats, "tau", METHOD_ORDER), table_f1(other, "tau", METHOD_ORDER)
     estimates = ["N", "ter", "mean_fed", "auc_pec", "final_success", "rr", "rr_lo", "rr_hi"]
     assert a.select(estimates).equals(b.select(estimates))
     assert not a.select("ter_lo", "ter_hi", "auc_pec_lo").equals(b.select("ter_lo", "ter_hi", "auc_pec_lo"))
-    assert table_f2(stats).equals(table_f2(other))
-    p1 = paired_differences(episodes, PAIRS, resamples=RESAMPLES, seed=1, pools=TAU_POOL)
-    p2 = paired_differences(episodes, PAIRS, resamples=RESAMPLES, seed=2, pools=TAU_POOL)
+    assert table_f2(stats, METHOD_ORDER).equals(table_f2(other, METHOD_ORDER))
+    p1 = paired_differences(episodes, PAIRS, settings())
+    p2 = paired_differences(episodes, PAIRS, settings(seed=2))
     f3a, f3b = table_f3(p1), table_f3(p2)
     assert f3a.select("delta_ter", "delta_agent_tokens").equals(f3b.select("delta_ter", "delta_agent_tokens"))
     assert not f3a.select("delta_ter_lo", "delta_auc_pec_hi").equals(f3b.select("delta_ter_lo", "delta_auc_pec_hi"))
@@ -263,8 +270,9 @@ def test_empty_inputs_write_headers_and_notes(episodes, tmp_path):
                                                                 "agent_calls", "agent_estimated_calls")
     stats_dir = tmp_path / "stats"
     bfcl.write_parquet(tmp_path / "episodes.parquet")
-    write_stats(tmp_path / "episodes.parquet", stats_dir / "stats.parquet", resamples=50, seed=0)
-    paths = write_tables(stats_dir / "stats.parquet", table_files(tmp_path / "out"))
+    write_stats(tmp_path / "episodes.parquet", stats_dir / "stats.parquet", settings(resamples=50, seed=0))
+    paths = write_tables(stats_dir / "stats.parquet", table_files(tmp_path / "out"), pools=TAU_POOL,
+                         methods=METHOD_ORDER)
     assert [p.name for p in paths] == TABLE_STEMS
     text = {p.name: p.read_text() for p in paths}
     assert text["table_G1.csv"].count("\n") == 2
@@ -276,10 +284,39 @@ def test_empty_inputs_write_headers_and_notes(episodes, tmp_path):
     assert r"no tau\_airline/tau\_retail blocks" in text["table_F1.tex"]
 
     # τ blocks without pooling, and an empty paired table.
-    unpooled = compute_stats(episodes, resamples=50, seed=0)
+    unpooled = compute_stats(episodes, StatsSettings(resamples=50, seed=0))
     unpooled.write_parquet(tmp_path / "unpooled.parquet")
     pl.DataFrame(schema=PAIRED_SCHEMA).write_parquet(tmp_path / "paired.parquet")
-    paths = write_tables(tmp_path / "unpooled.parquet", table_files(tmp_path / "out2"), tmp_path / "paired.parquet")
+    paths = write_tables(tmp_path / "unpooled.parquet", table_files(tmp_path / "out2"), tmp_path / "paired.parquet",
+                         pools=TAU_POOL)
     text = {p.name: p.read_text() for p in paths}
     assert "blocks are present but were not pooled" in text["table_F1.md"]
     assert "No paired differences: paired.parquet has no rows." in text["table_F3.md"]
+
+
+def test_the_tau_package_registers_its_pool():
+    """An audit outside the workflow pools as the benchmarks' registrations say: τ's two domains as ``tau``."""
+    from prefix_audit.replay import registry
+
+    assert registry.pools() == TAU_POOL
+
+
+def test_a_pool_of_another_packages_datasets_is_refused():
+    import dataclasses
+
+    from prefix_audit.replay import registry
+
+    own = dataclasses.replace(registry.dataset("tau_airline"), name="toy_pooled")
+    with pytest.raises(registry.RegistryError, match="a pool is one or more of its own datasets"):
+        registry.register(registry.Registration("toy_pools", (own,), pools={"mixed": ("toy_pooled", "bfcl_v3")}))
+    assert "toy_pools" not in registry.modules()
+
+
+def test_settings_are_checked_when_made_and_cannot_change():
+    with pytest.raises(ValueError, match="pool 'p' has no member datasets"):
+        StatsSettings(resamples=10, seed=0, pools={"p": []})
+    made = StatsSettings(resamples=10, seed=0, pools={"p": ["a", "b"]}, methods=["y", "x"])
+    assert made.pools == {"p": ("a", "b")} and made.methods == ("y", "x")
+    with pytest.raises(TypeError):
+        made.pools["q"] = ("c",)  # type: ignore[index]
+    assert sorted(["z", "x", "a", "y"], key=made.method_rank) == ["y", "x", "a", "z"]

@@ -8,11 +8,14 @@ import numpy as np
 import polars as pl
 import pytest
 
+from prefix_audit.audit import block_grouping
 from prefix_audit.cli import main
 from prefix_audit.replay import scoring
-from prefix_audit.reports.tables import table_files, table_g1, write_tables
+from prefix_audit.reports.block_tables import table_g1
+from prefix_audit.reports.tables import table_files, write_tables
 from prefix_audit.statistics import stats as stats_module
 from prefix_audit.statistics.metrics import block_metrics, check_identities
+from prefix_audit.statistics.settings import StatsSettings
 from prefix_audit.statistics.stats import (
     COUNTED_METRICS,
     METRICS,
@@ -53,7 +56,7 @@ def episodes() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def stats(episodes) -> pl.DataFrame:
-    return compute_stats(episodes, resamples=1_000, seed=1, k_max=K_MAX)
+    return compute_stats(episodes, StatsSettings(resamples=1_000, seed=1, k_max=K_MAX))
 
 
 def block_arrays(episodes: pl.DataFrame, dataset: str):
@@ -106,8 +109,8 @@ def test_identities_hold_on_the_table(stats):
 
 
 def test_seed_changes_intervals_only(episodes, stats):
-    again = compute_stats(episodes, resamples=1_000, seed=1, k_max=K_MAX)
-    other = compute_stats(episodes, resamples=1_000, seed=2, k_max=K_MAX)
+    again = compute_stats(episodes, StatsSettings(resamples=1_000, seed=1, k_max=K_MAX))
+    other = compute_stats(episodes, StatsSettings(resamples=1_000, seed=2, k_max=K_MAX))
     assert again.equals(stats)
     fixed = ["dataset", "model", "method", "metric", "k", "estimate", "n", "successes", "interval"]
     assert other.select(fixed).equals(stats.select(fixed))
@@ -133,7 +136,7 @@ def test_undefined_metrics_are_null_not_zero():
           "T": 1, "FED": 2, "Y": None} for i in range(3)],
         schema=EPISODE_SCHEMA,
     )
-    out = compute_stats(episodes, resamples=200, seed=0, k_max=2)
+    out = compute_stats(episodes, StatsSettings(resamples=200, seed=0, k_max=2))
     undefined = out.filter(pl.col("interval") == "none")
     assert list(zip(undefined["metric"], undefined["k"])) == [
         ("eligible_pec", 2), ("final_success", None), ("rr", None), ("disagree_full", None), ("disagree_y", None)
@@ -162,7 +165,7 @@ def test_check_identities_catches_hand_made_bad_metrics(episodes):
 def test_compute_stats_raises_on_violation(episodes, monkeypatch):
     monkeypatch.setattr(stats_module, "check_identities", lambda *a: ["PEC not non-increasing"])
     with pytest.raises(IdentityViolation, match="bfcl_v3/sim-medium/dual_loop.*PEC not non-increasing"):
-        compute_stats(episodes, resamples=10, seed=0)
+        compute_stats(episodes, StatsSettings(resamples=10, seed=0))
 
 
 @pytest.mark.parametrize(
@@ -171,34 +174,37 @@ def test_compute_stats_raises_on_violation(episodes, monkeypatch):
 def test_bad_episode_values_name_the_block(episodes, column, value, message):
     bad = episodes.with_columns(pl.lit(value, dtype=pl.Int32).alias(column))
     with pytest.raises(ValueError, match=f"block bfcl_v3/sim-medium/dual_loop: {message}"):
-        compute_stats(bad, resamples=10, seed=0)
+        compute_stats(bad, StatsSettings(resamples=10, seed=0))
 
 
 def test_bad_episode_frames_rejected(episodes):
     with pytest.raises(ValueError, match="required column"):
-        compute_stats(episodes.drop("Y"), resamples=10, seed=0)
+        compute_stats(episodes.drop("Y"), StatsSettings(resamples=10, seed=0))
     with pytest.raises(ValueError, match="only one of T and FED null"):
         no_fed = episodes.with_columns(pl.lit(None, dtype=pl.Int32).alias("FED"))
-        compute_stats(no_fed, resamples=10, seed=0)
+        compute_stats(no_fed, StatsSettings(resamples=10, seed=0))
     with pytest.raises(ValueError, match="'task_id' has 1 null"):
         compute_stats(episodes.with_columns(pl.when(pl.col("rollout_id") == "bfcl_v3-dual_loop-000")
                                             .then(None).otherwise(pl.col("task_id")).alias("task_id")),
-                      resamples=10, seed=0)
+ StatsSettings(resamples=10, seed=0))
 
 
 def test_empty_episodes_give_empty_typed_table(episodes):
-    assert compute_stats(episodes.head(0), resamples=10, seed=0).schema == STATS_SCHEMA
+    assert compute_stats(episodes.head(0), StatsSettings(resamples=10, seed=0)).schema == STATS_SCHEMA
 
 
 def test_outputs_are_byte_identical_and_complete(episodes, stats, tmp_path):
     episodes_path = tmp_path / "episodes.parquet"
     episodes.write_parquet(episodes_path)
-    first = write_stats(episodes_path, tmp_path / "a" / "stats.parquet", resamples=1_000, seed=1, k_max=K_MAX)
-    second = write_stats(episodes_path, tmp_path / "b" / "stats.parquet", resamples=1_000, seed=1, k_max=K_MAX)
+    first = write_stats(episodes_path, tmp_path / "a" / "stats.parquet",
+                        StatsSettings(resamples=1_000, seed=1, k_max=K_MAX))
+    second = write_stats(episodes_path, tmp_path / "b" / "stats.parquet",
+                         StatsSettings(resamples=1_000, seed=1, k_max=K_MAX))
     assert first.read_bytes() == second.read_bytes()
     assert pl.read_parquet(first).equals(stats)
 
-    tables_a = write_tables(first, table_files(tmp_path / "ta"))
+    pools, methods = block_grouping()  # as the command line pools and orders
+    tables_a = write_tables(first, table_files(tmp_path / "ta"), pools=pools, methods=methods)
     # The command line takes a directory holding stats.parquet too.
     assert main(["tables", str(tmp_path / "a"), "-o", str(tmp_path / "tb")]) == 0
     tables_b = list(table_files(tmp_path / "tb").values())

@@ -18,25 +18,19 @@ from prefix_audit.cli import main
 from prefix_audit.core.decode import DecodeError
 from prefix_audit.replay import registry
 from prefix_audit.replay.scoring import EPISODE_SCHEMA
-from prefix_audit.reports.tables import (
-    CATEGORY_TABLE,
-    RECORDED_COLUMN,
-    table_files,
-    table_g1,
-    table_task_categories,
-    write_tables,
-)
-from prefix_audit.statistics.stats import (
+from prefix_audit.reports.block_tables import RECORDED_COLUMN, table_g1, table_task_categories
+from prefix_audit.reports.tables import CATEGORY_TABLE, table_files, write_tables
+from prefix_audit.statistics.categories import (
     CATEGORY_STATS_SCHEMA,
     RECORDED_ACCURACY,
     compute_category_stats,
-    compute_stats,
     tasks_by_category,
     uncategorised_lines,
     uncategorised_tasks,
     write_category_stats,
-    write_stats,
 )
+from prefix_audit.statistics.settings import StatsSettings
+from prefix_audit.statistics.stats import compute_stats, write_stats
 
 COLUMNS = ("dataset", "model", "method", "task_id", "rollout_id", "T", "FED", "Y", "meta_json")
 SCHEMA = {name: dtype for name, dtype in pl.Schema(EPISODE_SCHEMA).items() if name in COLUMNS}
@@ -87,7 +81,7 @@ def episodes() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def per_category(episodes) -> pl.DataFrame:
-    return compute_category_stats(episodes, categories(), resamples=RESAMPLES, seed=3)
+    return compute_category_stats(episodes, categories(), StatsSettings(resamples=RESAMPLES, seed=3))
 
 
 def category_of(task_id: str) -> str:
@@ -96,14 +90,14 @@ def category_of(task_id: str) -> str:
 
 def g1_of(episodes: pl.DataFrame, seed: int = 3) -> pl.DataFrame:
     """G.1 as the audit computes it over ``episodes``."""
-    return table_g1(compute_stats(episodes, resamples=RESAMPLES, seed=seed))
+    return table_g1(compute_stats(episodes, StatsSettings(resamples=RESAMPLES, seed=seed)))
 
 
 def test_the_bfcl_registration_names_its_categories():
     bfcl = categories()["bfcl_v3"]
     assert bfcl["recorded"] == "bfcl_score_file"
     assert set(categories()) == {"bfcl_v3"}  # the other benchmarks name none
-    table = compute_category_stats(make_episodes(), categories(), resamples=10, seed=0)
+    table = compute_category_stats(make_episodes(), categories(), StatsSettings(resamples=10, seed=0))
     assert table["dataset"].unique().to_list() == ["bfcl_v3"]
     assert sorted(table["category"].unique().to_list()) == ["base", "long_context", "miss_func", "miss_param"]
 
@@ -127,8 +121,8 @@ def test_each_category_row_is_g1_over_that_categorys_episodes(episodes, per_cate
         assert got.equals(expected), category
     # Final success, TER and mean FED are the stats rows of the same computation.
     m2 = table.filter((pl.col("model") == "m2") & (pl.col("method") == "imported") & (pl.col("category") == "miss_func"))
-    stats = compute_stats(bfcl.filter(pl.col("task_id").str.starts_with("multi_turn_miss_func")), resamples=RESAMPLES,
-                          seed=3)
+    stats = compute_stats(bfcl.filter(pl.col("task_id").str.starts_with("multi_turn_miss_func")),
+                          StatsSettings(resamples=RESAMPLES, seed=3))
     ter = stats.filter((pl.col("model") == "m2") & (pl.col("method") == "imported") & (pl.col("metric") == "ter"))
     assert (m2["ter"].item(), m2["ter_lo"].item(), m2["ter_hi"].item()) == ter.select(
         "estimate", "ci_low", "ci_high").row(0)
@@ -171,7 +165,7 @@ def test_two_score_files_of_one_category_are_both_shown(episodes):
     twice = episodes.with_columns(
         pl.when(pl.col("rollout_id") == "m1-imported-base-0").then(pl.lit(json.dumps({"bfcl_score_file": other})))
         .otherwise(pl.col("meta_json")).alias("meta_json"))
-    table = table_task_categories(compute_category_stats(twice, categories(), resamples=10, seed=0))
+    table = table_task_categories(compute_category_stats(twice, categories(), StatsSettings(resamples=10, seed=0)))
     m1 = table.filter(pl.col("model") == "m1").row(0, named=True)
     assert m1[RECORDED_COLUMN] == "0.625 (5/8) in BFCL_v3_multi_turn_base_score.json; 0.500 (4/8) in again_score.json"
     assert m1["recorded_accuracy"] is None
@@ -186,7 +180,7 @@ def test_a_malformed_recorded_summary_is_a_located_error(episodes, meta, message
     bad = episodes.with_columns(pl.when(pl.col("rollout_id") == "m1-imported-base-0").then(pl.lit(json.dumps(meta)))
                                 .otherwise(pl.col("meta_json")).alias("meta_json"))
     with pytest.raises(ValueError, match=message):
-        compute_category_stats(bad, categories(), resamples=10, seed=0)
+        compute_category_stats(bad, categories(), StatsSettings(resamples=10, seed=0))
 
 
 def test_a_task_id_without_a_category_is_left_out_and_named():
@@ -194,10 +188,10 @@ def test_a_task_id_without_a_category_is_left_out_and_named():
     the per-category view leaves those tasks out and says so, the rest is computed as before."""
     episodes = pl.DataFrame(_rows(np.random.default_rng(0), "m", "x", {"base": 3, "miss_func": 2}), schema=SCHEMA)
     renamed = episodes.with_columns(pl.col("task_id").str.replace("multi_turn_base_2", "2"))
-    table = compute_category_stats(renamed, categories(), resamples=10, seed=0)
+    table = compute_category_stats(renamed, categories(), StatsSettings(resamples=10, seed=0))
     assert sorted(table["category"].unique().to_list()) == ["base", "miss_func"]
     kept = renamed.filter(pl.col("task_id") != "2")
-    assert table.equals(compute_category_stats(kept, categories(), resamples=10, seed=0))
+    assert table.equals(compute_category_stats(kept, categories(), StatsSettings(resamples=10, seed=0)))
     assert uncategorised_tasks(renamed, categories()) == {"bfcl_v3": ["2"]}
     assert uncategorised_tasks(episodes, categories()) == {}
     [line] = uncategorised_lines(renamed, categories())
@@ -207,17 +201,17 @@ def test_a_task_id_without_a_category_is_left_out_and_named():
 def test_outputs_are_byte_identical_and_an_empty_table_keeps_its_schema(episodes, tmp_path):
     path = tmp_path / "episodes.parquet"
     episodes.write_parquet(path)
-    outs = [write_category_stats(path, tmp_path / f"c{w}.parquet", categories(), resamples=RESAMPLES, seed=3,
-                                 workers=w) for w in (1, 2)]
+    outs = [write_category_stats(path, tmp_path / f"c{w}.parquet", categories(),
+                                 StatsSettings(resamples=RESAMPLES, seed=3, workers=w)) for w in (1, 2)]
     assert outs[0].read_bytes() == outs[1].read_bytes()
-    stats = write_stats(path, tmp_path / "stats.parquet", resamples=RESAMPLES, seed=3)
+    stats = write_stats(path, tmp_path / "stats.parquet", StatsSettings(resamples=RESAMPLES, seed=3))
     written = write_tables(stats, table_files(tmp_path / "t"), categories_path=outs[0])
     md = (tmp_path / "t" / f"table_{CATEGORY_TABLE}.md").read_text()
     assert "| bfcl_v3 | m2 | imported | miss_func |" in md and "0.625 (5/8)" in md
     assert "recorded_files" not in md
 
     tau = episodes.filter(pl.col("dataset") == "tau_airline")
-    empty = compute_category_stats(tau, categories(), resamples=10, seed=0)
+    empty = compute_category_stats(tau, categories(), StatsSettings(resamples=10, seed=0))
     assert empty.is_empty() and empty.schema == CATEGORY_STATS_SCHEMA
     empty.write_parquet(tmp_path / "empty.parquet")
     again = write_tables(stats, table_files(tmp_path / "e"), categories_path=tmp_path / "empty.parquet")
@@ -234,15 +228,15 @@ def test_categories_partition_the_block_property(seed, counts):
     """Metamorphic: per-category rows are G.1 of the category's episodes, and their rollouts add up to
     the block's, whatever the categories and sizes."""
     episodes = pl.DataFrame(_rows(np.random.default_rng(seed), "m", "x", counts), schema=SCHEMA)
-    table = table_task_categories(compute_category_stats(episodes, categories(), resamples=50, seed=seed))
+    table = table_task_categories(compute_category_stats(episodes, categories(), StatsSettings(resamples=50, seed=seed)))
     assert table["category"].to_list() == sorted(counts)
     assert table["rollouts"].sum() + table["infra failures"].sum() == episodes.height
     for row in table.iter_rows(named=True):
         part = episodes.filter(pl.col("task_id").map_elements(category_of, pl.Utf8) == row["category"])
-        expected = table_g1(compute_stats(part, resamples=50, seed=seed)).row(0, named=True)
+        expected = table_g1(compute_stats(part, StatsSettings(resamples=50, seed=seed))).row(0, named=True)
         assert {c: row[c] for c in expected} == expected
     if len(counts) == 1:
-        whole = table_g1(compute_stats(episodes, resamples=50, seed=seed))
+        whole = table_g1(compute_stats(episodes, StatsSettings(resamples=50, seed=seed)))
         assert table.select(whole.columns).equals(whole)
 
 
@@ -287,11 +281,11 @@ def test_real_bfcl_base_and_miss_func_of_one_model(tmp_path):
     episodes = pl.read_parquet(out / "fed" / "episodes.parquet")
     for row in table.iter_rows(named=True):
         part = episodes.filter(pl.col("task_id").map_elements(category_of, pl.Utf8) == row["category"])
-        expected = table_g1(compute_stats(part, resamples=200, seed=5)).row(0, named=True)
+        expected = table_g1(compute_stats(part, StatsSettings(resamples=200, seed=5))).row(0, named=True)
         assert {c: row[c] for c in expected} == expected
     # The base entries alone: one category, the row of the audit's G.1 itself.
     base_only = episodes.filter(pl.col("task_id").str.starts_with("multi_turn_base_"))
-    one = table_task_categories(compute_category_stats(base_only, categories(), resamples=200, seed=5))
-    whole = table_g1(compute_stats(base_only, resamples=200, seed=5))
+    one = table_task_categories(compute_category_stats(base_only, categories(), StatsSettings(resamples=200, seed=5)))
+    whole = table_g1(compute_stats(base_only, StatsSettings(resamples=200, seed=5)))
     assert one.select(whole.columns).equals(whole)
     assert one["recorded_accuracy"].to_list() == [header["accuracy"]]

@@ -219,6 +219,7 @@ def test_real_two_trial_tau2_results_keep_trials_and_get_pass_k(tmp_path):
     from conftest import SHARED
 
     from prefix_audit.cli import main
+    from prefix_audit.statistics.settings import StatsSettings
     from prefix_audit.statistics.stats import compute_stats
 
     path = SHARED / "fixtures" / "real-logs" / "tau2" / "gemini-2.5-flash_airline_10tasks_2trials.json"
@@ -230,7 +231,7 @@ def test_real_two_trial_tau2_results_keep_trials_and_get_pass_k(tmp_path):
     episodes = pl.read_parquet(tmp_path / "scores" / "episodes.parquet")
     recorded = json.loads(path.read_text())["simulations"]
     assert sorted(episodes["trial"].to_list()) == sorted(s["trial"] for s in recorded)
-    stats = compute_stats(episodes, resamples=500, seed=0)
+    stats = compute_stats(episodes, StatsSettings(resamples=500, seed=0))
     ter = stats.filter(pl.col("metric") == "ter").row(0, named=True)
     assert (ter["n"], ter["n_rollouts"], ter["trials_min"], ter["trials_max"]) == (10, 20, 2, 2)
     pass_k = stats.filter(pl.col("metric") == "pass_k").sort("k")

@@ -338,6 +338,7 @@ def test_a_pooled_f1_row_links_a_page_of_both_member_blocks(results_root, tmp_pa
     from toolsandbox_runs import BRUNO, Call, ScenarioRun, write_run
 
     from prefix_audit.replay.fed import merge_episodes
+    from prefix_audit.statistics.settings import StatsSettings
     from prefix_audit.statistics.stats import write_stats
 
     root = tmp_path / "root"
@@ -350,7 +351,8 @@ def test_a_pooled_f1_row_links_a_page_of_both_member_blocks(results_root, tmp_pa
     pools = {"mixed": ["bfcl_v3", "toolsandbox_recorded"]}
     episodes = sorted((root / "scored").rglob("episodes.parquet"))
     merge_episodes(episodes, root / "fed" / "episodes.parquet")
-    write_stats(root / "fed" / "episodes.parquet", root / "stats" / "stats.parquet", resamples=50, seed=0, pools=pools)
+    write_stats(root / "fed" / "episodes.parquet", root / "stats" / "stats.parquet",
+                StatsSettings(resamples=50, seed=0, pools=pools))
     view.write_site(episodes, tmp_path / "site", scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
                     pools=pools)
 

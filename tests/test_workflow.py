@@ -192,7 +192,7 @@ def test_smoke_workflow_is_green_and_byte_identical(tmp_path):
     health = {"task_health_table": 1}
     for module, planned in (
         # the site renders G.1 and F.1 itself; the health table is one of the tables
-        ("reports/tables.py", {"tables": 1, "view": 1, "all": 1, **health}),
+        ("reports/table_render.py", {"tables": 1, "view": 1, "all": 1, **health}),
         ("reports/figures.py", {"figures": 3, "all": 1}),
         ("replay/fed.py", {"score_rollouts": 4 * 9, **downstream}),
         # one dataset's benchmark: that dataset's stages only (its 9 blocks, its health)

@@ -8,7 +8,7 @@ statistics and write the tables — into ``DIR`` laid out as the workflow's ``re
   logs that are no log (each with its cause: :mod:`prefix_audit.replay.log_folders`);
 * ``scored/<dataset>/<model>/<method>/{actions.parquet, episodes.parquet, quarantine.jsonl}``;
 * ``fed/episodes.parquet``, ``stats/stats.parquet``, ``tables/table_*.{csv,md,tex}``;
-* ``figures/{curves,categories,origins}/``: the workflow's figure families (:mod:`prefix_audit.reports.figures`:
+* ``figures/{curves,categories,origins}/``: the workflow's figure families (:mod:`prefix_audit.reports.figure_families`:
   PEC curves and depth decompositions, first-failure categories by depth, whose error the first failures are),
   unless asked not to;
 * with ``labels``: ``labels/{labels.parquet, entries.parquet, quarantine.jsonl}``, human step labels
@@ -74,15 +74,9 @@ from .replay.trust import DEFAULT_MIN_AGREEMENT, STRICT_SEVERITY, worst
 from .reports.tables import table_files, task_health_texts, write_tables
 from .reports.view import SiteReport, view_results
 from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
-from .statistics.stats import (
-    ALL,
-    ORIGIN_METRICS,
-    ORIGINS,
-    TAU_POOL,
-    uncategorised_lines,
-    write_category_stats,
-    write_stats,
-)
+from .statistics.categories import uncategorised_lines, write_category_stats
+from .statistics.settings import StatsSettings
+from .statistics.stats import ALL, ORIGIN_METRICS, ORIGINS, write_stats
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +178,15 @@ SITE_ROLLOUTS = 10_000
 FIGURE_FAMILIES = ("curves", "categories", "origins")
 
 
+def block_grouping() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """How the statistics, tables and site of logs audited outside the workflow pool datasets and order
+    methods (where the workflow reads its config's ``stats.pools`` and ``agents.methods``): the pools the
+    registered benchmarks declare, and prefix-audit's own methods in their order (any other follows, sorted)."""
+    from .generation.grid import METHODS  # here, not above: this module is preloaded into worker processes
+
+    return registry.pools(), METHODS
+
+
 def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
                kind: str | None = None, options: Mapping[str, Any] | None = None, model: str | None = None,
                method: str = IMPORTED,
@@ -228,7 +231,7 @@ def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Ca
             raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported: "
                              f"{'; '.join(report.imported.quarantine.lines())}")
         if site if site is not None else report.imported.rollouts <= SITE_ROLLOUTS:
-            report.site = view_results(tree.path, tree.path / "site")
+            report.site = view_results(tree.path, tree.path / "site", *block_grouping())
     report.min_agreement = min_agreement
     report.replaced = tree
     report.tables = [out / path.relative_to(tree.path) for path in report.tables]
@@ -323,19 +326,19 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
     if health:
         report.health, health_files = _task_health(out, episodes, pool, progress, health_cache)
     merge_episodes(episodes, out / "fed" / "episodes.parquet", health=health_files)
-    stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", resamples=resamples,
-                        seed=seed, k_max=k_max, confidence=confidence, pools=TAU_POOL, workers=pool.workers,
-                        exclude_unsound=exclude_unsound)
+    pools, methods = block_grouping()
+    settings = StatsSettings(resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, pools=pools,
+                             methods=methods, workers=pool.workers, exclude_unsound=exclude_unsound)
+    stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", settings)
     report.headlines, report.origins = _headlines(pl.read_parquet(stats))
     per_category = write_category_stats(out / "fed" / "episodes.parquet", out / "stats" / "categories.parquet",
-                                        registry.task_categories(), resamples=resamples, seed=seed, k_max=k_max,
-                                        confidence=confidence, workers=pool.workers, exclude_unsound=exclude_unsound)
+                                        registry.task_categories(), settings)
     report.notes += uncategorised_lines(read_parquet(out / "fed" / "episodes.parquet"), registry.task_categories())
     labels_dir = out / "labels" if labels else None
     if labels_dir is not None or figures:
         # matplotlib (about 1 s) is imported where figures are drawn: this module is preloaded into every
         # worker pool's server (``prefix-audit tasks`` included), which draws none.
-        from .reports.figures import write_families, write_figures
+        from .reports.figure_families import write_families, write_figures
     if labels_dir is not None:
         every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
         report.labels = write_label_comparison([every_block], out / "fed" / "episodes.parquet", labels_dir)
@@ -346,7 +349,8 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
         drawn = write_families({family: (tables[family], out / "figures" / family) for family in FIGURE_FAMILIES},
                                workers=pool.workers)
         report.figures = [path for family in FIGURE_FAMILIES for path in drawn[family]]
-    report.tables = write_tables(stats, table_files(out / "tables"), episodes_path=out / "fed" / "episodes.parquet",
+    report.tables = write_tables(stats, table_files(out / "tables"), pools=pools, methods=methods,
+                                 episodes_path=out / "fed" / "episodes.parquet",
                                  labels_dir=labels_dir, categories_path=per_category)
     if report.health is not None:
         findings, tasks = health_tables(report.health)

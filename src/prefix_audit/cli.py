@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -188,7 +189,10 @@ def _stats(args: argparse.Namespace) -> int:
     from .core.output_tree import check_output_folder, kept_lines, replaced_tree
     from .replay import registry
     from .statistics.paired import pair_specs, paired_differences
-    from .statistics.stats import TAU_POOL, compute_category_stats, compute_stats, sound_only, uncategorised_lines
+    from .audit import block_grouping
+    from .statistics.categories import compute_category_stats, uncategorised_lines
+    from .statistics.settings import StatsSettings
+    from .statistics.stats import compute_stats
 
     check_output_folder(args.output)
     pairs = None
@@ -198,17 +202,15 @@ def _stats(args: argparse.Namespace) -> int:
         except yaml.YAMLError as exc:
             raise ValueError(f"{args.pairs}: not valid YAML: {' '.join(str(exc).split())}") from None
     episodes = read_parquet(args.episodes)
-    stats = compute_stats(episodes, resamples=args.resamples, seed=args.seed, k_max=args.k_max,
-                          confidence=args.confidence, pools=TAU_POOL, workers=args.workers,
-                          exclude_unsound=args.exclude_unsound)
-    per_category = compute_category_stats(episodes, registry.task_categories(), resamples=args.resamples,
-                                          seed=args.seed, k_max=args.k_max, confidence=args.confidence,
-                                          workers=args.workers, exclude_unsound=args.exclude_unsound)
+    pools, methods = block_grouping()
+    settings = StatsSettings(resamples=args.resamples, seed=args.seed, k_max=args.k_max, confidence=args.confidence,
+                             pools=pools, methods=methods, workers=args.workers, exclude_unsound=args.exclude_unsound)
+    stats = compute_stats(episodes, settings)
+    per_category = compute_category_stats(episodes, registry.task_categories(), settings)
     contents = {"stats.parquet": frame_parquet_bytes(stats), "categories.parquet": frame_parquet_bytes(per_category)}
     if pairs is not None:
         contents["paired.parquet"] = frame_parquet_bytes(paired_differences(
-            sound_only(episodes) if args.exclude_unsound else episodes, pairs, resamples=args.paired_resamples, seed=args.seed, confidence=args.confidence,
-            pools=TAU_POOL, workers=args.workers))
+            episodes, pairs, dataclasses.replace(settings, resamples=args.paired_resamples)))
     # Without --pairs a paired.parquet of an earlier run goes, or `tables` would read it as this run's.
     with replaced_tree(args.output, owned=("paired.parquet",)) as tree:
         commit_files({tree.path / name: data for name, data in contents.items()})
@@ -218,6 +220,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _tables(args: argparse.Namespace) -> int:
+    from .audit import block_grouping
     from .core.output_tree import check_output_folder, kept_lines, replaced_tree
     from .reports.tables import table_files, write_tables
 
@@ -237,7 +240,9 @@ def _tables(args: argparse.Namespace) -> int:
     labels = stats.parent.parent / "labels"
     # The tables of an earlier run that this one does not write (F.3 without pairs, ...) go with it.
     with replaced_tree(args.output, owned=("table_*",)) as tree:
-        written = write_tables(stats, table_files(tree.path), paired if paired.is_file() else None,
+        pools, methods = block_grouping()
+        written = write_tables(stats, table_files(tree.path), paired if paired.is_file() else None, pools=pools,
+                               methods=methods,
                                episodes_path=episodes if episodes.is_file() else None,
                                labels_dir=labels if (labels / "entries.parquet").is_file() else None,
                                categories_path=per_category if per_category.is_file() else None)
@@ -335,6 +340,7 @@ def _pre_parsed(argv: list[str] | None) -> argparse.Namespace:
 
 def _view(args: argparse.Namespace) -> int:
     from .core.output_tree import check_output_folder
+    from .audit import block_grouping
     from .reports.view import view_results
 
     if not Path(args.results).is_dir():
@@ -342,7 +348,7 @@ def _view(args: argparse.Namespace) -> int:
     check_output_folder(args.output)
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    report = view_results(args.results, args.output, workers=args.workers)
+    report = view_results(args.results, args.output, *block_grouping(), workers=args.workers)
     print(report.summary(), file=sys.stderr)
     print(f"open {Path(args.output) / 'index.html'}", file=sys.stderr)
     return 0

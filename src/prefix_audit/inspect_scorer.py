@@ -60,8 +60,8 @@ from .ingest.inspect_logs import framework_sample
 from .replay import registry
 from .replay.registry import ImportRequest
 from .replay.scoring import ScoredLine, score_line
+from .statistics.settings import K_MAX
 
-K_MAX = 4  # PEC@1..4, as the audit's tables
 TALLIES = ("prefix", "executable", *(f"E{k}" for k in range(1, K_MAX + 1)), "FED_in_prefix", "final", "Y_final",
            "eligible", "recovered", "executable_agent", "FED_agent_in_prefix", "origin_user", "origin_benchmark")
 SOURCE = "inspect-scorer"  # the path a scored line names (a scorer sees no log path)

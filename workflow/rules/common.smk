@@ -86,10 +86,16 @@ for endpoint, ceiling in ENDPOINTS.items():
           f"(resource {endpoint.resource})", file=sys.stderr)
 PAIRS = config["stats"]["pairs"] + condition_pairs(config)
 TABLES = table_files(f"{RESULTS}/tables")
-# The table each figure family (prefix_audit.reports.figures.FAMILIES) is drawn from.
+# The table each figure family (prefix_audit.reports.figure_families.FAMILIES) is drawn from.
 FIGURE_TABLES = {"curves": f"{RESULTS}/stats/stats.parquet", "categories": f"{RESULTS}/fed/episodes.parquet",
                  "origins": f"{RESULTS}/fed/episodes.parquet"}
 SCRIPTS = Path(workflow.basedir) / "workflow" / "scripts"
+
+
+def stats_settings(*keys, **values):
+    """The fields ``keys`` of config ``stats`` (and ``values``) of a statistics rule's StatsSettings, as one
+    param: the rule reruns where one of them changes (its workers are its threads)."""
+    return {key: config["stats"][key] for key in keys} | values
 
 
 def code(script, dataset=None):

@@ -6,12 +6,9 @@ rule statistics:
     output:
         f"{RESULTS}/stats/stats.parquet",
     params:
-        resamples=config["stats"]["resamples"],
-        seed=config["stats"]["seed"],
-        k_max=config["stats"]["k_max"],
-        confidence=config["stats"]["confidence"],
-        pools=config["stats"]["pools"],
-        exclude_unsound=config["stats"]["exclude_unsound"],
+        # agents.methods: the order pairs are taken in (later minus earlier)
+        settings=stats_settings("resamples", "seed", "k_max", "confidence", "pools", "exclude_unsound",
+                                methods=config["agents"]["methods"]),
         code=code("statistics"),
     threads: 2
     log:
@@ -32,11 +29,7 @@ rule category_statistics:
         f"{RESULTS}/stats/categories.parquet",
     params:
         categories=registry.task_categories(),
-        resamples=config["stats"]["resamples"],
-        seed=config["stats"]["seed"],
-        k_max=config["stats"]["k_max"],
-        confidence=config["stats"]["confidence"],
-        exclude_unsound=config["stats"]["exclude_unsound"],
+        settings=stats_settings("resamples", "seed", "k_max", "confidence", "exclude_unsound"),
         code=code("category_statistics"),
     threads: 2
     log:
@@ -55,11 +48,8 @@ rule paired_statistics:
         f"{RESULTS}/stats/paired.parquet",
     params:
         pairs=PAIRS,
-        resamples=config["stats"]["paired_resamples"],
-        seed=config["stats"]["seed"],
-        confidence=config["stats"]["confidence"],
-        pools=config["stats"]["pools"],
-        exclude_unsound=config["stats"]["exclude_unsound"],
+        settings=stats_settings("seed", "confidence", "pools", "exclude_unsound",
+                                resamples=config["stats"]["paired_resamples"]),
         code=code("paired_statistics"),
     threads: 2
     log:
@@ -111,6 +101,7 @@ rule tables:
         },
     params:
         pools=config["stats"]["pools"],
+        methods=config["agents"]["methods"],
         code=code("tables"),
     log:
         f"{RESULTS}/logs/tables.log",

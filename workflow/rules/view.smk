@@ -15,6 +15,7 @@ rule view:
     params:
         scored=scored_root,
         pools=config["stats"]["pools"],
+        methods=config["agents"]["methods"],
         code=code("view"),
     log:
         f"{RESULTS}/logs/view.log",

@@ -1,5 +1,5 @@
 from prefix_audit.pipeline.logs import logging_to
-from prefix_audit.reports.figures import write_figures
+from prefix_audit.reports.figure_families import write_figures
 
 # Guarded: the drawing processes are spawned, and spawning imports this file again.
 if __name__ == "__main__":

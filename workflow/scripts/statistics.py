@@ -1,8 +1,7 @@
 from prefix_audit.pipeline.logs import logging_to
+from prefix_audit.statistics.settings import StatsSettings
 from prefix_audit.statistics.stats import write_stats
 
 with logging_to(snakemake.log[0]):
-    write_stats(snakemake.input[0], snakemake.output[0], resamples=snakemake.params.resamples,
-                seed=snakemake.params.seed, k_max=snakemake.params.k_max, confidence=snakemake.params.confidence,
-                pools=dict(snakemake.params.pools), workers=snakemake.threads,
-                exclude_unsound=snakemake.params.exclude_unsound)
+    write_stats(snakemake.input[0], snakemake.output[0],
+                StatsSettings(**snakemake.params.settings, workers=snakemake.threads))

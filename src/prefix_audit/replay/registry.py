@@ -109,7 +109,7 @@ class CliOption:
 @dataclass(frozen=True)
 class TaskCategories:
     """How a dataset's task ids name the benchmark's own task categories (the per-category table,
-    :func:`prefix_audit.statistics.stats.compute_category_stats`).
+    :func:`prefix_audit.statistics.categories.compute_category_stats`).
 
     ``pattern`` is a regular expression whose group ``category`` is the category of every task id it
     matches in full (BFCL: ``multi_turn_miss_func_3`` → ``miss_func``). ``recorded`` is the key under
@@ -191,6 +191,9 @@ class Registration:
     # The importers that read a JSON document cut off inside its value up to the cut, entry by entry
     # (Inspect's .json, streamed sample by sample); such a document of any other importer is refused whole.
     reads_cut_documents: frozenset[str] = frozenset()
+    # Pool name → the datasets of this registration whose blocks it pools per task (τ: ``tau`` =
+    # tau_airline + tau_retail): what an audit outside the workflow pools, where config ``stats.pools`` is.
+    pools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 _REGISTRATIONS: dict[str, Registration] = {}
@@ -216,6 +219,13 @@ def register(registration: Registration) -> Registration:
         if taken:
             raise RegistryError(f"{registration.package} registers Inspect task(s) {sorted(taken)}, "
                                 f"already registered by {other.package}")
+    for pool, members in registration.pools.items():
+        if not members or set(members) - {d.name for d in registration.datasets}:
+            raise RegistryError(f"{registration.package} registers pool {pool!r} of {list(members)}: a pool is one "
+                                f"or more of its own datasets")
+        if any(pool in other.pools for other in _REGISTRATIONS.values()):
+            raise RegistryError(f"{registration.package} registers pool {pool!r}, already registered by another "
+                                f"package")
     stray = (set(registration.detectors) | set(registration.folder_logs) | set(registration.companions)
              | registration.reads_cut_documents) - set(registration.importers)
     if stray:
@@ -320,6 +330,11 @@ def task_categories() -> dict[str, dict[str, str | None]]:
     """Every registered dataset with task categories → its :meth:`TaskCategories.settings`, by name."""
     return {name: spec.categories.settings() for name, (spec, _) in sorted(_datasets().items())
             if spec.categories is not None}
+
+
+def pools() -> dict[str, tuple[str, ...]]:
+    """Every registered pool → its member datasets, by registration, in the order each registered them."""
+    return {name: tuple(members) for r in registrations() for name, members in r.pools.items()}
 
 
 def dataset(name: str) -> DatasetSpec:

@@ -23,17 +23,17 @@ from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.replay.trust import BlockTrust, block_trust, issue_codes, share_text
 from prefix_audit.statistics.labels import label_summary
 from prefix_audit.statistics.metrics import block_metrics
+from prefix_audit.statistics.settings import K_MAX
 from prefix_audit.statistics.stats import ORIGINS, cohort_size
 
+from .audit_tables import LABEL_SHARES
 from .glance import BlockGlance, block_glance, where_agents_break
 from .pages import environment, health_anchor, up_to_root
 from .rollout_page import LANDED_WORDS, BlockName, RolloutPage, render_rollout_pages
-from .tables import LABEL_SHARES
 
 ROLLOUTS_PER_PAGE = 1000  # rows of one rollout list page (about 0.3 MB)
 ROLLOUTS_PER_BATCH = 200  # rollout pages a worker renders at a time (about 2 MB back)
 FAILING_CALL_CHARS = 80  # the failing call as a block's rollout list shows it
-K_MAX = 4
 
 
 @dataclass

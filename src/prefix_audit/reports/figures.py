@@ -16,21 +16,18 @@ One file pair per dataset × model, methods overlaid or side by side, in four fa
 
 Output is byte-deterministic: figures are drawn on plain ``Figure`` objects (no pyplot state), under
 fixed rc settings, with timestamps and software versions left out of the file metadata, and written
-atomically. ``write_figures`` writes one family into its directory with an ``index.json``; the
-curves family also gets ``planning.txt`` (Hoeffding planning aid, Proposition 4).
+atomically. :mod:`.figure_families` writes a family into its directory with an ``index.json``; the
+curves family also gets ``planning.txt`` (:func:`planning_note`, Hoeffding planning aid, Proposition 4).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
-import multiprocessing
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -38,11 +35,10 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from prefix_audit.core.io import atomic_write, atomic_write_text, read_parquet
-from prefix_audit.core.parallel import exit_with_parent
+from prefix_audit.core.io import atomic_write
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.statistics.intervals import hoeffding_bound, hoeffding_sample_size
-from prefix_audit.statistics.stats import ORIGINS, cohort_size, paper_rows
+from prefix_audit.statistics.stats import ORIGINS, cohort_size
 
 from .palette import CATEGORY_COLOURS, ORIGIN_COLOURS, SERIES_COLOURS, UNCLASSIFIED
 
@@ -115,14 +111,16 @@ def _method_colours(methods: Iterable[str]) -> dict[str, str]:
     return {m: METHOD_COLOURS[i % len(METHOD_COLOURS)] for i, m in enumerate(sorted(set(methods)))}
 
 
-def _blocks(frame: pl.DataFrame) -> list[tuple[str, str]]:
+def dataset_models(frame: pl.DataFrame) -> list[tuple[str, str]]:
+    """The (dataset, model) pairs of a table, sorted: one figure each."""
     if frame.is_empty():
         return []
     pairs = frame.select("dataset", "model").unique().rows()
     return sorted((str(d), str(m)) for d, m in pairs)
 
 
-def _check_stem_collisions(blocks: Sequence[tuple[str, str]]) -> None:
+def check_stem_collisions(blocks: Sequence[tuple[str, str]]) -> None:
+    """Raise ValueError where two blocks would write the same figure file."""
     seen: dict[str, tuple[str, str]] = {}
     for block in blocks:
         stem = f"{safe_name(block[0])}_{safe_name(block[1])}"
@@ -178,7 +176,7 @@ def pec_curves(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
     out_dir = Path(out_dir)
     colours = _method_colours(stats["method"].to_list()) if stats.height else {}
     paths: list[Path] = []
-    for dataset, model in _blocks(stats) if blocks is None else blocks:
+    for dataset, model in dataset_models(stats) if blocks is None else blocks:
         block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
         fig, (ax,) = _new_figure(1, 5.5, 3.8)
         with matplotlib.rc_context(_RC):
@@ -205,7 +203,7 @@ def depth_decomposition(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
     out_dir = Path(out_dir)
     colours = _method_colours(stats["method"].to_list()) if stats.height else {}
     paths: list[Path] = []
-    for dataset, model in _blocks(stats) if blocks is None else blocks:
+    for dataset, model in dataset_models(stats) if blocks is None else blocks:
         block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
         fig, axes = _new_figure(len(_DEPTH_PANELS), 3.6, 3.8)
         with matplotlib.rc_context(_RC):
@@ -315,7 +313,7 @@ def failure_categories_by_depth(
     out_dir = Path(out_dir)
     paths: list[Path] = []
     keys = (*CATEGORIES, UNCLASSIFIED)
-    for dataset, model in _blocks(episodes) if blocks is None else blocks:
+    for dataset, model in dataset_models(episodes) if blocks is None else blocks:
         entries, block, methods = _block_rows(episodes, dataset, model)
         per_method = {m: _category_counts(block.filter(pl.col("method") == m), cap) for m in methods}
         fig, axes = _new_figure(len(methods), 3.4, 3.8, extra_width=1.6)
@@ -346,7 +344,7 @@ def failure_origins(
     paths: list[Path] = []
     keys = (*ORIGINS, UNCLASSIFIED)
     names = {**{o: o for o in ORIGINS}, UNCLASSIFIED: "unattributed"}
-    for dataset, model in _blocks(episodes) if blocks is None else blocks:
+    for dataset, model in dataset_models(episodes) if blocks is None else blocks:
         entries, block, methods = _block_rows(episodes, dataset, model)
         per_method = {m: _origin_counts(block.filter(pl.col("method") == m), cap) for m in methods}
         totals = {m: {k: int(c[k].sum()) for k in keys} for m, (c, _) in per_method.items()}
@@ -401,7 +399,7 @@ def label_offsets(entries: pl.DataFrame, out_dir: str | os.PathLike[str],
     matched = entries.filter(pl.col("rollout_id").is_not_null())
     out_dir = Path(out_dir)
     paths: list[Path] = []
-    for dataset, model in _blocks(matched) if blocks is None else blocks:
+    for dataset, model in dataset_models(matched) if blocks is None else blocks:
         block = matched.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))
         methods = sorted(block["method"].unique().to_list())
         fig, axes = _new_figure(len(methods), 5.2, 3.4)
@@ -444,7 +442,7 @@ def consistency(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
     tasks whose trials disagree on full executability and on Y, with CIs; returns the files."""
     out_dir = Path(out_dir)
     paths: list[Path] = []
-    for dataset, model in _blocks(stats) if blocks is None else blocks:
+    for dataset, model in dataset_models(stats) if blocks is None else blocks:
         if not has_repeated_trials(stats, dataset, model):
             continue
         block = stats.filter((pl.col("dataset") == dataset) & (pl.col("model") == model)
@@ -496,109 +494,7 @@ def planning_note(n_per_block: int, epsilon: float = 0.05, delta: float = 0.05) 
     return "\n".join(lines) + "\n"
 
 
-def _min_block_n(stats: pl.DataFrame) -> int:
+def min_block_n(stats: pl.DataFrame) -> int:
+    """The smallest block size N (tasks behind PEC@1) of a stats table; 0 without blocks."""
     pec = stats.filter((pl.col("metric") == "pec") & (pl.col("k") == 1))
     return int(pec["n"].min()) if pec.height else 0
-
-
-# Figure family -> the kinds it draws. One output directory per family, grouped by the table the
-# kinds are drawn from (curves: stats; categories: FED table), so that a new bootstrap seed redraws
-# the curves and leaves the category figures alone.
-FAMILIES = {"curves": ("pec", "depth", "consistency"), "categories": ("categories",), "origins": ("origins",),
-            "labels": ("offsets",)}
-
-_FRAMES: dict[str, pl.DataFrame] = {}  # the tables a drawing process works from, by path
-
-
-def _load_frames(paths: Sequence[str]) -> None:
-    """A drawing worker's start: the tables, and an end with the job's process (see exit_with_parent)."""
-    exit_with_parent()
-    _FRAMES.update({path: _figure_table(path) for path in paths})
-
-
-def _figure_table(path: str | os.PathLike[str]) -> pl.DataFrame:
-    """The table figures are drawn from: a stats table's paper rows (the agent-attributable ones, on
-    FED_agent, are drawn by none), or the FED table as it is."""
-    table = read_parquet(path)
-    return paper_rows(table) if "attribution" in table.columns else table
-
-
-_DRAW = {
-    "pec": lambda table, out, block: pec_curves(table, out, [block]),
-    "depth": lambda table, out, block: depth_decomposition(table, out, [block]),
-    "consistency": lambda table, out, block: consistency(table, out, [block]),
-    "offsets": lambda table, out, block: label_offsets(table, out, [block]),
-    "categories": lambda table, out, block: failure_categories_by_depth(table, out, blocks=[block]),
-    "origins": lambda table, out, block: failure_origins(table, out, blocks=[block]),
-}
-
-
-def _draw_figure(job: tuple[str, str, Path, tuple[str, str]]) -> list[Path]:
-    kind, table, out, block = job
-    return _DRAW[kind](_FRAMES[table], out, block)
-
-
-def write_figures(
-    family: str,
-    table_path: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
-    *,
-    epsilon: float = 0.05,
-    workers: int = 1,
-) -> list[Path]:
-    """Write one family of figures and its ``index.json`` into ``out_dir``; return the figures.
-
-    ``curves``: PEC curves, depth decompositions and (for blocks with repeated trials) within-task
-    consistency from the stats table, plus ``planning.txt`` (for the smallest block size N in it).
-    ``categories``: first-failure categories by depth, and ``origins``: first failures by whose error
-    they are, from the FED table. ``labels``: FED's offsets from the human first failure, from a label
-    comparison's entries table. ``index.json`` lists the files (relative to ``out_dir``, sorted).
-    ``workers`` processes draw the figures (each figure is drawn alone, so the files do not depend on it).
-    """
-    return write_families({family: (table_path, out_dir)}, epsilon=epsilon, workers=workers)[family]
-
-
-def write_families(
-    families: Mapping[str, tuple[str | os.PathLike[str], str | os.PathLike[str]]],
-    *,
-    epsilon: float = 0.05,
-    workers: int = 1,
-) -> dict[str, list[Path]]:
-    """:func:`write_figures` of several families at once (family → its table and folder), drawn by one
-    pool of ``workers`` processes: each process starts once (matplotlib and the tables loaded once), not
-    once per family. Returns each family's figures."""
-    unknown = sorted(set(families) - set(FAMILIES))
-    if unknown:
-        raise ValueError(f"unknown figure family {unknown[0]!r}; expected one of {sorted(FAMILIES)}")
-    paths = sorted({str(table) for table, _ in families.values()})
-    _FRAMES.clear()
-    _FRAMES.update({path: _figure_table(path) for path in paths})
-    jobs, blocks = [], {}
-    for family, (table_path, out_dir) in families.items():
-        table = _FRAMES[str(table_path)]
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        blocks[family] = _blocks(table.filter(pl.col("rollout_id").is_not_null()) if family == "labels" else table)
-        _check_stem_collisions(blocks[family])
-        jobs += [(kind, str(table_path), Path(out_dir), block) for kind in FAMILIES[family] for block in blocks[family]]
-    if workers > 1 and len(jobs) > 1:
-        # spawn, not fork: forking after polars has started its thread pool can deadlock.
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_load_frames, initargs=(paths,)) as pool:
-            drawn = list(pool.map(_draw_figure, jobs))
-    else:
-        drawn = [_draw_figure(job) for job in jobs]
-    written: dict[str, list[Path]] = {}
-    for family, (table_path, out_dir) in families.items():
-        out = Path(out_dir)
-        written[family] = sorted(p for job, files in zip(jobs, drawn) if job[0] in FAMILIES[family]
-                                 for p in files)
-        index: dict[str, object] = {"figures": [p.relative_to(out).as_posix() for p in written[family]]}
-        if family == "curves":
-            table = _FRAMES[str(table_path)]
-            atomic_write_text(out / PLANNING_NAME, planning_note(_min_block_n(table), epsilon))
-            index["planning"] = PLANNING_NAME
-        atomic_write_text(out / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
-        log.info("figures (%s): %d files for %d block(s) in %s", family, len(written[family]), len(blocks[family]),
-                 out)
-    _FRAMES.clear()
-    return written

@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 from prefix_audit.core.health import KINDS
 from prefix_audit.core.taxonomy import CATEGORIES
-from prefix_audit.statistics.stats import PAPER_K_MAX
+from prefix_audit.statistics.settings import K_MAX
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ TERMS: tuple[Term, ...] = (
          "The prefix executability curve at depth k, over the fixed prefix cohort: PEC@k = (1/n) Σ 1{FED > k} "
          "over its n rollouts. The denominator is always every rollout of the cohort, so a rollout that ended "
          "before depth k (T < k) counts as not executable there, and the curve never rises with k. It factors "
-         f"as depth support × eligible-depth PEC. Table G.1 gives k = 1 … {PAPER_K_MAX} with intervals.",
+         f"as depth support × eligible-depth PEC. Table G.1 gives k = 1 … {K_MAX} with intervals.",
          "statistics.md"),
     Term("depth-support", "depth support",
          "P(T ≥ k): the share of the prefix cohort with at least k actions",

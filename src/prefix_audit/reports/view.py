@@ -69,22 +69,17 @@ from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA, with_task_health
 from prefix_audit.replay.trust import share_text
 from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA
-from prefix_audit.statistics.stats import TAU_POOL, paper_rows
+from prefix_audit.statistics.categories import CATEGORY_STATS_SCHEMA
+from prefix_audit.statistics.settings import K_MAX
+from prefix_audit.statistics.stats import STATS_SCHEMA, paper_rows
 
-from .block_pages import K_MAX, Block, BlockPages, block_jobs, estimate_text, render_job, task_pages
+from .block_pages import Block, BlockPages, block_jobs, estimate_text, render_job, task_pages
 from .glance import Series, dataset_tools, pec_plot, series_style
 from .glossary import TERMS
 from .pages import environment, health_anchor, up_to_root
 from .rollout_page import BlockName
-from .tables import (
-    CATEGORY_STATS_SCHEMA,
-    STATS_SCHEMA,
-    display_columns,
-    health_cells,
-    table_f1,
-    table_g1,
-    table_task_categories,
-)
+from .block_tables import health_cells, table_f1, table_g1, table_task_categories
+from .table_render import display_columns
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +346,7 @@ def _readable_stats(stats_path: Path | None) -> pl.DataFrame | None:
 
 
 def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str, Sequence[str]],
-            report: SiteReport) -> dict[str, Any] | None:
+            methods: Sequence[str], report: SiteReport) -> dict[str, Any] | None:
     """G.1, G.1 per BFCL task category (from the ``categories.parquet`` beside ``stats_path``, where there is
     one) and F.1 of ``stats_path`` with their links; None (and a note) when there are none."""
     if stats_path is None or not stats_path.is_file():
@@ -383,7 +378,7 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
             report.notes.append(f"{per_category} is not a per-category stats table of this version: run "
                                 "`prefix-audit stats` again for G.1 per task category")
     for pool in sorted(pools):
-        f1 = table_f1(stats, pool)
+        f1 = table_f1(stats, pool, methods)
         columns = ["model", "method", "N", "TER", "mean FED", "AUC-PEC", "final success", "RR"]
         out["f1"].append({"pool": pool, "members": list(pools[pool]), "columns": columns,
                           "rows": _table_links(f1, by_key, pools, pool)})
@@ -391,11 +386,11 @@ def _tables(stats_path: Path | None, blocks: Sequence[Block], pools: Mapping[str
 
 
 def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | None,
-                pools: Mapping[str, Sequence[str]] = TAU_POOL, report: SiteReport | None = None,
+                pools: Mapping[str, Sequence[str]] | None = None, report: SiteReport | None = None,
                 health: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                 import_quarantine: Sequence[str] = (),
                 unaudited: Mapping[tuple[str, str | None, str], str] | None = None, workers: int = 1,
-                into: Path | None = None) -> dict[str, bytes]:
+                into: Path | None = None, methods: Sequence[str] = ()) -> dict[str, bytes]:
     """Every file of the site of ``blocks`` (and Tables G.1 and F.1 of ``stats_path`` when given, the
     health page of ``health``: the per-task and findings tables of :func:`read_health`, each task linking
     to its rollouts, and on the index the lines of ``import_quarantine``: what the import quarantined, by
@@ -441,7 +436,7 @@ def render_site(blocks: Sequence[Block], stats_path: str | os.PathLike[str] | No
             else:
                 files[path] = data
 
-    tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools, report)
+    tables = _tables(Path(stats_path) if stats_path is not None else None, blocks, pools or {}, methods, report)
     with WorkerPool(workers, into, preload=["prefix_audit.reports.block_pages"]) as pool:
         rendered = pool.map(render_job, jobs)
         first = next(rendered, None)  # the workers are busy from here: this process renders its pages meanwhile
@@ -495,7 +490,7 @@ def with_labels(blocks: Sequence[Block], labels_dir: str | os.PathLike[str]) -> 
 
 def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.PathLike[str], *,
                scored_root: str | os.PathLike[str], stats_path: str | os.PathLike[str] | None = None,
-               pools: Mapping[str, Sequence[str]] = TAU_POOL,
+               pools: Mapping[str, Sequence[str]] | None = None, methods: Sequence[str] = (),
                labels_dir: str | os.PathLike[str] | None = None,
                health_dir: str | os.PathLike[str] | None = None,
                import_quarantine: Sequence[str | os.PathLike[str]] = (), workers: int | None = None) -> SiteReport:
@@ -515,7 +510,7 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
     with replaced_tree(site) as tree:
         files = render_site(with_labels(blocks, labels_dir) if labels_dir is not None else blocks, stats_path, pools,
                             report, health, quarantine_tally([Path(p) for p in import_quarantine]).lines(),
-                            read_unaudited(health_dir), workers, into=tree.path)
+                            read_unaudited(health_dir), workers, into=tree.path, methods=methods)
         for path, data in sorted(files.items()):
             target = tree.path / path
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -530,7 +525,8 @@ def write_site(episodes_paths: Sequence[str | os.PathLike[str]], site: str | os.
 
 
 def view_results(root: str | os.PathLike[str], site: str | os.PathLike[str],
-                 pools: Mapping[str, Sequence[str]] = TAU_POOL, workers: int | None = None) -> SiteReport:
+                 pools: Mapping[str, Sequence[str]] | None = None, methods: Sequence[str] = (),
+                 workers: int | None = None) -> SiteReport:
     """``prefix-audit view ROOT -o SITE``: every scored block of a results root, with its statistics (its
     rollout pages rendered by ``workers`` processes: :func:`write_site`)."""
     root = Path(root)
@@ -540,6 +536,6 @@ def view_results(root: str | os.PathLike[str], site: str | os.PathLike[str],
     episodes = [] if health_dir == root else scored_blocks(root)
     imported = root / "rollouts" / "imported"
     return write_site(episodes, site, scored_root=root / "scored", stats_path=root / "stats" / "stats.parquet",
-                      pools=pools, labels_dir=labels if (labels / LABEL_FILES[1]).is_file() else None,
+                      pools=pools, methods=methods, labels_dir=labels if (labels / LABEL_FILES[1]).is_file() else None,
                       health_dir=health_dir, import_quarantine=sorted(imported.rglob("*quarantine.jsonl")),
                       workers=workers)

@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -34,14 +34,8 @@ import polars as pl
 from prefix_audit.core.io import atomic_write_bytes, frame_parquet_bytes, read_parquet
 from prefix_audit.statistics.bootstrap import one_blas_thread, percentile_bounds, ratio, resampled_sums
 from prefix_audit.statistics.metrics import validate_block, validate_outcomes
-from prefix_audit.statistics.stats import (
-    COST_METRICS,
-    check_episodes,
-    check_memory,
-    check_pools,
-    pool_members,
-    sound_only,
-)
+from prefix_audit.statistics.settings import StatsSettings, check_episodes, check_memory
+from prefix_audit.statistics.stats import COST_METRICS, sound_only
 
 UNIT = ("dataset", "task_id")
 log = logging.getLogger(__name__)
@@ -242,23 +236,15 @@ def _metric_rows(
     return rows + deltas + relatives
 
 
-def _pair_rows(
-    episodes: pl.DataFrame,
-    pools: Mapping[str, Sequence[str]],
-    pair: PairSpec,
-    *,
-    resamples: int,
-    seed: int,
-    confidence: float,
-) -> list[dict[str, object]]:
-    members = pool_members(pools, pair.dataset)
+def _pair_rows(episodes: pl.DataFrame, settings: StatsSettings, pair: PairSpec) -> list[dict[str, object]]:
+    members = settings.members(pair.dataset)
     cond = _arm(episodes, members, pair.condition, pair.label, "condition")
     base = _arm(episodes, members, pair.baseline, pair.label, "baseline")
     units_c, units_b = cond.select(UNIT).unique(), base.select(UNIT).unique()
     shared = units_c.join(units_b, on=list(UNIT))
     pairing = _pairing(cond, base)
     paired = _paired_rows(cond.join(shared, on=list(UNIT)), base.join(shared, on=list(UNIT)), pairing)
-    pseed = pair_seed(seed, pair)
+    pseed = pair_seed(settings.seed, pair)
     common = {
         "label": pair.label,
         "dataset": pair.dataset,
@@ -270,79 +256,53 @@ def _pair_rows(
         "n_condition_only": units_c.height - shared.height,
         "n_baseline_only": units_b.height - shared.height,
         "pairing": pairing,
-        "resamples": resamples,
+        "resamples": settings.resamples,
         "seed": pseed,
-        "confidence": confidence,
+        "confidence": settings.confidence,
     }
-    metric_rows = _metric_rows(paired, resamples=resamples, seed=pseed, confidence=confidence)
+    metric_rows = _metric_rows(paired, resamples=settings.resamples, seed=pseed, confidence=settings.confidence)
     return [common | r for r in metric_rows]
 
 
-def paired_differences(
-    episodes: pl.DataFrame,
-    pairs: Sequence[PairSpec],
-    *,
-    resamples: int = 100_000,
-    seed: int,
-    confidence: float = 0.95,
-    pools: Mapping[str, Sequence[str]] | None = None,
-    workers: int = 1,
-) -> pl.DataFrame:
+def paired_differences(episodes: pl.DataFrame, pairs: Sequence[PairSpec], settings: StatsSettings) -> pl.DataFrame:
     """Long table (``PAIRED_SCHEMA``) of condition-minus-baseline differences, pairs in the order given.
 
     Per pair: ``delta_ter``, ``delta_auc_pec``, ``delta_final_success`` (on pairs with Y known
     on both sides) with paired percentile-bootstrap intervals; ``delta_agent_tokens``,
     ``delta_agent_latency_s`` and the relative changes ``rel_*`` (condition mean / baseline
     mean - 1) as points over pairs with accounting on both sides. ``n`` is the denominator
-    each row used; with no paired unit every estimate is null. ``workers`` threads compute
-    pairs concurrently; each pair has its own seed, so the table does not depend on it.
+    each row used; with no paired unit every estimate is null. ``settings.resamples`` draws per pair
+    (a pool name as a pair's dataset stands for its ``settings.pools`` members); with
+    ``settings.exclude_unsound``, of the sound tasks only (:func:`~prefix_audit.statistics.stats.sound_only`).
+    ``settings.workers`` threads compute pairs concurrently; each pair has its own seed, so the table
+    does not depend on it.
     """
     check_episodes(episodes)
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
-    datasets = set(episodes["dataset"].unique().to_list())
-    check_pools(pools or {}, datasets)
+    if settings.exclude_unsound:
+        episodes = sound_only(episodes)
+    settings.check_pools(set(episodes["dataset"].unique().to_list()))
     keys = [(p.label, p.dataset) for p in pairs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"pair labels must be unique per dataset, got {keys}")
     present = set(episodes.select("dataset", "model", "method").unique().iter_rows())
     for p in pairs:
         for side, (model, method) in (("condition", p.condition), ("baseline", p.baseline)):
-            if not any((d, model, method) in present for d in pool_members(pools or {}, p.dataset)):
+            if not any((d, model, method) in present for d in settings.members(p.dataset)):
                 log.warning("pair %r: its %s %s/%s/%s has no episodes; its rows have n = 0",
                             p.label, side, p.dataset, model, method)
     # Per pair at once: the drawn sums of both arms' numerators and denominators, the ratios, the
     # differences and the percentile pass, over every interval metric.
-    check_memory(resamples * 8 * 5 * 4 * len(INTERVAL_METRICS) * min(max(workers, 1), max(len(pairs), 1)), resamples)
+    check_memory(settings.resamples * 8 * 5 * 4 * len(INTERVAL_METRICS)
+                 * min(max(settings.workers, 1), max(len(pairs), 1)), settings.resamples)
 
-    rows_of = partial(
-        _pair_rows, episodes, pools or {}, resamples=resamples, seed=seed, confidence=confidence
-    )
-    with one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as executor:
+    rows_of = partial(_pair_rows, episodes, settings)
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=settings.workers) as executor:
         rows = [row for pair_rows in executor.map(rows_of, pairs) for row in pair_rows]
     return pl.DataFrame(rows, schema=PAIRED_SCHEMA)
 
 
-def write_paired(
-    episodes_path: str | os.PathLike[str],
-    pairs: Sequence[PairSpec],
-    out: str | os.PathLike[str],
-    *,
-    resamples: int = 100_000,
-    seed: int,
-    confidence: float = 0.95,
-    pools: Mapping[str, Sequence[str]] | None = None,
-    workers: int = 1,
-    exclude_unsound: bool = False,
-) -> Path:
-    """Paired differences of an episodes Parquet file (with ``exclude_unsound``: of its sound tasks only,
-    :func:`~prefix_audit.statistics.stats.sound_only`); write them to ``out`` atomically."""
-    episodes = read_parquet(episodes_path)
-    if exclude_unsound:
-        episodes = sound_only(episodes)
-    paired = paired_differences(
-        episodes, pairs, resamples=resamples, seed=seed, confidence=confidence, pools=pools, workers=workers
-    )
+def write_paired(episodes_path: str | os.PathLike[str], pairs: Sequence[PairSpec], out: str | os.PathLike[str],
+                 settings: StatsSettings) -> Path:
+    """:func:`paired_differences` of an episodes Parquet file, written to ``out`` atomically."""
+    paired = paired_differences(read_parquet(episodes_path), pairs, settings)
     return atomic_write_bytes(out, frame_parquet_bytes(paired))

@@ -127,6 +127,8 @@ register(Registration(
             for d in PAPER_DOMAINS),
     importers={"tau": import_tau},
     detectors={"tau": is_results_file},
+    # The paper's Table F.1 pools the two domains per task.
+    pools={"tau": tuple(dataset_of(d) for d in PAPER_DOMAINS)},
     inspect_tasks=INSPECT_TASKS,
     inspect_scorers=INSPECT_SCORERS,
     inspect_sample_task=inspect_sample_task,
