@@ -3,7 +3,9 @@
 Holds :mod:`.records` (the rollout record, one JSON object per line, and the located ``BadLine`` of a
 record that cannot be read), :mod:`.calls` (model-emitted tool calls parsed with :mod:`ast`, never
 evaluated), :mod:`.decode` (external bytes → values, with located errors: the one boundary every
-importer uses, where compressed files read as the plain ones), :mod:`.archives` (a tar of a run
+importer uses), :mod:`.compressed` (a file's bytes, compressed ones read as the plain ones),
+:mod:`.json_text` (JSON text that ends inside its value), :mod:`.cut_off` (a log file whose content ends
+inside its JSON or its zip archive), :mod:`.archives` (a tar of a run
 folder, or a compressed file a reader must open by name, unpacked safely), :mod:`.quarantine`
 (quarantined records summed up by cause), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
 :mod:`.output_tree` (an output folder replaced whole: built beside the old one, swapped in as one step),
