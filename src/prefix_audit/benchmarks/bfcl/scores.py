@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prefix_audit.core.compressed import content_sha256
 from prefix_audit.core.decode import (
     COMPRESSED_SUFFIXES,
     BadLine,
     DecodeError,
-    content_sha256,
     first_json_lines,
     iter_json_lines,
     plain_name,
