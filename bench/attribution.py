@@ -27,7 +27,7 @@ from unittest import mock
 
 import polars as pl
 
-from prefix_audit.audit import audit_logs
+from prefix_audit.audit import AuditSettings, audit_logs
 from prefix_audit.core.fetch import default_resources
 from prefix_audit.replay import checker, registry
 from prefix_audit.replay.attribution import AGENT, Attribution
@@ -51,7 +51,7 @@ def audit_seconds(corpus: Path, out: Path, attributed: bool) -> float:
     resolver = registry.resolver(default_resources())
     start = time.perf_counter()
     with contextlib.nullcontext() if attributed else without_attribution():
-        audit_logs([corpus], out, resolver, resamples=10_000, workers=1, health=False, site=False)
+        audit_logs([corpus], out, resolver, AuditSettings(resamples=10_000, workers=1, health=False, site=False))
     return time.perf_counter() - start
 
 

@@ -117,13 +117,14 @@ def bfcl_evaluator_seconds(path: Path, resources: str) -> tuple[int, float]:
 
     from prefix_audit.benchmarks.bfcl import import_result_file
     from prefix_audit.benchmarks.bfcl.handlers import model_config
+    from prefix_audit.benchmarks.bfcl.reading import BfclReading
     from prefix_audit.replay import registry
 
     registry.load()
     bfcl = registry.resolver(resources, {})("bfcl_v3")
     reference = BfclReference(bfcl)
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    located = list(import_result_file(path, config=model_config(bfcl.data.root)))
+    located = list(import_result_file(path, reading=BfclReading(model_config(bfcl.data.root))))
     decoders = {}
     work = []
     for obj, item in zip(lines, located):

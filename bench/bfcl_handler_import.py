@@ -42,6 +42,7 @@ from bfcl_handler_reference import reference_decoder  # noqa: E402
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, import_result_file, load_data  # noqa: E402
 from prefix_audit.benchmarks.bfcl.data import DATA_PINS  # noqa: E402
 from prefix_audit.benchmarks.bfcl.handlers import model_config  # noqa: E402
+from prefix_audit.benchmarks.bfcl.reading import BfclReading  # noqa: E402
 from prefix_audit.core.calls import ToolCall, parse_call_string  # noqa: E402
 from prefix_audit.replay.checker import replay  # noqa: E402
 
@@ -73,7 +74,7 @@ def _lines(bench: BfclBenchmark, write, entries: int) -> list[dict]:
 
 def _timed(path: Path, bench: BfclBenchmark, releases: dict) -> tuple[float, float, int, str]:
     start = time.perf_counter()
-    items = list(import_result_file(path, config=model_config(bench.data.root), releases=releases))
+    items = list(import_result_file(path, reading=BfclReading(model_config(bench.data.root), releases)))
     imported = time.perf_counter() - start
     start = time.perf_counter()
     successes = sum(replay(item.rollout, bench).Y for item in items)
@@ -82,7 +83,7 @@ def _timed(path: Path, bench: BfclBenchmark, releases: dict) -> tuple[float, flo
 
 
 def _episodes(path: Path, bench: BfclBenchmark, model: str | None = None) -> dict[str, Behaviour]:
-    items = import_result_file(path, model=model, config=model_config(bench.data.root))
+    items = import_result_file(path, model=model, reading=BfclReading(model_config(bench.data.root)))
     return {item.rollout.task_id: same_behaviour(replay(item.rollout, bench)) for item in items}
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import zstandard
 
-from prefix_audit.core.decode import open_bytes
+from prefix_audit.core.compressed import open_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPRESS = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress,

@@ -27,8 +27,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from prefix_audit.core import decode
-from prefix_audit.core.decode import compression_of, cut_off, open_bytes
+from prefix_audit.core import cut_off as cutting
+from prefix_audit.core.compressed import compression_of, open_bytes
+from prefix_audit.core.cut_off import cut_off
 from prefix_audit.ingest.imports import ImportReport, read_logs
 from prefix_audit.replay import registry
 
@@ -58,7 +59,7 @@ class _Depth:
 
     def __init__(self) -> None:
         self.step = self.FIRST_BYTES
-        content, depth = decode._Content, self
+        content, depth = cutting._Content, self
         first_line, whole = content.first_line, content.whole
 
         def first_line_seen(this):

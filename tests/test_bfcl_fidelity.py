@@ -19,6 +19,7 @@ from conftest import RESOURCES, SHARED
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, import_result_file, load_data
 from prefix_audit.benchmarks.bfcl.data import V3_ERA_PIN
 from prefix_audit.benchmarks.bfcl.handlers import model_config
+from prefix_audit.benchmarks.bfcl.reading import BfclReading
 from prefix_audit.core.calls import parse_call_string
 from prefix_audit.core.records import BadLine
 from prefix_audit.replay.checker import replay
@@ -38,12 +39,12 @@ def releases(bfcl) -> BfclBenchmark:
                                                                                       V3_ERA_PIN)})
 
 
-def _scored(bench, path: Path, **options) -> list[tuple[dict, int | None, object]]:
+def _scored(bench, path: Path, data_release: str | None = None) -> list[tuple[dict, int | None, object]]:
     """(result line, our Y, episode) for every line of a result file read as ``import bfcl``
     reads it (the handler and the data release chosen); every line is an episode."""
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    located = list(import_result_file(path, config=model_config(bench.data.root),
-                                      releases={r: bench.data_of(r) for r in bench.releases()}, **options))
+    located = list(import_result_file(path, reading=BfclReading(
+        model_config(bench.data.root), {r: bench.data_of(r) for r in bench.releases()}, data_release)))
     assert not [item for item in located if isinstance(item, BadLine)]
     assert len(located) == len(lines)
     return [(obj, (ep := replay(item.rollout, bench)).Y, ep) for obj, item in zip(lines, located)]

@@ -25,8 +25,9 @@ from prefix_audit.benchmarks.bfcl.decoders import (
     tool_call_tags,
 )
 from prefix_audit.benchmarks.bfcl.handlers import check_model_key, model_config
-from prefix_audit.benchmarks.bfcl.importer import read_step
+from prefix_audit.benchmarks.bfcl.reading import BfclReading
 from prefix_audit.benchmarks.bfcl.replay import SKIPPED_CALLS_KEY
+from prefix_audit.benchmarks.bfcl.result_entry import read_step
 from prefix_audit.cli import main
 from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
 from prefix_audit.core.records import BadLine, Rollout, Step
@@ -65,7 +66,7 @@ def _json_text_file(bfcl, path: Path, task_id: str = "multi_turn_base_1") -> Pat
 
 
 def _only(path: Path, config, **kwargs):
-    [item] = list(import_result_file(path, config=config, **kwargs))
+    [item] = list(import_result_file(path, reading=BfclReading(config), **kwargs))
     assert not isinstance(item, BadLine)
     return item.rollout
 
@@ -218,7 +219,7 @@ def _run(bfcl, task_id: str, change: str, rng: random.Random) -> list[list[dict]
 
 def _episodes(bfcl, config, path: Path, model: str | None) -> dict[str, Behaviour]:
     out = {}
-    for item in import_result_file(path, model=model, config=config):
+    for item in import_result_file(path, model=model, reading=BfclReading(config)):
         assert not isinstance(item, BadLine), item.reason
         out[item.rollout.task_id] = same_behaviour(replay(item.rollout, bfcl))
     return out

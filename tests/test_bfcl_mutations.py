@@ -11,6 +11,7 @@ from mutation_depths import chosen_depths_honoured
 
 from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.benchmarks.bfcl.handlers import model_config
+from prefix_audit.benchmarks.bfcl.reading import BfclReading
 from prefix_audit.core.records import Rollout
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.generation.sources.mutation import mutated_rollout
@@ -95,7 +96,7 @@ def test_y_agrees_with_bfcl_on_imported_mutants(bfcl, corpus, tmp_path):
     path.parent.mkdir(parents=True)
     lines = [_result_line(r) for r in sample]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    located = list(import_result_file(path, config=model_config(bfcl.data.root)))
+    located = list(import_result_file(path, reading=BfclReading(model_config(bfcl.data.root))))
     assert [item.line for item in located] == list(range(1, len(sample) + 1))
     outcomes = Counter()
     for original, line, item in zip(sample, lines, located):

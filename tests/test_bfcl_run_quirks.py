@@ -22,6 +22,7 @@ from conftest import RESOURCES
 
 from prefix_audit.benchmarks.bfcl.importer import import_score_file
 from prefix_audit.benchmarks.bfcl.loader import _as_executed, instance_names
+from prefix_audit.benchmarks.bfcl.reading import BfclReading
 from prefix_audit.cli import main
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import Action, BadLine, RecordedResult
@@ -107,7 +108,7 @@ def test_a_score_file_alone_is_the_log_of_its_failed_entries_said_as_such(bfcl, 
                 "error": {"error_type": "multi_turn:inference_error"}, "model_result": "Error during inference: 400"}]
     summary = {"accuracy": 0.7, "correct_count": 7, "total_count": 10}
     path = write_result_file(tmp_path / "score" / "m" / "BFCL_v3_multi_turn_base_score.json", [summary, *failing])
-    items = list(import_score_file(path, releases={bfcl.data.release: bfcl.data}))
+    items = list(import_score_file(path, reading=BfclReading(releases={bfcl.data.release: bfcl.data})))
     rollouts = [i.rollout for i in items if not isinstance(i, BadLine)]
     [again] = [i for i in items if isinstance(i, BadLine)]
     assert [r.task_id for r in rollouts] == ["multi_turn_base_1", "multi_turn_base_4", "multi_turn_base_7"]

@@ -17,6 +17,7 @@ from conftest import RESOURCES
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, import_result_file, load_data
 from prefix_audit.benchmarks.bfcl.data import V3_ERA_PIN, Entry
 from prefix_audit.benchmarks.bfcl.handlers import model_config
+from prefix_audit.benchmarks.bfcl.reading import BfclReading
 from prefix_audit.benchmarks.bfcl.versions import Reproduction, RecordedRun, choose_release, misfit
 from prefix_audit.core.records import Recorded, Rollout
 from prefix_audit.replay.checker import replay
@@ -211,7 +212,7 @@ def test_an_entry_is_scored_on_the_release_its_run_fits(bench, tmp_path):
                                        .user_texts(t)]
     path = write_result_file(tmp_path / "BFCL_v4_multi_turn_base_result.json", [line])
     releases = {r: bench.data_of(r) for r in bench.releases()}
-    [item] = list(import_result_file(path, model="m", config=model_config(bench.data.root), releases=releases))
+    [item] = list(import_result_file(path, model="m", reading=BfclReading(model_config(bench.data.root), releases)))
     rollout = item.rollout
     assert rollout.meta["bfcl_data"] == V3_ERA_PIN.version and not rollout.recorded.issues
     assert "data of bfcl-eval 2025.9.29" in rollout.meta["reading"]
@@ -219,8 +220,8 @@ def test_an_entry_is_scored_on_the_release_its_run_fits(bench, tmp_path):
     on_today = replace(rollout, meta={**rollout.meta, "bfcl_data": bench.data.release})
     episode = replay(on_today, bench)  # more turns than today's entry: force-terminated, not a crash
     assert episode.Y == 0 and "force_terminated" in episode.y_detail
-    [forced] = list(import_result_file(path, model="m", config=model_config(bench.data.root), releases=releases,
-                                       data_release=bench.data.release))
+    [forced] = list(import_result_file(path, model="m", reading=BfclReading(model_config(bench.data.root), releases,
+                                                                                  bench.data.release)))
     assert [i.code for i in forced.rollout.recorded.issues] == ["data_version"]
     assert json.dumps(forced.rollout.meta["bfcl_data"]) == json.dumps(bench.data.release)
 
@@ -259,8 +260,8 @@ def _import(bench, path, replaying: bool) -> Rollout:
     """The one entry of ``path`` on the release chosen for it, with its recorded tool results replayed
     on the releases (``replaying``) or without."""
     releases = {r: bench.data_of(r) for r in bench.releases()}
-    [item] = import_result_file(path, model="m", config=model_config(bench.data.root), releases=releases,
-                                bench=bench if replaying else None)
+    [item] = import_result_file(path, model="m", reading=BfclReading(model_config(bench.data.root), releases,
+                                                                     bench=bench if replaying else None))
     return item.rollout
 
 
@@ -291,8 +292,8 @@ def test_a_file_both_releases_reproduce_keeps_the_choice_of_its_data(bench, tmp_
     for name, release in (("BFCL_v4_multi_turn_base_result.json", bench.data.release),
                           ("BFCL_v3_multi_turn_base_result.json", V3_ERA_PIN.version)):
         path = write_result_file(tmp_path / name, [line])
-        [item] = import_result_file(path, model="m", config=model_config(bench.data.root), bench=bench,
-                                    releases={r: bench.data_of(r) for r in bench.releases()})
+        [item] = import_result_file(path, model="m", reading=BfclReading(
+            model_config(bench.data.root), {r: bench.data_of(r) for r in bench.releases()}, bench=bench))
         reading = item.rollout.meta["reading"]
         assert item.rollout.meta["bfcl_data"] == release and not item.rollout.recorded.issues
         assert "chosen by the file name" in reading and "reproduce on its classes in 1 of 1 entries)" in reading
@@ -309,8 +310,8 @@ def test_results_of_one_release_and_data_of_another_say_both(bench, tmp_path):
     longer = {"id": "multi_turn_base_101", "result": [[] for _ in old.entries["multi_turn_base_101"].question]}
     path = write_result_file(tmp_path / "BFCL_v4_multi_turn_base_result.json", [longer, line])
     releases = {r: bench.data_of(r) for r in bench.releases()}
-    items = {i.rollout.task_id: i.rollout for i in import_result_file(path, model="m", releases=releases, bench=bench,
-                                                                      config=model_config(bench.data.root))}
+    items = {i.rollout.task_id: i.rollout for i in import_result_file(
+        path, model="m", reading=BfclReading(model_config(bench.data.root), releases, bench=bench))}
     rollout = items["multi_turn_base_6"]
     assert rollout.meta["bfcl_data"] == bench.data.release and not rollout.recorded.issues
     assert f"the verdict-deciding data point to {V3_ERA_PIN.version}" in rollout.meta["reading"]

@@ -3,7 +3,7 @@
 import pytest
 
 from prefix_audit.benchmarks.bfcl.decoders import python_call_text
-from prefix_audit.benchmarks.bfcl.importer import read_step
+from prefix_audit.benchmarks.bfcl.result_entry import read_step
 from prefix_audit.core.calls import MAX_CALL_CHARS, looks_like_calls, parse_call_string, structured_call
 
 

@@ -24,15 +24,13 @@ from tau_results import GREETING, STOP, agent_says, results_document, simulation
 from toolsandbox_runs import BRUNO, Call, ScenarioRun, write_run
 
 from prefix_audit.core import archives
+from prefix_audit.core.compressed import compression_of, content_sha256, open_bytes
+from prefix_audit.core.cut_off import cut_off
 from prefix_audit.core.decode import (
     DecodeError,
-    compression_of,
-    content_sha256,
-    cut_off,
     first_json_key,
     first_json_line,
     iter_json_lines,
-    open_bytes,
     plain_name,
     read_json_document,
 )

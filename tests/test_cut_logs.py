@@ -23,18 +23,10 @@ from tau_results import GREETING, STOP, agent_says, results_document, simulation
 from toolsandbox_runs import BRUNO, Call, ScenarioRun, write_run
 
 from prefix_audit.cli import main
-from prefix_audit.core.decode import (
-    CUT_LINE,
-    JSON_DOCUMENT,
-    JSON_LINES,
-    ZIP_ARCHIVE,
-    CutOffError,
-    cut_off,
-    ends_inside_json,
-    open_bytes,
-    plain_name,
-    read_json_document,
-)
+from prefix_audit.core.compressed import open_bytes
+from prefix_audit.core.cut_off import cut_off
+from prefix_audit.core.decode import CUT_LINE, CutOffError, plain_name, read_json_document
+from prefix_audit.core.json_text import JSON_DOCUMENT, JSON_LINES, ZIP_ARCHIVE, ends_inside_json
 from prefix_audit.core.records import BadLine, dumps
 from prefix_audit.ingest.imports import ImportReport
 

@@ -24,7 +24,8 @@ from conftest import RESOURCES  # noqa: E402
 
 from prefix_audit.benchmarks.bfcl import BfclBenchmark, load_data  # noqa: E402
 from prefix_audit.benchmarks.bfcl.data import DEFAULT_PIN, V3_ERA_PIN, Entry  # noqa: E402
-from prefix_audit.benchmarks.bfcl.health import BfclProbe, changes, state_tree  # noqa: E402
+from prefix_audit.benchmarks.bfcl.health import BfclProbe  # noqa: E402
+from prefix_audit.benchmarks.bfcl.state_diff import changes, state_tree  # noqa: E402
 from prefix_audit.core.records import Rollout, without_action  # noqa: E402
 from prefix_audit.replay.checker import replay  # noqa: E402
 

@@ -19,7 +19,7 @@ from prefix_audit.replay.health import gold_replay_findings, probe_findings
 
 
 def _package_definitions(domain):
-    from prefix_audit.benchmarks.tau.adapter.health import package_tasks_file, task_definitions
+    from prefix_audit.benchmarks.tau.adapter.release_changes import package_tasks_file, task_definitions
 
     return task_definitions(package_tasks_file(domain))
 
@@ -278,7 +278,7 @@ def test_a_gold_action_is_scored_only_where_the_gold_database_changes(release_pa
 
 
 def test_another_policy_is_seen_in_every_task(tmp_path, tau):
-    from prefix_audit.benchmarks.tau.adapter.health import package_tasks_file
+    from prefix_audit.benchmarks.tau.adapter.release_changes import package_tasks_file
 
     policy = package_tasks_file("retail").with_name("policy.md").read_text(encoding="utf-8")
     assert " must " in policy
@@ -375,7 +375,7 @@ def test_telecom_health_of_every_base_task(telecom):
 def _tau2_outcomes(bench, task_ids):
     """(our Y, tau2's reward) for every counterfactual of each task: the idle agent and the gold without
     each of its writes and hand-offs."""
-    from prefix_audit.benchmarks.tau.adapter.health import tau2_messages, tau2_reward
+    from prefix_audit.benchmarks.tau.adapter.tau2_evaluation import tau2_messages, tau2_reward
 
     out = []
     for task_id in task_ids:
@@ -420,7 +420,7 @@ def test_doing_nothing_really_scores_1_in_tau2(tau):
     message, the user's stop."""
     from tau2.data_model.message import AssistantMessage, UserMessage
 
-    from prefix_audit.benchmarks.tau.adapter.health import tau2_reward
+    from prefix_audit.benchmarks.tau.adapter.tau2_evaluation import tau2_reward
 
     airline = tau["tau_airline"]
     task_id = next(t for t in airline.task_ids()

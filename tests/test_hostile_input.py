@@ -23,7 +23,7 @@ from toolsandbox_runs import write_run
 
 from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.benchmarks.bfcl.decoders import python_call_text
-from prefix_audit.benchmarks.bfcl.importer import read_step
+from prefix_audit.benchmarks.bfcl.result_entry import read_step
 from prefix_audit.cli import main
 from prefix_audit.core.calls import MAX_CALL_CHARS, structured_call
 from prefix_audit.core.records import BadLine, dumps

@@ -68,7 +68,8 @@ from typing import Any
 
 import pytest
 
-from prefix_audit.benchmarks.tau.domain.environment import AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint
+from prefix_audit.benchmarks.tau.domain.copy_on_write import AccessMode, CopyOnWriteTable
+from prefix_audit.benchmarks.tau.domain.environment import LiveEnvironment, _fingerprint
 from prefix_audit.core.calls import structured_call
 from prefix_audit.core.framework_samples import REFUSED
 from prefix_audit.replay.record_check import canonical, canonical_error

@@ -16,6 +16,7 @@ from toolsandbox_runs import ScenarioRun, write_run
 
 from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.benchmarks.bfcl.handlers import model_config
+from prefix_audit.benchmarks.bfcl.reading import BfclReading
 from prefix_audit.benchmarks.bfcl.importer import import_score_file
 from prefix_audit.cli import main
 from prefix_audit.core.records import Located, ModelNamed, NamedBy, Rollout
@@ -75,7 +76,7 @@ def _named(path: Path, config, **kwargs) -> set[tuple[str, ModelNamed | None, st
     """(model, where it came from, the handler's chosen_by) of every rollout of the file."""
     reader = import_score_file if path.name.endswith("_score.json") else import_result_file
     return {(i.rollout.model, i.named_by, i.rollout.meta["bfcl_handler"]["chosen_by"])
-            for i in reader(path, config=config, **kwargs) if isinstance(i, Located)}
+            for i in reader(path, reading=BfclReading(config), **kwargs) if isinstance(i, Located)}
 
 
 def _line(path: Path, name: str) -> Path:

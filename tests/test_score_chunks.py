@@ -16,16 +16,14 @@ from conftest import RESOURCES, ROOT
 from prefix_audit.core.decode import BadLine, raw_json_line_range, raw_json_lines
 from prefix_audit.core.records import dumps
 from prefix_audit.replay import registry
-from prefix_audit.replay.scoring import (
-    ScoredLine,
-    ScoreOutputs,
+from prefix_audit.replay.scored_lines import (
     gather_block,
     read_scored_lines,
-    score_file,
     score_line_range,
     score_parts,
     write_scored_lines,
 )
+from prefix_audit.replay.scoring import ScoredLine, ScoreOutputs, score_file
 
 OUTPUTS = ("actions.parquet", "episodes.parquet", "quarantine.jsonl")
 
@@ -153,7 +151,7 @@ def test_a_line_over_the_limit_is_in_the_part_it_starts_in(tmp_path, monkeypatch
 def test_the_schema_states_the_default_chunk_size():
     import yaml
 
-    from prefix_audit.replay.scoring import DEFAULT_SCORE_CHUNK_MIB
+    from prefix_audit.replay.scored_lines import DEFAULT_SCORE_CHUNK_MIB
 
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     assert schema["properties"]["score_chunk_mib"]["default"] == DEFAULT_SCORE_CHUNK_MIB

@@ -67,7 +67,7 @@ def test_tool_specs_follow_tau2_and_reject_unknown_arguments(tau):
 
 
 def test_calculate_walks_the_expression_instead_of_evaluating_it():
-    from prefix_audit.benchmarks.tau.domain.environment import calculate
+    from prefix_audit.benchmarks.tau.domain.calculator import calculate
 
     assert calculate("2 * ((350 - 122) + (499 - 127))") == "1200.0"
     assert calculate("155.33 - 147.05 + 268.77 - 235.13") == "41.92"

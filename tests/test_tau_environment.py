@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from prefix_audit.benchmarks.tau.domain.environment import (AccessMode, CopyOnWriteTable, LiveEnvironment, _fingerprint,
-                                                             quiet_serializer)
+from prefix_audit.benchmarks.tau.domain.copy_on_write import AccessMode, CopyOnWriteTable
+from prefix_audit.benchmarks.tau.domain.environment import LiveEnvironment, _fingerprint, quiet_serializer
 
 
 class Record:

@@ -263,7 +263,7 @@ def test_simulations_that_ended_in_an_error_are_episodes(tau, tmp_path):
     episodes, _ = score_rollouts(iter(items), tau.__getitem__, report)
     got = {e.rollout.meta["simulation_id"]: (e.T, e.FED, e.Y) for e in episodes}
     assert got == {"mid_call": (1, 2, 0), "at_once": (None, None, 0)}
-    from prefix_audit.replay.scoring import episode_row
+    from prefix_audit.replay.rows import episode_row
 
     row = episode_row(next(e for e in episodes if e.T == 1))
     assert (row["agent_tokens"], row["agent_latency_s"]) == (107, None)

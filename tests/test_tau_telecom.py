@@ -22,7 +22,7 @@ REAL_TELECOM = sorted((SHARED / "fixtures" / "real-logs-3" / "tau2").glob("*tele
 def _tau2_task(bench, task_id):
     from tau2.data_model.tasks import Task
 
-    from prefix_audit.benchmarks.tau.adapter.health import task_definitions
+    from prefix_audit.benchmarks.tau.adapter.release_changes import task_definitions
 
     # The file's task objects by id, parsed once (the telecom file is 14 MB: parsing it per task was
     # four fifths of this module's differential tests)

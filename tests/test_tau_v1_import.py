@@ -265,7 +265,7 @@ def test_domain_detection_override_and_v1_records(benches, tmp_path, retail_case
     reply = json.loads(verdict.logged)
     assert (reply["destination"], reply["flight_type"]) == ("EWR", "one_way")
     tau2 = json.loads(benches["tau_airline"].backend.call(
-        benches["tau_airline"].backend.new_environment(__import__("prefix_audit.benchmarks.tau.domain.environment",
+        benches["tau_airline"].backend.new_environment(__import__("prefix_audit.benchmarks.tau.domain.copy_on_write",
                                                                  fromlist=["AccessMode"]).AccessMode()),
         "get_reservation_details", {"reservation_id": "Z7GOZK"})[1])
     assert (tau2["destination"], tau2["flight_type"]) == ("IAH", "round_trip")

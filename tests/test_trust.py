@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from prefix_audit.benchmarks.bfcl import import_result_file
 from prefix_audit.benchmarks.bfcl.handlers import model_config
-from prefix_audit.benchmarks.bfcl.importer import logged_steps, recorded_error
+from prefix_audit.benchmarks.bfcl.reading import BfclReading
+from prefix_audit.benchmarks.bfcl.result_entry import logged_steps, recorded_error
 from prefix_audit.benchmarks.bfcl.scores import find_score_file
 from prefix_audit.cli import STRICT_EXIT, main
 from prefix_audit.core.calls import ToolCall, looks_like_calls
@@ -272,7 +273,7 @@ def test_text_that_looks_like_calls_is_undecodable_without_a_log(bfcl, tmp_path)
     line = gold_entry(bfcl, ENTRIES[0], style="json_text")
     del line["inference_log"]
     path = write_result_file(tmp_path / "BFCL_v4_multi_turn_base_result.json", [line])
-    [item] = list(import_result_file(path, model=PROMPTING_MODEL, config=model_config(bfcl.data.root)))
+    [item] = list(import_result_file(path, model=PROMPTING_MODEL, reading=BfclReading(model_config(bfcl.data.root))))
     recorded = item.rollout.recorded
     assert recorded.y is None and "no BFCL score file found" in recorded.verdict
     assert recorded.undecoded_count == sum(len(t) for t in bfcl.entry(ENTRIES[0]).ground_truth)

@@ -18,7 +18,7 @@ from prefix_audit.cli import main
 from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.records import PARTY_CALLS_KEY, Rollout, Step, agent_texts, dumps
 from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA
-from prefix_audit.replay.scoring import MAX_RESULT_CHARS
+from prefix_audit.replay.rows import MAX_RESULT_CHARS
 
 SIMULATED = "the simulated user&#39;s message, as the log recorded it"
 BENCHMARK = "the user&#39;s message — the benchmark&#39;s text"

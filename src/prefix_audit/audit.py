@@ -187,52 +187,75 @@ def block_grouping() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     return registry.pools(), METHODS
 
 
-def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark], *,
-               kind: str | None = None, options: Mapping[str, Any] | None = None, model: str | None = None,
-               method: str = IMPORTED,
-               resamples: int = 10_000, seed: int = 0, k_max: int = 4, confidence: float = 0.95,
-               workers: int = 1, min_agreement: float = DEFAULT_MIN_AGREEMENT, progress: bool = False,
-               labels: Sequence[str | Path] = (), health: bool = True, exclude_unsound: bool = False,
-               site: bool | None = None, figures: bool = True, health_cache: str | Path | None = None) -> AuditReport:
-    """Audit ``logs`` into ``out_dir`` (see the module docstring): files, folders that are one log,
-    folders of logs (:func:`~prefix_audit.replay.log_folders.expand_logs`, with the importer
-    ``options``). Every input is checked first — a path that does not exist, a folder without any log,
-    a labels file that cannot be read, an output folder that cannot be written raise before anything is
-    written —; a ValueError when no entry of any log could be imported (its message counts their
-    quarantine records by cause), and then too ``out_dir`` is left as it was. ``labels``: files
-    of human step labels to set beside FED. ``health``: audit the health of every task the logs ran, on
-    the release each was scored on (``health/<dataset>/``, ``tables/table_task_health.*``), and mark each
-    episode with it (``task_sound``, ``task_health``); ``exclude_unsound``: the statistics and tables over
-    the sound tasks only (they say how many were left out and why). ``site``: build the audit browser
-    into ``site/`` (None: when the audit has at most :data:`SITE_ROLLOUTS` entries). ``figures``: draw the
-    workflow's figure families :data:`FIGURE_FAMILIES` (PNG and PDF) into ``figures/<family>/``.
-    ``health_cache``: the folder task health is kept in across commands (:mod:`prefix_audit.health.cache`;
-    None: every task's health computed here).
+@dataclass(frozen=True)
+class AuditSettings:
+    """How an audit reads, scores and reports its logs: every choice of ``prefix-audit audit`` but the logs and
+    the output folder, one value handed whole down the audit (a new option is a field here and its use).
 
-    ``workers`` processes read the logs and replay the entries (``open_dataset`` must then pickle:
+    Reading: ``kind`` every log's format (None: detected per file), ``options`` the importers' config keys
+    (``score_file``, ...: what a log's companions follow in a folder of logs), ``model`` every log's model
+    name (None: what each log says), ``method`` the blocks' method. Statistics: ``resamples``, ``seed``,
+    ``k_max``, ``confidence`` of the bootstrap intervals; ``exclude_unsound``: the statistics and tables over
+    the sound tasks only (they say how many were left out and why). ``labels``: files of human step labels to
+    set beside FED. ``health``: audit the health of every task the logs ran, on the release each was scored
+    on (``health/<dataset>/``, ``tables/table_task_health.*``), and mark each episode with it (``task_sound``,
+    ``task_health``); ``health_cache``: the folder task health is kept in across commands
+    (:mod:`prefix_audit.health.cache`; None: every task's health computed here). ``site``: build the audit
+    browser into ``site/`` (None: when the audit has at most :data:`SITE_ROLLOUTS` entries). ``figures``:
+    draw the workflow's figure families :data:`FIGURE_FAMILIES` (PNG and PDF) into ``figures/<family>/``.
+    ``workers``: processes that read the logs and replay the entries, threads of the statistics (the
+    outputs do not depend on it). ``min_agreement``: agreement with the logs' records below which a block
+    is warned about. ``progress``: a bar on stderr (a line per log and block when stderr is not a terminal).
+    """
+
+    kind: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    method: str = IMPORTED
+    resamples: int = 10_000
+    seed: int = 0
+    k_max: int = 4
+    confidence: float = 0.95
+    exclude_unsound: bool = False
+    labels: Sequence[str | Path] = ()
+    health: bool = True
+    health_cache: str | Path | None = None
+    site: bool | None = None
+    figures: bool = True
+    workers: int = 1
+    min_agreement: float = DEFAULT_MIN_AGREEMENT
+    progress: bool = False
+
+
+def audit_logs(logs: Sequence[str | Path], out_dir: str | Path, open_dataset: Callable[[str], Benchmark],
+               settings: AuditSettings = AuditSettings()) -> AuditReport:
+    """Audit ``logs`` into ``out_dir`` (see the module docstring) as ``settings`` say: files, folders that
+    are one log, folders of logs (:func:`~prefix_audit.replay.log_folders.expand_logs`, with the importer
+    ``settings.options``). Every input is checked first — a path that does not exist, a folder without any
+    log, a labels file that cannot be read, an output folder that cannot be written raise before anything
+    is written —; a ValueError when no entry of any log could be imported (its message counts their
+    quarantine records by cause), and then too ``out_dir`` is left as it was.
+
+    ``settings.workers`` processes read the logs and replay the entries (``open_dataset`` must then pickle:
     :class:`prefix_audit.replay.registry.Resolver` does), and threads compute the statistics; the
-    outputs do not depend on it. ``progress``: a bar on stderr (a line per log and block when stderr
-    is not a terminal)."""
+    outputs do not depend on it."""
     check_output_folder(out_dir)
-    labels = [read_labels(path) for path in labels]  # a labels file that cannot be read stops the audit first
+    labels = [read_labels(path) for path in settings.labels]  # a labels file that cannot be read stops the audit first
     missing = [str(path) for path in logs if not os.path.exists(path)]
     if missing:
         raise ValueError(f"no such file or folder: {', '.join(missing)}")
     out = Path(out_dir)
-    expansion = expand_logs(logs, kind, options)  # so does a folder without any log
+    expansion = expand_logs(logs, settings.kind, settings.options)  # so does a folder without any log
     # The site's pages of an earlier audit are never kept beside this one's (a block gone, a page gone).
     with replaced_tree(out, owned=("site/*",)) as tree, \
-            WorkerPool(workers, open_dataset, preload=worker_modules()) as pool:
-        report = _audit_into(tree.path, out, expansion, pool, model=model, method=method, resamples=resamples,
-                             seed=seed, k_max=k_max, confidence=confidence, progress=progress, labels=labels,
-                             health=health, exclude_unsound=exclude_unsound, figures=figures,
-                             health_cache=health_cache)
+            WorkerPool(settings.workers, open_dataset, preload=worker_modules()) as pool:
+        report = _audit_into(tree.path, out, expansion, pool, settings, labels)
         if not report.blocks:  # raised inside: nothing of this run lands
             raise ValueError(f"no entry of {len(report.imported.logs)} log(s) could be imported: "
                              f"{'; '.join(report.imported.quarantine.lines())}")
-        if site if site is not None else report.imported.rollouts <= SITE_ROLLOUTS:
+        if settings.site if settings.site is not None else report.imported.rollouts <= SITE_ROLLOUTS:
             report.site = view_results(tree.path, tree.path / "site", *block_grouping())
-    report.min_agreement = min_agreement
+    report.min_agreement = settings.min_agreement
     report.replaced = tree
     report.tables = [out / path.relative_to(tree.path) for path in report.tables]
     report.figures = [out / path.relative_to(tree.path) for path in report.figures]
@@ -249,15 +272,15 @@ class _BlockFile:
 
 
 def _chunks_of_logs(out: Path, final: Path, logs: Sequence[LogSource], pool: WorkerPool, report: ImportReport,
-                    blocks: dict[tuple[str, str, str], _BlockFile], store: RowStore, *, model: str | None,
-                    method: str, progress: Progress) -> Iterator[Chunk]:
+                    blocks: dict[tuple[str, str, str], _BlockFile], store: RowStore, settings: AuditSettings,
+                    progress: Progress) -> Iterator[Chunk]:
     """Every log's records appended to its blocks' rollout files (under the staging folder ``out``),
     in the logs' order, as each log comes back from a worker, and handed on to be replayed (no
     corpus held: a log's records go to the workers while later logs are still being read). A
     record's place is named where it will be (``final``), not in the staging folder. Entries no
     block could take go to the audit's quarantine."""
     unplaced: list[BadLine] = []
-    requests = [LogRequest(str(source.path), source.format, model, method) for source in logs]
+    requests = [LogRequest(str(source.path), source.format, settings.model, settings.method) for source in logs]
     for request, imported in zip(requests, import_logs(requests, pool)):
         report.merge(imported.report)
         progress.part_done(f"{request.path}: {imported.report.summary()}")
@@ -294,16 +317,16 @@ def _score_outputs(out: Path, key: tuple[str, str, str]) -> ScoreOutputs:
     return ScoreOutputs.in_dir(out / "scored" / dataset / path_label(model) / path_label(method))
 
 
-def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPool, *,
-                model: str | None, method: str, resamples: int, seed: int, k_max: int, confidence: float,
-                progress: bool, labels: Sequence[LabelsFile], health: bool, exclude_unsound: bool,
-                figures: bool, health_cache: str | Path | None) -> AuditReport:
+def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPool, settings: AuditSettings,
+                labels: Sequence[LabelsFile]) -> AuditReport:
+    """The audit of the logs of ``expansion`` into the staging folder ``out`` (``final`` once swapped in), with
+    the labels files ``settings.labels`` read."""
     report = AuditReport(ImportReport())
     report.imported.skipped.merge(expansion.tally())
     if expansion.skipped:  # only a folder's walk skips files: a file named by hand is a log
         write_skipped(expansion.skipped, out / "rollouts" / IMPORTED / "skipped.jsonl")
     blocks: dict[tuple[str, str, str], _BlockFile] = {}
-    bar = Progress("audit", 0, enabled=progress)
+    bar = Progress("audit", 0, enabled=settings.progress)
     written: dict[tuple[str, str, str], ScoreReport] = {}
 
     def write(key: tuple[str, str, str]) -> None:  # a whole block, while the others are still replayed
@@ -311,9 +334,8 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
         bar.part_done(f"{'/'.join(key)}: {written[key].summary()}")
 
     with RowStore(out) as store:  # the blocks' scored rows, on disk until each is written
-        score_chunks(_chunks_of_logs(out, final, expansion.logs, pool, report.imported, blocks, store, model=model,
-                                     method=method, progress=bar), lambda key: blocks[key].scoring, pool, bar,
-                     on_complete=write)
+        chunks = _chunks_of_logs(out, final, expansion.logs, pool, report.imported, blocks, store, settings, bar)
+        score_chunks(chunks, lambda key: blocks[key].scoring, pool, bar, on_complete=write)
         bar.close()
         for key in sorted(blocks):
             if key not in written:
@@ -323,19 +345,20 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
         return report
     episodes = [_score_outputs(out, key).episodes for key in sorted(blocks)]
     health_files: list[Path] = []
-    if health:
-        report.health, health_files = _task_health(out, episodes, pool, progress, health_cache)
+    if settings.health:
+        report.health, health_files = _task_health(out, episodes, pool, settings.progress, settings.health_cache)
     merge_episodes(episodes, out / "fed" / "episodes.parquet", health=health_files)
     pools, methods = block_grouping()
-    settings = StatsSettings(resamples=resamples, seed=seed, k_max=k_max, confidence=confidence, pools=pools,
-                             methods=methods, workers=pool.workers, exclude_unsound=exclude_unsound)
-    stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", settings)
+    statistics = StatsSettings(resamples=settings.resamples, seed=settings.seed, k_max=settings.k_max,
+                               confidence=settings.confidence, pools=pools, methods=methods, workers=pool.workers,
+                               exclude_unsound=settings.exclude_unsound)
+    stats = write_stats(out / "fed" / "episodes.parquet", out / "stats" / "stats.parquet", statistics)
     report.headlines, report.origins = _headlines(pl.read_parquet(stats))
     per_category = write_category_stats(out / "fed" / "episodes.parquet", out / "stats" / "categories.parquet",
-                                        registry.task_categories(), settings)
+                                        registry.task_categories(), statistics)
     report.notes += uncategorised_lines(read_parquet(out / "fed" / "episodes.parquet"), registry.task_categories())
     labels_dir = out / "labels" if labels else None
-    if labels_dir is not None or figures:
+    if labels_dir is not None or settings.figures:
         # matplotlib (about 1 s) is imported where figures are drawn: this module is preloaded into every
         # worker pool's server (``prefix-audit tasks`` included), which draws none.
         from .reports.figure_families import write_families, write_figures
@@ -343,7 +366,7 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
         every_block = LabelGroup(labels, [blocks[key].path for key in sorted(blocks)])
         report.labels = write_label_comparison([every_block], out / "fed" / "episodes.parquet", labels_dir)
         write_figures("labels", labels_dir / "entries.parquet", out / "figures" / "labels")
-    if figures:
+    if settings.figures:
         tables = {"curves": stats, "categories": out / "fed" / "episodes.parquet",
                   "origins": out / "fed" / "episodes.parquet"}
         drawn = write_families({family: (tables[family], out / "figures" / family) for family in FIGURE_FAMILIES},
@@ -397,7 +420,7 @@ def check_task_health(dataset: str, out_dir: str | Path, open_dataset: Callable[
     by its benchmark, with the findings of the audit folders ``audits``, written into ``out_dir`` as one tree
     replacing the previous one (:func:`~prefix_audit.core.output_tree.replaced_tree`): ``findings.parquet``,
     ``tasks.parquet``, ``summary.json`` and ``tables/table_task_health.{csv,md,tex}`` — unless the audit of
-    every task failed, when ``out_dir`` is left as it was. ``health_cache``: as :func:`audit_logs` has it."""
+    every task failed, when ``out_dir`` is left as it was. ``health_cache``: as :class:`AuditSettings` has it."""
     check_output_folder(out_dir)
     bench = open_dataset(dataset)
     release = check_release(bench, release)

@@ -75,18 +75,18 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from .audit import audit_logs
+    from .audit import AuditSettings, audit_logs
     from .core.parallel import workers_for
     from .replay.trust import STRICT_SEVERITY
 
     if not 0 <= args.min_agreement <= 1:
         raise ValueError(f"--min-agreement must be in [0, 1], got {args.min_agreement}")
-    report = audit_logs(args.logs, args.output, _resolver(args), kind=args.format, options=_importer_options(args),
-                        model=args.model,
-                        method=args.method, resamples=args.resamples, seed=args.seed,
-                        workers=args.workers or workers_for(args.logs), min_agreement=args.min_agreement, progress=True,
-                        labels=args.labels, health=not args.no_health, exclude_unsound=args.exclude_unsound,
-                        site=args.site, figures=args.figures, health_cache=_health_cache(args))
+    settings = AuditSettings(kind=args.format, options=_importer_options(args), model=args.model, method=args.method,
+                             resamples=args.resamples, seed=args.seed, exclude_unsound=args.exclude_unsound,
+                             labels=args.labels, health=not args.no_health, health_cache=_health_cache(args),
+                             site=args.site, figures=args.figures, workers=args.workers or workers_for(args.logs),
+                             min_agreement=args.min_agreement, progress=True)
+    report = audit_logs(args.logs, args.output, _resolver(args), settings)
     _print_lines([*report.lines(), *_audit_next_steps(Path(args.output), report)])
     if args.strict and report.worst() >= STRICT_SEVERITY:
         print(f"audit --strict: a block's audit disagrees with what its logs recorded or could not read them "

@@ -26,7 +26,7 @@ from prefix_audit.generation.grid import (
 from prefix_audit.ingest.imports import imported_rollouts_path
 from prefix_audit.pipeline.fingerprint import code_fingerprint
 from prefix_audit.replay import registry
-from prefix_audit.replay.scoring import DEFAULT_SCORE_CHUNK_MIB, score_parts
+from prefix_audit.replay.scored_lines import DEFAULT_SCORE_CHUNK_MIB, score_parts
 from prefix_audit.health.cache import cache_folder
 from prefix_audit.health.tasks import FILES as HEALTH_FILES
 from prefix_audit.reports.tables import FORMATS, HEALTH_TABLE, table_files

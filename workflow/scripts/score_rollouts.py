@@ -1,7 +1,8 @@
 from pathlib import Path
 
 from prefix_audit.pipeline.logs import logging_to
-from prefix_audit.replay.scoring import ScoreOutputs, gather_block, score_block
+from prefix_audit.replay.scored_lines import gather_block
+from prefix_audit.replay.scoring import ScoreOutputs, score_block
 
 with logging_to(snakemake.log[0]):
     if snakemake.input.chunks:  # a big imported block, replayed in chunks by score_chunk jobs

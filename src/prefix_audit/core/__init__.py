@@ -4,9 +4,11 @@ Holds :mod:`.records` (the rollout record, one JSON object per line, and the loc
 record that cannot be read), :mod:`.recorded` (what a log recorded about a rollout: the
 replies to its calls, its verdict, its faults), :mod:`.calls` (model-emitted tool calls parsed with :mod:`ast`, never
 evaluated), :mod:`.decode` (external bytes → values, with located errors: the one boundary every
-importer uses, where compressed files read as the plain ones), :mod:`.reading` (the kit importers read logs
+importer uses), :mod:`.reading` (the kit importers read logs
 with: a call ledger pairing calls with replies, typed access to untrusted JSON, one bad-record exception
-family, message roles), :mod:`.archives` (a tar of a run
+family, message roles), :mod:`.compressed` (a file's bytes, compressed ones read as the plain ones),
+:mod:`.json_text` (JSON text that ends inside its value), :mod:`.cut_off` (a log file whose content ends
+inside its JSON or its zip archive), :mod:`.archives` (a tar of a run
 folder, or a compressed file a reader must open by name, unpacked safely), :mod:`.quarantine`
 (quarantined records summed up by cause), :mod:`.io` (atomic, byte-deterministic output and commits of file sets),
 :mod:`.output_tree` (an output folder replaced whole: built beside the old one, swapped in as one step),

@@ -2,7 +2,7 @@
 reader wants a plain one.
 
 A ToolSandbox output folder or tau2 1.0's directory layout (``results.json`` + ``simulations/``) is
-passed around as a tar — plain or compressed with anything :func:`~.decode.open_bytes` reads —, and
+passed around as a tar — plain or compressed with anything :func:`~.compressed.open_bytes` reads —, and
 its importer reads folders. :func:`unpack_tar` writes the archive's files into a folder the caller
 made (a temporary one), safely:
 
@@ -14,7 +14,7 @@ made (a temporary one), safely:
   cannot fill the disk;
 * the archive is read as a stream, to its end: a corrupt or truncated one is one
   :class:`~.decode.DecodeError` naming the archive and what is wrong (one cut short, without its
-  end-of-archive marker: a :class:`~.decode.CutOffError` saying where), never a partial folder.
+  end-of-archive marker: a :class:`~.compressed.CutOffError` saying where), never a partial folder.
 
 :func:`unpack_file` does the same for one compressed file (an Inspect log, whose own reader opens
 files by name).
@@ -28,7 +28,8 @@ import tarfile
 from pathlib import Path
 from typing import BinaryIO
 
-from .decode import CutOffError, DecodeError, compression_of, open_bytes, plain_name
+from .compressed import CutOffError, DecodeError, compression_of, open_bytes
+from .decode import plain_name
 
 MAX_MEMBERS = 100_000  # a ToolSandbox run of every scenario has about 3,100
 MAX_UNPACKED_BYTES = 8 * 2**30

@@ -6,11 +6,11 @@
   :class:`DecodeError` naming the file and why;
 * :func:`first_json_key`, :func:`first_json_line` and :func:`first_json_lines` — what a format's
   detector looks at;
-* :func:`open_bytes` — the bytes a file holds, for everything above: a file compressed with gzip,
+* :func:`~.compressed.open_bytes` — the bytes a file holds, for everything above: a file compressed with gzip,
   bzip2, xz or zstd (told by its first bytes, never by its name) reads as the plain file, streamed;
   a corrupt or truncated stream is a :class:`DecodeError` naming the file and what is wrong, never
-  the part before it taken for the whole (:func:`cut_off` reads a log's stream to its end first);
-* :func:`cut_off` — whether a file's content ends inside its JSON (a copy, a download or a writer cut
+  the part before it taken for the whole (:func:`~.cut_off.cut_off` reads a log's stream to its end first);
+* :func:`~.cut_off.cut_off` — whether a file's content ends inside its JSON (a copy, a download or a writer cut
   short), said in one line: the file, where it ends, what precedes the cut. The readers above say it
   too: the last line of JSON Lines that ends inside its value is a :class:`BadLine` whose cause is
   :data:`CUT_LINE`, a document that does is a :class:`CutOffError`, and so is a compressed stream
@@ -24,21 +24,18 @@ validate its shape.
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import hashlib
-import io
 import json
-import lzma
 import math
 import os
 import re
-import sys
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from .compressed import READ_CHUNK, CutOffError, DecodeError, compression_of, open_bytes
+from .json_text import document_cut, ends_inside_json, json_integer, where_it_ends
+
 
 EXCERPT_BYTES = 200
 # Bounds on the accounting numbers logs carry: beyond them a value is not a measurement.
@@ -48,15 +45,6 @@ MAX_SECONDS = 10**7  # seconds of one model call (about 115 days)
 # results file, a ToolSandbox context). Real entries are kilobytes; real documents tens of megabytes.
 MAX_LINE_BYTES = 64 * 2**20
 MAX_DOCUMENT_BYTES = 2**30
-
-
-class DecodeError(ValueError):
-    """Input that cannot be decoded or a field that does not hold what it must; says where."""
-
-
-class CutOffError(DecodeError):
-    """A file whose content ends before its end — inside a JSON document, before a compressed stream's
-    end marker or an archive's end —; its message is the one line said of it (the file, where it ends)."""
 
 
 # The cause of the quarantine record of a JSON Lines log's last line when the log ends inside it.
@@ -130,17 +118,9 @@ class JsonLine:
     excerpt: str
 
 
-def _integer(digits: str) -> int | float:
-    """A JSON integer; one longer than Python converts (``sys.get_int_max_str_digits``, 4,300 by
-    default) is read as the float it overflows to (±inf), as JSON's ``1e999`` is — so it fails the
-    field's own check (an accounting number, an argument) instead of the whole line or document."""
-    limit = sys.get_int_max_str_digits()
-    return int(digits) if not limit or len(digits.lstrip("-")) <= limit else float(digits)
-
-
 def loads(text: str) -> Any:
-    """JSON text as values, with over-long integers read as ±inf (see :func:`_integer`)."""
-    return json.loads(text, parse_int=_integer)
+    """JSON text as values, with over-long integers read as ±inf (see :func:`json_integer`)."""
+    return json.loads(text, parse_int=json_integer)
 
 
 def iter_json_lines(path: str | Path) -> Iterator[JsonLine | BadLine]:
@@ -156,7 +136,7 @@ def raw_json_lines(path: str | Path) -> Iterator[tuple[int, bytes] | BadLine]:
     :func:`decode_json_line`, maybe in another process); a line over the limit is a BadLine."""
     path = Path(path)
     with open_bytes(path) as fh:
-        for lineno, raw, size in _bounded_lines(fh):
+        for lineno, raw, size in bounded_lines(fh):
             if raw is None:
                 yield over_limit(str(path), lineno, size)
             elif raw.strip():
@@ -180,7 +160,7 @@ def raw_json_line_range(path: str | Path, part: int, parts: int) -> Iterator[tup
         before = _newlines_before(fh, start)
         fh.seek(start)
         position = start
-        for lineno, raw, length in _bounded_lines(fh):
+        for lineno, raw, length in bounded_lines(fh):
             if position >= end:
                 break
             position += length
@@ -221,7 +201,7 @@ def decode_json_line(path: str, lineno: int, raw: bytes) -> JsonLine | BadLine:
     line break after it) that ends inside its value is the log cut off there (:data:`CUT_LINE`)."""
     excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace")
     try:  # json.loads itself, not loads(): JSON's nesting counts against the stack's depth, kept as it was
-        return JsonLine(path, lineno, json.loads(raw.decode("utf-8"), parse_int=_integer), excerpt)
+        return JsonLine(path, lineno, json.loads(raw.decode("utf-8"), parse_int=json_integer), excerpt)
     except (ValueError, RecursionError) as exc:  # a UnicodeDecodeError too
         if not raw.endswith(b"\n") and ends_inside_json(raw):
             return BadLine(path, lineno, f"the log is cut off inside this line, its last: an incomplete JSON value "
@@ -231,7 +211,7 @@ def decode_json_line(path: str, lineno: int, raw: bytes) -> JsonLine | BadLine:
         return BadLine(path, lineno, f"invalid JSON: {exc}", excerpt=excerpt, cause="invalid JSON")
 
 
-def _bounded_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:
+def bounded_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None, int]]:
     """(line number, bytes or None when over the limit, size) of each line, reading at most
     :data:`MAX_LINE_BYTES` + 1 bytes at a time."""
     lineno = 0
@@ -263,7 +243,7 @@ def read_json_document(path: str | Path) -> Any:
         try:
             return loads(data.decode("utf-8"))
         except (ValueError, RecursionError):  # ended early (said so), or broken
-            cut = _document_cut(data, path.name, _ends_at(len(data), compressed is not None))
+            cut = document_cut(data, path.name, where_it_ends(len(data), compressed is not None))
             if cut is not None:
                 raise CutOffError(cut.said) from None
             raise
@@ -301,7 +281,7 @@ def first_json_lines(path: str | Path, lines: int) -> list[Any] | None:
     values: list[Any] = []
     try:
         with open_bytes(path) as fh:
-            for _, raw, _ in _bounded_lines(fh):
+            for _, raw, _ in bounded_lines(fh):
                 if raw is None:
                     return None
                 if not raw.strip():
@@ -322,31 +302,9 @@ def first_json_line(path: str | Path) -> Any:
     return values[0] if values else None
 
 
-# --- compressed files --------------------------------------------------------------------------
-
-# A file's compression as its first bytes tell it (never its name: logs are passed around renamed).
-MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
 # The names compressed files are given: a file's plain name is its name without one (BFCL finds a
 # result file's score file by name, and either may be compressed).
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
-_CHUNK = 2**20  # bytes read at a time where a whole stream is read
-# zstd input fed at a time: zstd expands at most about 32,768-fold (a run-length block), so one
-# step never holds more than ~32 MiB of output, however hostile the file.
-_ZSTD_INPUT = 1024
-
-
-def _magic(head: bytes) -> str | None:
-    return next((kind for magic, kind in MAGIC.items() if head.startswith(magic)), None)
-
-
-def compression_of(path: str | Path) -> str | None:
-    """The compression of the file at ``path`` (``gzip``, ``bzip2``, ``xz``, ``zstd``) from its
-    first bytes; None for a plain file, a folder or no file."""
-    try:
-        with open(path, "rb") as fh:
-            return _magic(fh.read(6))
-    except OSError:
-        return None
 
 
 def plain_name(name: str) -> str:
@@ -355,414 +313,15 @@ def plain_name(name: str) -> str:
     return next((name[: -len(s)] for s in COMPRESSED_SUFFIXES if name.endswith(s) and len(name) > len(s)), name)
 
 
-def open_bytes(path: str | Path) -> BinaryIO:
-    """The bytes a file holds, as a stream: as stored, or decompressed where its first bytes say it
-    is compressed (:data:`MAGIC`). Reading a stream that is corrupt or ends early raises a
-    :class:`DecodeError` naming the file and what is wrong."""
-    path = Path(path)
-    fh = path.open("rb")
-    try:
-        kind = _magic(fh.peek(6)[:6])
-        return fh if kind is None else io.BufferedReader(_Decompressed(fh, kind, path.name), _CHUNK)
-    except BaseException:
-        fh.close()
-        raise
-
-
-def content_sha256(path: str | Path) -> str:
-    """The sha256 of the bytes a file holds — a compressed file's content, not its compressed
-    bytes, so a log and its compressed copy have one digest (the plain file's ``sha256sum``)."""
-    digest = hashlib.sha256()
-    with open_bytes(path) as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _read_at_most(fh: BinaryIO, limit: int) -> bytes | None:
     """The rest of ``fh``, or None where it holds more than ``limit`` bytes (never read beyond)."""
     parts, size = [], 0
-    while chunk := fh.read(min(_CHUNK, limit + 1 - size)):
+    while chunk := fh.read(min(READ_CHUNK, limit + 1 - size)):
         parts.append(chunk)
         size += len(chunk)
         if size > limit:
             return None
     return b"".join(parts)
-
-
-class _Decompressed(io.RawIOBase):
-    """A compressed file's content; the decompressor's errors as a :class:`DecodeError` naming the
-    file and what is wrong."""
-
-    def __init__(self, file: BinaryIO, kind: str, name: str) -> None:
-        self._file, self._kind, self._name = file, kind, name
-        if kind == "gzip":
-            self._stream: Any = gzip.GzipFile(fileobj=file, mode="rb")
-        elif kind == "bzip2":
-            self._stream = bz2.BZ2File(file)
-        elif kind == "xz":
-            self._stream = lzma.LZMAFile(file)
-        else:
-            self._stream = _ZstdFrames(file, name)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        try:
-            return self._stream.readinto(buffer)
-        except EOFError:
-            raise CutOffError(f"{self._name} is truncated: its {self._kind} stream ends before its end marker "
-                              f"(the file is cut off at byte {os.fstat(self._file.fileno()).st_size:,})") from None
-        except (OSError, lzma.LZMAError, zlib.error) as exc:  # each decompressor's own word for bad data
-            raise DecodeError(f"{self._name}: its {self._kind} stream is corrupt "
-                              f"({' '.join(str(exc).split())[:200]})") from None
-
-    def close(self) -> None:
-        try:
-            self._stream.close()
-        finally:
-            self._file.close()
-            super().close()
-
-
-class _ZstdFrames(io.RawIOBase):
-    """zstd frames one after another, decompressed (zstandard's own stream reader ends silently
-    where a file is cut off: here that is an EOFError, as for the other compressions)."""
-
-    def __init__(self, file: BinaryIO, name: str) -> None:
-        try:
-            import zstandard
-        except ImportError:
-            raise DecodeError(f"{name} is zstd-compressed: reading it needs the zstandard package "
-                              f"(pip install zstandard)") from None
-        self._zstd, self._file = zstandard, file
-        self._frame: Any = None  # the decompressor of the frame being read; None between frames
-        self._pending = b""  # input after a frame's end: the next frame's start
-        self._out, self._at = memoryview(b""), 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while self._at == len(self._out):
-            if not self._decompress_more():
-                return 0
-        n = min(len(buffer), len(self._out) - self._at)
-        buffer[:n] = self._out[self._at:self._at + n]
-        self._at += n
-        return n
-
-    def _decompress_more(self) -> bool:
-        """Decompress the next piece of input; False at the end of the file between frames."""
-        data, self._pending = self._pending or self._file.read(_ZSTD_INPUT), b""
-        if not data:
-            if self._frame is not None:
-                raise EOFError("the file ends inside a frame")
-            return False
-        if self._frame is None:
-            self._frame = self._zstd.ZstdDecompressor().decompressobj()
-        try:
-            self._out, self._at = memoryview(self._frame.decompress(data)), 0
-        except self._zstd.ZstdError as exc:
-            raise OSError(str(exc)) from None
-        if self._frame.eof:
-            self._pending, self._frame = self._frame.unused_data, None
-        return True
-
-
-# --- files cut off ----------------------------------------------------------------------------
-
-# What a file's content is, as far as its cut matters: JSON Lines (the whole lines before a cut are
-# entries as usual), one JSON document (nothing before a cut is the document), a zip archive (its
-# index is at its end: nothing before a cut is readable).
-JSON_LINES, JSON_DOCUMENT, ZIP_ARCHIVE = "JSON Lines", "JSON document", "zip archive"
-_ZIP_MAGIC = b"PK\x03\x04"
-# A whole zip ends with its end-of-central-directory record: this signature, 16 bytes, the length of
-# the comment that ends the file (2 bytes), the comment (at most 65,535 bytes).
-_ZIP_END = b"PK\x05\x06"
-_ZIP_END_SIZE = 22
-_HEAD = 2**12  # the first bytes of a file looked at (where its JSON opens)
-_TAIL = 2**17  # the last bytes looked at first (a real log's last line or closing bracket is in them)
-_CLOSER = {b"{": b"}", b"[": b"]"}
-_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
-_NUMBER_START = re.compile(r"-|-?(?:0|[1-9]\d*)(?:\.\d*)?(?:[eE][-+]?\d*)?")  # a JSON number, or its first characters
-_NUMBER_CHARS = "-+.0123456789eE"
-_HEX_ESCAPE_START = re.compile(r"u[0-9a-fA-F]{0,4}")
-_SPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder(parse_int=_integer)
-
-
-@dataclass(frozen=True)
-class CutOff:
-    """A file whose content ends inside its JSON (or its zip archive), as :func:`cut_off` finds it."""
-
-    said: str  # one line: the file, where it ends, and — a document — the complete entries before the cut
-    line: int  # the line it ends inside (0: a zip archive)
-    shape: str  # JSON_LINES, JSON_DOCUMENT or ZIP_ARCHIVE
-
-
-def cut_off(path: str | Path, name: str | None = None) -> CutOff | None:
-    """Where the content of the file at ``path`` ends inside its JSON or its zip archive, or None: it
-    ends where they do, or it is neither (its reader says what it is). ``name`` names it in what is said
-    (default: its file name). A compressed file whose content opens JSON or a zip is read to its
-    stream's end (one cut short raises a :class:`CutOffError`, a corrupt one a :class:`DecodeError`),
-    its content judged as a plain file's.
-
-    Cheap for a whole file: its first bytes, its first line and its last line are read. JSON Lines (a
-    first line that is a whole JSON value; a document on one line too) may end only inside their last
-    line, which has no line break after it then. Any other file is a document: an indented one whose
-    top-level bracket closes alone at the start of its last line is whole (no other bracket closes at a
-    line's start); only another is parsed whole (one over :data:`MAX_DOCUMENT_BYTES` is not: its reader
-    refuses it)."""
-    path = Path(path)
-    content = _Content(path)
-    name = name or path.name
-    if content.head.startswith(_ZIP_MAGIC):
-        tail = content.tail(_ZIP_END_SIZE + 2**16 - 1)
-        end = tail.rfind(_ZIP_END)
-        if end >= 0 and len(tail) - end >= _ZIP_END_SIZE + int.from_bytes(tail[end + 20:end + 22], "little"):
-            return None
-        return CutOff(f"{name} is cut off: it ends at byte {content.size:,} before the end of its zip archive (its "
-                      f"central directory)", 0, ZIP_ARCHIVE)
-    opener = content.head.lstrip()[:1]
-    if opener not in _CLOSER:
-        return None
-    first, first_end = content.first_line()
-    if first is not None and _is_json(first):
-        if first_end == content.size:  # one line, whole
-            return None
-        last, unended = _last_line(content)
-        if last is None or not unended or not ends_inside_json(last):
-            return None
-        line, ends_at = content.newlines() + 1, _ends_at(content.size, content.compressed)
-        return CutOff(f"{name} is cut off: it ends inside line {line:,} ({ends_at}), an incomplete JSON value", line,
-                      JSON_LINES)
-    last, _ = _last_line(content)
-    if last is not None and last.rstrip() == _CLOSER[opener] and _opens_indented(content.head, opener):
-        return None
-    data = content.whole()
-    return _document_cut(data, name, _ends_at(content.size, content.compressed)) if data is not None else None
-
-
-def _opens_indented(head: bytes, opener: bytes) -> bool:
-    """Whether a document opens as an indented one: its bracket alone on its first line, the next
-    line indented (then only its top-level bracket closes at the start of a line)."""
-    first, _, rest = head.lstrip().partition(b"\n")
-    return first.rstrip() == opener and rest[:1] in (b" ", b"\t")
-
-
-def ends_inside_json(data: bytes) -> bool:
-    """Whether ``data`` is JSON text cut off inside its value: a prefix of JSON, not whole JSON and not
-    broken before its end."""
-    text = _utf8_before_cut(data)
-    if text is None or not text.strip():  # no JSON begun
-        return False
-    try:
-        _DECODER.decode(text)
-    except json.JSONDecodeError as exc:
-        return _ends_inside_value(text, exc)
-    except (ValueError, RecursionError):
-        return False
-    return False
-
-
-def _ends_inside_value(text: str, exc: json.JSONDecodeError) -> bool:
-    """Whether the parser's error ``exc`` on ``text`` is the text's end: nothing but white space after
-    where it stopped, a string left open, or a literal, a number or a \\u escape begun and not finished."""
-    # (nothing is copied from the text, which may be a whole document)
-    if _SPACE.match(text, exc.pos).end() == len(text) or exc.msg.startswith("Unterminated string"):
-        return True
-    if exc.msg.startswith("Invalid \\uXXXX escape"):
-        return bool(_HEX_ESCAPE_START.fullmatch(text, exc.pos))
-    if exc.msg == "Expecting value" and len(text) - exc.pos < max(map(len, _LITERALS)) and \
-            any(literal.startswith(text[exc.pos:]) for literal in _LITERALS):
-        return True
-    # A number is read as far as it is one (``1.`` as ``1``): the error is then after that part, else at
-    # its start (``-``); either way the number runs from its start to the text's end.
-    begun = exc.pos
-    while begun and text[begun - 1] in _NUMBER_CHARS:
-        begun -= 1
-    inside = begun < exc.pos if exc.msg == "Expecting ',' delimiter" else exc.msg == "Expecting value"
-    return inside and bool(_NUMBER_START.fullmatch(text, begun))
-
-
-def _utf8_before_cut(data: bytes) -> str | None:
-    """``data`` as text, a character cut off at its very end left out; None where it is not UTF-8."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.end != len(data) or exc.reason != "unexpected end of data":
-            return None
-        return data[:exc.start].decode("utf-8", errors="strict")
-
-
-def _is_json(data: bytes) -> bool:
-    try:
-        _DECODER.decode(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
-def _ends_at(size: int, compressed: bool) -> str:
-    return f"byte {size:,} of its decompressed content" if compressed else f"byte {size:,}"
-
-
-def _document_cut(data: bytes, name: str, ends_at: str) -> CutOff | None:
-    """The cut of a JSON document (an object or a list) that ends inside its value, said with where it
-    ends and the complete entries before the cut; None where it is whole, or broken before its end."""
-    text = _utf8_before_cut(data)
-    if text is None or text.lstrip()[:1] not in ("{", "["):
-        return None
-    try:
-        _DECODER.decode(text)
-        return None
-    except json.JSONDecodeError as exc:
-        if not _ends_inside_value(text, exc):
-            return None
-    except (ValueError, RecursionError):
-        return None
-    body = data.rstrip()  # counted in bytes, which is quicker; the column in characters
-    line, column = body.count(b"\n") + 1, len(body[body.rfind(b"\n") + 1:].decode("utf-8", errors="replace"))
-    entries = _entries_before_cut(text)
-    before = "" if entries is None else (
-        f" with {_entries(entries[0], 'complete entry', 'complete entries')} in its "
-        f"{'top-level list' if entries[1] is None else json.dumps(entries[1][:100], ensure_ascii=False) + ' list'} "
-        f"before the cut")
-    return CutOff(f"{name} is cut off: it ends inside line {line:,}, column {column:,} ({ends_at}), an incomplete "
-                  f"JSON document{before}", line, JSON_DOCUMENT)
-
-
-def _entries(n: int, one: str, many: str) -> str:
-    return f"{n:,} {one if n == 1 else many}"
-
-
-def _entries_before_cut(text: str) -> tuple[int, str | None] | None:
-    """The complete elements of the list a cut-off document ends inside, read value by value: its
-    top-level list (τ-bench v1's results), or a list that is a member of its top-level object (tau2's
-    ``simulations``, Inspect's ``samples``), with that member's key; None where the cut is elsewhere."""
-    at = _SPACE.match(text).end()
-    if text[at] == "[":
-        return _complete_elements(text, at), None
-    at = _SPACE.match(text, at + 1).end()
-    while text[at:at + 1] == '"':
-        try:
-            key, at = _DECODER.raw_decode(text, at)
-            at = _SPACE.match(text, at).end()
-            if text[at:at + 1] != ":":
-                return None
-            at = _SPACE.match(text, at + 1).end()
-            _, end = _DECODER.raw_decode(text, at)
-        except (ValueError, RecursionError):  # the member the cut is inside
-            return (_complete_elements(text, at), key) if text[at:at + 1] == "[" else None
-        at = _SPACE.match(text, end).end()
-        if text[at:at + 1] != ",":
-            return None
-        at = _SPACE.match(text, at + 1).end()
-    return None
-
-
-def _complete_elements(text: str, at: int) -> int:
-    """How many elements of the list opening at ``at`` are whole before the text ends inside it."""
-    n, at = 0, _SPACE.match(text, at + 1).end()
-    while True:
-        try:
-            _, end = _DECODER.raw_decode(text, at)
-        except (ValueError, RecursionError):
-            return n
-        n += 1
-        at = _SPACE.match(text, end).end()
-        if text[at:at + 1] != ",":
-            return n
-        at = _SPACE.match(text, at + 1).end()
-
-
-def _first_line(fh: BinaryIO) -> tuple[bytes | None, int]:
-    end = 0
-    for _, raw, size in _bounded_lines(fh):
-        end += size
-        if raw is None or raw.strip():
-            return raw, end
-    return None, end
-
-
-def _last_line(content: _Content) -> tuple[bytes | None, bool]:
-    """The last non-blank line of ``content`` (None when it is over :data:`MAX_LINE_BYTES`), and
-    whether no line break follows it — then with the white space it ends with, as a JSON Lines reader
-    reads it."""
-    size = _TAIL
-    while True:
-        tail = content.tail(size)
-        body = tail.rstrip()
-        unended = b"\n" not in tail[len(body):]
-        start = body.rfind(b"\n") + 1
-        if start or len(tail) == content.size:
-            return (tail if unended else body)[start:], unended
-        if size > MAX_LINE_BYTES:
-            return None, unended
-        size = min(size * 8, MAX_LINE_BYTES + 2)  # the line and the line break before it
-
-
-class _Content:
-    """The bytes a file holds, for :func:`cut_off`: its size and first bytes, its last bytes and more
-    on demand. A compressed file is read through once to its end (which checks its stream), keeping
-    its first megabyte and its last bytes — unless its content opens neither JSON nor a zip (no log
-    whose end is told here: not decompressed on) —; what more is asked of it is read anew."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.compressed = compression_of(path) is not None
-        self._start, self._tail = b"", b""
-        if not self.compressed:
-            with path.open("rb") as fh:
-                self.size = os.fstat(fh.fileno()).st_size
-                self.head = fh.read(_HEAD)
-            return
-        with open_bytes(path) as fh:
-            self._start = self._tail = fh.read(_CHUNK)
-            self.size, self.head = len(self._start), self._start[:_HEAD]
-            if not self.head.startswith(_ZIP_MAGIC) and self.head.lstrip()[:1] not in _CLOSER:
-                return
-            while chunk := fh.read(_CHUNK):
-                self.size += len(chunk)
-                self._tail = (self._tail + chunk)[-_TAIL:]
-        self._tail = self._tail[-_TAIL:]
-
-    def tail(self, size: int) -> bytes:
-        """The last ``size`` bytes (all, where it holds fewer)."""
-        size = min(size, self.size)
-        if not self.compressed:
-            with self.path.open("rb") as fh:
-                fh.seek(self.size - size)
-                return fh.read(size)
-        if size > len(self._tail):  # read anew once, keeping as much as a last line may need
-            keep, kept = max(size, min(self.size, MAX_LINE_BYTES + 2)), b""
-            with open_bytes(self.path) as fh:
-                while chunk := fh.read(_CHUNK):
-                    kept = (kept + chunk)[-keep:]
-            self._tail = kept
-        return self._tail[len(self._tail) - size:]
-
-    def first_line(self) -> tuple[bytes | None, int]:
-        """The first non-blank line (None when it is over :data:`MAX_LINE_BYTES`), and where it ends."""
-        if self._start:  # a compressed file's, when its first megabyte holds it (it is not decompressed anew)
-            line, end = _first_line(io.BytesIO(self._start))
-            if line is not None and (line.endswith(b"\n") or end == self.size):
-                return line, end
-        with open_bytes(self.path) as fh:
-            return _first_line(fh)
-
-    def newlines(self) -> int:
-        with open_bytes(self.path) as fh:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(_CHUNK), b""))
-
-    def whole(self) -> bytes | None:
-        """All of it; None when it is over :data:`MAX_DOCUMENT_BYTES`."""
-        if self.size > MAX_DOCUMENT_BYTES:
-            return None
-        with open_bytes(self.path) as fh:
-            return fh.read()
 
 
 def count(value: Any, where: str) -> int:

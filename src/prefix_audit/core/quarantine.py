@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .decode import BadLine, open_bytes
+from .compressed import open_bytes
+from .decode import BadLine
 
 SHOWN_ENTRIES = 3  # entries named per cause; the count says how many there are
 _ID_CHARS = 60  # an entry's id as shown (a hostile log's ids may be long)

@@ -6,14 +6,14 @@ recognises, a file its importer refuses whole) is one quarantine record for the 
 log never costs the others. The summaries count quarantined records by cause
 (:mod:`prefix_audit.core.quarantine`).
 
-A log may be compressed (gzip, bzip2, xz, zstd: :func:`~prefix_audit.core.decode.open_bytes`, which
+A log may be compressed (gzip, bzip2, xz, zstd: :func:`~prefix_audit.core.compressed.open_bytes`, which
 every importer reads through) or a tar of a run folder (plain or compressed). A compressed log is
 read to its end before anything else, so a corrupt or truncated one is one quarantine record for
 the log, never its first entries taken for all of them; a tar is unpacked safely into a temporary
 folder (:mod:`prefix_audit.core.archives`) and read there, every place in its records named inside
 the archive (``runs.tar.gz/<member path>``), so its records are those of the unpacked folder.
 
-A log that ends early — its content cut off inside its JSON (:func:`~prefix_audit.core.decode.cut_off`),
+A log that ends early — its content cut off inside its JSON (:func:`~prefix_audit.core.cut_off.cut_off`),
 a compressed stream or an archive cut short — is said to be, in one line of the report per file
 (:attr:`ImportReport.cut_off`), whatever its format and whether or not it was named: JSON Lines are
 read up to the cut (the line it ends inside is a quarantine record), a document — bar the formats
@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.archives import is_tar, unpack_tar
-from prefix_audit.core.decode import JSON_DOCUMENT, JSON_LINES, CutOff, CutOffError, cut_off, plain_name
+from prefix_audit.core.cut_off import cut_off
+from prefix_audit.core.decode import CutOffError, plain_name
+from prefix_audit.core.json_text import JSON_DOCUMENT, JSON_LINES, CutOff
 from prefix_audit.core.io import atomic_write_text, commit_files, path_label
 from prefix_audit.core.parallel import WorkerPool
 from prefix_audit.core.quarantine import QuarantineTally

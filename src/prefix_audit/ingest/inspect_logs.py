@@ -21,7 +21,7 @@ its position in the header's order): one the benchmark cannot use (no store, no 
 shape), one the log does not hold (a run that ended early, a truncated file), one that does not
 read. A log of a task no benchmark registered, or one whose header does not read, is one line.
 
-A compressed ``.json`` (``.json.gz``, …: :func:`~prefix_audit.core.decode.open_bytes`) is unpacked
+A compressed ``.json`` (``.json.gz``, …: :func:`~prefix_audit.core.compressed.open_bytes`) is unpacked
 into a temporary file first (:func:`~prefix_audit.core.archives.unpack_file`), since inspect-ai's
 reader opens logs by name; its records still name the compressed file.
 """
@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from prefix_audit.core.archives import unpack_file
-from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, compression_of, loads, open_bytes, plain_name, shape_reason
+from prefix_audit.core.compressed import compression_of, open_bytes
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, loads, plain_name, shape_reason
 from prefix_audit.core.framework_samples import FrameworkSample, chat_messages
 from prefix_audit.core.records import BadLine, Located, model_in_log
 from prefix_audit.replay import registry

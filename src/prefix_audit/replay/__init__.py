@@ -9,8 +9,10 @@ given in other words), :mod:`.record_check`
 (an episode's replay against what its log recorded), :mod:`.trust` (a block's episodes against their
 logs), :mod:`.health` (the benchmark-health checks every benchmark shares, on replays of a task's gold and
 counterfactual trajectories), :mod:`.conformance` (whether a benchmark keeps the contract: the
-checks its author runs), :mod:`.fed` (the FED table's typed schemas) and :mod:`.scoring` (the ``score`` stage: a file
-of rollouts → per-action and per-rollout Parquet).
+checks its author runs), :mod:`.fed` (the FED table's typed schemas), :mod:`.rows` (a replayed rollout's
+row of the FED table and its action rows), :mod:`.scoring` (the ``score`` stage: a file of rollouts →
+per-action and per-rollout Parquet, replayed over worker processes) and :mod:`.scored_lines` (a big block
+scored in byte-range parts, their scored lines gathered).
 
 May import: :mod:`prefix_audit.models` (the contract hands adapters a model backend for a user
 simulator) and :mod:`prefix_audit.core`. Never a benchmark by name: benchmarks reach it through the

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from prefix_audit.core.archives import is_tar
-from prefix_audit.core.decode import DecodeError, cut_off, plain_name
+from prefix_audit.core.cut_off import cut_off
+from prefix_audit.core.decode import DecodeError, plain_name
 from prefix_audit.core.io import natural_key
 from prefix_audit.core.quarantine import QuarantineTally
 

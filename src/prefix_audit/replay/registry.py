@@ -25,7 +25,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.decode import CutOffError, JsonLine, cut_off
+from prefix_audit.core.cut_off import cut_off
+from prefix_audit.core.decode import CutOffError, JsonLine
 from prefix_audit.core.fetch import PackagePin
 from prefix_audit.core.framework_samples import FrameworkSample
 from prefix_audit.core.records import BadLine, Located, Rollout

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import pickle
 import tempfile
 import zlib
@@ -21,23 +20,23 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from prefix_audit.core.decode import decode_json_line, finite_json, raw_json_line_range, raw_json_lines
+from prefix_audit.core.decode import decode_json_line, raw_json_lines
 from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.io import commit_files, parquet_bytes
 from prefix_audit.core.parallel import Progress, WorkerPool
 from prefix_audit.core.quarantine import QuarantineTally, tally
-from prefix_audit.core.records import AGENT_ROLES, BadLine, Located, Rollout, agent_texts, call_steps, located_rollout
+from prefix_audit.core.records import BadLine, Located, Rollout, located_rollout
 
 from . import registry
-from .checker import EpisodeResult, primary, replay
+from .checker import EpisodeResult, replay
 from .contract import Benchmark, UnknownDataset, UnscorableRollout
 from .fed import ACTION_SCHEMA, EPISODE_SCHEMA
-from .record_check import DIVERGED, RecordCheck, check_record
+from .record_check import check_record
+from .rows import action_rows, episode_row
 from .trust import DEFAULT_MIN_AGREEMENT, BlockTrust, block_trust
 
-log = logging.getLogger(__name__)
 
-MAX_RESULT_CHARS = 2_000
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -66,121 +65,6 @@ class ScoreReport:
         many = len(self.trust) > 1
         return [f"{'/'.join(b.key) + ': ' if many else ''}{line}"
                 for b in self.trust for line in b.lines(min_agreement)]
-
-
-def _accounting(rollout: Rollout) -> dict:
-    if not rollout.usage:
-        return dict.fromkeys(("agent_calls", "agent_tokens", "agent_latency_s", "agent_wall_s",
-                              "agent_estimated_calls", "user_sim_tokens", "user_sim_latency_s"))
-    agent = [u for u in rollout.usage if u.role in AGENT_ROLES]
-    user = [u for u in rollout.usage if u.role == "user_simulator"]
-    return {
-        "agent_calls": len(agent),
-        "agent_tokens": sum(u.input_tokens + u.output_tokens for u in agent),
-        "agent_latency_s": _known_sum(u.latency_s for u in agent),
-        "agent_wall_s": _known_sum(u.total_s for u in agent),
-        "agent_estimated_calls": sum(u.estimated for u in agent),
-        "user_sim_tokens": sum(u.input_tokens + u.output_tokens for u in user),
-        "user_sim_latency_s": _known_sum(u.latency_s for u in user),
-    }
-
-
-def _known_sum(values: Iterable[float | None]) -> float | None:
-    """The sum, or None when a call's value was not recorded (a partial sum would understate it)."""
-    total = 0.0
-    for value in values:
-        if value is None:
-            return None
-        total += value
-    return total
-
-
-def meta_json(meta: dict) -> str:
-    """A rollout's meta as valid JSON: NaN and infinities, which logs may carry, as their names."""
-    try:
-        return json.dumps(meta, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        return json.dumps(finite_json(meta), sort_keys=True, ensure_ascii=False, allow_nan=False)
-
-
-def _record_columns(ep: EpisodeResult, check: RecordCheck | None) -> dict:
-    """The trust columns of an episode (all null for a rollout that carries no record)."""
-    recorded = ep.rollout.recorded
-    check = check if check is not None else check_record(ep)
-    if recorded is None or check is None:
-        return dict.fromkeys(("recorded_y", "recorded_verdict", "recorded_score", "recorded_score_name",
-                              "replay_agreement", "results_compared",
-                              "results_reproduced", "results_same_verdict", "log_issue", "call_steps",
-                              "undecoded_steps", "undecoded_confirmed", "tool_calls", "unknown_tool_calls"))
-    steps, undecoded = call_steps(ep.rollout)
-    return {
-        "recorded_y": recorded.y, "recorded_verdict": recorded.verdict,
-        "recorded_score": recorded.score, "recorded_score_name": recorded.score_name,
-        "replay_agreement": check.replay_agreement, "results_compared": check.compared,
-        "results_reproduced": check.reproduced, "results_same_verdict": check.same_verdict,
-        "log_issue": check.log_issue,
-        "call_steps": steps, "undecoded_steps": undecoded, "undecoded_confirmed": recorded.undecoded_confirmed,
-        "tool_calls": sum(v.action.call is not None for v in ep.verdicts),
-        "unknown_tool_calls": ep.unknown_tool_calls,
-    }
-
-
-def episode_row(ep: EpisodeResult, check: RecordCheck | None = None, release: str | None = None) -> dict:
-    r = ep.rollout
-    ff = ep.first_failure
-    main = primary(ff.failures) if ff else None
-    return {
-        "dataset": r.dataset, "model": r.model, "method": r.method, "task_id": r.task_id,
-        "trial": r.trial, "rollout_id": r.rollout_id, "source": r.source, "infra_error": r.infra_error,
-        "T": ep.T, "FED": ep.FED, "Y": ep.Y,
-        "category": main.category if main else None,
-        "failure_code": main.code if main else None,
-        "failure_detail": main.detail if main else None,
-        "failed_predicates": sorted({f.category for f in ff.failures}) if ff else [],
-        "origin": ff.attribution.origin if ff and ff.attribution else None,
-        "origin_evidence": ff.attribution.evidence if ff and ff.attribution else None,
-        "FED_agent": ep.FED_agent,
-        "n_turns": len(r.turns), "y_detail": ep.y_detail,
-        **_accounting(r),
-        "accounting_error": r.accounting_error,
-        "meta_json": meta_json(r.meta),
-        **_record_columns(ep, check),
-        "release": release, "task_sound": None, "task_health": [], "task_defects": [], "user_turns": list(ep.user_texts),
-        "user_source": ep.user_source,
-        "agent_texts": [{"turn": t, "step": s, "text": _cut(text)} for t, s, text in agent_texts(r)],
-    }
-
-
-def _cut(text: str | None) -> str | None:
-    return text[:MAX_RESULT_CHARS] if text is not None else None
-
-
-def action_rows(ep: EpisodeResult, check: RecordCheck | None = None) -> Iterable[dict]:
-    r = ep.rollout
-    statuses = check.statuses if check is not None else {}
-    for v in ep.verdicts:
-        call = v.action.call
-        recorded = v.action.recorded
-        status = statuses.get(v.action.index)
-        yield {
-            "dataset": r.dataset, "model": r.model, "method": r.method, "task_id": r.task_id,
-            "rollout_id": r.rollout_id, "j": v.action.index, "turn": v.action.turn, "step": v.action.step,
-            "message": v.action.message, "terminal": call is None, "tool": call.name if call else None,
-            "call": call.render() if call else v.action.text,
-            "V": v.valid,
-            "failure_categories": [f.category for f in v.failures],
-            "failure_codes": [f.code for f in v.failures],
-            "failure_details": [f.detail for f in v.failures],
-            "origin": v.attribution.origin if v.attribution else None,
-            "origin_evidence": v.attribution.evidence if v.attribution else None,
-            "given_as": list(v.given_as),
-            "accepted": v.accepted,
-            "result": _cut(v.result),
-            "recorded_result": _cut(recorded.content) if recorded is not None else None,
-            "recorded_error": recorded.error if recorded is not None else None,
-            "record_match": status,
-            "replayed_result": _cut(v.logged) if status in DIVERGED else None,
-        }
 
 
 def _replay_entry(item: Located, benchmark_for: Callable[[str], Benchmark]) -> EpisodeResult | BadLine:
@@ -299,13 +183,13 @@ def score_line(benchmark_for: Callable[[str], Benchmark], path: str, raw: tuple[
                       list(action_rows(result, check)))
 
 
-def _score_chunk(benchmark_for: Callable[[str], Benchmark], chunk: Chunk) -> tuple[Any, list[ScoredLine]]:
+def score_chunk(benchmark_for: Callable[[str], Benchmark], chunk: Chunk) -> tuple[Any, list[ScoredLine]]:
     """A worker's call: some lines of one file, each replayed on fresh state."""
     key, path, lines = chunk
     return key, [score_line(benchmark_for, path, raw) for raw in lines]
 
 
-def _chunks(key: Any, path: str | Path, raws: Iterable[tuple[int, bytes] | BadLine]) -> Iterator[Chunk]:
+def line_chunks(key: Any, path: str | Path, raws: Iterable[tuple[int, bytes] | BadLine]) -> Iterator[Chunk]:
     lines: list = []
     for raw in raws:
         lines.append(raw)
@@ -318,7 +202,7 @@ def _chunks(key: Any, path: str | Path, raws: Iterable[tuple[int, bytes] | BadLi
 
 def file_chunks(key: Any, path: str | Path) -> Iterator[Chunk]:
     """A rollouts file's lines in chunks, read as they are sent."""
-    return _chunks(key, path, raw_json_lines(path))
+    return line_chunks(key, path, raw_json_lines(path))
 
 
 class RowStore:
@@ -416,7 +300,7 @@ def score_chunks(chunks: Iterable[Chunk], scoring_of: Callable[[Any], BlockScori
     order. ``on_complete(key)`` is called when the file of ``key`` has all its ``expected`` lines
     (while the other files' lines are still being replayed). What is written does not depend on
     the number of workers."""
-    for key, scored in pool.map(_score_chunk, chunks):
+    for key, scored in pool.map(score_chunk, chunks):
         scoring = scoring_of(key)
         for line in scored:
             scoring.add(line)
@@ -452,120 +336,3 @@ def score_block(rollouts: str | Path, actions: str | Path, episodes: str | Path,
     resolve = registry.resolver(resources, {dataset: benchmark or {}}, fetch=False)
     return score_file(rollouts, ScoreOutputs(Path(actions), Path(episodes), Path(quarantine)), resolve,
                       workers=workers)
-
-
-# A big block scored in several jobs (the workflow's score_chunk jobs, config score_chunk_mib): each
-# scores the lines that start in its byte range of the block's rollouts file into a file of scored
-# lines; the block's one score_rollouts job adds them up in line order, as score_file does.
-
-SCORED_LINES_FORMAT = "prefix-audit scored lines 1"
-# The default of config score_chunk_mib (config/README.md says how it was chosen): replay measured on
-# one core at 1-2 s per MiB of τ logs and 0.2-0.4 s per MiB of BFCL logs, 3-5 s to start a job; a
-# 64 MiB chunk of τ logs is 30-60 s of replay on two cores.
-DEFAULT_SCORE_CHUNK_MIB = 64
-
-
-def range_chunks(key: Any, path: str | Path, part: int, parts: int) -> Iterator[Chunk]:
-    """The lines of ``path`` in part ``part`` of ``parts`` (:func:`raw_json_line_range`), in
-    chunks for the workers, as :func:`file_chunks`."""
-    return _chunks(key, path, raw_json_line_range(path, part, parts))
-
-
-def score_line_range(rollouts: str | Path, part: int, parts: int, benchmark_for: Callable[[str], Benchmark], *,
-                     workers: int = 1) -> list[ScoredLine]:
-    """Every line that starts in part ``part`` (from 0) of ``parts`` equal byte ranges of a rollouts
-    file, scored as :func:`score_file` scores it, in line order."""
-    with WorkerPool(workers, benchmark_for, preload=[__name__, *registry.modules()]) as pool:
-        return [line for _, scored in pool.map(_score_chunk, range_chunks(None, rollouts, part, parts))
-                for line in scored]
-
-
-def _bad_json(bad: BadLine) -> dict:
-    return {"path": bad.path, "line": bad.line, "reason": bad.reason, "rollout_id": bad.rollout_id,
-            "excerpt": bad.excerpt, "cause": bad.cause, "entry": None if bad.entry is None else list(bad.entry)}
-
-
-def _bad_of(value: dict | None) -> BadLine | None:
-    if value is None:
-        return None
-    entry = value["entry"]
-    return BadLine(value["path"], value["line"], value["reason"], value["rollout_id"], value["excerpt"],
-                   value["cause"], None if entry is None else tuple(entry))
-
-
-def _scored_json(scored: ScoredLine) -> str:
-    # ASCII with escapes, NaN and infinities as JavaScript names: json.loads gives back equal values
-    # of equal types (int stays int, float the same float, None, lists, strings with lone surrogates).
-    return json.dumps({"line": scored.line, "key": None if scored.key is None else list(scored.key),
-                       "sort_key": list(scored.sort_key), "episode": scored.episode, "actions": scored.actions,
-                       "bad": None if scored.bad is None else _bad_json(scored.bad)},
-                      ensure_ascii=True, allow_nan=True)
-
-
-def _scored_of(value: dict) -> ScoredLine:
-    key = value["key"]
-    return ScoredLine(value["line"], None if key is None else tuple(key), tuple(value["sort_key"]),
-                      value["episode"], value["actions"], _bad_of(value["bad"]))
-
-
-def write_scored_lines(path: str | Path, lines: Sequence[ScoredLine], *, rollouts: str | Path, part: int,
-                       parts: int) -> None:
-    """A part's scored lines as JSON Lines, losslessly: a header naming the rollouts file and the part,
-    then one line per :class:`ScoredLine`."""
-    header = {"format": SCORED_LINES_FORMAT, "rollouts": str(rollouts), "part": part, "parts": parts,
-              "lines": len(lines)}
-    body = [json.dumps(header, ensure_ascii=True)] + [_scored_json(line) for line in lines]
-    commit_files({Path(path): ("\n".join(body) + "\n").encode("ascii")})
-
-
-def read_scored_lines(path: str | Path) -> tuple[dict, list[ScoredLine]]:
-    """The header and the scored lines of a file of :func:`write_scored_lines`."""
-    with open(path, encoding="ascii") as fh:
-        header = json.loads(fh.readline())
-        if not isinstance(header, dict) or header.get("format") != SCORED_LINES_FORMAT:
-            raise ValueError(f"{path}: not a file of scored lines ({SCORED_LINES_FORMAT})")
-        lines = [_scored_of(json.loads(raw)) for raw in fh]
-    if len(lines) != header["lines"]:
-        raise ValueError(f"{path}: {len(lines)} scored lines, its header says {header['lines']} (cut short?)")
-    return header, lines
-
-
-def gather_block(rollouts: str | Path, parts: Sequence[str | Path], outputs: ScoreOutputs) -> ScoreReport:
-    """The scoring of ``rollouts`` from the files of scored lines of all its parts, in order: every line
-    added as :func:`score_file` adds it, so duplicates, quarantine, order, report and trust are the same
-    and the outputs the same bytes."""
-    scoring = BlockScoring(str(rollouts))
-    last = 0
-    for index, path in enumerate(parts):
-        header, lines = read_scored_lines(path)
-        if (header["part"], header["parts"]) != (index, len(parts)):
-            raise ValueError(f"{path}: part {header['part']} of {header['parts']}, expected part {index} "
-                             f"of {len(parts)}")
-        for line in lines:
-            if line.line <= last:
-                raise ValueError(f"{path}: line {line.line} after line {last}: the parts are out of order")
-            last = line.line
-            scoring.add(line)
-    return scoring.write(outputs)
-
-
-def score_block_part(rollouts: str | Path, out: str | Path, *, part: int, parts: int, resources: str | Path,
-                     dataset: str, benchmark: Mapping[str, Any] | None = None, plugins: Sequence[str] = (),
-                     workers: int = 1) -> int:
-    """The ``score_chunk`` stage: part ``part`` of ``parts`` of a block's rollouts scored into ``out``
-    (opened as :func:`score_block` opens them); the number of lines scored."""
-    registry.load(plugins)
-    resolve = registry.resolver(resources, {dataset: benchmark or {}}, fetch=False)
-    lines = score_line_range(rollouts, part, parts, resolve, workers=workers)
-    write_scored_lines(out, lines, rollouts=rollouts, part=part, parts=parts)
-    log.info(f"part {part + 1} of {parts} of {rollouts}: {len(lines)} rollout records scored"
-             + (f" (lines {lines[0].line}-{lines[-1].line})" if lines else ""))
-    return len(lines)
-
-
-def score_parts(total_bytes: int, part_mib: float | None) -> int:
-    """Parts a block of ``total_bytes`` of logs is scored in: one per ``part_mib`` MiB, rounded up
-    (1: one job; ``part_mib`` None: never split)."""
-    if part_mib is None:
-        return 1
-    return max(1, math.ceil(total_bytes / (part_mib * 2**20)))

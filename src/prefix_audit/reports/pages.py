@@ -129,7 +129,7 @@ def up_to_root(folder: str) -> str:
 
 def clip(text: str | None, limit: int = CLIP_CHARS, stored: int | None = None) -> dict[str, Any] | None:
     """Text shown up to ``limit`` characters, with the note a cut needs; ``stored`` is how much of it
-    scoring kept (an observation: :data:`~prefix_audit.replay.scoring.MAX_RESULT_CHARS`), so text of that
+    scoring kept (an observation: :data:`~prefix_audit.replay.rows.MAX_RESULT_CHARS`), so text of that
     length may have been longer."""
     if text is None:
         return None

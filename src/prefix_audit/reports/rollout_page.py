@@ -20,7 +20,7 @@ import polars as pl
 
 from prefix_audit.core.records import PARTY_CALLS_KEY, RecordError, call_from_json
 from prefix_audit.replay.record_check import DIVERGED
-from prefix_audit.replay.scoring import MAX_RESULT_CHARS
+from prefix_audit.replay.rows import MAX_RESULT_CHARS
 
 from .pages import clip, environment, health_anchor, up_to_root
 

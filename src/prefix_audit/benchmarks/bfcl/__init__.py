@@ -4,9 +4,13 @@ environment classes.
 :mod:`.data` — entries, ground truth, function docs and the task sample; :mod:`.loader` — the
 sandboxed loader of the environment classes; :mod:`.semantics` — the facts the checker needs;
 :mod:`.replay` — the replay adapter and Y; :mod:`.environment` — the live environment for agents;
-:mod:`.importer` — ``bfcl generate`` result files, read by the handler :mod:`.handlers` chooses
-with its decoder from :mod:`.decoders`, on the data release :mod:`.versions` chooses, against the
-score file :mod:`.scores` finds; :mod:`.process_records` — AgentProcessBench's BFCL trajectory records.
+:mod:`.importer` — ``bfcl generate`` result files, each line read as :mod:`.result_entry` says by
+the handler :mod:`.handlers` chooses with its decoder from :mod:`.decoders`, on the data release
+:mod:`.versions` chooses (what a file is read with: :mod:`.reading`), against the score file
+:mod:`.scores` finds; :mod:`.process_records` — AgentProcessBench's BFCL trajectory records;
+:mod:`.health` — benchmark health of the entries, with :mod:`.state_diff` (the instances' state as a flat
+tree, and what a call changed), :mod:`.transcription` (gold strings that transcribe a source changed) and
+:mod:`.release_diff` (what differs in an entry between data releases).
 """
 
 from __future__ import annotations

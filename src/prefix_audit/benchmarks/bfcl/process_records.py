@@ -11,7 +11,7 @@ them. Read message for message:
   and the tool messages after it answer them, those calls as BFCL's Qwen handler reads them
   (:func:`.decoders.tool_call_tags`); otherwise its text;
 * the tool messages after a step are the results the run recorded for its calls, in call order (a
-  BFCL error is what BFCL's executor reports as one, :func:`.importer.recorded_error`);
+  BFCL error is what BFCL's executor reports as one, :func:`.result_entry.recorded_error`);
 * ``reward_info.reward`` is BFCL's verdict (its ``BFCL_VALIDATION``, 1 or 0); the release is
   chosen from the records as for a result file (:func:`.versions.choose_release`: the tool results
   they recorded, replayed on each release's classes, then their turns, the initial configuration in
@@ -44,7 +44,9 @@ from prefix_audit.plugin import ImportRequest, TrajectoryReader
 
 from .data import CATEGORIES, DATASET
 from .decoders import tool_call_tags
-from .importer import StepError, data_releases, of_known_tasks, recorded_error
+from .importer import of_known_tasks
+from .reading import bfcl_reading
+from .result_entry import StepError, recorded_error
 from .versions import RecordedRun
 
 SOURCE_PREFIX = "bfcl_multi_turn_"
@@ -191,7 +193,7 @@ def _located(line: JsonLine, request: ImportRequest, read: _Trajectory) -> Locat
 def read_records(lines: Sequence[JsonLine], request: ImportRequest) -> Iterator[Located | BadLine]:
     """Every record as a BFCL rollout, on the release chosen from all of them (:func:`.versions.choose_release`)."""
     bench = request.open(DATASET)
-    releases = data_releases(bench)
+    reading = bfcl_reading(bench)
     read: list[tuple[JsonLine, _Trajectory] | BadLine] = []
     for line in lines:
         meta = line.value.get("meta")
@@ -205,7 +207,7 @@ def read_records(lines: Sequence[JsonLine], request: ImportRequest) -> Iterator[
     runs = [_run(item[0].value["meta"]["bfcl_id"], item[0].value, item[1]) for item in read
             if not isinstance(item, BadLine)]
     rollouts = [item if isinstance(item, BadLine) else _located(item[0], request, item[1]) for item in read]
-    data = releases.choose(runs, request.source.name, [item.rollout for item in rollouts if isinstance(item, Located)])
+    data = reading.choose(runs, request.source.name, [item.rollout for item in rollouts if isinstance(item, Located)])
     yield from of_known_tasks((item if isinstance(item, BadLine) else
                                replace(item, rollout=data.scored(item.rollout)) for item in rollouts), bench)
 

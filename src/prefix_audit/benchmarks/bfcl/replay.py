@@ -3,7 +3,7 @@
 Final success Y follows BFCL's evaluation runner and multi-turn checker: a rollout with a
 different number of turns than the entry is force-terminated (Y = 0); a step BFCL's runner cannot
 decode, or decodes to no call, executes nothing (the importer gives it no call, see
-:mod:`.importer`); per turn with a non-empty ground truth, the model must have a decoded step with
+:mod:`.result_entry`); per turn with a non-empty ground truth, the model must have a decoded step with
 calls; the public attributes of its instances must equal those of instances driven by the ground
 truth; and the ground truth's execution results must be contained (as a multiset) in the model's
 results so far. A rollout whose

@@ -11,7 +11,7 @@ A score file is used only when it fits the result file: the same category, a tot
 result file's entries, and as many failing lines as its summary says failed. Otherwise no entry
 gets a recorded verdict, and the reason says why.
 
-Either file may be compressed (:func:`~prefix_audit.core.decode.open_bytes`): names are matched
+Either file may be compressed (:func:`~prefix_audit.core.compressed.open_bytes`): names are matched
 without a compressed file's suffix (``x_result.json.gz`` is the result file ``x_result.json``), and
 each place is tried with the plain name first, then with every compressed suffix. The score file
 used is recorded with each rollout (``meta["bfcl_score_file"]``: its name and the sha256 of its
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from prefix_audit.core.compressed import content_sha256
 from prefix_audit.core.decode import (
     COMPRESSED_SUFFIXES,
     BadLine,
     DecodeError,
-    content_sha256,
     first_json_lines,
     iter_json_lines,
     plain_name,

@@ -83,7 +83,8 @@ from ..generation.conversation import (
     tau_environment,
     user_fact_values,
 )
-from .health import TauProbe, health_digest, release_label
+from .health import TauProbe, health_digest
+from .release_changes import release_label
 
 AGENT = "assistant"  # tau2's requestor of the agent's calls
 Y_BASIS_FULL = "full"

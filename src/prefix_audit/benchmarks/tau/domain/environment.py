@@ -6,7 +6,7 @@ flagged as an error, a return value is rendered to JSON text). Its bulk replay, 
 used: it skips nothing it could report per call and stops at the first mismatch.
 
 Isolation: the database is validated once per backend (the template) and every rollout gets its own
-copy-on-write view of it (:class:`CopyOnWriteTable`): a call of a tool that may write (anything but
+copy-on-write view of it (:class:`.copy_on_write.CopyOnWriteTable`): a call of a tool that may write (anything but
 tau2's READ and THINK tools) works on private deep copies of the records it reaches, while tools that
 only read see the template's records, which tau2's READ contract keeps unchanged (tests check the
 template against a freshly validated database after every gold replay, and that copy-on-write and
@@ -26,13 +26,11 @@ The one call not run by tau2 is ``calculate`` (see :data:`semantics.OWN_IMPLEMEN
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import copy
 import hashlib
 import importlib
 import json
-import operator
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,50 +41,15 @@ from prefix_audit.core.calls import ToolCall
 from prefix_audit.plugin import StateIndex, ToolSpec
 
 from . import semantics as sem
+from .calculator import calculate
+from .copy_on_write import AccessMode, CopyOnWriteTable
 from .data import TauDomain
+
 
 _CLASSES = {  # domain → (toolkit module, toolkit class, database module, database class)
     "airline": ("tau2.domains.airline.tools", "AirlineTools", "tau2.domains.airline.data_model", "FlightDB"),
     "retail": ("tau2.domains.retail.tools", "RetailTools", "tau2.domains.retail.data_model", "RetailDB"),
 }
-
-# --- calculate, without eval ----------------------------------------------------------------------
-
-_CALC_CHARS = frozenset("0123456789+-*/(). ")
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-# Integer results beyond this many bits are refused: `9**9**9` would keep tau2's eval busy for hours.
-MAX_INT_BITS = 10_000
-
-
-def _arithmetic(node: ast.expr) -> int | float:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _arithmetic(node.left), _arithmetic(node.right)
-        if isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) \
-                and right > 0 and max(left.bit_length(), 1) * right > MAX_INT_BITS:
-            raise ValueError("result too large")
-        value = _BINARY[type(node.op)](left, right)
-        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
-            raise ValueError("result too large")
-        return value
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_arithmetic(node.operand))
-    raise TypeError(f"unsupported expression element: {type(node).__name__}")
-
-
-def calculate(expression: Any) -> str:
-    """τ's ``calculate`` semantics — the allowed characters, Python arithmetic, the result rounded to
-    two places as text — by walking the parsed expression instead of evaluating it."""
-    if not isinstance(expression, str):
-        raise TypeError(f"'{type(expression).__name__}' object is not iterable")
-    if not all(char in _CALC_CHARS for char in expression):
-        raise ValueError("Invalid characters in expression")
-    # Python's eval, which tau2's calculate calls, skips leading spaces and tabs; compile does not.
-    tree = compile(expression.lstrip(" \t"), "<string>", "eval", ast.PyCF_ONLY_AST)
-    return str(round(float(_arithmetic(tree.body)), 2))
 
 
 @contextlib.contextmanager
@@ -96,9 +59,6 @@ def quiet_serializer() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         yield
-
-
-# --- tools and their declared interfaces ----------------------------------------------------------
 
 
 READ = "read"  # tau2's ToolType of a tool that only reads the database
@@ -113,137 +73,6 @@ class ToolInfo:
     @property
     def may_write(self) -> bool:
         return self.kind not in (READ, "think") and self.spec.name not in sem.OWN_IMPLEMENTATION
-
-
-class AccessMode:
-    """Whether the running call may write. Shared by the tables of one rollout's database: a call of a
-    tool that only reads (tau2's READ/THINK tools, our own ``calculate``) reaches the template's records
-    as they are; any other call gets private copies of the records it reaches."""
-
-    def __init__(self) -> None:
-        self.copying = True
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        self.copying = False
-        try:
-            yield
-        finally:
-            self.copying = True
-
-
-class CopyOnWriteTable(dict):  # type: ignore[type-arg]
-    """One top-level table of a rollout's database (airline flights, users, reservations; retail
-    products, users, orders). It starts as a shallow copy of the process's validated template table,
-    so its records are the template's own objects; the first time a call that may write reaches a
-    record, the record is replaced by a deep copy (``copy.deepcopy`` of a pydantic model copies every
-    field and the set of fields given), and from then on only that copy is handed out. A record no
-    writing call has reached is still the template's object, shared with every other rollout, so a
-    writing call is never handed one.
-
-    In a writing call every way Python code can reach a value yields the private copy (item access, ``get``,
-    ``values``/``items``, ``pop``, ``setdefault``, ``copy``, unpacking — ``__iter__`` is overridden
-    so that ``dict(table)`` and ``{**table}`` take the per-key path). Serialisers (pydantic's
-    ``model_dump``/``model_dump_json``, which tau2's hash uses) read the entries directly, which
-    changes nothing: an unreached record serialises exactly as its private copy would.
-    """
-
-    __slots__ = ("_mode", "_own", "template")
-
-    def __init__(self, template: Mapping[Any, Any], mode: AccessMode) -> None:
-        super().__init__(template)
-        self._mode = mode
-        self._own: set[Any] = set()  # keys whose value is this table's own object
-        self.template = template
-
-    def own_entries(self) -> dict[Any, Any]:
-        """The entries whose value is this table's own object (a writing call reached or stored it),
-        handed out without copying anything: every other entry is still the template's object."""
-        return {k: dict.__getitem__(self, k) for k in self._own}
-
-    def _reach(self, key: Any) -> Any:
-        if self._mode.copying and key not in self._own and dict.__contains__(self, key):
-            dict.__setitem__(self, key, copy.deepcopy(dict.__getitem__(self, key)))
-            self._own.add(key)
-        return dict.__getitem__(self, key)
-
-    def _reach_all(self) -> None:
-        if self._mode.copying:
-            for key in [k for k in dict.__iter__(self) if k not in self._own]:
-                self._reach(key)
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._reach(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._reach(key) if dict.__contains__(self, key) else default
-
-    def values(self):  # type: ignore[override]
-        self._reach_all()
-        return dict.values(self)
-
-    def items(self):  # type: ignore[override]
-        self._reach_all()
-        return dict.items(self)
-
-    def __iter__(self) -> Iterator[Any]:
-        return dict.__iter__(self)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        dict.__setitem__(self, key, value)
-        self._own.add(key)
-
-    def __delitem__(self, key: Any) -> None:
-        dict.__delitem__(self, key)
-        self._own.discard(key)
-
-    _MISSING = object()
-
-    def pop(self, key: Any, default: Any = _MISSING) -> Any:
-        if not dict.__contains__(self, key):
-            if default is CopyOnWriteTable._MISSING:
-                raise KeyError(key)
-            return default
-        value = self._reach(key)
-        del self[key]
-        return value
-
-    def popitem(self) -> tuple[Any, Any]:
-        if not self:
-            raise KeyError("popitem(): dictionary is empty")
-        key = next(reversed(dict.keys(self)))
-        return key, self.pop(key)
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        if dict.__contains__(self, key):
-            return self._reach(key)
-        self[key] = default
-        return default
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        for key, value in dict(*args, **kwargs).items():
-            self[key] = value
-
-    def __ior__(self, other: Any) -> CopyOnWriteTable:
-        self.update(other)
-        return self
-
-    def __or__(self, other: Any) -> dict[Any, Any]:
-        return dict(self.items()) | other
-
-    def clear(self) -> None:
-        dict.clear(self)
-        self._own.clear()
-
-    def copy(self) -> dict[Any, Any]:
-        return dict(self.items())
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
-        # Deep-copying reads the entries without handing them out, so template records may be read here.
-        return {k: copy.deepcopy(v, memo) for k, v in dict.items(self)}
-
-    def __reduce__(self) -> Any:  # copy.copy and pickle: a plain dict of what a call may be handed
-        return dict, (dict(self.items()),)
 
 
 def tool_infos(toolkit: Any, refs: Mapping[str, Sequence[str]],
