@@ -61,7 +61,7 @@ from prefix_audit.core.records import (
     call_like_text_steps,
     rollout_id_for,
 )
-from prefix_audit.replay.registry import ImportRequest
+from prefix_audit.plugin import ImportRequest
 
 from .recorded import DATASET, RECORD_KEY, SCORE_NAME, normalize_exception
 

@@ -92,7 +92,7 @@ from prefix_audit.core.records import (
     model_in_log,
     rollout_id_for,
 )
-from prefix_audit.replay.registry import ImportRequest
+from prefix_audit.plugin import ImportRequest
 
 from ..adapter.replay import SOLO_MODE_KEY, TauBenchmark, dataset_of
 from ..adapter.replay_v1 import TauV1Benchmark, v1_dataset_of

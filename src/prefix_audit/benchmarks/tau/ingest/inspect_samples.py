@@ -40,8 +40,7 @@ from prefix_audit.core.framework_samples import (
 )
 from prefix_audit.core.reading import message_roles, value_at
 from prefix_audit.core.records import LogIssue, Recorded, Rollout, call_like_text_steps, rollout_id_for
-from prefix_audit.replay.contract import ToolSpec
-from prefix_audit.replay.registry import ImportRequest, SampleReader
+from prefix_audit.plugin import ImportRequest, SampleReader, ToolSpec
 
 from ..adapter.replay import INSPECT_EVALS_RULE, RECORDED_DB_KEY, REWARD_RULE_KEY, TauBenchmark
 from ..domain import semantics as sem

@@ -21,7 +21,7 @@ from typing import Any
 from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, BadLine, JsonLine, shape_reason
 from prefix_audit.core.reading import value_at
 from prefix_audit.core.records import Located, model_in_log
-from prefix_audit.replay.registry import ImportRequest, TrajectoryReader
+from prefix_audit.plugin import ImportRequest, TrajectoryReader
 
 from ..domain.data import DOMAINS
 from .importer import BadSimulation, open_tau2, rollout_from_simulation
