@@ -4,8 +4,8 @@ Detect each log's format, import it, score every block, merge the FED table, com
 statistics and write the tables — into ``DIR`` laid out as the workflow's ``results/``:
 
 * ``rollouts/imported/<dataset>/<model>/<method>.jsonl`` per block, ``rollouts/imported/quarantine.jsonl``
-  for entries no block could take, ``rollouts/imported/skipped.jsonl`` (where some were) for the files of folders named as
-  logs that are no log (each with its cause: :mod:`prefix_audit.replay.log_folders`);
+  for entries no block could take, ``rollouts/imported/skipped.jsonl`` (where some were) for the files of folders
+  named as logs that are no log (each with its cause: :mod:`prefix_audit.replay.log_folders`);
 * ``scored/<dataset>/<model>/<method>/{actions.parquet, episodes.parquet, quarantine.jsonl}``;
 * ``fed/episodes.parquet``, ``stats/stats.parquet``, ``tables/table_*.{csv,md,tex}``;
 * ``figures/{curves,categories,origins}/``: the workflow's figure families (:mod:`prefix_audit.reports.figure_families`:
@@ -37,8 +37,8 @@ import polars as pl
 
 from .core.decode import MAX_LINE_BYTES, over_limit
 from .core.io import commit_files, name_of_label, path_label, read_parquet
-from .core.output_tree import TreeReplacement, check_output_folder, kept_lines, replaced_tree
 from .core.labels import LabelsFile, read_labels
+from .core.output_tree import TreeReplacement, check_output_folder, kept_lines, replaced_tree
 from .core.parallel import Progress, WorkerPool
 from .core.records import BadLine
 from .health.audits import audit_findings, read_audits
@@ -73,8 +73,8 @@ from .replay.scoring import LINES_PER_CHUNK, BlockScoring, Chunk, RowStore, Scor
 from .replay.trust import DEFAULT_MIN_AGREEMENT, STRICT_SEVERITY, worst
 from .reports.tables import table_files, task_health_texts, write_tables
 from .reports.view import SiteReport, view_results
-from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
 from .statistics.categories import uncategorised_lines, write_category_stats
+from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
 from .statistics.settings import StatsSettings
 from .statistics.stats import ALL, ORIGIN_METRICS, ORIGINS, write_stats
 
@@ -161,7 +161,8 @@ def _headlines(stats: pl.DataFrame) -> tuple[dict[tuple[str, str, str], str], di
     def origins(m: dict) -> str | None:
         if not all(metric in m for metric in ORIGIN_METRICS) or not m[ORIGIN_METRICS[0]]["n_rollouts"]:
             return None
-        counts = ", ".join(f"{origin} {m[metric]['successes']}" for origin, metric in zip(ORIGINS, ORIGIN_METRICS))
+        counts = ", ".join(f"{origin} {m[metric]['successes']}"
+                           for origin, metric in zip(ORIGINS, ORIGIN_METRICS, strict=True))
         own = f" (TER on the agent's own: {share(m['ter_agent'])})" if "ter_agent" in m else ""
         return f"first failures by origin: {counts}{own}"
 
@@ -281,7 +282,7 @@ def _chunks_of_logs(out: Path, final: Path, logs: Sequence[LogSource], pool: Wor
     block could take go to the audit's quarantine."""
     unplaced: list[BadLine] = []
     requests = [LogRequest(str(source.path), source.format, settings.model, settings.method) for source in logs]
-    for request, imported in zip(requests, import_logs(requests, pool)):
+    for request, imported in zip(requests, import_logs(requests, pool), strict=True):
         report.merge(imported.report)
         progress.part_done(f"{request.path}: {imported.report.summary()}")
         by_block: dict[tuple[str, str, str], list[bytes]] = {}
@@ -376,9 +377,16 @@ def _audit_into(out: Path, final: Path, expansion: LogExpansion, pool: WorkerPoo
                                  episodes_path=out / "fed" / "episodes.parquet",
                                  labels_dir=labels_dir, categories_path=per_category)
     if report.health is not None:
-        findings, tasks = health_tables(report.health)
-        report.tables += commit_files(task_health_texts(pl.from_arrow(tasks), pl.from_arrow(findings), out / "tables"))
+        report.tables += commit_files(_task_health_texts(report.health, out / "tables"))
     return report
+
+
+def _task_health_texts(report: HealthReport, out_dir: Path) -> dict[Path, bytes]:
+    """The contents of the task health table of ``report`` in ``out_dir``."""
+    findings, tasks = (pl.from_arrow(table) for table in health_tables(report))
+    # A pyarrow Table always converts to a DataFrame (only an Array gives a Series); the stubs cannot tell.
+    assert isinstance(tasks, pl.DataFrame) and isinstance(findings, pl.DataFrame)
+    return task_health_texts(tasks, findings, out_dir)
 
 
 def _task_health(out: Path, episodes: Sequence[Path], pool: WorkerPool, progress: bool,
@@ -433,9 +441,7 @@ def check_task_health(dataset: str, out_dir: str | Path, open_dataset: Callable[
         run.not_in_release = add_findings(report, dataset, release, audit_findings(episodes))
     if report.results and report.errors == len(report.results):
         return run
-    findings, tasks = health_tables(report)
     with replaced_tree(out_dir) as tree:
-        commit_files({**health_contents(report, tree.path),
-                      **task_health_texts(pl.from_arrow(tasks), pl.from_arrow(findings), tree.path / "tables")})
+        commit_files({**health_contents(report, tree.path), **_task_health_texts(report, tree.path / "tables")})
     run.replaced = tree
     return run

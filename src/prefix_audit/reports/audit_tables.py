@@ -63,6 +63,16 @@ def table_trust(blocks: Sequence[BlockTrust]) -> pl.DataFrame:
 EXAMPLE_IDS = 5  # example task ids per code in the health table
 
 
+def _health_row(audited: tuple[str, str, int], code: str, kind: str, effect: str, ids: list[str],
+                n_findings: int) -> dict[str, object]:
+    """One row of the health table: the tasks ``ids`` of the ``audited`` (dataset, release, tasks audited)."""
+    dataset, release, n_audited = audited
+    ids = sorted(set(ids), key=natural_key)
+    return {"dataset": dataset, "release": release, "code": code, "kind": kind, "effect": effect,
+            "tasks": f"{len(ids)} of {n_audited}", "n_tasks": len(ids), "of": n_audited, "findings": n_findings,
+            "examples": ", ".join(ids[:EXAMPLE_IDS]) + (", …" if len(ids) > EXAMPLE_IDS else "")}
+
+
 def table_task_health(tasks: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
     """Benchmark health per dataset and release: per code found and per intent (kind) and effect of its
     findings, the tasks with it (of those audited), its findings and example task ids (natural order); then
@@ -72,28 +82,21 @@ def table_task_health(tasks: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFra
                                       "of": pl.Int64(), "findings": pl.Int64(), "examples": pl.Utf8()}
     rows = []
     for (dataset, release), group in sorted(tasks.partition_by(["dataset", "release"], as_dict=True).items()):
-        audited = group.height
+        audited = (dataset, release, group.height)
         found = findings.filter((pl.col("dataset") == dataset) & (pl.col("release") == release))
-
-        def row(code: str, kind: str, effect: str, ids: list[str], n_findings: int) -> dict[str, object]:
-            ids = sorted(set(ids), key=natural_key)
-            return {"dataset": dataset, "release": release, "code": code, "kind": kind, "effect": effect,
-                    "tasks": f"{len(ids)} of {audited}", "n_tasks": len(ids), "of": audited, "findings": n_findings,
-                    "examples": ", ".join(ids[:EXAMPLE_IDS]) + (", …" if len(ids) > EXAMPLE_IDS else "")}
-
         for code, spec in CODES.items():
             for kind in spec.kinds:
                 for effect in spec.effects:
                     these = found.filter((pl.col("code") == code) & (pl.col("kind") == kind)
                                          & (pl.col("effect") == effect))
                     if these.height:
-                        rows.append(row(code, kind, effect, these["task_id"].to_list(), these.height))
+                        rows.append(_health_row(audited, code, kind, effect, these["task_id"].to_list(), these.height))
         unsound = group.filter(pl.col("sound").not_())
-        rows.append(row("unsound (any defect)", DEFECT, "", unsound["task_id"].to_list(),
-                        found.filter(pl.col("kind") == DEFECT).height))
+        rows.append(_health_row(audited, "unsound (any defect)", DEFECT, "", unsound["task_id"].to_list(),
+                                found.filter(pl.col("kind") == DEFECT).height))
         failed = group.filter(pl.col("sound").is_null())
         if failed.height:
-            rows.append(row("check failed", "", "", failed["task_id"].to_list(), 0))
+            rows.append(_health_row(audited, "check failed", "", "", failed["task_id"].to_list(), 0))
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -18,17 +18,19 @@ from prefix_audit.statistics.stats import (
     COST_METRICS,
     HEALTH_METRICS,
     ORIGIN_METRICS,
-    ORIGINS,
     cohort_size,
 )
 
 from .table_render import MISSING, fmt_ci, interval_schema, interval_text, interval_values
 
+# A table row being built: cells of every column type, some read back to format others.
+_Row = dict[str, Any]
+
 _SIZE_SCHEMA: dict[str, pl.DataType] = {"N": pl.Utf8(), "tasks": pl.Int64(), "rollouts": pl.Int64(),
                                         "infra failures": pl.Int64()}
 
 
-def _size(r: Mapping[str, Any], infra: Mapping[str, Any] | None) -> dict[str, object]:
+def _size(r: Mapping[str, Any], infra: Mapping[str, Any] | None) -> _Row:
     """The prefix cohort of a block (``r`` one of its prefix-metric rows) and its infrastructure
     failures (entries outside that cohort: no observed action, docs/definitions.md#infrastructure-failures)."""
     return {"N": cohort_size(r), "tasks": r["n"], "rollouts": r["n_rollouts"],
@@ -83,8 +85,8 @@ def origin_cells(stats: pl.DataFrame) -> dict[tuple[str, ...], str]:
     ``"40 · 16 · 0 of 56"``."""
     out = {}
     for key, metrics in _estimates(stats.filter(pl.col("metric").is_in(list(ORIGIN_METRICS)))).items():
-        rows = [metrics.get(f"first_failure_{origin}") for origin in ORIGINS]
-        if all(r is not None for r in rows):
+        if all(metric in metrics for metric in ORIGIN_METRICS):
+            rows = [metrics[metric] for metric in ORIGIN_METRICS]
             out[key] = " · ".join(str(r["successes"]) for r in rows) + f" of {rows[0]['n_rollouts']}"
     return out
 
@@ -125,20 +127,20 @@ def table_g1(stats: pl.DataFrame, k_max: int = K_MAX,
     for k in ks:
         schema |= interval_schema(f"pec_{k}")
 
-    blocks: dict[tuple[str, ...], dict[str, object]] = {}
+    blocks: dict[tuple[str, ...], _Row] = {}
     infra = _infra_rows(stats)
     pec = blocks_only(stats).filter((pl.col("metric") == "pec") & pl.col("k").is_between(1, k_max))
     for r in pec.iter_rows(named=True):
         key = tuple(r[key] for key in BLOCK_KEYS)
-        row = blocks.setdefault(key, _size(r, infra.get(key)))
-        row |= interval_values(f"pec_{r['k']}", r)
+        cells = blocks.setdefault(key, _size(r, infra.get(key)))
+        cells |= interval_values(f"pec_{r['k']}", r)
     rows = []
     for key in sorted(blocks):
-        row = dict(zip(BLOCK_KEYS, key)) | blocks[key]
+        row: _Row = dict(zip(BLOCK_KEYS, key, strict=True)) | blocks[key]
         if health:
             row[HEALTH_COLUMN] = health.get(key, "not audited")
         for k in ks:
-            row[f"PEC@{k}"] = fmt_ci(*(row.get(f"pec_{k}{suffix}") for suffix in ("", "_lo", "_hi")))
+            row[f"PEC@{k}"] = fmt_ci(row.get(f"pec_{k}"), row.get(f"pec_{k}_lo"), row.get(f"pec_{k}_hi"))
         rows.append(row)
     return pl.DataFrame(rows, schema=schema)
 
@@ -189,7 +191,7 @@ def table_task_categories(categories: pl.DataFrame, k_max: int = K_MAX) -> pl.Da
     return pl.DataFrame(rows, schema=schema)
 
 
-def _recorded_cells(summaries: Sequence[Mapping[str, Any]]) -> dict[str, object]:
+def _recorded_cells(summaries: Sequence[Mapping[str, Any]]) -> _Row:
     """The recorded-accuracy cells of a block's category: each summary its logs recorded, as recorded."""
     def text(r: Mapping[str, Any]) -> str:
         counts = f" ({r['successes']}/{r['n_rollouts']})" if r["n_rollouts"] is not None else ""
@@ -259,8 +261,8 @@ def _all_k_schema(ks: Sequence[int]) -> dict[str, pl.DataType]:
 
 
 def _all_k_cells(by_k: Mapping[str, Mapping[tuple[str, ...], Mapping[int, dict]]], key: tuple[str, ...],
-                 ks: Sequence[int]) -> dict[str, object]:
-    row: dict[str, object] = {}
+                 ks: Sequence[int]) -> _Row:
+    row: _Row = {}
     for title, metric in ALL_K_METRICS:
         rows = by_k[metric].get(key, {})
         for k in ks:
@@ -298,8 +300,7 @@ def table_f1(stats: pl.DataFrame, pool: str, methods: Sequence[str] = (),
     rows = []
     for key in sorted(blocks, key=lambda k: (k[1], method_rank(k[2], methods))):
         metrics = blocks[key]
-        row: dict[str, object] = {"model": key[1], "method": key[2],
-                                  **_size(metrics["ter"], metrics.get("infra_error"))}
+        row: _Row = {"model": key[1], "method": key[2], **_size(metrics["ter"], metrics.get("infra_error"))}
         if health:
             row[HEALTH_COLUMN] = health.get(key, "not audited")
         for title, m in F1_METRICS:
@@ -363,7 +364,7 @@ def table_f2(stats: pl.DataFrame, methods: Sequence[str] = ()) -> pl.DataFrame:
 
     rows = []
     for dataset, model in sorted({key[:2] for key in costed}):
-        row: dict[str, object] = {"dataset": dataset, "model": model}
+        row: _Row = {"dataset": dataset, "model": model}
         for m in methods:
             metrics = blocks.get((dataset, model, m))
             if metrics is None:
@@ -377,10 +378,8 @@ def table_f2(stats: pl.DataFrame, methods: Sequence[str] = ()) -> pl.DataFrame:
             for c in COST_METRICS:
                 row |= {f"{m}_{c}": est[c], f"{m}_{c}_n": den[c]}
             tokens, latency = den["agent_tokens"], den["agent_latency_s"]
-            if tokens == latency:
-                counts = f"{tokens}/{n_all}"
-            else:
-                counts = f"tokens {tokens}/{n_all}, latency {latency}/{n_all}"
+            counts = (f"{tokens}/{n_all}" if tokens == latency
+                      else f"tokens {tokens}/{n_all}, latency {latency}/{n_all}")
             cost = " / ".join((_fmt_tokens(est["agent_tokens"]), _fmt_latency(est["agent_latency_s"]),
                                _fmt_latency(est["agent_wall_s"])))
             share = _estimated_share(metrics)
@@ -428,7 +427,7 @@ def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
         rows_of_pair = paired.filter((pl.col("label") == label) & (pl.col("dataset") == dataset))
         metrics = {r["metric"]: r for r in rows_of_pair.iter_rows(named=True)}
         first = next(iter(metrics.values()))
-        row: dict[str, object] = {
+        row: _Row = {
             "label": label,
             "dataset": first["dataset"],
             "condition": f"{first['condition_model']}/{first['condition_method']}",
@@ -451,9 +450,10 @@ def table_f3(paired: pl.DataFrame) -> pl.DataFrame:
             delta, rel = metrics[f"delta_{c}"], metrics[f"rel_{c}"]
             row |= {f"delta_{c}": delta["estimate"], f"delta_{c}_n": delta["n"], f"rel_{c}": rel["estimate"]}
         for title, c, spec in F3_COSTS:
-            delta = row[f"delta_{c}"]
-            text = MISSING if delta is None else f"{spec.format(delta + 0.0)} ({_fmt_rel(row[f'rel_{c}'])})"
-            if delta is not None and row[f"delta_{c}_n"] != row["pairs"]:
+            mean_delta = row[f"delta_{c}"]
+            text = (MISSING if mean_delta is None
+                    else f"{spec.format(mean_delta + 0.0)} ({_fmt_rel(row[f'rel_{c}'])})")
+            if mean_delta is not None and row[f"delta_{c}_n"] != row["pairs"]:
                 text += f" (n = {row[f'delta_{c}_n']})"
             row[title] = text
         rows.append(row)
@@ -468,17 +468,18 @@ def table_pairs(stats: pl.DataFrame, k_max: int = K_MAX) -> pl.DataFrame:
     """Every within-model method difference per dataset (method − versus) with paired percentile
     intervals from the draw the two blocks share; ``tasks`` paired, and the tasks only one side has."""
     pairs = stats.filter(pl.col("versus").is_not_null()) if "versus" in stats.columns else stats.clear()
-    titles = [(f"{t}{k}", m, k) for t, m in PAIR_COLUMNS[:1] for k in range(1, k_max + 1)]
+    titles: list[tuple[str, str, int | None]] = [(f"{t}{k}", m, k) for t, m in PAIR_COLUMNS[:1]
+                                                 for k in range(1, k_max + 1)]
     titles += [(t, m, None) for t, m in PAIR_COLUMNS[1:]]
     schema: dict[str, pl.DataType] = {"dataset": pl.Utf8(), "model": pl.Utf8(), "method": pl.Utf8(),
                                       "versus": pl.Utf8(), "tasks": pl.Int64(), "unpaired": pl.Utf8()}
     schema |= {title: pl.Utf8() for title, _, _ in titles}
     for _, m, k in titles:
         schema |= interval_schema(m if k is None else f"{m}_{k}")
-    rows: dict[tuple[str, ...], dict[str, object]] = {}
+    rows: dict[tuple[str, ...], _Row] = {}
     for r in pairs.iter_rows(named=True):
         key = (r["dataset"], r["model"], r["method"], r["versus"])
-        row = rows.setdefault(key, dict(zip(("dataset", "model", "method", "versus"), key)))
+        row = rows.setdefault(key, dict(zip(("dataset", "model", "method", "versus"), key, strict=True)))
         if r["metric"] == "delta_ter":
             row["tasks"] = r["n"]
             row["unpaired"] = (f"{r['n_method_only']} {r['method']} only, {r['n_versus_only']} {r['versus']} only"
@@ -512,7 +513,7 @@ def table_consistency(stats: pl.DataFrame, methods: Sequence[str] = ()) -> pl.Da
     rows = []
     for key in sorted(blocks, key=lambda k: (k[0], k[1], method_rank(k[2], methods))):
         metrics = blocks[key]
-        row: dict[str, object] = dict(zip(BLOCK_KEYS, key)) | _size(metrics["ter"], metrics.get("infra_error"))
+        row: _Row = dict(zip(BLOCK_KEYS, key, strict=True)) | _size(metrics["ter"], metrics.get("infra_error"))
         for title, m in CONSISTENCY_METRICS:
             r = metrics[m]
             row |= interval_values(m, r) | {f"{m}_tasks": r["n"], title: f"{interval_text(r)} (of {r['n']})"}

@@ -111,7 +111,8 @@ def write_families(
     for family, (table_path, out_dir) in families.items():
         table = _FRAMES[str(table_path)]
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        blocks[family] = dataset_models(table.filter(pl.col("rollout_id").is_not_null()) if family == "labels" else table)
+        drawn_rows = table.filter(pl.col("rollout_id").is_not_null()) if family == "labels" else table
+        blocks[family] = dataset_models(drawn_rows)
         check_stem_collisions(blocks[family])
         jobs += [(kind, str(table_path), Path(out_dir), block) for kind in FAMILIES[family] for block in blocks[family]]
     if workers > 1 and len(jobs) > 1:
@@ -124,7 +125,7 @@ def write_families(
     written: dict[str, list[Path]] = {}
     for family, (table_path, out_dir) in families.items():
         out = Path(out_dir)
-        written[family] = sorted(p for job, files in zip(jobs, drawn) if job[0] in FAMILIES[family]
+        written[family] = sorted(p for job, files in zip(jobs, drawn, strict=True) if job[0] in FAMILIES[family]
                                  for p in files)
         index: dict[str, object] = {"figures": [p.relative_to(out).as_posix() for p in written[family]]}
         if family == "curves":

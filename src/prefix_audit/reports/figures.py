@@ -23,12 +23,14 @@ curves family also gets ``planning.txt`` (:func:`planning_note`, Hoeffding plann
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import numpy as np
@@ -42,6 +44,9 @@ from prefix_audit.statistics.stats import ORIGINS, cohort_size
 
 from .palette import CATEGORY_COLOURS, ORIGIN_COLOURS, SERIES_COLOURS, UNCLASSIFIED
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 log = logging.getLogger(__name__)
 
 # Methods take the series colours in sorted order over the whole stats table, so a method keeps its colour.
@@ -51,7 +56,7 @@ FORMATS = ("png", "pdf")
 INDEX_NAME = "index.json"
 PLANNING_NAME = "planning.txt"
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "prefix-audit",
     "pdf.compression": 6,
     "pdf.fonttype": 42,
@@ -92,7 +97,7 @@ def _save(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
     with matplotlib.rc_context(_RC), _quiet_font_subsetting():
         for fmt in FORMATS:
             path = out_dir / f"{stem}.{fmt}"
-            atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, metadata=_METADATA[fmt]))
+            atomic_write(path, functools.partial(fig.savefig, format=fmt, metadata=_METADATA[fmt]))
             paths.append(path)
     return paths
 
@@ -208,7 +213,7 @@ def depth_decomposition(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
         fig, axes = _new_figure(len(_DEPTH_PANELS), 3.6, 3.8)
         with matplotlib.rc_context(_RC):
             k_max = 1
-            for i, (ax, (metric, title)) in enumerate(zip(axes, _DEPTH_PANELS)):
+            for i, (ax, (metric, title)) in enumerate(zip(axes, _DEPTH_PANELS, strict=True)):
                 k_max = max(k_max, _draw_metric(ax, block, metric, colours, label_n=i == 0))
                 ax.set_title(title)
             for i, ax in enumerate(axes):
@@ -231,7 +236,7 @@ def _depth_counts(block: pl.DataFrame, column: str, keys: Sequence[str],
     values = block[column].to_list() if column in block.columns else [None] * block.height
     failed = fed <= T
     counts = {c: np.zeros(cap, dtype=np.int64) for c in (*keys, UNCLASSIFIED)}
-    for depth, value in zip(fed[failed], (v for v, f in zip(values, failed) if f)):
+    for depth, value in zip(fed[failed], (v for v, f in zip(values, failed, strict=True) if f), strict=True):
         key = value if value in keys else UNCLASSIFIED
         counts[key][min(int(depth), cap) - 1] += 1
     return counts, int((~failed).sum())
@@ -260,20 +265,25 @@ def _block_rows(episodes: pl.DataFrame, dataset: str, model: str) -> tuple[pl.Da
     return entries, entries.filter(pl.col("T").is_not_null()), sorted(entries["method"].unique().to_list())
 
 
+def _all_keys(counts: dict[str, np.ndarray]) -> np.ndarray:
+    """A method's first failures per depth bin, its keys' counts (:func:`_depth_counts`) added up."""
+    return np.sum(list(counts.values()), axis=0)
+
+
 def _depth_panels(axes: Sequence, entries: pl.DataFrame, block: pl.DataFrame, methods: Sequence[str],
                   per_method: dict[str, tuple[dict[str, np.ndarray], int]], keys: Sequence[str],
                   colours: dict[str, str], names: dict[str, str], cap: int) -> None:
     """One panel per method: first failures by FED depth, stacked by ``keys`` (:data:`UNCLASSIFIED` only
     where some failure is), each panel titled with its fully executable and infrastructure-failed rollouts."""
     # Bins shown: 1..deepest failure seen in any method of the block (at least 1, at most cap).
-    deepest = max((int(np.nonzero(sum(c.values()))[0].max()) + 1
-                   for c, _ in per_method.values() if sum(c.values()).any()), default=1)
+    deepest = max((int(np.nonzero(_all_keys(c))[0].max()) + 1
+                   for c, _ in per_method.values() if _all_keys(c).any()), default=1)
     depths = np.arange(1, deepest + 1)
     labels = [str(d) for d in depths]
     if deepest == cap:
         labels[-1] = f"{cap}+"
     shown = [k for k in keys if k != UNCLASSIFIED or any(cnt[k].any() for cnt, _ in per_method.values())]
-    for ax, method in zip(axes, methods):
+    for ax, method in zip(axes, methods, strict=True):
         counts, full = per_method[method]
         n = block.filter(pl.col("method") == method).height
         bottom = np.zeros(len(depths), dtype=np.int64)
@@ -294,7 +304,7 @@ def _depth_panels(axes: Sequence, entries: pl.DataFrame, block: pl.DataFrame, me
         ax.grid(True, axis="y", color="#DDDDDD", linewidth=0.6)
         ax.set_axisbelow(True)
     axes[0].set_ylabel("rollouts (first failure at this depth)")
-    tallest = max(int(sum(c.values()).max()) for c, _ in per_method.values())
+    tallest = max(int(_all_keys(c).max()) for c, _ in per_method.values())
     axes[0].set_ylim(0, max(1, tallest) * 1.08)
 
 
@@ -351,7 +361,7 @@ def failure_origins(
         width = max(4.5, 3.4 * len(methods)) + 1.6
         with matplotlib.rc_context(_RC):
             fig = Figure(figsize=(width, 4.6 + 0.35 * len(methods)), layout="constrained")
-            top, bottom = fig.subfigures(2, 1, height_ratios=[0.6 + 0.35 * len(methods), 3.8])
+            (top,), (bottom,) = fig.subfigures(2, 1, squeeze=False, height_ratios=[0.6 + 0.35 * len(methods), 3.8])
             share_ax = top.subplots()
             axes = list(bottom.subplots(1, len(methods), squeeze=False, sharey=True)[0])
             _depth_panels(axes, entries, block, methods, per_method, keys, ORIGIN_COLOURS, names, cap)
@@ -365,7 +375,7 @@ def failure_origins(
                 share_ax.barh(rows, shares, left=left, color=ORIGIN_COLOURS[key], height=0.6,
                               edgecolor="white", linewidth=0.4)
                 left += shares
-            for row, method, f in zip(rows, methods, failed):
+            for row, method, f in zip(rows, methods, failed, strict=True):
                 said = " · ".join(f"{names[k]} {totals[method][k]}" for k in shown)
                 share_ax.text(1.0, row, f" {said} of {f} first failures" if f else " no first failure",
                               va="center", fontsize=8)
@@ -404,7 +414,7 @@ def label_offsets(entries: pl.DataFrame, out_dir: str | os.PathLike[str],
         methods = sorted(block["method"].unique().to_list())
         fig, axes = _new_figure(len(methods), 5.2, 3.4)
         with matplotlib.rc_context(_RC):
-            for ax, method in zip(axes, methods):
+            for ax, method in zip(axes, methods, strict=True):
                 rows = block.filter((pl.col("method") == method) & (pl.col("failures") > 0))
                 compared = rows.filter(pl.col("relation").is_not_null())
                 counts = compared.group_by("offset").len().sort("offset")
@@ -450,7 +460,7 @@ def consistency(stats: pl.DataFrame, out_dir: str | os.PathLike[str],
         methods = sorted(block["method"].unique().to_list())
         fig, axes = _new_figure(len(_CONSISTENCY), 3.6, 0.6 + 0.45 * max(len(methods), 2))
         with matplotlib.rc_context(_RC):
-            for ax, (metric, title) in zip(axes, _CONSISTENCY):
+            for ax, (metric, title) in zip(axes, _CONSISTENCY, strict=True):
                 rows = {r["method"]: r for r in block.filter(pl.col("metric") == metric).iter_rows(named=True)}
                 for i, method in enumerate(methods):
                     r = rows.get(method)
@@ -497,4 +507,5 @@ def planning_note(n_per_block: int, epsilon: float = 0.05, delta: float = 0.05) 
 def min_block_n(stats: pl.DataFrame) -> int:
     """The smallest block size N (tasks behind PEC@1) of a stats table; 0 without blocks."""
     pec = stats.filter((pl.col("metric") == "pec") & (pl.col("k") == 1))
-    return int(pec["n"].min()) if pec.height else 0
+    smallest = pec["n"].min()
+    return smallest if isinstance(smallest, int) else 0

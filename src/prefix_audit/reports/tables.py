@@ -284,7 +284,8 @@ def write_tables(
     return commit_files(contents)
 
 
-def task_health_texts(tasks: pl.DataFrame, findings: pl.DataFrame, out_dir: str | os.PathLike[str]) -> dict[Path, bytes]:
+def task_health_texts(tasks: pl.DataFrame, findings: pl.DataFrame,
+                      out_dir: str | os.PathLike[str]) -> dict[Path, bytes]:
     """The contents of ``out_dir/table_task_health.{csv,md,tex}``."""
     table = table_task_health(tasks, findings)
     return table_texts(
@@ -302,9 +303,10 @@ def write_task_health_table(tasks: Sequence[str | os.PathLike[str]], findings: S
     (keys csv, md, tex) as one set."""
     if set(outputs) != set(FORMATS):
         raise ValueError(f"task_health_table: outputs must be exactly {', '.join(FORMATS)}")
-    frames = [pl.concat([read_parquet(p) for p in paths]) if paths else pl.DataFrame(schema=pl.Schema(schema))
-              for paths, schema in ((tasks, TASKS_SCHEMA), (findings, FINDINGS_SCHEMA))]
-    contents = task_health_texts(*frames, ".")
+    task_frame, findings_frame = (
+        pl.concat([read_parquet(p) for p in paths]) if paths else pl.DataFrame(schema=pl.Schema(schema))
+        for paths, schema in ((tasks, TASKS_SCHEMA), (findings, FINDINGS_SCHEMA)))
+    contents = task_health_texts(task_frame, findings_frame, ".")
     return commit_files({Path(outputs[path.suffix[1:]]): data for path, data in contents.items()})
 
 

@@ -68,17 +68,17 @@ from prefix_audit.core.quarantine import QuarantineTally, read_quarantine
 from prefix_audit.core.taxonomy import CATEGORIES
 from prefix_audit.replay.fed import ACTION_SCHEMA, EPISODE_SCHEMA, with_task_health
 from prefix_audit.replay.trust import share_text
-from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA
 from prefix_audit.statistics.categories import CATEGORY_STATS_SCHEMA
+from prefix_audit.statistics.labels import ENTRY_SCHEMA, LABEL_FILES, LABEL_SCHEMA
 from prefix_audit.statistics.settings import K_MAX
 from prefix_audit.statistics.stats import STATS_SCHEMA, paper_rows
 
 from .block_pages import Block, BlockPages, block_jobs, estimate_text, render_job, task_pages
+from .block_tables import health_cells, table_f1, table_g1, table_task_categories
 from .glance import Series, dataset_tools, pec_plot, series_style
 from .glossary import TERMS
 from .pages import environment, health_anchor, up_to_root
 from .rollout_page import BlockName
-from .block_tables import health_cells, table_f1, table_g1, table_task_categories
 from .table_render import display_columns
 
 log = logging.getLogger(__name__)

@@ -14,11 +14,11 @@ from typing import Any
 import polars as pl
 
 from prefix_audit.core.io import atomic_write_bytes, frame_parquet_bytes, natural_key, read_parquet
-from prefix_audit.statistics.settings import BLOCK_KEYS, K_MAX, StatsSettings, check_episodes
+from prefix_audit.statistics.settings import BLOCK_KEYS, K_MAX, StatsSettings, check_episodes, largest_t
 from prefix_audit.statistics.stats import ALL, STATS_SCHEMA, compute_stats, stat_row
 
 RECORDED_ACCURACY = "recorded_accuracy"
-CATEGORY_STATS_SCHEMA = pl.Schema({"category": pl.Utf8, **STATS_SCHEMA, "source": pl.Utf8})
+CATEGORY_STATS_SCHEMA = pl.Schema({"category": pl.Utf8(), **STATS_SCHEMA, "source": pl.Utf8()})
 
 
 def tasks_by_category(episodes: pl.DataFrame, dataset: str, pattern: str) -> dict[str, list[str]]:
@@ -76,7 +76,7 @@ def _recorded_rows(frame: pl.DataFrame, key: str, common: Mapping[str, object]) 
     rows = []
     for block in sorted(summaries):
         for _, summary in sorted(summaries[block].items(), key=lambda item: (item[1]["name"], item[0])):
-            head = dict(zip(BLOCK_KEYS, block)) | {"versus": None} | dict(common)
+            head = dict(zip(BLOCK_KEYS, block, strict=True)) | {"versus": None} | dict(common)
             row = stat_row(RECORDED_ACCURACY, None, summary.get("accuracy"), None, None,
                        (None, summary.get("total_count"), None, None), "none", successes=summary.get("correct_count"))
             rows.append(head | row | {"source": summary["name"]})
@@ -117,7 +117,7 @@ def compute_category_stats(episodes: pl.DataFrame, categories: Mapping[str, Mapp
         named = categories[dataset]
         for category, task_ids in tasks_by_category(episodes, dataset, str(named["pattern"])).items():
             part = episodes.filter((pl.col("dataset") == dataset) & pl.col("task_id").is_in(task_ids))
-            longest = int(part["T"].max() or 0)
+            longest = largest_t(part)
             capped = replace(settings, k_max=min(settings.k_max, max(longest + 1, K_MAX)), pools={})
             stats = compute_stats(part, capped, pairs=False, agent=False)
             key = named.get("recorded")

@@ -4,10 +4,10 @@ planning bounds (docs/definitions.md#statistics, docs/definitions.md#planning-bo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from statistics import NormalDist
 
 import numpy as np
+import numpy.typing as npt
 
 
 def _check_confidence(confidence: float) -> None:
@@ -26,7 +26,7 @@ def wilson_interval(s: int, n: int, confidence: float = 0.95) -> tuple[float, fl
 
 
 def clustered_wilson_interval(
-    s: Sequence[float], n: Sequence[float], confidence: float = 0.95
+    s: npt.ArrayLike, n: npt.ArrayLike, confidence: float = 0.95
 ) -> tuple[tuple[float, float] | None, str]:
     """Interval for ``Σs / Σn`` where task i contributes ``s[i]`` successes out of ``n[i]``
     correlated rollouts (repeated trials); returns ``(bounds or None, interval name)``.

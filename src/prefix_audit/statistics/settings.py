@@ -98,11 +98,17 @@ def check_episodes(episodes: pl.DataFrame) -> None:
                          "infrastructure failure, else neither)")
 
 
+def largest_t(episodes: pl.DataFrame) -> int:
+    """The largest T of ``episodes`` (an integer column: :func:`check_episodes`); 0 where there is none."""
+    largest = episodes["T"].max() if episodes.height else None
+    return largest if isinstance(largest, int) else 0
+
+
 def check_k_max(k_max: int, episodes: pl.DataFrame) -> None:
     """Raise ValueError unless ``k_max`` is from 1 to the largest T + 1 (at least :data:`K_MAX`)."""
-    largest_t = int(episodes["T"].max() or 0) if episodes.height else 0
-    if not 1 <= k_max <= max(largest_t + 1, K_MAX):
-        raise ValueError(f"k_max must be from 1 to {max(largest_t + 1, K_MAX)} (the largest T + 1, at least "
+    longest = largest_t(episodes)
+    if not 1 <= k_max <= max(longest + 1, K_MAX):
+        raise ValueError(f"k_max must be from 1 to {max(longest + 1, K_MAX)} (the largest T + 1, at least "
                          f"{K_MAX}): PEC@k is 0 for every k above the largest T + 1; got {k_max}")
 
 

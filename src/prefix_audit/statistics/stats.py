@@ -131,7 +131,7 @@ def stat_row(
     estimate: float | None,
     lo: float | None,
     hi: float | None,
-    cohort: tuple[int, int, int | None, int | None],
+    cohort: tuple[int | None, int | None, int | None, int | None],
     interval: str,
     successes: int | None = None,
 ) -> dict[str, object]:
@@ -182,14 +182,14 @@ def _prepare(key: tuple[str, str, str], frame: pl.DataFrame, unit: Sequence[str]
     prefix = frame.filter(pl.col("T").is_not_null())
     m = None
     if prefix.height:
-        fed = prefix["FED"].to_numpy().astype(np.int64)
-        T = prefix["T"].to_numpy().astype(np.int64)
-        Y = prefix["Y"].cast(pl.Float64).fill_null(math.nan).to_numpy()
+        prefix_fed = prefix["FED"].to_numpy().astype(np.int64)
+        prefix_T = prefix["T"].to_numpy().astype(np.int64)
+        prefix_Y = prefix["Y"].cast(pl.Float64).fill_null(math.nan).to_numpy()
         try:
-            m = block_metrics(fed, T, Y, k_max)
+            m = block_metrics(prefix_fed, prefix_T, prefix_Y, k_max)
         except ValueError as exc:
             raise ValueError(f"block {label}: {exc}") from exc
-        violations = check_identities(fed, T, Y, m)
+        violations = check_identities(prefix_fed, prefix_T, prefix_Y, m)
         if violations:
             raise IdentityViolation(key, violations)
     Y = frame["Y"].cast(pl.Float64).fill_null(math.nan).to_numpy()
@@ -215,7 +215,7 @@ def _replicates(
     """
     columns: list[FloatArray] = []
     index: dict[tuple[int, str], int] = {}
-    for b, (agg, block_specs) in enumerate(zip(aggregates, specs)):
+    for b, (agg, block_specs) in enumerate(zip(aggregates, specs, strict=True)):
         for spec in block_specs:
             for name in (spec.num, spec.den):
                 if (b, name) not in index:
@@ -284,7 +284,7 @@ def _group_rows(
                 agg = b.aggregates.restricted(np.isin(b.aggregates.units, np.asarray(units)))
                 arms[id(b)] = (agg, [s for s in _pair_specs(agg.specs) if agg.point(s) is not None])
     reps = dict(zip(arms, _replicates([agg for agg, _ in arms.values()], [specs for _, specs in arms.values()],
-                                      resamples, gseed)))
+                                      resamples, gseed), strict=True))
     column = {(bid, (s.metric, s.k)): j for bid, (_, specs) in arms.items() for j, s in enumerate(specs)}
 
     # Every interval of the group, in column order.
@@ -328,19 +328,19 @@ def _block_rows(
     confidence: float,
 ) -> list[dict[str, object]]:
     agg = block.aggregates
-    head = dict(zip(BLOCK_KEYS, block.key)) | {"versus": None} | dict(common)
+    head = dict(zip(BLOCK_KEYS, block.key, strict=True)) | {"versus": None} | dict(common)
     at = {(s.metric, s.k): start + j for j, s in enumerate(interval_specs)}
     rows = []
     for spec in sorted((*agg.specs, RR_SPEC), key=lambda s: METRICS.index(s.metric)):
         if spec is RR_SPEC:
             s_per_task = agg.columns[spec.num]
-            bounds, interval = clustered_wilson_interval(s_per_task, agg.columns[spec.den], confidence)
-            lo_rr, hi_rr = bounds if bounds is not None else (None, None)
+            rr_bounds, interval = clustered_wilson_interval(s_per_task, agg.columns[spec.den], confidence)
+            lo_rr, hi_rr = rr_bounds if rr_bounds is not None else (None, None)
             rows.append(head | stat_row("rr", None, agg.point(spec), lo_rr, hi_rr, agg.cohort(spec), interval,
                                     successes=int(s_per_task.sum())))
             continue
         j = at.get((spec.metric, spec.k))
-        bounds = (lo[j], hi[j]) if j is not None else (None, None)
+        bounds: tuple[float | None, float | None] = (lo[j], hi[j]) if j is not None else (None, None)
         counted = int(agg.columns[spec.num].sum()) if spec.metric in COUNTED_METRICS else None
         rows.append(head | stat_row(spec.metric, spec.k, block.estimate(spec), *bounds, agg.cohort(spec),
                                 "percentile_bootstrap", successes=counted))
@@ -348,9 +348,10 @@ def _block_rows(
     for metric in ACCOUNTING_METRICS:
         if metric in frame.columns:
             with_costs = frame.filter(pl.col(metric).is_not_null())
-            mean = float(with_costs[metric].cast(pl.Float64).mean()) if with_costs.height else None
+            mean = with_costs[metric].cast(pl.Float64).mean()  # a float, or None where no entry has costs
             tasks = with_costs.select(block.unit).n_unique() if with_costs.height else 0
-            rows.append(head | stat_row(metric, None, mean, None, None, (tasks, with_costs.height, None, None), "none"))
+            rows.append(head | stat_row(metric, None, mean if isinstance(mean, float) else None, None, None,
+                                        (tasks, with_costs.height, None, None), "none"))
     return rows
 
 
@@ -380,7 +381,7 @@ def _pair_rows(
         inside = (method.columns[spec.den] > 0) & (versus.columns[spec.den] > 0)
         n_rollouts = method.columns[spec.count][inside].sum() + versus.columns[spec.count][inside].sum()
         j = at.get((spec.metric, spec.k))
-        bounds = (lo[j], hi[j]) if j is not None else (None, None)
+        bounds: tuple[float | None, float | None] = (lo[j], hi[j]) if j is not None else (None, None)
         estimate = a - v if a is not None and v is not None else None
         rows.append(head | stat_row(f"delta_{spec.metric}", spec.k, estimate, *bounds,
                                 (int(inside.sum()), int(n_rollouts), None, None), "paired_percentile_bootstrap"))
@@ -394,8 +395,9 @@ def sound_only(episodes: pl.DataFrame) -> pl.DataFrame:
     return episodes.filter(pl.col("task_sound").is_null() | pl.col("task_sound"))
 
 
-def block_frames(episodes: pl.DataFrame,
-                 pools: Mapping[str, Sequence[str]]) -> dict[tuple[str, str, str], tuple[pl.DataFrame, tuple[str, ...]]]:
+def block_frames(
+    episodes: pl.DataFrame, pools: Mapping[str, Sequence[str]],
+) -> dict[tuple[str, str, str], tuple[pl.DataFrame, tuple[str, ...]]]:
     """Every block's episodes and resampling unit: per dataset × model × method (unit: the task), and per
     pool × model × method over its member datasets (unit: dataset and task)."""
     frames: dict[tuple[str, str, str], tuple[pl.DataFrame, tuple[str, ...]]] = {
@@ -424,11 +426,11 @@ def _origin_rows(key: tuple[str, str, str], frame: pl.DataFrame, unit: tuple[str
                  common: Mapping[str, object]) -> list[dict[str, object]]:
     """A block's :data:`ORIGIN_METRICS` rows: of its first failures, the share (``successes`` the count)
     attributed to each origin. Points, no interval."""
-    head = dict(zip(BLOCK_KEYS, key)) | {"versus": None} | dict(common)
+    head = dict(zip(BLOCK_KEYS, key, strict=True)) | {"versus": None} | dict(common)
     failed = frame.filter(pl.col("T").is_not_null() & (pl.col("FED") <= pl.col("T")))
     tasks = failed.select(unit).n_unique() if failed.height else 0
     rows = []
-    for origin, metric in zip(ORIGINS, ORIGIN_METRICS):
+    for origin, metric in zip(ORIGINS, ORIGIN_METRICS, strict=True):
         count = failed.filter(pl.col("origin") == origin).height
         rows.append(head | stat_row(metric, None, count / failed.height if failed.height else None, None, None,
                                 (tasks, failed.height, None, None), "none", successes=count))
@@ -438,7 +440,7 @@ def _origin_rows(key: tuple[str, str, str], frame: pl.DataFrame, unit: tuple[str
 def _health_rows(key: tuple[str, str, str], frame: pl.DataFrame, unit: tuple[str, ...], exclude: bool,
                  common: Mapping[str, object]) -> list[dict[str, object]]:
     """A block's :data:`HEALTH_METRICS` rows, counted over its tasks before any exclusion."""
-    head = dict(zip(BLOCK_KEYS, key)) | {"versus": None} | dict(common)
+    head = dict(zip(BLOCK_KEYS, key, strict=True)) | {"versus": None} | dict(common)
     assessed = frame.filter(pl.col("task_sound").is_not_null())
     unsound = frame.filter(pl.col("task_sound").not_())
     n_assessed, n_unsound, n_all = (f.select(unit).n_unique() if f.height else 0 for f in (assessed, unsound, frame))
