@@ -83,7 +83,7 @@ class _Decompressed(io.RawIOBase):
         elif kind == "bzip2":
             self._stream = bz2.BZ2File(file)
         elif kind == "xz":
-            self._stream = lzma.LZMAFile(file)
+            self._stream = lzma.LZMAFile(file)  # noqa: SIM115 -- the stream lives as long as this file: close() closes it
         else:
             self._stream = _ZstdFrames(file, name)
 

@@ -9,11 +9,10 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-from .compressed import READ_CHUNK, compression_of, open_bytes
 from . import decode  # its limits read where they are set, so lowering one (tests do) holds here too
+from .compressed import READ_CHUNK, compression_of, open_bytes
 from .decode import bounded_lines
 from .json_text import JSON_DECODER, JSON_LINES, ZIP_ARCHIVE, CutOff, document_cut, ends_inside_json, where_it_ends
-
 
 _ZIP_MAGIC = b"PK\x03\x04"
 # A whole zip ends with its end-of-central-directory record: this signature, 16 bytes, the length of

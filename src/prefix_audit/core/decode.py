@@ -36,7 +36,6 @@ from typing import Any, BinaryIO
 from .compressed import READ_CHUNK, CutOffError, DecodeError, compression_of, open_bytes
 from .json_text import document_cut, ends_inside_json, json_integer, where_it_ends
 
-
 EXCERPT_BYTES = 200
 # Bounds on the accounting numbers logs carry: beyond them a value is not a measurement.
 MAX_COUNT = 10**15  # tokens of one model call
@@ -234,7 +233,8 @@ def read_json_document(path: str | Path) -> Any:
     try:
         compressed = compression_of(path)
         if compressed is None and (size := path.stat().st_size) > MAX_DOCUMENT_BYTES:
-            raise DecodeError(f"{path.name} is {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,}-byte limit of one document")
+            raise DecodeError(f"{path.name} is {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,}-byte limit of "
+                              "one document")
         with open_bytes(path) as fh:
             data = _read_at_most(fh, MAX_DOCUMENT_BYTES)
         if data is None:

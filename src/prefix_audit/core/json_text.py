@@ -58,7 +58,7 @@ def _ends_inside_value(text: str, exc: json.JSONDecodeError) -> bool:
     """Whether the parser's error ``exc`` on ``text`` is the text's end: nothing but white space after
     where it stopped, a string left open, or a literal, a number or a \\u escape begun and not finished."""
     # (nothing is copied from the text, which may be a whole document)
-    if _SPACE.match(text, exc.pos).end() == len(text) or exc.msg.startswith("Unterminated string"):
+    if _past_space(text, exc.pos) == len(text) or exc.msg.startswith("Unterminated string"):
         return True
     if exc.msg.startswith("Invalid \\uXXXX escape"):
         return bool(_HEX_ESCAPE_START.fullmatch(text, exc.pos))
@@ -72,6 +72,12 @@ def _ends_inside_value(text: str, exc: json.JSONDecodeError) -> bool:
         begun -= 1
     inside = begun < exc.pos if exc.msg == "Expecting ',' delimiter" else exc.msg == "Expecting value"
     return inside and bool(_NUMBER_START.fullmatch(text, begun))
+
+
+def _past_space(text: str, at: int) -> int:
+    """Where the JSON white space from ``at`` on ends: ``at`` itself where there is none."""
+    space = _SPACE.match(text, at)  # never None: the pattern matches the empty string too
+    return at if space is None else space.end()
 
 
 def _utf8_before_cut(data: bytes) -> str | None:
@@ -121,37 +127,37 @@ def _entries_before_cut(text: str) -> tuple[int, str | None] | None:
     """The complete elements of the list a cut-off document ends inside, read value by value: its
     top-level list (τ-bench v1's results), or a list that is a member of its top-level object (tau2's
     ``simulations``, Inspect's ``samples``), with that member's key; None where the cut is elsewhere."""
-    at = _SPACE.match(text).end()
+    at = _past_space(text, 0)
     if text[at] == "[":
         return _complete_elements(text, at), None
-    at = _SPACE.match(text, at + 1).end()
+    at = _past_space(text, at + 1)
     while text[at:at + 1] == '"':
         try:
             key, at = JSON_DECODER.raw_decode(text, at)
-            at = _SPACE.match(text, at).end()
+            at = _past_space(text, at)
             if text[at:at + 1] != ":":
                 return None
-            at = _SPACE.match(text, at + 1).end()
+            at = _past_space(text, at + 1)
             _, end = JSON_DECODER.raw_decode(text, at)
         except (ValueError, RecursionError):  # the member the cut is inside
             return (_complete_elements(text, at), key) if text[at:at + 1] == "[" else None
-        at = _SPACE.match(text, end).end()
+        at = _past_space(text, end)
         if text[at:at + 1] != ",":
             return None
-        at = _SPACE.match(text, at + 1).end()
+        at = _past_space(text, at + 1)
     return None
 
 
 def _complete_elements(text: str, at: int) -> int:
     """How many elements of the list opening at ``at`` are whole before the text ends inside it."""
-    n, at = 0, _SPACE.match(text, at + 1).end()
+    n, at = 0, _past_space(text, at + 1)
     while True:
         try:
             _, end = JSON_DECODER.raw_decode(text, at)
         except (ValueError, RecursionError):
             return n
         n += 1
-        at = _SPACE.match(text, end).end()
+        at = _past_space(text, end)
         if text[at:at + 1] != ",":
             return n
-        at = _SPACE.match(text, at + 1).end()
+        at = _past_space(text, at + 1)

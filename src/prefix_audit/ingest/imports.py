@@ -44,8 +44,8 @@ from typing import Any
 from prefix_audit.core.archives import is_tar, unpack_tar
 from prefix_audit.core.cut_off import cut_off
 from prefix_audit.core.decode import CutOffError, plain_name
-from prefix_audit.core.json_text import JSON_DOCUMENT, JSON_LINES, CutOff
 from prefix_audit.core.io import atomic_write_text, commit_files, path_label
+from prefix_audit.core.json_text import JSON_DOCUMENT, JSON_LINES, CutOff
 from prefix_audit.core.parallel import WorkerPool
 from prefix_audit.core.quarantine import QuarantineTally
 from prefix_audit.core.records import BadLine, Located, ModelNamed, Rollout, call_steps, dumps, party_results

@@ -13,7 +13,6 @@ from prefix_audit.core.records import AGENT_ROLES, Rollout, agent_texts, call_st
 from .checker import EpisodeResult, primary
 from .record_check import DIVERGED, RecordCheck, check_record
 
-
 MAX_RESULT_CHARS = 2_000
 
 
@@ -94,7 +93,8 @@ def episode_row(ep: EpisodeResult, check: RecordCheck | None = None, release: st
         "accounting_error": r.accounting_error,
         "meta_json": meta_json(r.meta),
         **_record_columns(ep, check),
-        "release": release, "task_sound": None, "task_health": [], "task_defects": [], "user_turns": list(ep.user_texts),
+        "release": release, "task_sound": None, "task_health": [], "task_defects": [],
+        "user_turns": list(ep.user_texts),
         "user_source": ep.user_source,
         "agent_texts": [{"turn": t, "step": s, "text": _cut(text)} for t, s, text in agent_texts(r)],
     }

@@ -35,7 +35,6 @@ from .record_check import check_record
 from .rows import action_rows, episode_row
 from .trust import DEFAULT_MIN_AGREEMENT, BlockTrust, block_trust
 
-
 log = logging.getLogger(__name__)
 
 
@@ -157,6 +156,13 @@ class ScoredLine:
     stored: tuple[int, int] | None = None  # where a RowStore keeps its episode and actions (offset, length)
 
 
+def _episode_of(scored: ScoredLine) -> dict:
+    """The episode row of a line kept for its block (one a :class:`RowStore` held, loaded back)."""
+    if scored.episode is None:
+        raise ValueError(f"line {scored.line:,}: its episode row is not loaded")
+    return scored.episode
+
+
 LINES_PER_CHUNK = 4  # a few entries per message to a worker: small enough to share a block's tail out
 
 # What a worker is sent: the key of the file the lines belong to, its path, and its lines
@@ -213,7 +219,7 @@ class RowStore:
     and actions pickled and compressed; only this process's own rows are ever read back."""
 
     def __init__(self, folder: str | Path) -> None:
-        self._file = tempfile.TemporaryFile(dir=folder, prefix=".scored-rows.")
+        self._file = tempfile.TemporaryFile(dir=folder, prefix=".scored-rows.")  # noqa: SIM115 -- closed by __exit__
         self._end = 0
 
     def __enter__(self) -> RowStore:
@@ -266,6 +272,7 @@ class BlockScoring:
         if bad is not None:
             self.bad.append(bad)
             return
+        assert scored.key is not None  # a line without a quarantine record holds a rollout (score_line)
         self.rows.append(scored if self.store is None else self.store.put(scored))
         self.report.datasets[scored.key[0]] += 1
 
@@ -276,15 +283,18 @@ class BlockScoring:
         if self.store is not None:
             rows = [self.store.load(s) for s in rows]
         report.scored = len(rows)
-        report.infra_errors = sum(s.episode["T"] is None for s in rows)
+        episodes = [_episode_of(s) for s in rows]
+        report.infra_errors = sum(episode["T"] is None for episode in episodes)
         _count_bad(report, self.bad)
-        ep_table = pa.Table.from_pylist([s.episode for s in rows], schema=EPISODE_SCHEMA)
+        ep_table = pa.Table.from_pylist(episodes, schema=EPISODE_SCHEMA)
         act_table = pa.Table.from_pylist([a for s in rows for a in s.actions], schema=ACTION_SCHEMA)
         # The three files of one scoring are replaced together, never one beside an older other.
         commit_files({outputs.episodes: parquet_bytes(ep_table), outputs.actions: parquet_bytes(act_table),
                       outputs.quarantine: "".join(json.dumps(b.to_json(), ensure_ascii=False, sort_keys=True) + "\n"
                                                   for b in self.bad).encode("utf-8")})
-        report.trust = block_trust(pl.from_arrow(ep_table))
+        episode_frame = pl.from_arrow(ep_table)
+        assert isinstance(episode_frame, pl.DataFrame)  # an Arrow table reads as a frame (an array as a Series)
+        report.trust = block_trust(episode_frame)
         log.info(report.summary())
         for line in report.quarantine_lines():
             log.warning(line)

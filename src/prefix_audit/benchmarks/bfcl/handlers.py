@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -102,12 +102,12 @@ def check_model_key(key: str) -> None:
                          f"parts joined by '/')")
 
 
-def lookup(config: dict[str, ModelEntry], name: str) -> ModelEntry | None:
+def lookup(config: Mapping[str, ModelEntry], name: str) -> ModelEntry | None:
     """The entry for a key given as BFCL writes it in a key (``/``) or a folder name (``_`` for ``/``)."""
     return config.get(name) or config.get(name.replace("_", "/"))
 
 
-def choose_handler(config: dict[str, ModelEntry], result: Path, model: str | None,
+def choose_handler(config: Mapping[str, ModelEntry], result: Path, model: str | None,
                    score_models: Iterable[str]) -> HandlerChoice | None:
     """The handler by model key — ``model`` (``--model``), the result file's folders, the score
     file's recorded model names, then the prefix of the file's name — or None when none of them is a key."""

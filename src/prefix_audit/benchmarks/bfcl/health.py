@@ -91,7 +91,6 @@ from .transcription import (
     words,
 )
 
-
 HEALTH_MODEL = "health"
 
 
@@ -137,6 +136,21 @@ def _run(bench: Any, entry: Entry, calls: Sequence[Sequence[ToolCall]], skip: in
             out.append(_Traced(depth, t, call, accepted, text, value, found, after))
             before = after if treed else None
     return start, out
+
+
+def _public_part(tree: Mapping[str, str]) -> dict[str, str]:
+    """The paths of a state tree that BFCL's state check compares (public attributes only)."""
+    return {p: v for p, v in tree.items() if is_public(p)}
+
+
+def _given_from(turn: int | None) -> str:
+    """When a missed function is given to the model: at the start, or from a (0-based) turn."""
+    return "from the start" if turn is None else f"from turn {turn + 1}"
+
+
+def _turns_said(said: Sequence[str]) -> str:
+    """How turns are numbered, where ``said`` names one."""
+    return f" ({TURNS_SAID})" if any("turn " in s for s in said) else ""
 
 
 class BfclProbe:
@@ -197,7 +211,6 @@ class BfclProbe:
         _, gold = self._trace
         _, without = _run(self.benchmark, self.entry, self.calls, skip=removed.depth, trees_from=removed.depth,
                           until_turn=removed.turn)
-        public = lambda tree: {p: v for p, v in tree.items() if is_public(p)}  # noqa: E731
         said = []
         if not any(c.public for c in removed.changes):
             said.append("it changes only private attributes, which BFCL's state check does not compare "
@@ -205,7 +218,7 @@ class BfclProbe:
         else:
             gold_after = {t.depth: t.after for t in gold}
             later = [t for t in without if t.depth > removed.depth and t.turn == removed.turn]
-            same = next((t for t in later if public(t.after) == public(gold_after[t.depth])), None)
+            same = next((t for t in later if _public_part(t.after) == _public_part(gold_after[t.depth])), None)
             if same is not None:
                 made = [c for c in same.changes if c.public]
                 said.append(f"without it, turn {same.turn + 1}, action {same.depth}: {shortened(same.call.render())} "
@@ -337,7 +350,7 @@ class BfclProbe:
     # releases ------------------------------------------------------------------------------------
     def _release_changes(self) -> list[Finding]:
         bench = self.benchmark
-        releases = getattr(bench, "releases", lambda: [])()
+        releases: list[str] = getattr(bench, "releases", lambda: [])()
         found = []
         for other_release in releases:
             if other_release == self.entry.release:
@@ -361,7 +374,9 @@ class BfclProbe:
         subs = substitutions(other, here)
         config = substitute_value(other.initial_config, subs)
         gold = tuple(tuple(substitute(c, subs) for c in turn) for turn in other.ground_truth)
-        scored, seen, unseen = [], [], []
+        scored: list[str] = []
+        seen: list[str] = []
+        unseen: list[str] = []
         # What the model sees that changes what it can do or is asked; the rest of ``seen`` is wording (a
         # function doc's description) or a date refresh applied alike to question and answer: a note.
         weighty = False
@@ -417,9 +432,8 @@ class BfclProbe:
         heads = {SCORED: f"the same calls are scored differently than on bfcl-eval {there}",
                  SEEN: f"what the model sees differs from bfcl-eval {there}",
                  UNSEEN: f"differs from bfcl-eval {there} only where nothing reads it"}
-        numbered = lambda said: f" ({TURNS_SAID})" if any("turn " in s for s in said) else ""  # noqa: E731
         kinds = {SCORED: CAUTION, SEEN: CAUTION if weighty else NOTE, UNSEEN: NOTE}
-        return [Finding("changed_between_releases", f"{heads[effect]}: {'; '.join(said)}{numbered(said)}",
+        return [Finding("changed_between_releases", f"{heads[effect]}: {'; '.join(said)}{_turns_said(said)}",
                         kind=kinds[effect], effect=effect)
                 for effect, said in ((SCORED, scored), (SEEN, seen), (UNSEEN, unseen)) if said]
 
@@ -435,11 +449,12 @@ class BfclProbe:
         if calls is None:
             return None
         start, traced = _run(self.benchmark, self.entry, calls)
-        out, state = [], start
+        out = []
+        state: Mapping[str, str] = start
         for t, turn in enumerate(calls):
             done = [c for c in traced if c.turn == t]
             state = done[-1].after if done else state
-            out.append((bool(turn), {p: v for p, v in state.items() if is_public(p)}, sorted(c.text for c in done)))
+            out.append((bool(turn), _public_part(state), sorted(c.text for c in done)))
         return out
 
     def _tool_changes(self, other: Entry) -> tuple[list[str], list[str]]:
@@ -453,7 +468,7 @@ class BfclProbe:
             new = {d["name"]: d for d in here.docs.get(cls_name, [])} if cls_name in self.entry.involved_classes else {}
             said = [f"{name} only on {other.release}" for name in old if name not in new]
             said += [f"{name} new" for name in new if name not in old]
-            reworded = []
+            reworded: list[str] = []
             for name in old:
                 if name in new and old[name] != new[name]:
                     for change, words_only in doc_changes(old[name], new[name]):
@@ -465,8 +480,8 @@ class BfclProbe:
         for name in sorted(other.held_out.keys() | self.entry.held_out.keys()):
             before, after = other.held_out.get(name), self.entry.held_out.get(name)
             if before != after:
-                given = lambda t: "from the start" if t is None else f"from turn {t + 1}"  # noqa: E731
-                out.append(f"missed function {name}: given {given(before)} on {other.release}, {given(after)} here")
+                out.append(f"missed function {name}: given {_given_from(before)} on {other.release}, "
+                           f"{_given_from(after)} here")
         return out, wording
 
     def _class_changes(self, there: str) -> tuple[list[str], list[str]]:
@@ -477,7 +492,7 @@ class BfclProbe:
         _, here = self._trace
         _, other = _run(self.benchmark, self.entry, self.calls, classes_of=there)
         scored, seen = [], []
-        for a, b in zip(here, other):
+        for a, b in zip(here, other, strict=True):  # the same calls traced on each
             call = f"turn {a.turn + 1}, action {a.depth}: {a.call.render()}"
             if a.accepted != b.accepted:
                 scored.append(f"{call} is {'accepted' if a.accepted else 'rejected'} here ({a.text}), "

@@ -42,7 +42,8 @@ from .scores import (
 )
 from .versions import DataChoice, RecordedRun
 
-
+# A file read without BFCL's model config (decoder chosen by content) and scored on the benchmark's own release.
+_PLAIN_READING = BfclReading()
 _LAYOUT_FOLDERS = ("result", "score")  # bfcl generate's result/<model>/…, bfcl evaluate's score/<model>/…
 
 
@@ -99,7 +100,7 @@ def scored_on(path: Path, data: DataChoice) -> ScoredOn | None:
 
 def import_result_file(path: str | Path, model: str | None = None, method: str = "imported",
                        score: str | Path | None = None,
-                       reading: BfclReading = BfclReading()) -> Iterator[Located | BadLine]:
+                       reading: BfclReading = _PLAIN_READING) -> Iterator[Located | BadLine]:
     """Yield a located rollout per line of a BFCL result file, a :class:`BadLine` for a line that
     is no record at all.
 
@@ -159,11 +160,11 @@ def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[
         data = reading.choose([run for run in map(RecordedRun.of, values) if run is not None], path.name,
                                [item.rollout for item in read if isinstance(item, Located)])
         said = scored_on(path, data)
-    for item in read:
-        if isinstance(item, BadLine):
-            yield item
+    for found in read:
+        if isinstance(found, BadLine):
+            yield found
             continue
-        rollout = data.scored(item.rollout) if data is not None else item.rollout
+        rollout = data.scored(found.rollout) if data is not None else found.rollout
         cause = shared_default_cause(rollout, reading.releases[data.release].entries.get(rollout.task_id)
                                      if data is not None else None)
         if cause is not None and rollout.recorded is not None:
@@ -173,11 +174,11 @@ def _entries(path: Path, lines: Sequence[JsonLine | BadLine], verdict: Callable[
             rollout = replace(rollout, meta={**rollout.meta, "reading": f"{rollout.meta['reading']}; {note}"})
         if meta:
             rollout = replace(rollout, meta={**rollout.meta, **meta})
-        yield Located(item.path, item.line, rollout, named_by, said)
+        yield Located(found.path, found.line, rollout, named_by, said)
 
 
 def import_score_file(path: str | Path, model: str | None = None, method: str = "imported",
-                      reading: BfclReading = BfclReading()) -> Iterator[Located | BadLine]:
+                      reading: BfclReading = _PLAIN_READING) -> Iterator[Located | BadLine]:
     """A BFCL score file read as the log of the entries it lists — those that failed, each with the
     model's output ``bfcl evaluate`` copied into it (``model_result_raw`` and ``inference_log``;
     ``model_result`` for an inference error), recorded Y = 0 with BFCL's error type. The entries
@@ -255,7 +256,9 @@ def single_turn_file(path: Path) -> str | None:
     if named_multi_turn(path) is not False or not path.is_file():
         return None
     first = first_json_line(path)
-    if not isinstance(first, dict) or not ({"id", "result"} <= set(first) or {"correct_count", "total_count"} <= set(first)):
+    if not isinstance(first, dict):
+        return None
+    if not ({"id", "result"} <= set(first) or {"correct_count", "total_count"} <= set(first)):
         return None
     return (f"a BFCL file of the single-turn category {category_named(path)} (only BFCL's multi-turn "
             "categories are audited)")

@@ -22,7 +22,6 @@ from prefix_audit.core.health import changed_text
 
 from .data import Entry
 
-
 TURNS_SAID = "turn numbers count from 1: turn 1 is BFCL's turn 0"
 # A token: words joined by / : . - (a file name, a date, a time, a booking key); a fine token: one word.
 _TOKEN = re.compile(r"\w+(?:[/:.-]\w+)*")
@@ -36,7 +35,7 @@ def is_date_change(a: str, b: str) -> bool:
     """Whether token ``a`` becomes ``b`` by a change of years only (``2024``, ``2024-12-15``, a booking key's
     ``20241215``, a card's ``12/25``) or of day or month names."""
     fa, fb = _FINE.findall(a), _FINE.findall(b)
-    differ = [(x, y) for x, y in zip(fa, fb) if x != y]
+    differ = [(x, y) for x, y in zip(fa, fb, strict=False) if x != y]  # lengths compared below
 
     def year(x: str, y: str, last: bool) -> bool:
         if _YEAR.fullmatch(x) and _YEAR.fullmatch(y):
@@ -53,14 +52,15 @@ def _token_pairs(before: str, after: str) -> list[tuple[str, str]]:
     """The tokens replaced one for one from ``before`` to ``after``."""
     a, b = _TOKEN.findall(before), _TOKEN.findall(after)
     return [(x, y) for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
-            if tag == "replace" and i2 - i1 == j2 - j1 for x, y in zip(a[i1:i2], b[j1:j2]) if x != y]
+            if tag == "replace" and i2 - i1 == j2 - j1 for x, y in zip(a[i1:i2], b[j1:j2], strict=True) if x != y]
 
 
 def substitutions(old: Entry, new: Entry) -> dict[str, str]:
     """Token → token, as the question changes from ``old`` to ``new`` (turns aligned), and — where the
     question's dates change — as the initial config's dates change; a token replaced two ways is left out."""
-    pairs = [p for i, j in _aligned([old.user_texts(t) for t in range(len(old.question))],
-                                    [new.user_texts(t) for t in range(len(new.question))]) if i is not None and j is not None
+    turns = _aligned([old.user_texts(t) for t in range(len(old.question))],
+                     [new.user_texts(t) for t in range(len(new.question))])
+    pairs = [p for i, j in turns if i is not None and j is not None
              for p in _token_pairs(" / ".join(old.user_texts(i)), " / ".join(new.user_texts(j)))]
     if any(is_date_change(*p) for p in pairs):  # a refresh the question shows; a config's dates alone are no refresh
         pairs += [p for p in _token_pairs(json.dumps(old.initial_config, sort_keys=True),
@@ -119,13 +119,13 @@ def turn_changes(old: Sequence[Any], new: Sequence[Any], there: str, pair: Any) 
     """Each differing turn said: ``turn 3: …`` (``turn 4 here, turn 3 on R`` where the turns moved)."""
     out = []
     for i, j in _aligned(old, new):
-        if j is None:
-            out.append(f"turn {i + 1} on {there} only: {pair(old[i], None)}")
-        elif i is None:
-            out.append(f"turn {j + 1} new: {pair(None, new[j])}")
-        else:
+        if i is not None and j is not None:
             where = f"turn {j + 1}" if i == j else f"turn {j + 1} here, turn {i + 1} on {there}"
             out.append(f"{where}: {pair(old[i], new[j])}")
+        elif i is not None:
+            out.append(f"turn {i + 1} on {there} only: {pair(old[i], None)}")
+        elif j is not None:  # (never both None)
+            out.append(f"turn {j + 1} new: {pair(None, new[j])}")
     return out
 
 
@@ -135,7 +135,7 @@ def text_pair(a: str | None, b: str | None) -> str:
 
 def calls_pair(a: Sequence[str] | None, b: Sequence[str] | None) -> str:
     if a is None or b is None:
-        return f"[{', '.join(a if b is None else b)}]"
+        return f"[{', '.join(a or b or ())}]"  # the calls of the one side that has the turn
     if Counter(a) == Counter(b):
         return f"the same calls in another order, [{', '.join(a)}] → [{', '.join(b)}]"
     gone, new = [c for c in a if c not in b], [c for c in b if c not in a]
@@ -150,17 +150,21 @@ def _flat(value: Any, path: str = "") -> dict[str, Any]:
     return {path: value}
 
 
+def _doc_units(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of one function's doc, each under the name a change says: its parameters and result
+    fields (``parameter x``), then its other entries, a nested one's path in words (``parameters type``)."""
+    fields = {f"{named} {key}": item for section, named in (("parameters", "parameter"), ("response", "result field"))
+              for key, item in doc.get(section, {}).get("properties", {}).items()}
+    entries = _flat({k: ({**v, "properties": {}} if isinstance(v, dict) else v) for k, v in doc.items()})
+    return {**fields, **{path.replace(".", " "): item for path, item in entries.items()
+                         if not path.endswith(".properties")}}
+
+
 def doc_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, bool]]:
     """What differs in one function's doc: a parameter or result field added or removed (with its doc),
     a type, a description (word by word), the required parameters — each with whether it is wording only
     (a description's text)."""
-    units = lambda doc: {  # noqa: E731
-        **{f"{named} {key}": item for section, named in (("parameters", "parameter"), ("response", "result field"))
-           for key, item in doc.get(section, {}).get("properties", {}).items()},
-        **{path.replace(".", " "): item for path, item in _flat({k: ({**v, "properties": {}} if isinstance(v, dict) else v)
-                                                                for k, v in doc.items()}).items()
-           if not path.endswith(".properties")}}
-    a, b = units(old), units(new)
+    a, b = _doc_units(old), _doc_units(new)
     out = []
     for unit in sorted(a.keys() | b.keys()):
         if unit not in b:
@@ -198,7 +202,7 @@ def renamed_keys(old: Any, new: Any) -> list[tuple[str, str]] | None:
         if len(old) != len(new):
             return None
         out = []
-        for (ka, va), (kb, vb) in zip(old.items(), new.items()):
+        for (ka, va), (kb, vb) in zip(old.items(), new.items(), strict=True):
             inner = renamed_keys(va, vb)
             if inner is None:
                 return None
@@ -206,7 +210,7 @@ def renamed_keys(old: Any, new: Any) -> list[tuple[str, str]] | None:
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         out = []
-        for va, vb in zip(old, new):
+        for va, vb in zip(old, new, strict=True):
             inner = renamed_keys(va, vb)
             if inner is None:
                 return None

@@ -24,7 +24,15 @@ from prefix_audit.core.health import Finding
 from prefix_audit.core.io import files_sha256
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.plugin import (
-    Benchmark, Outcome, ReplaySession, TaskFacts, TaskIndex, TaskSample, ToolSpec, UnscorableRollout, probe_findings,
+    Benchmark,
+    Outcome,
+    ReplaySession,
+    TaskFacts,
+    TaskIndex,
+    TaskSample,
+    ToolSpec,
+    UnscorableRollout,
+    probe_findings,
 )
 from prefix_audit.replay.values import argument_values, mentions, scalars
 

@@ -64,7 +64,6 @@ from .handlers import HandlerChoice
 from .loader import is_error_value
 from .semantics import SHARED_DEFAULTS, leaves_shared_default
 
-
 INFRA_ERROR_CHARS = 500
 CONTENT_SAMPLE_STEPS = 400  # steps read to choose a decoder by content
 
@@ -134,7 +133,7 @@ def read_step(raw: Any, where: str, decoder: Decoder) -> ReadStep:
     if decoder in CALL_OBJECT_DECODERS and not all(c.well_formed for c in calls):
         # A name or key that is no Python name makes the decoded text unparsable; the call object
         # (in the same order) keeps the call, which BFCL's executor then fails to run (loader.invoke).
-        calls = tuple(c if c.well_formed else w for c, w in zip(calls, _call_objects(raw)))
+        calls = tuple(c if c.well_formed else w for c, w in zip(calls, _call_objects(raw), strict=True))
     return ReadStep(Step(calls))
 
 
@@ -243,7 +242,8 @@ def _logged_calls(seen: LoggedStep | None) -> tuple[ToolCall, ...]:
 
 
 def _with_log(turns: list[tuple[Step, ...]], logged: Mapping[tuple[int, int], LoggedStep],
-              unread: list[tuple[int, int, str]]) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]], int]:
+              unread: list[tuple[int, int, str]]
+              ) -> tuple[tuple[tuple[Step, ...], ...], list[tuple[int, int, str]], int]:
     """The steps with the tool results the log recorded, every undecodable step — ``unread``
     (attempts at calls the decoder could not read, text it would have evaluated) and steps without a
     call in which the log's own decoder read calls (this reading then differs from BFCL's) — and how
@@ -273,6 +273,31 @@ def _infra_error(result: Any) -> str:
     return first[:INFRA_ERROR_CHARS]
 
 
+def _read_turns(result: list[list[Any]], choice: HandlerChoice, logged: Mapping[tuple[int, int], LoggedStep]
+                ) -> tuple[list[tuple[Step, ...]], list[tuple[int, int, str]], int, int]:
+    """The steps of a result's turns, read by the decoder of ``choice``: per turn its steps, the steps
+    left undecodable (turn, step, why), and how many steps were read from the log's own decoding and
+    how many as lists of call strings."""
+    decoder = decoder_for(choice.handler, choice.is_fc)
+    turns: list[tuple[Step, ...]] = []
+    unread: list[tuple[int, int, str]] = []
+    from_log = as_strings = 0
+    for t, turn in enumerate(result):
+        steps = []
+        for s, raw in enumerate(turn):
+            read = read_step(raw, f"result[{t}][{s}]", decoder)
+            calls = _logged_calls(logged.get((t, s))) if read.not_evaluated else ()
+            if calls:  # BFCL's decoder evaluated the text as Python, which we never do: its log says what it read
+                read, from_log = ReadStep(Step(calls, raw if isinstance(raw, str) else None)), from_log + 1
+            elif not read.step.calls and choice.chosen_by == "content" and decoded_call_strings(raw):
+                read, as_strings = ReadStep(Step(decoded_call_strings(raw))), as_strings + 1
+            steps.append(read.step)
+            if read.undecodable is not None:
+                unread.append((t, s, read.undecodable))
+        turns.append(tuple(steps))
+    return turns, unread, from_log, as_strings
+
+
 def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice,
                         verdict: tuple[int | None, str] = (None, "no BFCL score file given")) -> Rollout:
     """One result line as a rollout, its steps read by the decoder of ``choice``; ``verdict`` is
@@ -294,22 +319,8 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
                        recorded=Recorded.of(*verdict))
     if not all(isinstance(t, list) for t in result):
         raise StepError("'result' must be a list of turns, each a list of steps")
-    decoder = decoder_for(choice.handler, choice.is_fc)
     logged = logged_steps(obj.get("inference_log"))
-    turns, unread, from_log, as_strings = [], [], 0, 0
-    for t, turn in enumerate(result):
-        steps = []
-        for s, raw in enumerate(turn):
-            read = read_step(raw, f"result[{t}][{s}]", decoder)
-            calls = _logged_calls(logged.get((t, s))) if read.not_evaluated else ()
-            if calls:  # BFCL's decoder evaluated the text as Python, which we never do: its log says what it read
-                read, from_log = ReadStep(Step(calls, raw if isinstance(raw, str) else None)), from_log + 1
-            elif not read.step.calls and choice.chosen_by == "content" and decoded_call_strings(raw):
-                read, as_strings = ReadStep(Step(decoded_call_strings(raw))), as_strings + 1
-            steps.append(read.step)
-            if read.undecodable is not None:
-                unread.append((t, s, read.undecodable))
-        turns.append(tuple(steps))
+    turns, unread, from_log, as_strings = _read_turns(result, choice, logged)
     try:
         usage, accounting_error = _usage(obj), None
     except (StepError, DecodeError) as exc:  # bad accounting costs the accounting, not the entry
@@ -322,7 +333,8 @@ def rollout_from_result(obj: Any, model: str, method: str, choice: HandlerChoice
         meta["bfcl_steps_from_log"] = from_log
         meta["reading"] += "; steps BFCL's handler evaluated as Python read from its own decoding (inference_log)"
     return Rollout(DATASET, task_id, model, method, rid, logged_turns, source="import:bfcl", meta=meta, usage=usage,
-                   accounting_error=accounting_error, recorded=Recorded.of(*verdict, unread, undecoded_confirmed=confirmed))
+                   accounting_error=accounting_error,
+                   recorded=Recorded.of(*verdict, unread, undecoded_confirmed=confirmed))
 
 
 SHARED_DEFAULT = "shared_default"
@@ -376,4 +388,5 @@ def _usage(obj: dict) -> tuple[Usage, ...]:
         raise StepError(f"token counts and latency have different lengths "
                         f"({len(inputs)}, {len(outputs)}, {len(latency)})")
     return tuple(Usage("executor", count(i, f"input_token_count[{n}]"), count(o, f"output_token_count[{n}]"),
-                       seconds(t, f"latency[{n}]")) for n, (i, o, t) in enumerate(zip(inputs, outputs, latency)))
+                       seconds(t, f"latency[{n}]"))
+                 for n, (i, o, t) in enumerate(zip(inputs, outputs, latency, strict=True)))

@@ -18,7 +18,6 @@ from typing import Any
 
 from prefix_audit.core.health import changed_text
 
-
 MAX_VALUE_CHARS = 120  # a value quoted in evidence
 MAX_CHANGES = 6  # state changes named per call
 
@@ -42,41 +41,48 @@ def state_tree(instances: Mapping[str, Any]) -> dict[str, str]:
     left out."""
     out: dict[str, str] = {}
     seen: dict[int, str] = {}
-
-    def walk(value: Any, path: str) -> None:
-        if value is None or isinstance(value, (str, int, float, bool)):
-            out[path] = repr(value)
-            return
-        if isinstance(value, random.Random):
-            return
-        if id(value) in seen:
-            out[path] = "@" + seen[id(value)]
-            return
-        seen[id(value)] = path
-        if isinstance(value, dict):
-            out[path] = "{}"
-            for key in sorted(value, key=repr):
-                walk(value[key], f"{path}[{key!r}]")
-        elif isinstance(value, (list, tuple)):
-            out[path] = "[]" if isinstance(value, list) else "()"
-            for i, item in enumerate(value):
-                walk(item, f"{path}[{i}]")
-        elif isinstance(value, (set, frozenset)):
-            out[path] = "{" + ", ".join(sorted(map(repr, value))) + "}"
-        elif hasattr(value, "__dict__") and not callable(value):
-            out[path] = f"<{type(value).__name__}>"
-            for key, item in vars(value).items():
-                if not key.startswith("_"):
-                    walk(item, f"{path}.{key}")
-        else:
-            out[path] = repr(value)
-
     for private in (False, True):
         for cls_name, instance in instances.items():
             for key, value in vars(instance).items():
                 if key.startswith("_") == private:
-                    walk(value, f"{cls_name}.{key}")
+                    _walk(value, f"{cls_name}.{key}", out, seen)
     return out
+
+
+def _walk(value: Any, path: str, out: dict[str, str], seen: dict[int, str]) -> None:
+    """``value`` at ``path`` written into ``out`` as :func:`state_tree` says; ``seen``: where each
+    object was first met."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        out[path] = repr(value)
+        return
+    if isinstance(value, random.Random):
+        return
+    if id(value) in seen:
+        out[path] = "@" + seen[id(value)]
+        return
+    seen[id(value)] = path
+    _walk_members(value, path, out, seen)
+
+
+def _walk_members(value: Any, path: str, out: dict[str, str], seen: dict[int, str]) -> None:
+    """A value met for the first time, no scalar: its kind, then each of its members."""
+    if isinstance(value, dict):
+        out[path] = "{}"
+        for key in sorted(value, key=repr):
+            _walk(value[key], f"{path}[{key!r}]", out, seen)
+    elif isinstance(value, (list, tuple)):
+        out[path] = "[]" if isinstance(value, list) else "()"
+        for i, item in enumerate(value):
+            _walk(item, f"{path}[{i}]", out, seen)
+    elif isinstance(value, (set, frozenset)):
+        out[path] = "{" + ", ".join(sorted(map(repr, value))) + "}"
+    elif hasattr(value, "__dict__") and not callable(value):
+        out[path] = f"<{type(value).__name__}>"
+        for key, item in vars(value).items():
+            if not key.startswith("_"):
+                _walk(item, f"{path}.{key}", out, seen)
+    else:
+        out[path] = repr(value)
 
 
 def _top(path: str) -> str:

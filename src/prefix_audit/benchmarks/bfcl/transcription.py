@@ -22,7 +22,6 @@ from prefix_audit.core.calls import ToolCall
 
 from .state_diff import shortened
 
-
 NEAR_CHARS = 2  # a dictated text and the gold's: this many characters apart at most
 
 

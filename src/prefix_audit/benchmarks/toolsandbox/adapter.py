@@ -33,7 +33,15 @@ from prefix_audit.core.health import Finding
 from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.models.base import ToolSchema
 from prefix_audit.plugin import (
-    Benchmark, Outcome, ReplaySession, TaskFacts, TaskIndex, TaskSample, ToolSpec, UnscorableRollout, probe_findings,
+    Benchmark,
+    Outcome,
+    ReplaySession,
+    TaskFacts,
+    TaskIndex,
+    TaskSample,
+    ToolSpec,
+    UnscorableRollout,
+    probe_findings,
     unreadable_call_observation,
 )
 

@@ -69,7 +69,6 @@ from .release_changes import (
 )
 from .tau2_evaluation import tau2_messages, tau2_reward
 
-
 HEALTH_MODEL = "health"
 # What the idle agent says (our wording): no call, no fact, no promise.
 IDLE_TEXT = "Thank you for contacting us. Have a nice day."
@@ -208,8 +207,8 @@ class TauProbe:
                 n = len(task.gold)
                 hashes = ", ".join(h[:12] for h in (fresh.db_fingerprint().split(":") if bench.user_acts
                                                     else [fresh.db_hash()]))
-                said.append(f"DB: tau2's gold database{both} — its {n} gold action{'s' * (n != 1)} run as its evaluator "
-                            f"runs them — hashes as a fresh one ({hashes})")
+                said.append(f"DB: tau2's gold database{both} — its {n} gold action{'s' * (n != 1)} run as its "
+                            f"evaluator runs them — hashes as a fresh one ({hashes})")
         if "ENV_ASSERTION" in task.reward_basis:
             if not task.env_assertions:
                 said.append("ENV_ASSERTION: the task lists no env assertions")

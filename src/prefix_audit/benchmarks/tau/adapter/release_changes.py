@@ -23,7 +23,6 @@ from prefix_audit.core.health import SCORED, SEEN, UNSEEN, changed_hunks, change
 
 from ..domain.data import BASE_SPLIT, LAYOUTS, EnvAssertion, EnvCall, GoldAction, TauDomain, TauTask
 
-
 SCENARIO_FIELDS = ("reason_for_call", "known_info", "unknown_info", "task_instructions", "persona")
 # Top-level fields of a task object that :class:`TauTask` reads (the rest is metadata: description,
 # annotations, issues, ...). Within them, what TauTask leaves out (action ids, the scenario's domain
@@ -262,7 +261,7 @@ def _list_changes(before: Sequence[str], after: Sequence[str]) -> str:
     parts = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
         if tag == "replace" and i2 - i1 == j2 - j1:
-            parts += [changed_text(x, y) for x, y in zip(before[i1:i2], after[j1:j2])]
+            parts += [changed_text(x, y) for x, y in zip(before[i1:i2], after[j1:j2], strict=True)]
         elif tag != "equal":
             parts += [f"dropped {x!r}" for x in before[i1:i2]] + [f"added {y!r}" for y in after[j1:j2]]
     return f"({len(before)} → {len(after)}: " + "; ".join(parts) + ")"
@@ -273,10 +272,10 @@ def _value_changes(path: str, a: Any, b: Any) -> list[str]:
     texts as :func:`_list_changes`, other values as both JSON texts."""
     if a == b:
         return []
-    if isinstance(a, dict) or isinstance(b, dict):
-        if (a is None or isinstance(a, dict)) and (b is None or isinstance(b, dict)):
-            a, b = a or {}, b or {}
-            return [c for k in sorted(set(a) | set(b)) for c in _value_changes(f"{path}.{k}", a.get(k), b.get(k))]
+    if (isinstance(a, dict) or isinstance(b, dict)) and (a is None or isinstance(a, dict)) \
+            and (b is None or isinstance(b, dict)):
+        a, b = a or {}, b or {}
+        return [c for k in sorted(set(a) | set(b)) for c in _value_changes(f"{path}.{k}", a.get(k), b.get(k))]
     if isinstance(a, str) and isinstance(b, str):
         return [f"{path}: {changed_text(a, b)}"]
     if all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in (a, b)):
@@ -291,8 +290,8 @@ def policy_change(ours: tuple[Path, ...], theirs: tuple[Path, ...]) -> str | Non
     briefly: the first changes that fit :data:`POLICY_EVIDENCE_CHARS`, and how many more there are."""
     if ours == theirs:
         return None
-    texts = ["\n".join(p.read_text(encoding="utf-8") for p in paths) for paths in (theirs, ours)]
-    hunks = changed_hunks(*texts)
+    theirs_text, ours_text = ("\n".join(p.read_text(encoding="utf-8") for p in paths) for paths in (theirs, ours))
+    hunks = changed_hunks(theirs_text, ours_text)
     if not hunks:
         return None
     shown = [hunks[0]]

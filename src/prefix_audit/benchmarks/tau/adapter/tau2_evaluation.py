@@ -34,7 +34,7 @@ def tau2_messages(episode: EpisodeResult, tools: Mapping[str, Any]) -> list[Any]
 
     def arguments(call: ToolCall) -> dict[str, Any]:
         spec = tools.get(call.name or "")
-        return {**(dict(zip(spec.positional_order, call.args)) if spec else {}), **dict(call.kwargs)}
+        return {**(dict(zip(spec.positional_order, call.args, strict=False)) if spec else {}), **dict(call.kwargs)}
 
     def user_acts(before_turn: int) -> None:
         while party and party[0].turn <= before_turn:
@@ -57,7 +57,7 @@ def tau2_messages(episode: EpisodeResult, tools: Mapping[str, Any]) -> list[Any]
                          requestor="assistant") for k, (c, _) in enumerate(calls)]))
             out += [ToolMessage(id=m.id, role="tool", content=v.logged or "", requestor="assistant",
                                 error=v.accepted is not True)
-                    for m, (_, v) in zip(out[-1].tool_calls, calls)]
+                    for m, (_, v) in zip(out[-1].tool_calls, calls, strict=True)]
     user_acts(len(rollout.turns))
     out.append(UserMessage(role="user", content=sem.STOP_TOKEN))
     return out
@@ -111,7 +111,8 @@ def tau2_reward(bench: Any, definition: Mapping[str, Any], messages: Sequence[An
     if judged and nl_verdict is None:
         return Tau2Verdict(None, f"tau2 needs a judge model for its {len(task.evaluation_criteria.nl_assertions)} "
                                  f"NL assertions")
-    reward, breakdown = 1.0, {}
+    reward = 1.0
+    breakdown: dict[Any, float] = {}  # by tau2's RewardType
     if basis & {RewardType.DB, RewardType.ENV_ASSERTION}:
         env = EnvironmentEvaluator.calculate_reward(environment_constructor(bench), task, list(messages))
         reward *= env.reward
@@ -122,7 +123,7 @@ def tau2_reward(bench: Any, definition: Mapping[str, Any], messages: Sequence[An
         breakdown.update(action.reward_breakdown or {})
     if RewardType.NL_ASSERTION in basis:
         # none listed: tau2's evaluator returns 1 without a judge; else the configured judge's verdict
-        breakdown[RewardType.NL_ASSERTION] = float(nl_verdict) if judged else 1.0
+        breakdown[RewardType.NL_ASSERTION] = float(nl_verdict) if judged and nl_verdict is not None else 1.0
         reward *= breakdown[RewardType.NL_ASSERTION]
     if RewardType.COMMUNICATE in basis:
         communicate = CommunicateEvaluator.calculate_reward(task, list(messages))

@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 from typing import Any
 
-
 _CALC_CHARS = frozenset("0123456789+-*/(). ")
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 # Integer results beyond this many bits are refused: `9**9**9` would keep tau2's eval busy for hours.
 MAX_INT_BITS = 10_000
 
 
 def _arithmetic(node: ast.expr) -> int | float:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    # int and float themselves: a bool constant (an int subclass) is no number here
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and type(node.value) is not bool:
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _arithmetic(node.left), _arithmetic(node.right)
@@ -42,5 +44,5 @@ def calculate(expression: Any) -> str:
     if not all(char in _CALC_CHARS for char in expression):
         raise ValueError("Invalid characters in expression")
     # Python's eval, which tau2's calculate calls, skips leading spaces and tabs; compile does not.
-    tree = compile(expression.lstrip(" \t"), "<string>", "eval", ast.PyCF_ONLY_AST)
+    tree = ast.parse(expression.lstrip(" \t"), "<string>", mode="eval")
     return str(round(float(_arithmetic(tree.body)), 2))

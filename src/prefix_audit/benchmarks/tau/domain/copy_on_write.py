@@ -26,7 +26,7 @@ class AccessMode:
             self.copying = True
 
 
-class CopyOnWriteTable(dict):  # type: ignore[type-arg]
+class CopyOnWriteTable(dict):
     """One top-level table of a rollout's database (airline flights, users, reservations; retail
     products, users, orders). It starts as a shallow copy of the process's validated template table,
     so its records are the template's own objects; the first time a call that may write reaches a
@@ -72,11 +72,11 @@ class CopyOnWriteTable(dict):  # type: ignore[type-arg]
     def get(self, key: Any, default: Any = None) -> Any:
         return self._reach(key) if dict.__contains__(self, key) else default
 
-    def values(self):  # type: ignore[override]
+    def values(self):
         self._reach_all()
         return dict.values(self)
 
-    def items(self):  # type: ignore[override]
+    def items(self):
         self._reach_all()
         return dict.items(self)
 

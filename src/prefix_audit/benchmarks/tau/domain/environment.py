@@ -45,7 +45,6 @@ from .calculator import calculate
 from .copy_on_write import AccessMode, CopyOnWriteTable
 from .data import TauDomain
 
-
 _CLASSES = {  # domain → (toolkit module, toolkit class, database module, database class)
     "airline": ("tau2.domains.airline.tools", "AirlineTools", "tau2.domains.airline.data_model", "FlightDB"),
     "retail": ("tau2.domains.retail.tools", "RetailTools", "tau2.domains.retail.data_model", "RetailDB"),
@@ -232,7 +231,7 @@ class DomainBackend:
         if rows is None or type(db) is not type(template):
             return None
         reached: dict[str, dict[Any, Any]] = {}
-        gone = []
+        gone: list[tuple[str, Any, str | None]] = []
         for name in rows:
             table, base = getattr(db, name), getattr(template, name)
             if not isinstance(table, CopyOnWriteTable) or table.template is not base:
@@ -343,7 +342,7 @@ class LiveEnvironment:
         if requestor != "assistant":
             raise ValueError(f"a {self.backend.domain.name} user has no tools (a call by {requestor!r})")
         info = self.backend.tools.get(call.name or "")
-        arguments = dict(zip(info.spec.positional_order, call.args)) if info else {}
+        arguments = dict(zip(info.spec.positional_order, call.args, strict=False)) if info else {}
         arguments.update(call.kwargs)
         return self.call(call.name or "", arguments, call.call_id or "")
 
