@@ -263,9 +263,10 @@ class _Builder:
             route = (row.get("sender"), row.get("recipient"))
             if route == ("AGENT", "EXECUTION_ENVIRONMENT"):
                 call = _request(row)
+                assert call.call_id is not None  # _request names every call (its OpenAI id, else its variable)
                 if call.call_id in self.calls:
                     raise ScenarioError(f"tool-call id {call.call_id!r} appears twice")
-                self.calls[call.call_id] = {"error": None, "result": None,  # type: ignore[index]
+                self.calls[call.call_id] = {"error": None, "result": None,
                                             "gone": _gone_before(self.snapshots, index)}
                 self.ledger.open(call)
                 pending.append(call)
@@ -452,7 +453,7 @@ def import_runs(source: str | Path, model: str | None = None, method: str = "imp
         except ScenarioError as exc:
             yield BadLine(str(summary_path), 0, f"unusable ToolSandbox run: {exc}")
             continue
-        seen: set[str] = set()
+        seen: set[str | None] = set()  # an entry without a name counts as None: a second one is refused
         agent, named_by = (model, None) if model else model_of(run)
         for position, entry in enumerate(entries, start=1):
             label = entry.get("name") if isinstance(entry, dict) and isinstance(entry.get("name"), str) else None
@@ -460,7 +461,7 @@ def import_runs(source: str | Path, model: str | None = None, method: str = "imp
                 if label in seen:
                     raise ScenarioError(f"scenario {label!r} listed twice")
                 rollout = scenario_rollout(run, entry, agent, method)
-                seen.add(label)  # type: ignore[arg-type]
+                seen.add(label)
                 yield Located(str(summary_path), position, rollout, named_by)
             except RECORD_SHAPE_ERRORS as exc:  # ScenarioError, or a field of the wrong shape
                 why = shape_reason(exc)
