@@ -75,7 +75,7 @@ from .reports.tables import table_files, task_health_texts, write_tables
 from .reports.view import SiteReport, view_results
 from .statistics.categories import uncategorised_lines, write_category_stats
 from .statistics.labels import LabelGroup, LabelReport, write_label_comparison
-from .statistics.settings import StatsSettings
+from .statistics.settings import K_MAX, StatsSettings
 from .statistics.stats import ALL, ORIGIN_METRICS, ORIGINS, write_stats
 
 log = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ class AuditSettings:
     method: str = IMPORTED
     resamples: int = 10_000
     seed: int = 0
-    k_max: int = 4
+    k_max: int = K_MAX
     confidence: float = 0.95
     exclude_unsound: bool = False
     labels: Sequence[str | Path] = ()
