@@ -224,9 +224,8 @@ def _tables(args: argparse.Namespace) -> int:
     from .core.output_tree import check_output_folder, kept_lines, replaced_tree
     from .reports.tables import table_files, write_tables
 
-    # STATS is stats.parquet or the directory holding it; F.3 reads the paired.parquet beside it, the
-    # task_categories table the categories.parquet beside it, the trust table the FED table of the same
-    # results layout (or --episodes), the labels tables its labels/.
+    # STATS is stats.parquet or its folder; beside it F.3 reads paired.parquet, task_categories categories.parquet,
+    # the trust table the FED table of the same results layout (or --episodes), the labels tables labels/.
     check_output_folder(args.output)
     given = Path(args.stats)
     stats = given / "stats.parquet" if given.is_dir() else given
@@ -490,6 +489,7 @@ def build_parser(benchmarks: bool = True) -> argparse.ArgumentParser:
     """The command line; without ``benchmarks``, only the commands that read none (the registry
     is not loaded)."""
     from .core.parallel import default_workers
+    from .statistics.settings import K_MAX
 
     p = argparse.ArgumentParser(prog="prefix-audit", description=__doc__)
     p.add_argument("--version", action="version", version=__version__)
@@ -505,7 +505,7 @@ def build_parser(benchmarks: bool = True) -> argparse.ArgumentParser:
     st.add_argument("-o", "--output", required=True)
     st.add_argument("--resamples", type=int, default=10_000)
     st.add_argument("--seed", type=int, default=0)
-    st.add_argument("--k-max", type=int, default=4)
+    st.add_argument("--k-max", type=int, default=K_MAX)
     st.add_argument("--confidence", type=float, default=0.95)
     st.add_argument("--pairs", help="YAML/JSON list of pairs (label, dataset, condition/baseline {model, method}) "
                                     "for paired differences (Table F.3)")

@@ -34,31 +34,23 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-DEFECT = "defect"
-DESIGN = "design"
-DEFINITION = "definition"
-CAUTION = "caution"
-NOTE = "note"
 KINDS: Mapping[str, str] = {
-    DEFECT: "the task is broken as the benchmark scores it: it makes the task unsound",
-    DESIGN: "the task works as designed, though it looks like a defect: the task stays sound",
-    DEFINITION: "the audit's stricter predicates reject what the benchmark accepts and does not enforce",
-    CAUTION: "worth knowing when reading the task's numbers",
-    NOTE: "listed for completeness: nothing an agent sees or is scored on",
+    "defect": "the task is broken as the benchmark scores it: it makes the task unsound",
+    "design": "the task works as designed, though it looks like a defect: the task stays sound",
+    "definition": "the audit's stricter predicates reject what the benchmark accepts and does not enforce",
+    "caution": "worth knowing when reading the task's numbers",
+    "note": "listed for completeness: nothing an agent sees or is scored on",
 }
+DEFECT, DESIGN, DEFINITION, CAUTION, NOTE = KINDS
 
-SCORED = "scored"
-FED = "fed"
-SEEN = "seen"
-UNSEEN = "unseen"
-NONE = "none"
 EFFECTS: Mapping[str, str] = {
-    SCORED: "the score (Y) the same calls get",
-    FED: "where FED falls, or whom it charges; not the score",
-    SEEN: "what the model or the user simulator sees; not how the same calls are scored",
-    UNSEEN: "nothing the agent, the user simulator or the reward reads",
-    NONE: "nothing: an observation",
+    "scored": "the score (Y) the same calls get",
+    "fed": "where FED falls, or whom it charges; not the score",
+    "seen": "what the model or the user simulator sees; not how the same calls are scored",
+    "unseen": "nothing the agent, the user simulator or the reward reads",
+    "none": "nothing: an observation",
 }
+SCORED, FED, SEEN, UNSEEN, NONE = EFFECTS
 
 
 @dataclass(frozen=True)

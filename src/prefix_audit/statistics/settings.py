@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:  # polars only in annotations: the CLI's parser reads K_MAX without loading it
+    import polars as pl
 
 K_MAX = 4  # PEC@1..4: the depths the tables, the site and the Inspect scorer report
 BLOCK_KEYS = ("dataset", "model", "method")
@@ -90,7 +92,7 @@ def check_episodes(episodes: pl.DataFrame) -> None:
     for col in ("T", "FED"):
         if not episodes.schema[col].is_integer():
             raise ValueError(f"episodes column {col!r} must be integer, got {episodes.schema[col]}")
-    half = episodes.filter(pl.col("T").is_null() != pl.col("FED").is_null())
+    half = episodes.filter(episodes["T"].is_null() != episodes["FED"].is_null())
     if half.height:
         first = half.row(0, named=True)
         raise ValueError(f"episodes row of {first['dataset']}/{first['model']}/{first['method']} task "

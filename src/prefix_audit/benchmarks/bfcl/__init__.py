@@ -19,8 +19,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from prefix_audit.core.fetch import PackagePin
-from prefix_audit.plugin import CliOption, DatasetSpec, OpenRequest, Registration, TaskCategories, register
+from prefix_audit.plugin import CliOption, DatasetSpec, OpenRequest, PackagePin, Registration, TaskCategories, register
 
 from .data import CATEGORIES, DATA_PINS, DATASET, DEFAULT_PIN, BfclData, Entry, load_data, sample_task_ids
 from .importer import import_bfcl, import_result_file, is_bfcl_log, single_turn_file

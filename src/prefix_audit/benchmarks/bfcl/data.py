@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.fetch import PackagePin, pinned_package
+from prefix_audit.plugin import PackagePin, pinned_package
 
 from . import semantics as sem
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.models.base import ToolSchema
-from prefix_audit.plugin import ToolSpec, unreadable_call_observation
+from prefix_audit.plugin import ToolCall, ToolSchema, ToolSpec, unreadable_call_observation
 
 from .data import Entry
 from .loader import invoke, method_table

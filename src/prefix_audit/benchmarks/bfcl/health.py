@@ -47,10 +47,23 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, parse_call_string
-from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding, changed_text
-from prefix_audit.core.records import Rollout, rollout_id_for, without_action
-from prefix_audit.plugin import Counterfactual, EpisodeResult, call_text
+from prefix_audit.plugin import (
+    CAUTION,
+    NOTE,
+    SCORED,
+    SEEN,
+    UNSEEN,
+    Counterfactual,
+    EpisodeResult,
+    Finding,
+    Rollout,
+    ToolCall,
+    call_text,
+    changed_text,
+    parse_call_string,
+    rollout_id_for,
+    without_action,
+)
 from prefix_audit.replay.checker import replay
 
 from .data import DATASET, Entry

@@ -20,9 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, JsonLine, first_json_line, iter_json_lines, shape_reason
-from prefix_audit.core.records import UNKNOWN_MODEL, BadLine, Located, ModelNamed, NamedBy, ScoredOn
-from prefix_audit.plugin import ImportRequest
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, JsonLine, first_json_line, shape_reason
+from prefix_audit.core.records import UNKNOWN_MODEL, ModelNamed, NamedBy, ScoredOn
+from prefix_audit.plugin import BadLine, ImportRequest, Located, iter_json_lines
 
 from .data import DATASET, DATASET_VERSION
 from .handlers import HandlerChoice, check_model_key, choose_handler

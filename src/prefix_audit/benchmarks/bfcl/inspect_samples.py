@@ -32,12 +32,20 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.fetch import FetchError
 from prefix_audit.core.framework_samples import ChatMessage, FrameworkSample, recorded_verdict
-from prefix_audit.core.reading import BadRecord, chat_role
-from prefix_audit.core.records import LogIssue, Recorded, RecordedResult, Rollout, Step, rollout_id_for
-from prefix_audit.plugin import ImportRequest
+from prefix_audit.plugin import (
+    BadRecord,
+    ImportRequest,
+    LogIssue,
+    Recorded,
+    RecordedResult,
+    Rollout,
+    Step,
+    ToolCall,
+    chat_role,
+    rollout_id_for,
+)
 
 from .data import DATASET, Entry
 from .loader import is_error_value

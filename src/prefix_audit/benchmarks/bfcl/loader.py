@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
+from prefix_audit.plugin import ToolCall
 
 from . import semantics as sem
 from .data import Entry

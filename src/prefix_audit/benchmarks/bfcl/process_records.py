@@ -28,19 +28,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, parse_call_string, structured_call
-from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, BadLine, JsonLine, shape_reason
-from prefix_audit.core.records import (
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, JsonLine, shape_reason
+from prefix_audit.core.records import call_like_text_steps, model_in_log
+from prefix_audit.plugin import (
+    BadLine,
+    ImportRequest,
     Located,
     Recorded,
     RecordedResult,
     Rollout,
     Step,
-    call_like_text_steps,
-    model_in_log,
+    ToolCall,
+    TrajectoryReader,
+    parse_call_string,
     rollout_id_for,
+    structured_call,
 )
-from prefix_audit.plugin import ImportRequest, TrajectoryReader
 
 from .data import CATEGORIES, DATASET
 from .decoders import tool_call_tags

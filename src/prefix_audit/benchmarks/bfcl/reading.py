@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefix_audit.core.fetch import FetchError
-from prefix_audit.core.records import Rollout
-from prefix_audit.plugin import Benchmark, RefusedOption
+from prefix_audit.plugin import Benchmark, RefusedOption, Rollout
 
 from .data import V3_ERA_PIN, BfclData
 from .handlers import ModelEntry, model_config

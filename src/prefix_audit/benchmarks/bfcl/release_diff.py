@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prefix_audit.core.health import changed_text
+from prefix_audit.plugin import changed_text
 
 from .data import Entry
 

@@ -19,20 +19,23 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, parse_call_string
-from prefix_audit.core.health import Finding
 from prefix_audit.core.io import files_sha256
-from prefix_audit.core.records import Rollout, Step, rollout_id_for
 from prefix_audit.plugin import (
     Benchmark,
+    Finding,
     Outcome,
     ReplaySession,
+    Rollout,
+    Step,
     TaskFacts,
     TaskIndex,
     TaskSample,
+    ToolCall,
     ToolSpec,
     UnscorableRollout,
+    parse_call_string,
     probe_findings,
+    rollout_id_for,
 )
 from prefix_audit.replay.values import argument_values, mentions, scalars
 

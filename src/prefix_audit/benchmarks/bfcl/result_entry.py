@@ -45,9 +45,23 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, looks_like_calls, parse_call_string, structured_call
-from prefix_audit.core.decode import DecodeError, count, excerpt_of, seconds
-from prefix_audit.core.records import LogIssue, Recorded, RecordedResult, Rollout, Step, Usage, rollout_id_for
+from prefix_audit.core.calls import looks_like_calls
+from prefix_audit.core.decode import excerpt_of
+from prefix_audit.plugin import (
+    DecodeError,
+    LogIssue,
+    Recorded,
+    RecordedResult,
+    Rollout,
+    Step,
+    ToolCall,
+    Usage,
+    count,
+    parse_call_string,
+    rollout_id_for,
+    seconds,
+    structured_call,
+)
 from prefix_audit.replay.record_check import literal_value
 
 from .data import DATASET, Entry

@@ -28,14 +28,8 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from prefix_audit.core.compressed import content_sha256
-from prefix_audit.core.decode import (
-    COMPRESSED_SUFFIXES,
-    BadLine,
-    DecodeError,
-    first_json_lines,
-    iter_json_lines,
-    plain_name,
-)
+from prefix_audit.core.decode import COMPRESSED_SUFFIXES, first_json_lines, plain_name
+from prefix_audit.plugin import BadLine, DecodeError, iter_json_lines
 
 RESULT_SUFFIX = "_result.json"
 SCORE_SUFFIX = "_score.json"

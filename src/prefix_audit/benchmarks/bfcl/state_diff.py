@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_audit.core.health import changed_text
+from prefix_audit.plugin import changed_text
 
 MAX_VALUE_CHARS = 120  # a value quoted in evidence
 MAX_CHANGES = 6  # state changes named per call

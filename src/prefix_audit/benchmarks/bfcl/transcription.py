@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
+from prefix_audit.plugin import ToolCall
 
 from .state_diff import shortened
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.records import MAX_ISSUE_CHARS, LogIssue, Rollout
-from prefix_audit.plugin import Benchmark, UnscorableRollout
+from prefix_audit.core.records import MAX_ISSUE_CHARS
+from prefix_audit.plugin import Benchmark, LogIssue, Rollout, UnscorableRollout
 from prefix_audit.replay.checker import replay
 from prefix_audit.replay.record_check import canonical, check_record
 

@@ -16,8 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.fetch import PackagePin
-from prefix_audit.plugin import CliOption, DatasetSpec, OpenRequest, Registration, register
+from prefix_audit.plugin import CliOption, DatasetSpec, OpenRequest, PackagePin, Registration, register
 
 from .adapter.replay import (
     Y_BASIS_FULL,

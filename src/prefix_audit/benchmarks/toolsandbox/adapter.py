@@ -28,20 +28,22 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.health import Finding
-from prefix_audit.core.records import Rollout, Step, rollout_id_for
-from prefix_audit.models.base import ToolSchema
 from prefix_audit.plugin import (
     Benchmark,
+    Finding,
     Outcome,
     ReplaySession,
+    Rollout,
+    Step,
     TaskFacts,
     TaskIndex,
     TaskSample,
+    ToolCall,
+    ToolSchema,
     ToolSpec,
     UnscorableRollout,
     probe_findings,
+    rollout_id_for,
     unreadable_call_observation,
 )
 

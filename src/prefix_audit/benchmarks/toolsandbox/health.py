@@ -26,9 +26,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 
-from prefix_audit.core.health import Finding
-from prefix_audit.core.records import Rollout, Step, rollout_id_for, without_action
-from prefix_audit.plugin import Benchmark, Counterfactual, EpisodeResult, call_text
+from prefix_audit.plugin import (
+    Benchmark,
+    Counterfactual,
+    EpisodeResult,
+    Finding,
+    Rollout,
+    Step,
+    call_text,
+    rollout_id_for,
+    without_action,
+)
 
 from .evaluation import StateTarget, TraceTarget
 from .sandbox import Sandbox

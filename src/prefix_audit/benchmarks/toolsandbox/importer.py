@@ -46,22 +46,25 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, DecodeError, read_json_document, shape_reason
-from prefix_audit.core.reading import BadRecord, CallLedger, chat_role
-from prefix_audit.core.records import (
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, shape_reason
+from prefix_audit.core.records import ModelNamed, NamedBy, call_like_text_steps
+from prefix_audit.plugin import (
     BadLine,
+    BadRecord,
+    CallLedger,
+    DecodeError,
+    ImportRequest,
     Located,
-    ModelNamed,
-    NamedBy,
     Recorded,
     RecordedResult,
     Rollout,
     Step,
-    call_like_text_steps,
+    ToolCall,
+    chat_role,
+    read_json_document,
     rollout_id_for,
+    structured_call,
 )
-from prefix_audit.plugin import ImportRequest
 
 from .recorded import DATASET, RECORD_KEY, SCORE_NAME, normalize_exception
 

@@ -31,9 +31,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.records import Rollout, actions_of
-from prefix_audit.plugin import Benchmark, Outcome, ReplaySession, TaskFacts, ToolSpec, UnscorableRollout
+from prefix_audit.core.records import actions_of
+from prefix_audit.plugin import (
+    Benchmark,
+    Outcome,
+    ReplaySession,
+    Rollout,
+    TaskFacts,
+    ToolCall,
+    ToolSpec,
+    UnscorableRollout,
+)
 from prefix_audit.replay.values import mentions, scalars
 
 from .validation import phone_number

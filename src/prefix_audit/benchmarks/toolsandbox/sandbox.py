@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.plugin import Outcome
+from prefix_audit.plugin import Outcome, ToolCall
 
 from .evaluation import Evaluation, Position, evaluate
 from .scenarios import Scenario

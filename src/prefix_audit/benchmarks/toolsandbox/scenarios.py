@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
+from prefix_audit.plugin import ToolCall
 
 from .evaluation import StateTarget, Target, TraceTarget, close, exact, text, unit
 from .tools import TOOLS

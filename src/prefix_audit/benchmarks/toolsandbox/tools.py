@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.plugin import Outcome, ToolSpec, bind_arguments
+from prefix_audit.plugin import Outcome, ToolCall, ToolSpec, bind_arguments
 from prefix_audit.replay.checker import Failure
 
 from . import validation

@@ -50,11 +50,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.health import CAUTION, NOTE, SCORED, SEEN, UNSEEN, Finding
 from prefix_audit.core.io import files_sha256
-from prefix_audit.core.records import PARTY_CALLS_KEY, Action, Rollout, Step, rollout_id_for, without_action
-from prefix_audit.plugin import Counterfactual, EpisodeResult, call_text
+from prefix_audit.core.records import Action
+from prefix_audit.plugin import (
+    CAUTION,
+    NOTE,
+    PARTY_CALLS_KEY,
+    SCORED,
+    SEEN,
+    UNSEEN,
+    Counterfactual,
+    EpisodeResult,
+    Finding,
+    Rollout,
+    Step,
+    ToolCall,
+    call_text,
+    rollout_id_for,
+    without_action,
+)
 from prefix_audit.replay.checker import replay
 
 from ..domain import embedded as emb

@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.health import SCORED, SEEN, UNSEEN, changed_hunks, changed_text
+from prefix_audit.plugin import SCORED, SEEN, UNSEEN, changed_hunks, changed_text
 
 from ..domain.data import BASE_SPLIT, LAYOUTS, EnvAssertion, EnvCall, GoldAction, TauDomain, TauTask
 

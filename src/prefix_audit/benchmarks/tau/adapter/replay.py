@@ -49,21 +49,24 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
-from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.health import Finding
-from prefix_audit.core.records import PARTY_CALLS_KEY, Rollout, rollout_id_for
-from prefix_audit.models.base import ModelBackend
 from prefix_audit.plugin import (
+    PARTY_CALLS_KEY,
     AgentEnvironment,
     Benchmark,
+    Finding,
+    ModelBackend,
     Outcome,
     RefusedOption,
     ReplaySession,
+    Rollout,
     TaskFacts,
     TaskIndex,
+    ToolCall,
     ToolSpec,
     UnscorableRollout,
     probe_findings,
+    rollout_id_for,
+    structured_call,
 )
 from prefix_audit.replay.checker import primary, replay
 

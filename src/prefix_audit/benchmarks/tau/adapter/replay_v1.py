@@ -23,9 +23,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import cached_property
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.records import Rollout
-from prefix_audit.plugin import Benchmark, Outcome, TaskIndex, ToolSpec, UnscorableRollout
+from prefix_audit.plugin import Benchmark, Outcome, Rollout, TaskIndex, ToolCall, ToolSpec, UnscorableRollout
 
 from ..domain import v1
 from ..domain.data import TauData, TauTask

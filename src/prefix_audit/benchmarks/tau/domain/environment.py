@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.plugin import StateIndex, ToolSpec
+from prefix_audit.plugin import StateIndex, ToolCall, ToolSpec
 
 from . import semantics as sem
 from .calculator import calculate

@@ -51,7 +51,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.records import LogIssue
+from prefix_audit.plugin import LogIssue
 
 from .data import GoldAction, TauDataError, parse_criteria
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from prefix_audit.core.records import LogIssue, Recorded
+from prefix_audit.plugin import LogIssue, Recorded
 
 # tau2.config: DEFAULT_MAX_STEPS = 200, DEFAULT_MAX_ERRORS = 10 (the τ³ v1.0.1 runs in
 # fixtures/tau3-results record the same values in info.max_steps / info.max_errors).

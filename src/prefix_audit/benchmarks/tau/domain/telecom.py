@@ -32,8 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.plugin import StateIndex
+from prefix_audit.plugin import StateIndex, ToolCall
 
 from . import semantics as sem
 from .data import EnvAssertion, EnvCall, GoldAction, TauDomain, TauTask

@@ -24,10 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from prefix_audit.core.calls import ToolCall
-from prefix_audit.core.records import PARTY_CALLS_KEY, Step, Usage
-from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema
-from prefix_audit.plugin import AgentEnvironment, unreadable_call_observation
+from prefix_audit.plugin import (
+    PARTY_CALLS_KEY,
+    AgentEnvironment,
+    Message,
+    ModelBackend,
+    ModelRequest,
+    Step,
+    ToolCall,
+    ToolSchema,
+    Usage,
+    unreadable_call_observation,
+)
 from prefix_audit.replay.values import scalars
 
 from ..domain import semantics as sem

@@ -25,18 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.records import (
+from prefix_audit.core.records import RecordError, call_from_json, call_to_json, result_from_json
+from prefix_audit.models.base import to_tool_call
+from prefix_audit.plugin import (
     PARTY_CALLS_KEY,
+    Message,
+    ModelBackend,
+    ModelRequest,
     RecordedResult,
-    RecordError,
     Step,
-    call_from_json,
-    call_to_json,
-    result_from_json,
+    ToolCall,
+    ToolSchema,
+    structured_call,
+    unreadable_call_observation,
 )
-from prefix_audit.models.base import Message, ModelBackend, ModelRequest, ToolSchema, to_tool_call
-from prefix_audit.plugin import unreadable_call_observation
 
 from ..domain import semantics as sem
 from ..domain.data import TauTask

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.decode import DecodeError, read_json_document
-from prefix_audit.core.reading import object_at
+from prefix_audit.plugin import DecodeError, object_at, read_json_document
 
 SIMULATIONS_DIR = "simulations"
 RESULTS_JSON = "results.json"

@@ -70,29 +70,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall, structured_call
-from prefix_audit.core.decode import (
-    RECORD_SHAPE_ERRORS,
-    DecodeError,
-    count,
-    excerpt_of,
-    first_json_key,
-    read_json_document,
-    seconds,
-    shape_reason,
-)
-from prefix_audit.core.reading import BadRecord, CallLedger, message_roles, object_at, whole_number
-from prefix_audit.core.records import (
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, excerpt_of, first_json_key, shape_reason
+from prefix_audit.core.records import model_in_log
+from prefix_audit.plugin import (
     BadLine,
+    BadRecord,
+    CallLedger,
+    DecodeError,
+    ImportRequest,
     Located,
     RecordedResult,
     Rollout,
     Step,
+    ToolCall,
     Usage,
-    model_in_log,
+    count,
+    message_roles,
+    object_at,
+    read_json_document,
     rollout_id_for,
+    seconds,
+    structured_call,
+    whole_number,
 )
-from prefix_audit.plugin import ImportRequest
 
 from ..adapter.replay import SOLO_MODE_KEY, TauBenchmark, dataset_of
 from ..adapter.replay_v1 import TauV1Benchmark, v1_dataset_of

@@ -58,26 +58,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prefix_audit.core.calls import MAX_CALL_CHARS, ToolCall, structured_call
+from prefix_audit.core.calls import MAX_CALL_CHARS
 from prefix_audit.core.decode import excerpt_of
-from prefix_audit.core.reading import (
+from prefix_audit.core.records import call_like_text_steps
+from prefix_audit.plugin import (
     BadRecord,
     CallLedger,
-    OpenCall,
-    chat_role,
-    expect,
-    object_at,
-    value_at,
-    whole_number,
-)
-from prefix_audit.core.records import (
     LogIssue,
+    OpenCall,
     Recorded,
     RecordedResult,
     Rollout,
     Step,
-    call_like_text_steps,
+    ToolCall,
+    chat_role,
+    expect,
+    object_at,
     rollout_id_for,
+    structured_call,
+    value_at,
+    whole_number,
 )
 
 from ..adapter.replay_v1 import ERA_KEY, TauV1Benchmark

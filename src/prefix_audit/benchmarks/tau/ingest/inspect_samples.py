@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.framework_samples import (
     ChatMessage,
     FrameworkSample,
@@ -38,9 +37,19 @@ from prefix_audit.core.framework_samples import (
     message_text,
     recorded_verdict,
 )
-from prefix_audit.core.reading import message_roles, value_at
-from prefix_audit.core.records import LogIssue, Recorded, Rollout, call_like_text_steps, rollout_id_for
-from prefix_audit.plugin import ImportRequest, SampleReader, ToolSpec
+from prefix_audit.core.records import call_like_text_steps
+from prefix_audit.plugin import (
+    ImportRequest,
+    LogIssue,
+    Recorded,
+    Rollout,
+    SampleReader,
+    ToolCall,
+    ToolSpec,
+    message_roles,
+    rollout_id_for,
+    value_at,
+)
 
 from ..adapter.replay import INSPECT_EVALS_RULE, RECORDED_DB_KEY, REWARD_RULE_KEY, TauBenchmark
 from ..domain import semantics as sem

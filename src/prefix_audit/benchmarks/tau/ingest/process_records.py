@@ -18,10 +18,9 @@ import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, BadLine, JsonLine, shape_reason
-from prefix_audit.core.reading import value_at
-from prefix_audit.core.records import Located, model_in_log
-from prefix_audit.plugin import ImportRequest, TrajectoryReader
+from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, JsonLine, shape_reason
+from prefix_audit.core.records import model_in_log
+from prefix_audit.plugin import BadLine, ImportRequest, Located, TrajectoryReader, value_at
 
 from ..domain.data import DOMAINS
 from .importer import BadSimulation, open_tau2, rollout_from_simulation

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefix_audit.core.records import LogIssue, Step
+from prefix_audit.plugin import LogIssue, Step
 
 from ..adapter.replay import TauBenchmark
 from ..domain.data import CRITERIA_FIELDS, TauDataError, criteria_differences, definition_criteria, parse_task

@@ -11,11 +11,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from prefix_audit.core.calls import ToolCall
 from prefix_audit.core.decode import RECORD_SHAPE_ERRORS, excerpt_of, plain_name, shape_reason
-from prefix_audit.core.reading import object_at, value_at
-from prefix_audit.core.records import BadLine, Located, ModelNamed, NamedBy
-from prefix_audit.plugin import Benchmark
+from prefix_audit.core.records import ModelNamed, NamedBy
+from prefix_audit.plugin import BadLine, Benchmark, Located, ToolCall, object_at, value_at
 
 from ..adapter.replay_v1 import TauV1Benchmark, v1_dataset_of
 from ..domain import v1
