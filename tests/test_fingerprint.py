@@ -7,6 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from prefix_audit.pipeline.fingerprint import closure, code_fingerprint, stage_modules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,3 +66,59 @@ def test_the_fingerprint_does_not_import_what_it_reads():
     before = set(sys.modules)
     stage_modules(SCRIPTS / "figures.py")
     assert "prefix_audit.reports.figures" in before or "prefix_audit.reports.figures" not in sys.modules
+
+
+def _rules() -> dict[str, tuple[str, bool]]:
+    """Each rule with a ``code`` param → its script, and whether the fingerprint is its dataset's."""
+    rules = {}
+    for rule_file in (ROOT / "workflow" / "rules").glob("*.smk"):
+        for rule in re.split(r"^rule ", rule_file.read_text(), flags=re.MULTILINE)[1:]:
+            found = re.search(r'code=(lambda wc: )?code\("(\w+)"(, wc\.dataset)?\)', rule)
+            if found:
+                rules[rule.split(":")[0]] = (found.group(2), found.group(3) is not None)
+    return rules
+
+
+DATASETS = ("bfcl_v3", "toolsandbox", "tau_airline", "tau_retail")
+EVERY = DATASETS  # a dataset-wise stage that runs the module for every dataset
+
+
+@pytest.mark.parametrize(("module", "stages"), [
+    # the site renders G.1 and F.1 itself; the health table is one of the tables
+    ("reports/table_render.py", {"tables": None, "view": None, "task_health_table": None}),
+    ("reports/figures.py", {"figures": None}),
+    # what replays an action, wherever rollouts are scored; the FED table and the site summarise them
+    ("replay/fed.py", {"score_rollouts": EVERY, "score_chunk": EVERY, "import_logs": EVERY, "fed_table": None,
+                       "view": None}),
+    # one dataset's benchmark: the stages that open that dataset, for it alone
+    ("benchmarks/toolsandbox/tools.py", {stage: ("toolsandbox",) for stage in (
+        "sample_tasks", "generate_rollouts", "import_logs", "score_rollouts", "score_chunk", "task_health")}),
+    # a module of one of τ's sub-packages: both τ datasets
+    ("benchmarks/tau/domain/semantics.py", {stage: ("tau_airline", "tau_retail") for stage in (
+        "sample_tasks", "generate_rollouts", "import_logs", "score_rollouts", "score_chunk", "task_health")}),
+    # the checker: every stage that opens a benchmark (the adapters, the mutation generator and the simulated
+    # model use it), and the site, which names its failure categories
+    ("replay/checker.py", {"view": None, **{stage: EVERY for stage in (
+        "sample_tasks", "generate_rollouts", "import_logs", "score_rollouts", "score_chunk", "task_health")}}),
+    # the checks every benchmark shares: every benchmark package imports them
+    ("replay/health.py", {stage: EVERY for stage in (
+        "sample_tasks", "generate_rollouts", "import_logs", "score_rollouts", "score_chunk", "task_health")}),
+    ("health/tasks.py", {"task_health": EVERY}),  # the health stage alone
+    ("cli.py", {}),  # no stage imports the command line
+    ("generation/sources/oracle.py", {}),
+])
+def test_a_module_reaches_exactly_the_stages_that_run_it(module, stages):
+    """Which rules' ``code`` param a module's edit changes: the stages (and, for a dataset-wise one, the
+    datasets) whose script imports it. tests/test_workflow.py's smoke run checks end to end that
+    Snakemake reruns what these say, and what aggregates it."""
+    name = "prefix_audit." + module.removesuffix(".py").replace("/", ".")
+    reached = {}
+    for rule, (script, per_dataset) in _rules().items():
+        path = SCRIPTS / f"{script}.py"
+        if per_dataset:
+            datasets = tuple(d for d in DATASETS if name in stage_modules(path, [d]))
+            if datasets:
+                reached[rule] = datasets
+        elif name in stage_modules(path):
+            reached[rule] = None
+    assert reached == stages
