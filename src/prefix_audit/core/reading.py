@@ -25,7 +25,7 @@ from .records import RecordedResult, Step
 
 T = TypeVar("T")
 
-__all__ = ["CHAT_ROLES", "BadRecord", "CallLedger", "OpenCall", "chat_role", "expect", "message_roles",
+__all__ = ["CHAT_ROLES", "BadRecord", "CallLedger", "OpenCall", "TurnLog", "chat_role", "expect", "message_roles",
            "object_at", "value_at", "whole_number"]
 
 
@@ -170,6 +170,34 @@ class CallLedger:
                 steps.append(step)
             out.append(tuple(steps))
         return tuple(out)
+
+
+# --- turns ---------------------------------------------------------------------------------------
+
+
+class TurnLog:
+    """The turns of a conversation being read, for an importer's reader to build on: a user message
+    opens a turn (its text kept in :attr:`user_turns`), and the agent's steps until the next one are
+    that turn's. Each format says where its user messages and steps are, and what to do with an agent
+    that speaks first (:meth:`add_step`'s ``opening``, or refuse the record)."""
+
+    def __init__(self) -> None:
+        self.turns: list[list[Step]] = []
+        self.user_turns: list[str] = []
+
+    def open_turn(self, user_text: str | None) -> None:
+        """A turn a user message with ``user_text`` opens (None: a turn no user opened, whose text is
+        not kept: a run without a user)."""
+        self.turns.append([])
+        if user_text is not None:
+            self.user_turns.append(user_text)
+
+    def add_step(self, step: Step, opening: str | None = "") -> None:
+        """``step`` in the current turn; before any turn, in a first turn it opens, as :meth:`open_turn`
+        with ``opening`` (the agent spoke before the user)."""
+        if not self.turns:
+            self.open_turn(opening)
+        self.turns[-1].append(step)
 
 
 # --- who wrote a message --------------------------------------------------------------------------

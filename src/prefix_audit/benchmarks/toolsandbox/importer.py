@@ -60,6 +60,7 @@ from prefix_audit.plugin import (
     Rollout,
     Step,
     ToolCall,
+    TurnLog,
     chat_role,
     read_json_document,
     rollout_id_for,
@@ -240,10 +241,11 @@ def _universe(sandbox: list[dict[str, Any]]) -> list[str]:
     return []
 
 
-class _Builder:
+class _Builder(TurnLog):
     """Walks the message log of one scenario into turns, steps and recorded outcomes."""
 
     def __init__(self, context: Any) -> None:
+        super().__init__()
         rows = _rows(context, "SANDBOX")
         for row in rows:  # only the all-null headguard row of a snapshot may lack a sender
             if row.get("sender") is None and any(v is not None for k, v in row.items() if k != "sandbox_message_index"):
@@ -252,8 +254,6 @@ class _Builder:
                               key=lambda r: r["sandbox_message_index"])
         self.start = _first_user_index(self.sandbox)
         self.snapshots = _snapshots(context)
-        self.turns: list[list[Step]] = []
-        self.user_turns: list[str] = []
         self.calls: dict[str, dict[str, Any]] = {}  # call id → what the rollout's record keeps of it
         self.ledger = CallLedger()  # each call's outcome, matched by its tool-call id
         self.roles = _message_roles(self.sandbox)
@@ -279,20 +279,13 @@ class _Builder:
                 self.add_step(Step(tuple(pending), message=pending_at[0], call_messages=tuple(pending_at)))
                 pending, pending_at = [], []
             if route == ("USER", "AGENT"):
-                self.user_turns.append(str(row.get("content") or ""))
-                self.turns.append([])
+                self.open_turn(str(row.get("content") or ""))
             elif route == ("AGENT", "USER"):
                 self.add_step(Step((), str(row.get("content") or ""), message=index))
             elif route == ("EXECUTION_ENVIRONMENT", "AGENT"):
                 self._response(row)
         if pending:
             self.add_step(Step(tuple(pending), message=pending_at[0], call_messages=tuple(pending_at)))
-
-    def add_step(self, step: Step) -> None:
-        if not self.turns:  # an agent message before any user message belongs to the first turn
-            self.turns.append([])
-            self.user_turns.append("")
-        self.turns[-1].append(step)
 
     def _response(self, row: dict[str, Any]) -> None:
         cid = row.get("openai_tool_call_id")

@@ -83,6 +83,7 @@ from prefix_audit.plugin import (
     Rollout,
     Step,
     ToolCall,
+    TurnLog,
     Usage,
     count,
     message_roles,
@@ -211,14 +212,13 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
     return reader.finish(termination)
 
 
-class _ConversationReader:
+class _ConversationReader(TurnLog):
     """One conversation as :func:`read_conversation` reads it, message by message: the turns so far,
     and the calls of both parties awaiting their results."""
 
     def __init__(self, bench: TauBenchmark, read_call: Callable[[Any, str], ToolCall], solo: bool) -> None:
+        super().__init__()
         self.bench, self.read_call, self.solo = bench, read_call, solo
-        self.turns: list[list[Step]] = []
-        self.user_turns: list[str] = []
         # Call ids may repeat within a conversation (some harnesses number calls per tool name).
         self.agent = CallLedger()
         self.errors: list[str] = []
@@ -274,19 +274,16 @@ class _ConversationReader:
         if any(token in text for token in sem.USER_STOP_TOKENS):
             self.stopped = True
             return
-        self.turns.append([])
-        self.user_turns.append(text)
+        self.open_turn(text)
 
     def _agent_message(self, m: Mapping[str, Any], content: str | None, position: int, where: str) -> None:
         """An agent's message: a step of the current turn (the orchestrator's greeting is none)."""
         calls = tuple(self.read_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(m.get("tool_calls") or []))
         if not self.turns and not calls and not self.solo:
             return  # the orchestrator's greeting
-        if not self.turns:
-            self.turns.append([])
-            if not self.solo:  # the agent acted before the user said anything (solo mode: there is no user)
-                self.user_turns.append("")
-        self.turns[-1].append(Step(calls, (content or None) if calls else (content or ""), message=position))
+        # The agent may act before the user said anything (solo mode: there is no user).
+        self.add_step(Step(calls, (content or None) if calls else (content or ""), message=position),
+                      opening=None if self.solo else "")
         for c in calls:
             self.agent.open(c)
         self.accounting.append((m, "executor", where))

@@ -71,6 +71,7 @@ from prefix_audit.plugin import (
     Rollout,
     Step,
     ToolCall,
+    TurnLog,
     chat_role,
     expect,
     object_at,
@@ -169,14 +170,13 @@ def _literal_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
 
 
-class _Reading:
+class _Reading(TurnLog):
     """What a trajectory says, collected message by message by either strategy's reader."""
 
     def __init__(self, domain: str) -> None:
+        super().__init__()
         self.domain = domain
         self.stock = v1.V1_TOOLS[domain]
-        self.turns: list[list[Step]] = []
-        self.user_turns: list[str] = []
         self.errors: list[int] = []  # 1-based positions among the calls (their action depths)
         self.unknown: list[int] = []
         self.calls = CallLedger()  # the calls and the replies the log recorded
@@ -198,8 +198,7 @@ class _Reading:
         if v1.STOP_TOKEN in text and self.turns:
             self.stopped = True
             return
-        self.turns.append([])
-        self.user_turns.append(text)
+        self.open_turn(text)
 
     def step(self, calls: tuple[ToolCall, ...], text: str | None, where: str) -> list[OpenCall]:
         """Add one agent step (the message last noted, :meth:`wrote`); returns its calls, opened."""
@@ -208,7 +207,7 @@ class _Reading:
         if not self.turns:
             raise BadEntry("the agent spoke before the user's first message", where)
         self.last_reply = None
-        self.turns[-1].append(Step(calls, text, message=len(self.roles) - 1))
+        self.add_step(Step(calls, text, message=len(self.roles) - 1))
         return [self.calls.open(c) for c in calls]
 
     def reply(self, call: OpenCall, reply: str, where: str) -> None:
