@@ -93,13 +93,18 @@ def _audited(log: Path, out: Path) -> dict[tuple[str, int], dict]:
     return {(r["task_id"], r["trial"] + 1): r for r in episodes.iter_rows(named=True)}
 
 
-def _rescored(log: Path, out: Path, **args) -> object:
+def _rescored(log: Path, written_to: Path | None = None, **args) -> object:
+    """The log scored again with the fed scorer (appended), as Inspect returns it; written to ``written_to``
+    too where given (the written values: tests/test_inspect_scorer_ints.py). Not read back: a log of
+    inspect_evals' tau2 keeps its database in every sample's store, and reading it again costs more than
+    the scoring."""
     from inspect_ai import score
 
     rescored = score(read_eval_log(str(log)), fed(resources=str(RESOURCES), **args), action="append", display="none",
                      copy=False)
-    write_eval_log(rescored, str(out))
-    return read_eval_log(str(out))
+    if written_to is not None:
+        write_eval_log(rescored, str(written_to))
+    return rescored
 
 
 def _rescored_by_inspect_cli(log: Path, out: Path) -> object:
@@ -140,7 +145,7 @@ def _check_same_as_audit(log: Path, tmp_path: Path, own_scorer: str, back) -> No
 @pytest.mark.slow
 def test_tau2_airline_scores_equal_the_audit_sample_by_sample(inspect_logs, tmp_path):
     log = inspect_logs["tau2_eval"]
-    _check_same_as_audit(log, tmp_path, "airline_scorer", _rescored(log, tmp_path / "rescored.eval"))
+    _check_same_as_audit(log, tmp_path, "airline_scorer", _rescored(log))
 
 
 @pytest.mark.slow
@@ -151,13 +156,13 @@ def test_tau2_retail_scores_equal_the_audit_sample_by_sample(tmp_path):
     # A replayed conversation with every kind of bad call, and one that ended with an error (no own score).
     log = inspect_tau2_logs.write_tau2_log(tmp_path / "log", domain="retail", epochs=1,
                                            scenarios={"57": "agent_error", "73": "unknown_tool+rejected+malformed"})
-    _check_same_as_audit(log, tmp_path, "retail_scorer", _rescored(log, tmp_path / "rescored.eval"))
+    _check_same_as_audit(log, tmp_path, "retail_scorer", _rescored(log))
 
 
 @pytest.mark.slow
 def test_tau2_telecom_scores_equal_the_audit_sample_by_sample(inspect_tau2_telecom_log, tmp_path):
     log = inspect_tau2_telecom_log
-    _check_same_as_audit(log, tmp_path, "telecom_scorer", _rescored(log, tmp_path / "rescored.eval"))
+    _check_same_as_audit(log, tmp_path, "telecom_scorer", _rescored(log))
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +178,7 @@ def bfcl_by_inspect_cli(inspect_logs, tmp_path_factory):
 def test_bfcl_scores_by_the_inspect_command_equal_the_audit(bfcl_by_inspect_cli, tmp_path):
     log, back, _ = bfcl_by_inspect_cli
     _check_same_as_audit(log, tmp_path, "bfcl_scorer", back)
-    named = _rescored(log, tmp_path / "named.eval", task="bfcl")
+    named = _rescored(log, task="bfcl")
     assert [s.scores["fed"].value for s in named.samples] == [s.scores["fed"].value for s in back.samples]
 
 
@@ -218,7 +223,7 @@ def test_inspect_view_shows_the_fed_score_beside_the_tasks_own(bfcl_by_inspect_c
 
 @pytest.mark.slow
 def test_a_sample_of_another_task_is_a_score_that_says_so(inspect_logs, tmp_path):
-    back = _rescored(inspect_logs["bfcl_eval"], tmp_path / "other.eval", task="tau2_retail")
+    back = _rescored(inspect_logs["bfcl_eval"], task="tau2_retail")
     values = [s.scores["fed"].value for s in back.samples]
     assert values and not any(v["replayed"] for v in values)
     assert all(s.scores["fed"].explanation.startswith("not replayed: unusable Inspect sample (tau2_retail)")
