@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,22 @@ def pytest_collection_modifyitems(config, items):
 
     first, slow = modules("first"), modules("slow")
     items.sort(key=lambda item: (item.module.__name__ not in first, item.module.__name__ not in slow))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_below_the_run(tmp_path_factory):
+    """Temporary files of this process and of the commands it starts go below the run's pytest folder,
+    which pytest removes a few runs later: inspect_evals' tau2 leaves an unpacked copy of a compressed
+    task file in the temporary folder each time it loads one (2 to 14 MB, some thirty a run)."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    before = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = folder, folder
+    yield
+    tempfile.tempdir = before[0]
+    if before[1] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before[1]
 
 
 @pytest.fixture(scope="session")
