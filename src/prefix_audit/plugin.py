@@ -5,10 +5,10 @@ health findings (docs/adding-a-benchmark.md).
 Everything here is re-exported from where it lives (:mod:`prefix_audit.replay.contract`,
 :mod:`prefix_audit.replay.registry`, :mod:`prefix_audit.replay.health`, :mod:`prefix_audit.replay.conformance`,
 :mod:`prefix_audit.core`, :mod:`prefix_audit.models.base`), so a plugin keeps working when the package's inside is
-rearranged. This package's own benchmarks import it too; beyond it they use only internals a plugin
-has no need of (the checker's replay, value matching, the record checks and the decoders' shape
-helpers). A name a plugin needs that is not here is a gap in this face: add it here rather than
-import from the inside.
+rearranged. This package's own benchmarks import it too; beyond it they use internals a plugin has
+no need of (the checker's replay, value matching, the record checks, the records' JSON codecs and
+model naming, the decoders' shape helpers, the evaluation frameworks' sample reader). A name a plugin
+needs that is not here is a gap in this face: add it here rather than import from the inside.
 """
 
 from __future__ import annotations
