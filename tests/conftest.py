@@ -89,7 +89,7 @@ def pytest_collection_modifyitems(config, items):
 def _temporary_files_below_the_run(tmp_path_factory):
     """Temporary files of this process and of the commands it starts go below the run's pytest folder,
     which pytest removes a few runs later: inspect_evals' tau2 leaves an unpacked copy of a compressed
-    task file in the temporary folder each time it loads one (2 to 14 MB, some thirty a run)."""
+    task file in the temporary folder each time it loads one (3 to 14 MB, about twenty a run)."""
     folder = str(tmp_path_factory.mktemp("tmp"))
     before = tempfile.tempdir, os.environ.get("TMPDIR")
     tempfile.tempdir, os.environ["TMPDIR"] = folder, folder
