@@ -62,17 +62,32 @@ def _xdist_group(item: pytest.Item) -> str | None:
     return item.module.__name__ if scoped else None
 
 
+# Tests run only when their marker is asked for (``-m fuzz``, ``-m corpus``): the default run has their
+# shorter twins — fuzz runs of fewer examples, and the same sweeps over a sample of the corpus.
+OPT_IN = {"fuzz": "a long fuzz run: pytest -m fuzz",
+          "corpus": "a sweep of the whole corpus (the default run sweeps a sample): pytest -m corpus"}
+
+# The ``whole`` parameter of a sweep: a sample in the default run, the whole corpus under ``-m corpus``.
+SAMPLE_OR_WHOLE = pytest.mark.parametrize(
+    "whole", [pytest.param(False, id="sample"), pytest.param(True, id="whole", marks=pytest.mark.corpus)])
+
+
+def swept(items, whole: bool, every: int) -> list:
+    """The items a sweep visits: all of them, or every ``every``-th (the first included)."""
+    return list(items) if whole else list(items)[::every]
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
-    """The long fuzz runs only when asked for with ``-m fuzz`` (the default run has shorter ones); the
-    xdist groups; and the modules holding slow tests first, the longest test's first, so that the
-    workers end together (the longest last would leave one worker running it alone: the smoke test,
-    ~4 minutes, started 10 minutes into the suite and ran 2 minutes past the other worker's end)."""
-    fuzz = "fuzz" in (config.option.markexpr or "")
-    skip = pytest.mark.skip(reason="a long fuzz run: pytest -m fuzz")
+    """The opt-in tests only when asked for (``OPT_IN``); the xdist groups; and the modules holding slow
+    tests first, the longest test's first, so that the workers end together (the longest last would
+    leave one worker running it alone: the smoke test, ~4 minutes, started 10 minutes into the suite
+    and ran 2 minutes past the other worker's end)."""
+    asked = config.option.markexpr or ""
     for item in items:
-        if not fuzz and "fuzz" in item.keywords:
-            item.add_marker(skip)
+        for marker, reason in OPT_IN.items():
+            if marker not in asked and item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
         group = _xdist_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
@@ -182,20 +197,25 @@ def tau3(tau_data):
 def inspect_logs(tmp_path_factory):
     """Real Inspect AI logs of inspect_evals' own tasks (tests/inspect_tau2_logs.py,
     tests/inspect_bfcl_logs.py): one tau2_airline log (.eval, two epochs, the generator's default scenarios), one of
-    a single gold sample (.json), and bfcl logs (.eval and .json, two epochs, every default scenario)."""
+    a single gold sample (.json), and a bfcl log (.eval, two epochs, every default scenario) with its
+    .json conversion."""
     pytest.importorskip("inspect_evals")
     import inspect_bfcl_logs
     import inspect_tau2_logs
 
+    from inspect_ai.log import convert_eval_logs
+
     root = tmp_path_factory.mktemp("inspect")
-    cache = root / "cache"
+    bfcl_eval = inspect_bfcl_logs.write_bfcl_log(root / "bfcl_eval", root / "cache", RESOURCES, epochs=2)
+    # The same run as .json, converted by Inspect itself (`inspect log convert`) rather than run again:
+    # the task writing .json logs is tested in test_inspect_bfcl_logs.
+    convert_eval_logs(str(bfcl_eval), "json", str(root / "bfcl_json"))
     return {
         "tau2_eval": inspect_tau2_logs.write_tau2_log(root / "tau2_eval", epochs=2),
         "tau2_json": inspect_tau2_logs.write_tau2_log(root / "tau2_json", scenarios={"11": "gold"}, epochs=1,
                                                       log_format="json"),
-        "bfcl_eval": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_eval", cache, RESOURCES, epochs=2),
-        "bfcl_json": inspect_bfcl_logs.write_bfcl_log(root / "bfcl_json", cache, RESOURCES, epochs=2,
-                                                      log_format="json"),
+        "bfcl_eval": bfcl_eval,
+        "bfcl_json": root / "bfcl_json" / bfcl_eval.with_suffix(".json").name,
     }
 
 

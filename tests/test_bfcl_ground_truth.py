@@ -3,6 +3,7 @@
 from collections import Counter
 
 import pytest
+from conftest import SAMPLE_OR_WHOLE, swept
 
 from prefix_audit.replay.checker import replay
 
@@ -20,21 +21,24 @@ KNOWN_INVALID_GOLD = {
 
 
 @pytest.mark.slow
-def test_all_800_ground_truth_entries(bfcl):
+@SAMPLE_OR_WHOLE
+def test_all_800_ground_truth_entries(bfcl, whole):
+    """Every entry; in the default run every eighth and the known invalid ones."""
     ids = bfcl.task_ids()
     assert len(ids) == 800
     assert Counter(bfcl.entry(i).category for i in ids) == {
         "base": 200, "miss_func": 200, "miss_param": 200, "long_context": 200}
     invalid = {}
     n_actions = 0
-    for task_id in ids:
+    for task_id in sorted(set(swept(ids, whole, 8)) | set(KNOWN_INVALID_GOLD)):
         ep = replay(bfcl.reference_rollout(task_id), bfcl)
         n_actions += ep.T
         assert ep.Y == 1, (task_id, ep.y_detail)
         if ep.FED != ep.T + 1:
             first = ep.first_failure.failures[0]
             invalid[task_id] = (ep.FED, ep.category, first.code)
-    assert n_actions == 4625
+    if whole:
+        assert n_actions == 4625
     assert invalid == KNOWN_INVALID_GOLD
 
 

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 from bfcl_reference import BfclReference
+from conftest import SAMPLE_OR_WHOLE, swept
 from mutation_depths import chosen_depths_honoured
 
 from prefix_audit.benchmarks.bfcl import import_result_file
@@ -79,8 +80,9 @@ def bfcl_checker(bfcl):
 
 
 @pytest.mark.slow
-def test_y_agrees_with_bfcl_on_every_ground_truth_entry(bfcl, bfcl_checker):
-    for task_id in bfcl.task_ids():
+@SAMPLE_OR_WHOLE
+def test_y_agrees_with_bfcl_on_every_ground_truth_entry(bfcl, bfcl_checker, whole):
+    for task_id in swept(bfcl.task_ids(), whole, 8):
         rollout = bfcl.reference_rollout(task_id)
         ours = replay(rollout, bfcl).Y
         assert ours == bfcl_checker(bfcl.entry(task_id), _decoded(rollout)) == 1, task_id

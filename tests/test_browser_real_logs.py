@@ -122,6 +122,11 @@ def test_the_index_shows_each_benchmarks_pec_curves_shares_origins_and_tools(aud
         assert [unquote(urldefrag(t)[1]) for t in tools] == [f"tool={t}" for t in commonest["tool"][:3]]
 
 
+# The rollout rows a block page shows (their data attributes and failing call), in one script call.
+_SHOWN_ROWS = """return Array.from(document.querySelectorAll('#rollouts tbody tr')).filter(row => row.checkVisibility())
+    .map(row => ({...row.dataset, failing: row.querySelector('td.failing')?.innerText ?? ''}));"""
+
+
 def test_a_tool_link_opens_its_rollouts_and_the_block_says_where_agents_break(audit, driver):
     site = audit / "site"
     folder, episodes, actions = max(_blocks(audit), key=lambda b: b[1].height)
@@ -131,20 +136,20 @@ def test_a_tool_link_opens_its_rollouts_and_the_block_says_where_agents_break(au
     link = driver.find_element(*_by(f'table.blocks a[href$="{folder.relative_to(site).as_posix()}/index.html'
                                     f'#tool={quote(tool, safe="")}"]'))
     _follow(driver, link)
-    shown = [r for r in driver.find_elements(*_by("#rollouts tbody tr")) if r.is_displayed()]
+    shown = driver.execute_script(_SHOWN_ROWS)
     assert len(shown) == count == int(driver.find_element(*_by("#shown")).text)
-    assert {r.get_attribute("data-tool") for r in shown} == {tool}
-    assert all(tool in r.find_element(*_by("td.failing")).text for r in shown)  # the failing call, not a code
+    assert {r["tool"] for r in shown} == {tool}
+    assert all(tool in r["failing"] for r in shown)  # the failing call, not a code
     # the block's "where agents break": tool × category × origin, most first, each row a filter
-    where = driver.find_elements(*_by("#where-table tbody tr"))
-    counts = [int(r.find_elements(*_by("td"))[3].text) for r in where]
+    counts = [int(n) for n in driver.execute_script(
+        "return Array.from(document.querySelectorAll('#where-table tbody tr'), row => row.cells[3].innerText)")]
     assert counts == sorted(counts, reverse=True) and counts[0] == failures.group_by(
         "tool", "category", "origin").len()["len"].max()
-    where[0].find_element(*_by("a")).click()
-    first = where[0].find_elements(*_by("td"))
-    shown = [r for r in driver.find_elements(*_by("#rollouts tbody tr")) if r.is_displayed()]
-    assert len(shown) == counts[0] and {r.get_attribute("data-category") for r in shown} == \
-        {first[1].text.replace(" ", "_")}
+    where = driver.find_element(*_by("#where-table tbody tr"))
+    where.find_element(*_by("a")).click()
+    first = where.find_elements(*_by("td"))
+    shown = driver.execute_script(_SHOWN_ROWS)
+    assert len(shown) == counts[0] and {r["category"] for r in shown} == {first[1].text.replace(" ", "_")}
     _open(driver, folder / "index.html")
     _shot(driver, "block")
 
@@ -188,38 +193,45 @@ def test_the_glossary_defines_every_metric_and_headers_carry_their_definitions(a
     assert headers.get("TER") and headers.get("PEC@1") and headers.get("AUC-PEC") and headers.get("RR")
 
 
+# Each health table's task bodies as the page shows them: kinds, effects, shown or not (one script call:
+# thousands of WebDriver calls, one per body and attribute, took most of a minute).
+_HEALTH_BODIES = """return Array.from(document.querySelectorAll('table.health'), table => [table.id,
+    Array.from(table.tBodies, body => ({kind: body.dataset.kind.split(' '), effect: body.dataset.effect.split(' '),
+                                        shown: body.checkVisibility()}))]);"""
+
+
 def test_the_health_page_puts_defects_first_and_filters_by_kind_code_and_effect(audit, driver):
     site = audit / "site"
     _open(driver, site / "health.html")
     ranks = {"defect": 0, "failed": 1, "design": 2, "definition": 3, "caution": 4, "note": 5}
-    tables = driver.find_elements(*_by("table.health"))
+    tables = driver.execute_script(_HEALTH_BODIES)
     assert tables
-    for table in tables:
-        worst = [min(ranks[k] for k in body.get_attribute("data-kind").split())
-                 for body in table.find_elements(*_by("tbody"))]
-        assert worst == sorted(worst), table.get_attribute("id")
-    defects = sum("defect" in b.get_attribute("data-kind").split() for b in driver.find_elements(*_by("table.health tbody")))
-    assert defects  # the real logs' tasks hold known defects
+    for table, bodies in tables:
+        worst = [min(ranks[k] for k in body["kind"]) for body in bodies]
+        assert worst == sorted(worst), table
+    bodies = [body for _, of_table in tables for body in of_table]
+    defects = sum("defect" in body["kind"] for body in bodies)
+    assert defects and all(body["shown"] for body in bodies)  # the real logs' tasks hold known defects
     _open(driver, site / "health.html", "#kind=defect")
-    shown = [b for b in driver.find_elements(*_by("table.health tbody")) if b.is_displayed()]
-    assert len(shown) == defects and all("defect" in b.get_attribute("data-kind").split() for b in shown)
+    shown = [body for _, of_table in driver.execute_script(_HEALTH_BODIES) for body in of_table if body["shown"]]
+    assert len(shown) == defects and all("defect" in body["kind"] for body in shown)
     _shot(driver, "health")
     # a task with a defect links the rollouts the audit holds of it (the real logs ran some of them)
-    links = [a for b in shown for a in b.find_elements(*_by("td a")) if "blocks/" in (a.get_attribute("href") or "")]
-    assert links
-    target, fragment = urldefrag(links[0].get_attribute("href"))
-    _follow(driver, links[0])
+    link = driver.execute_script("return Array.from(document.querySelectorAll('table.health tbody td a'))"
+                                 ".find(a => a.checkVisibility() && a.href.includes('blocks/'))")
+    assert link
+    target, fragment = urldefrag(link.get_attribute("href"))
+    _follow(driver, link)
     if fragment.startswith("task="):  # the block's rollouts of that task
         task = unquote(fragment.removeprefix("task="))
-        shown = [r for r in driver.find_elements(*_by("#rollouts tbody tr")) if r.is_displayed()]
-        assert shown and {r.get_attribute("data-task") for r in shown} == {task}
+        shown = driver.execute_script(_SHOWN_ROWS)
+        assert shown and {r["task"] for r in shown} == {task}
     else:
         assert "/r/" in target and driver.find_element(*_by("dl.facts"))
     _open(driver, site / "health.html", "#effect=unseen&kind=note")
-    bodies = driver.find_elements(*_by("table.health tbody"))
-    wanted = [b for b in bodies if "unseen" in b.get_attribute("data-effect").split()
-              and "note" in b.get_attribute("data-kind").split()]
-    assert [b for b in bodies if b.is_displayed()] == wanted
+    bodies = [body for _, of_table in driver.execute_script(_HEALTH_BODIES) for body in of_table]
+    assert [b["shown"] for b in bodies] == ["unseen" in b["effect"] and "note" in b["kind"] for b in bodies]
+    assert any(b["shown"] for b in bodies) and not all(b["shown"] for b in bodies)
 
 
 def test_no_page_kind_has_a_serious_or_critical_accessibility_violation(audit, driver):
@@ -263,8 +275,8 @@ def test_keyboard_users_sort_and_filter(audit, driver):
     assert header.get_attribute("tabindex") == "0"
     header.send_keys(Keys.ENTER)
     assert header.get_attribute("aria-sort") == "ascending"
-    values = [float(r.find_elements(*_by("td"))[4].get_attribute("data-value"))
-              for r in driver.find_elements(*_by("#rollouts tbody tr"))]
+    values = [float(v) for v in driver.execute_script(
+        "return Array.from(document.querySelectorAll('#rollouts tbody tr'), row => row.cells[4].dataset.value)")]
     assert values == sorted(values)
     select = driver.find_element(*_by("#filter-origin"))
     Select(select).select_by_value("agent")

@@ -10,7 +10,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import RESOURCES, TAU3
+from conftest import RESOURCES, SAMPLE_OR_WHOLE, TAU3, swept
 
 from prefix_audit.core.health import CODES, Finding
 from prefix_audit.replay.checker import replay
@@ -406,12 +406,16 @@ def test_our_y_is_tau2s_on_every_counterfactual(tau, telecom, constructed_retail
 
 
 @pytest.mark.slow
-def test_our_y_is_tau2s_on_every_counterfactual_of_many_tasks(tau, telecom):
+@SAMPLE_OR_WHOLE
+def test_our_y_is_tau2s_on_every_counterfactual_of_many_tasks(tau, telecom, whole):
+    """Every fourth airline and retail task, every sixth telecom one (a quarter of those in the default
+    run: both outcomes still come, each more than once)."""
     seen = Counter()
     for name in ("tau_airline", "tau_retail"):
-        seen += _differential(tau[name], tau[name].task_ids()[::4])
-    seen += _differential(telecom, telecom.task_ids()[::6])
-    assert seen[1] >= 5 and seen[0] >= 100, seen
+        seen += _differential(tau[name], swept(tau[name].task_ids()[::4], whole, 4))
+    seen += _differential(telecom, swept(telecom.task_ids()[::6], whole, 4))
+    least_ones, least_zeros = (5, 100) if whole else (2, 25)
+    assert seen[1] >= least_ones and seen[0] >= least_zeros, seen
 
 
 def test_doing_nothing_really_scores_1_in_tau2(tau):

@@ -62,7 +62,7 @@ def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(bfcl_data, tmp_p
     from prefix_audit.generation.tasks import write_task_list
 
     tasks = tmp_path / "tasks.json"
-    write_task_list("bfcl_v3", ROOT / "resources", 200, 20260329, tasks)
+    write_task_list("bfcl_v3", ROOT / "resources", 80, 20260329, tasks)
     clean = tmp_path / "clean.jsonl"
     assert _generate(tasks, clean).wait(timeout=300) == 0
 
@@ -78,12 +78,12 @@ def test_sigkill_mid_run_then_rerun_equals_an_uninterrupted_run(bfcl_data, tmp_p
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     stored_before = partial.read_bytes().count(b"\n")
-    assert 20 <= stored_before < 200 and not killed.exists()
+    assert 20 <= stored_before < 80 and not killed.exists()
 
     rerun = _generate(tasks, killed)
     _, err = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, err.decode()[-2000:]
     assert killed.read_bytes() == clean.read_bytes()
     ids = [json.loads(line)["rollout_id"] for line in killed.read_text().splitlines()]
-    assert len(ids) == len(set(ids)) == 200
+    assert len(ids) == len(set(ids)) == 80
     assert not partial.exists()

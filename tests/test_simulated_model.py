@@ -19,11 +19,22 @@ ROOT = Path(__file__).resolve().parents[1]
 ALL = ("schema", "dependency", "precondition", "state_consistency", "information")
 
 
+def _task_list(bfcl, folder: Path, every: int) -> Path:
+    path = folder / "tasks.json"
+    path.write_text(json.dumps({"task_ids": list(bfcl.task_ids()[::every])}))
+    return path
+
+
 @pytest.fixture(scope="module")
 def tasks(bfcl, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("tasks") / "tasks.json"
-    path.write_text(json.dumps({"task_ids": list(bfcl.task_ids()[::8])}))  # 100 entries, all categories
-    return path
+    """100 entries, all categories: enough for the error rates to move the metrics."""
+    return _task_list(bfcl, tmp_path_factory.mktemp("tasks"), 8)
+
+
+@pytest.fixture(scope="module")
+def few_tasks(bfcl, tmp_path_factory) -> Path:
+    """25 entries, all categories: for comparing bytes."""
+    return _task_list(bfcl, tmp_path_factory.mktemp("few-tasks"), 32)
 
 
 def _run(tasks: Path, tmp: Path, name: str, profile: dict, seed: int = 1) -> pl.DataFrame:
@@ -45,11 +56,11 @@ def test_an_error_free_profile_reproduces_the_reference(bfcl, tasks, tmp_path):
 
 
 @pytest.mark.slow
-def test_same_seed_same_bytes_other_seed_other_rollouts(tasks, tmp_path):
+def test_same_seed_same_bytes_other_seed_other_rollouts(few_tasks, tmp_path):
     profile = {"p_error": dict.fromkeys(ALL, 0.04), "p_stop": 0.03, "p_recover": 0.5}
-    _run(tasks, tmp_path / "a", "p", profile)
-    _run(tasks, tmp_path / "b", "p", profile)
-    _run(tasks, tmp_path / "c", "p", profile, seed=2)
+    _run(few_tasks, tmp_path / "a", "p", profile)
+    _run(few_tasks, tmp_path / "b", "p", profile)
+    _run(few_tasks, tmp_path / "c", "p", profile, seed=2)
     a, b, c = ((tmp_path / d / "p.jsonl").read_bytes() for d in "abc")
     assert a == b and a != c
 
@@ -132,8 +143,8 @@ def test_planning_rates_are_validated():
 
 
 @pytest.mark.slow
-def test_episodes_in_flight_do_not_change_the_rollouts(tasks, tmp_path):
+def test_episodes_in_flight_do_not_change_the_rollouts(few_tasks, tmp_path):
     profile = PLANNING | {"p_detect": dict.fromkeys(ALL, 0.7)}
-    _run_method(tasks, tmp_path / "one", "d", "dual_loop", profile)
-    _run_method(tasks, tmp_path / "four", "d", "dual_loop", profile, episodes_in_flight=4)
+    _run_method(few_tasks, tmp_path / "one", "d", "dual_loop", profile)
+    _run_method(few_tasks, tmp_path / "four", "d", "dual_loop", profile, episodes_in_flight=4)
     assert (tmp_path / "one" / "d.jsonl").read_bytes() == (tmp_path / "four" / "d.jsonl").read_bytes()

@@ -9,6 +9,7 @@ import importlib
 import json
 
 import pytest
+from conftest import SAMPLE_OR_WHOLE, swept
 
 from prefix_audit.benchmarks.tau.domain.copy_on_write import AccessMode, CopyOnWriteTable
 from prefix_audit.benchmarks.tau.domain.environment import LiveEnvironment, _fingerprint, quiet_serializer
@@ -108,15 +109,16 @@ _SWEEPS = {
 
 
 @pytest.mark.slow
+@SAMPLE_OR_WHOLE
 @pytest.mark.parametrize("dataset", ["tau_airline", "tau_retail"])
-def test_copy_on_write_environments_answer_every_call_like_validated_ones(tau, dataset):
-    """Every base task's gold calls, then the same calls again (most writes now fail), then table
-    sweeps — on a copy-on-write environment and on a freshly validated one: the same acceptance,
-    the same result text after every call, and the same database JSON at the end (field and
-    insertion order included, so the same tau2 hash)."""
+def test_copy_on_write_environments_answer_every_call_like_validated_ones(tau, dataset, whole):
+    """Every base task's gold calls (every eighth task's in the default run), then the same calls again
+    (most writes now fail), then table sweeps — on a copy-on-write environment and on a freshly
+    validated one: the same acceptance, the same result text after every call, and the same database
+    JSON at the end (field and insertion order included, so the same tau2 hash)."""
     bench = tau[dataset]
     backend = bench.backend
-    for task_id in bench.task_ids():
+    for task_id in swept(bench.task_ids(), whole, 8):
         gold = [(a.name, dict(a.arguments)) for a in bench.task(task_id).gold]
         live, reference = LiveEnvironment(backend), backend.validated_environment()
         for name, arguments in gold + gold + _SWEEPS[dataset]:

@@ -60,6 +60,11 @@ def _type_checking_block(node: ast.AST) -> TypeGuard[ast.If]:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+# The fields of a node that hold statements (an except clause's or a match case's too): an import is a
+# statement, so the walk need not enter expressions, most of a tree's nodes.
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterable[str]:
     """Every module named by an import statement anywhere in ``tree`` (relative ones resolved)."""
     stack = [tree]
@@ -81,7 +86,8 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterable[str]:
             yield base
             # `from package import name` imports the submodule when name is one.
             yield from (f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
-        stack.extend(ast.iter_child_nodes(node))
+        else:
+            stack.extend(child for field in _STATEMENT_FIELDS for child in getattr(node, field, ()))
 
 
 def _with_parents(module: str) -> list[str]:
