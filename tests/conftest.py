@@ -17,6 +17,12 @@ SHARED = ROOT.parent / "shared"
 # fetched here, never the user's cache folder — and keeps task health in health/ here too (the folder the
 # packages are in: prefix_audit.health.cache), never in the user's.
 os.environ[RESOURCES_ENV] = str(RESOURCES)
+# The commands the tests start (xdist's workers, ~70 Snakemake runs and their hundreds of jobs, the CLI)
+# keep compiled bytecode, in a folder of their own: where PYTHONDONTWRITEBYTECODE is set (CI sets it), each
+# would compile this package and the fetched benchmark code (resources/ has no bytecode) again, about a
+# sixth of a workflow job's time. The source folders stay as they are.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", str(ROOT / ".test-artifacts" / "pycache"))
 
 
 def pytest_configure(config):

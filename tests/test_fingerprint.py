@@ -3,12 +3,14 @@ script runs (the Snakemake-level check, editing a module and dry-running, is in 
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from prefix_audit.pipeline import fingerprint
 from prefix_audit.pipeline.fingerprint import closure, code_fingerprint, stage_modules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +28,47 @@ def test_imports_inside_functions_count_and_type_checking_imports_do_not(tmp_pat
     (pkg / "d.py").write_text("import json\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert closure(["fpdemo.a"], frozenset({"fpdemo"})) == ["fpdemo", "fpdemo.a", "fpdemo.b", "fpdemo.d"]
+
+
+def _fresh_process_caches() -> None:
+    """What a new process would know: nothing read yet (the readings kept on disk stay)."""
+    for cached in (fingerprint._root, fingerprint.source_file, fingerprint._imported_by, fingerprint._source_digest):
+        cached.cache_clear()
+
+
+def test_what_a_source_imports_is_kept_beside_its_bytecode_and_read_again_only_for_the_same_bytes(
+        tmp_path, monkeypatch):
+    pkg = tmp_path / "fpkept"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("")
+    (pkg / "c.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "bytecode"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    _fresh_process_caches()
+    assert closure(["fpkept.a"], frozenset({"fpkept"})) == ["fpkept", "fpkept.a", "fpkept.b"]
+    kept = sorted(p.name for p in (tmp_path / "bytecode").rglob("*.imports.json"))
+    assert kept == [f"{name}.{sys.implementation.cache_tag}.imports.json" for name in ("__init__", "a", "b")]
+    # Another process reads the kept readings instead of parsing: what a kept reading says is what it uses.
+    a_kept = next((tmp_path / "bytecode").rglob("a.*.imports.json"))
+    entry = json.loads(a_kept.read_text())
+    a_kept.write_text(json.dumps({**entry, "imports": ["fpkept", "fpkept.c"]}))
+    _fresh_process_caches()
+    assert closure(["fpkept.a"], frozenset({"fpkept"})) == ["fpkept", "fpkept.a", "fpkept.c"]
+    # Edited source: the reading kept for other bytes is not used, the source is parsed again.
+    (pkg / "a.py").write_text("from . import b  # edited\n")
+    _fresh_process_caches()
+    assert closure(["fpkept.a"], frozenset({"fpkept"})) == ["fpkept", "fpkept.a", "fpkept.b"]
+    # An unreadable kept reading is parsed around; with bytecode writing off, nothing new is kept.
+    next((tmp_path / "bytecode").rglob("b.*.imports.json")).write_text("{not json")
+    (pkg / "b.py").write_text("from . import c\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    _fresh_process_caches()
+    assert closure(["fpkept.a"], frozenset({"fpkept"})) == ["fpkept", "fpkept.a", "fpkept.b", "fpkept.c"]
+    assert next((tmp_path / "bytecode").rglob("b.*.imports.json")).read_text() == "{not json"
+    _fresh_process_caches()
 
 
 def test_a_stage_covers_what_it_runs_and_nothing_else():

@@ -8,19 +8,26 @@ stage that opens a dataset reaches its benchmark only through :mod:`prefix_audit
 imports no benchmark by name, so for those stages the closure of the dataset's registered package
 is added (every registered package when the rule names no dataset).
 
-The closure is read with :mod:`ast` from the source files, without importing them.
+The closure is read with :mod:`ast` from the source files, without importing them. What each source
+imports is kept beside its bytecode (``__pycache__``, or ``sys.pycache_prefix``), keyed by the source's
+sha256, where Python may write bytecode: parsing every module again took most of the fingerprints' time,
+which every Snakemake command spends.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib.util
+import json
+import sys
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import TypeGuard
 
+from prefix_audit.core.io import atomic_write_text
 from prefix_audit.replay import registry
 
 PACKAGE = __name__.split(".")[0]
@@ -97,11 +104,60 @@ def _with_parents(module: str) -> list[str]:
 
 @cache
 def _imported_by(module: str) -> tuple[str, ...]:
-    """What a module's source imports (each source is parsed once per process)."""
+    """What a module's source imports (parsed once per process, and only where the reading kept
+    beside its bytecode is of other bytes: :func:`_kept_imports`)."""
     path = source_file(module)
     assert path is not None
+    digest = _source_digest(module).hex()
+    kept = _kept_imports(path, module, digest)
+    if kept is not None:
+        return kept
     tree = ast.parse(path.read_bytes(), str(path))
-    return tuple(m for name in _imports(tree, module, path.name == "__init__.py") for m in _with_parents(name))
+    found = tuple(m for name in _imports(tree, module, path.name == "__init__.py") for m in _with_parents(name))
+    _keep_imports(path, module, digest, found)
+    return found
+
+
+# The reading kept beside a source's bytecode, valid for that source read by this module's code.
+_KEPT_SUFFIX = ".imports.json"
+
+
+@cache
+def _reader_digest() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _kept_path(path: Path) -> Path | None:
+    try:
+        return Path(importlib.util.cache_from_source(str(path))).with_suffix(_KEPT_SUFFIX)
+    except (NotImplementedError, ValueError):  # no bytecode cache in this interpreter
+        return None
+
+
+def _kept_imports(path: Path, module: str, digest: str) -> tuple[str, ...] | None:
+    """The imports kept for ``module`` when they were read from the source with this sha256 (by this
+    module's code as it is now)."""
+    kept = _kept_path(path)
+    try:
+        entry = json.loads(kept.read_bytes()) if kept is not None else None
+    except (OSError, ValueError):  # none kept yet, or unreadable: parse again
+        return None
+    if not isinstance(entry, dict) or entry.get("module") != module or entry.get("sha256") != digest \
+            or entry.get("reader") != _reader_digest():
+        return None
+    imports = entry.get("imports")
+    return tuple(imports) if isinstance(imports, list) and all(isinstance(m, str) for m in imports) else None
+
+
+def _keep_imports(path: Path, module: str, digest: str, imports: tuple[str, ...]) -> None:
+    """Keep the reading beside the bytecode, where Python itself would write bytecode (a read-only
+    installation or PYTHONDONTWRITEBYTECODE keeps nothing)."""
+    kept = _kept_path(path)
+    if kept is None or sys.dont_write_bytecode:
+        return
+    with contextlib.suppress(OSError):
+        atomic_write_text(kept, json.dumps({"module": module, "sha256": digest, "reader": _reader_digest(),
+                                              "imports": list(imports)}))
 
 
 def closure(entries: Iterable[str], tracked: frozenset[str]) -> list[str]:
