@@ -9,8 +9,10 @@ from prefix_audit.core.decode import shape_reason
 from prefix_audit.core.reading import (
     BadRecord,
     CallLedger,
+    MessageLoop,
     expect,
     message_roles,
+    numbered,
     object_at,
     value_at,
     whole_number,
@@ -76,3 +78,71 @@ def test_message_roles_name_who_wrote_each_message():
     messages = [{"role": "system"}, {"role": "user"}, {"role": "assistant"}, {"role": "tool"}, {"role": "x"}, "?"]
     assert message_roles(messages) == ("system", "user", "agent", "tool", "other", "other")
     assert message_roles([{"sender": "AGENT"}], {"AGENT": "agent"}, key="sender") == ("agent",)
+
+
+class BadChat(BadRecord):
+    pass
+
+
+class _Chat(MessageLoop):
+    """A small dialect, as a benchmark author writes one: a user message opens a turn (``bye`` stops),
+    the agent's message is a step with its calls, a tool message answers a call by id."""
+
+    error = BadChat
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ledger, self.stopped = CallLedger(), False
+
+    def before(self, kind, message, where):
+        if self.stopped:
+            raise BadChat("message after the stop", where)
+
+    def _user(self, message, position, where):
+        if message.get("content") == "bye":
+            self.stopped = True
+        else:
+            self.open_turn(message.get("content") or "")
+
+    def _agent(self, message, position, where):
+        calls = tuple(structured_call(c["name"], c["arguments"], c["id"]) for c in message.get("calls", ()))
+        self.add_step(Step(calls, message.get("content"), message=position))
+        for call in calls:
+            self.ledger.open(call)
+
+    def _tool(self, message, position, where):
+        if self.ledger.answer(message.get("id"), RecordedResult.of(message.get("content") or "")) is None:
+            raise BadChat(f"a reply to no call ({message.get('id')!r})", where)
+
+    handlers = {"system": MessageLoop.skip, "user": _user, "assistant": _agent, "tool": _tool}
+
+    def end(self):
+        if self.ledger:
+            raise BadChat(f"truncated: {self.ledger.unanswered_ids()} have no reply")
+
+
+def _read_chat(messages):
+    chat = _Chat()
+    chat.read(numbered(messages, "messages"))
+    return chat
+
+
+def test_the_message_loop_hands_each_message_to_its_kinds_handler_and_refuses_what_no_kind_names():
+    chat = _read_chat([{"role": "system", "content": "policy"}, {"role": "user", "content": "hi"},
+                       {"role": "assistant", "calls": [{"name": "f", "arguments": {"x": 1}, "id": "c1"}]},
+                       {"role": "tool", "id": "c1", "content": "ok"}, {"role": "assistant", "content": "done"},
+                       {"role": "user", "content": "bye"}])
+    assert chat.user_turns == ["hi"]
+    (first, second), = chat.ledger.attach(chat.turns)
+    assert (first.calls[0].name, first.results[0].content, first.message, second.text) == ("f", "ok", 2, "done")
+    # Each refusal is the dialect's own error, located by the loop's ``where``.
+    for messages, reason in (
+            ([{"role": "user"}, "not an object"], "messages[1]: a message must be an object"),
+            ([{"role": "critic", "content": "?"}], "messages[0]: unknown role 'critic'"),
+            ([{"role": "user", "content": "bye"}, {"role": "user"}], "messages[1]: message after the stop"),
+            ([{"role": "tool", "id": "c9"}], "messages[0]: a reply to no call ('c9')"),
+            ([{"role": "user"}, {"role": "assistant", "calls": [{"name": "f", "arguments": {}, "id": "c1"}]}],
+             "truncated: ['c1'] have no reply")):
+        with pytest.raises(BadChat) as raised:
+            _read_chat(messages)
+        assert str(raised.value) == reason

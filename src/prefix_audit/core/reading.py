@@ -9,6 +9,10 @@ calls, replies and stops are, and reads them with these.
 * :class:`CallLedger` — calls awaiting their replies, by call id and by position among the calls:
   a reply answers the nearest earlier unanswered call with its id (ids may repeat within a log);
   the ledger keeps the recorded results and attaches them to the steps (:meth:`CallLedger.attach`);
+* :class:`TurnLog` — the turns as a reader finds them, and :class:`MessageLoop`, the one loop every
+  message-shaped log is read with: a format's dialect says what kind each message is and what each
+  kind does (where its calls, replies and stops are), the loop walks the messages and refuses what
+  no kind names;
 * :data:`CHAT_ROLES`, :func:`message_roles` — who wrote each message of a chat-shaped log
   (:attr:`~.records.Rollout.message_roles`).
 """
@@ -16,17 +20,17 @@ calls, replies and stops are, and reads them with these.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from .calls import ToolCall
 from .records import RecordedResult, Step
 
 T = TypeVar("T")
 
-__all__ = ["CHAT_ROLES", "BadRecord", "CallLedger", "OpenCall", "TurnLog", "chat_role", "expect", "message_roles",
-           "object_at", "value_at", "whole_number"]
+__all__ = ["CHAT_ROLES", "BadRecord", "CallLedger", "MessageLoop", "OpenCall", "TurnLog", "chat_role", "expect",
+           "message_roles", "numbered", "object_at", "value_at", "whole_number"]
 
 
 class BadRecord(ValueError):
@@ -198,6 +202,60 @@ class TurnLog:
         if not self.turns:
             self.open_turn(opening)
         self.turns[-1].append(step)
+
+
+def numbered(messages: Iterable[Any], name: str) -> Iterable[tuple[int, str, Any]]:
+    """Each message with its position and where errors say it is (``name[k]``)."""
+    return ((k, f"{name}[{k}]", m) for k, m in enumerate(messages))
+
+
+# What a dialect does with one message: (the reading, the message, its position, where it is).
+Handler = Callable[[Any, Mapping[str, Any], int, str], None]
+
+
+class MessageLoop(TurnLog):
+    """The loop every message-shaped log is read with. :meth:`read` walks the messages in order; each
+    must be a JSON object (else the dialect's :attr:`error`, located), is checked by :meth:`before`, and
+    goes to the handler of its :meth:`kind`; a kind with no handler goes to :meth:`unknown` (refused);
+    :meth:`end` checks what the whole log says once it is read.
+
+    A format's dialect is a subclass that says only that: its :attr:`handlers` (kind → a function of
+    the class: where the user speaks, the agent acts or speaks, a call is answered, the user stops),
+    and, where its format has them, its checks before a message and at the end."""
+
+    error: ClassVar[type[BadRecord]] = BadRecord
+    handlers: ClassVar[Mapping[Any, Handler]] = {}
+
+    def read(self, messages: Iterable[tuple[int, str, Any]]) -> None:
+        """Read ``messages``: (position, where, message) each (:func:`numbered`)."""
+        for position, where, message in messages:
+            if not isinstance(message, dict):
+                raise self.error("a message must be an object", where)
+            kind = self.kind(message)
+            self.before(kind, message, where)
+            handler = self.handlers.get(kind)
+            if handler is None:
+                self.unknown(kind, message, where)
+            else:
+                handler(self, message, position, where)
+        self.end()
+
+    def kind(self, message: Mapping[str, Any]) -> Any:
+        """What kind of message this is (its ``role``, where the dialect says nothing else)."""
+        return message.get("role")
+
+    def before(self, kind: Any, message: Mapping[str, Any], where: str) -> None:
+        """Checks before any message is handled (none, where the dialect has none)."""
+
+    def unknown(self, kind: Any, message: Mapping[str, Any], where: str) -> None:
+        """A message of a kind the dialect does not read: refused."""
+        raise self.error(f"unknown role {kind!r}", where)
+
+    def end(self) -> None:
+        """Checks once every message is read (none, where the dialect has none)."""
+
+    def skip(self, message: Mapping[str, Any], position: int, where: str) -> None:
+        """A message with nothing to read (a system prompt): a handler for the kinds that say nothing."""
 
 
 # --- who wrote a message --------------------------------------------------------------------------

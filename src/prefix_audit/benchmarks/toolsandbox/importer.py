@@ -42,7 +42,7 @@ import ast
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +55,12 @@ from prefix_audit.plugin import (
     DecodeError,
     ImportRequest,
     Located,
+    MessageLoop,
     Recorded,
     RecordedResult,
     Rollout,
     Step,
     ToolCall,
-    TurnLog,
     chat_role,
     read_json_document,
     rollout_id_for,
@@ -169,7 +169,7 @@ def _rows(context: Any, namespace: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _request(row: dict[str, Any]) -> ToolCall:
+def _request(row: Mapping[str, Any]) -> ToolCall:
     where = f"message {row['sandbox_message_index']}"
     lines = str(row.get("content") or "").splitlines()
     params = _PARAMETERS.match(lines[0]) if lines else None
@@ -185,7 +185,7 @@ def _request(row: dict[str, Any]) -> ToolCall:
     return structured_call(response.group(1), arguments, str(call_id))
 
 
-def _result(row: dict[str, Any]) -> Any:
+def _result(row: Mapping[str, Any]) -> Any:
     traces = row.get("tool_trace") or []
     for trace in traces:
         try:
@@ -241,8 +241,18 @@ def _universe(sandbox: list[dict[str, Any]]) -> list[str]:
     return []
 
 
-class _Builder(TurnLog):
-    """Walks the message log of one scenario into turns, steps and recorded outcomes."""
+# The routes (sender, recipient) of the messages a rollout is read from; the others (the system's) are no
+# part of the agent's record.
+_CALL, _USER_SAYS, _AGENT_SAYS, _RESPONSE = (("AGENT", "EXECUTION_ENVIRONMENT"), ("USER", "AGENT"), ("AGENT", "USER"),
+                                             ("EXECUTION_ENVIRONMENT", "AGENT"))
+
+
+class _Builder(MessageLoop):
+    """ToolSandbox's dialect: the message log of one scenario, from the user's first message, into turns,
+    steps and recorded outcomes. A message's kind is its route (sender → recipient); the agent's calls in
+    a row are one step."""
+
+    error = ScenarioError
 
     def __init__(self, context: Any) -> None:
         super().__init__()
@@ -257,37 +267,41 @@ class _Builder(TurnLog):
         self.calls: dict[str, dict[str, Any]] = {}  # call id → what the rollout's record keeps of it
         self.ledger = CallLedger()  # each call's outcome, matched by its tool-call id
         self.roles = _message_roles(self.sandbox)
-        pending: list[ToolCall] = []
-        pending_at: list[int] = []  # the pending calls' messages
-        for row in self.sandbox:
-            index = row["sandbox_message_index"]
-            if index < self.start:
-                continue
-            route = (row.get("sender"), row.get("recipient"))
-            if route == ("AGENT", "EXECUTION_ENVIRONMENT"):
-                call = _request(row)
-                assert call.call_id is not None  # _request names every call (its OpenAI id, else its variable)
-                if call.call_id in self.calls:
-                    raise ScenarioError(f"tool-call id {call.call_id!r} appears twice")
-                self.calls[call.call_id] = {"error": None, "result": None,
-                                            "gone": _gone_before(self.snapshots, index)}
-                self.ledger.open(call)
-                pending.append(call)
-                pending_at.append(index)
-                continue
-            if pending:
-                self.add_step(Step(tuple(pending), message=pending_at[0], call_messages=tuple(pending_at)))
-                pending, pending_at = [], []
-            if route == ("USER", "AGENT"):
-                self.open_turn(str(row.get("content") or ""))
-            elif route == ("AGENT", "USER"):
-                self.add_step(Step((), str(row.get("content") or ""), message=index))
-            elif route == ("EXECUTION_ENVIRONMENT", "AGENT"):
-                self._response(row)
-        if pending:
-            self.add_step(Step(tuple(pending), message=pending_at[0], call_messages=tuple(pending_at)))
+        self.pending: list[ToolCall] = []  # the agent's calls in a row so far: one step
+        self.pending_at: list[int] = []  # the pending calls' messages
+        self.read((index, f"message {index}", row) for row in self.sandbox
+                  if (index := row["sandbox_message_index"]) >= self.start)
 
-    def _response(self, row: dict[str, Any]) -> None:
+    def kind(self, row: Mapping[str, Any]) -> Any:
+        return row.get("sender"), row.get("recipient")
+
+    def before(self, kind: Any, row: Mapping[str, Any], where: str) -> None:
+        if kind != _CALL:
+            self._end_step()
+
+    def _call(self, row: Mapping[str, Any], index: int, where: str) -> None:
+        call = _request(row)
+        assert call.call_id is not None  # _request names every call (its OpenAI id, else its variable)
+        if call.call_id in self.calls:
+            raise ScenarioError(f"tool-call id {call.call_id!r} appears twice")
+        self.calls[call.call_id] = {"error": None, "result": None, "gone": _gone_before(self.snapshots, index)}
+        self.ledger.open(call)
+        self.pending.append(call)
+        self.pending_at.append(index)
+
+    def _user_says(self, row: Mapping[str, Any], index: int, where: str) -> None:
+        self.open_turn(str(row.get("content") or ""))
+
+    def _agent_says(self, row: Mapping[str, Any], index: int, where: str) -> None:
+        self.add_step(Step((), str(row.get("content") or ""), message=index))
+
+    def _end_step(self) -> None:
+        """The agent's calls in a row so far, as one step."""
+        if self.pending:
+            self.add_step(Step(tuple(self.pending), message=self.pending_at[0], call_messages=tuple(self.pending_at)))
+            self.pending, self.pending_at = [], []
+
+    def _response(self, row: Mapping[str, Any], index: int, where: str) -> None:
         cid = row.get("openai_tool_call_id")
         if cid not in self.calls:
             raise ScenarioError("a response to an unknown tool call",
@@ -305,6 +319,14 @@ class _Builder(TurnLog):
             value = entry["result"] = _result(row)
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
             self.ledger.answer(cid, RecordedResult.of(text, False))
+
+    handlers = {_CALL: _call, _USER_SAYS: _user_says, _AGENT_SAYS: _agent_says, _RESPONSE: _response}
+
+    def unknown(self, kind: Any, row: Mapping[str, Any], where: str) -> None:
+        """A message of another route (the system's): no part of the agent's record."""
+
+    def end(self) -> None:
+        self._end_step()
 
 
 # who sent a message of the execution context (Rollout.message_roles), and how many messages one may have

@@ -79,11 +79,11 @@ from prefix_audit.plugin import (
     DecodeError,
     ImportRequest,
     Located,
+    MessageLoop,
     RecordedResult,
     Rollout,
     Step,
     ToolCall,
-    TurnLog,
     Usage,
     count,
     message_roles,
@@ -206,19 +206,21 @@ def read_conversation(messages: Any, bench: TauBenchmark, termination: str,
         return Conversation((), (), (), ())  # ended (an error) before anything was said
     if not isinstance(messages, list) or not messages:
         raise BadSimulation("no messages")
-    reader = _ConversationReader(bench, read_call, solo)
-    for position, where, m in _flat_messages(messages):
-        reader.read(position, where, m)
-    return reader.finish(termination)
+    reader = _ConversationReader(bench, read_call, solo, termination)
+    reader.read(_flat_messages(messages))
+    return reader.conversation()
 
 
-class _ConversationReader(TurnLog):
-    """One conversation as :func:`read_conversation` reads it, message by message: the turns so far,
-    and the calls of both parties awaiting their results."""
+class _ConversationReader(MessageLoop):
+    """tau2's dialect: one conversation read message by message: the turns so far, and the calls of both
+    parties awaiting their results, checked against how the conversation ended (``termination``)."""
 
-    def __init__(self, bench: TauBenchmark, read_call: Callable[[Any, str], ToolCall], solo: bool) -> None:
+    error = BadSimulation
+
+    def __init__(self, bench: TauBenchmark, read_call: Callable[[Any, str], ToolCall], solo: bool,
+                 termination: str) -> None:
         super().__init__()
-        self.bench, self.read_call, self.solo = bench, read_call, solo
+        self.bench, self.read_call, self.solo, self.termination = bench, read_call, solo, termination
         # Call ids may repeat within a conversation (some harnesses number calls per tool name).
         self.agent = CallLedger()
         self.errors: list[str] = []
@@ -231,33 +233,16 @@ class _ConversationReader(TurnLog):
         self.user_turn_of: list[int] = []
         self.agent_tools = bench.tools.keys() | bench.user_tool_names if solo else bench.tools.keys()
 
-    def read(self, position: int, where: str, m: Any) -> None:
-        """Read one message (at ``position`` of the list, ``where`` as errors name it)."""
-        if not isinstance(m, dict):
-            raise BadSimulation("a message must be an object", where)
-        role, content = m.get("role"), m.get("content")
+    def before(self, kind: Any, m: Mapping[str, Any], where: str) -> None:
+        content = m.get("content")
         if content is not None and not isinstance(content, str):
             raise BadSimulation("content must be a string", where)
         if self.stopped:
             raise BadSimulation("message after the user's stop message", where)
-        if role == "system":
-            return  # a system prompt (tau2 writes none into a simulation; Inspect's store keeps the agent's)
-        if role in ("user", "assistant") and (self.agent or self.user):
+        if kind in ("user", "assistant") and (self.agent or self.user):
             raise BadSimulation(f"truncated: tool call(s) {_unanswered(self.agent, self.user)} have no result", where)
-        if role == "user":
-            self._user_message(m, content, where)
-        elif role == "assistant":
-            self._agent_message(m, content, position, where)
-        elif role == "tool" and self.user:  # half-duplex: while the user's calls await results, no agent's do
-            call_id = m.get("id")
-            if not isinstance(call_id, str) or self.user.answer(call_id, _recorded_result(m, content)) is None:
-                raise BadSimulation(f"result for unknown or already answered user call id {call_id!r}", where)
-        elif role == "tool":
-            self._agent_result(m, content, where)
-        else:
-            raise BadSimulation(f"unknown role {role!r}", where)
 
-    def _user_message(self, m: Mapping[str, Any], content: str | None, where: str) -> None:
+    def _user_message(self, m: Mapping[str, Any], position: int, where: str) -> None:
         """A user's message: the user's calls (telecom: on their phone), the stop message, or a turn's opening."""
         if self.solo:
             raise BadSimulation("a user message in a solo-mode run, which has no user (tau2's solo environment "
@@ -270,14 +255,15 @@ class _ConversationReader(TurnLog):
                 self.user.open(self.read_call(c, f"{where}.tool_calls[{i}]"))
                 self.user_turn_of.append(len(self.turns))
             return  # a message with calls goes to the user's phone, not to the agent
-        text = content or ""
+        text = m.get("content") or ""
         if any(token in text for token in sem.USER_STOP_TOKENS):
             self.stopped = True
             return
         self.open_turn(text)
 
-    def _agent_message(self, m: Mapping[str, Any], content: str | None, position: int, where: str) -> None:
+    def _agent_message(self, m: Mapping[str, Any], position: int, where: str) -> None:
         """An agent's message: a step of the current turn (the orchestrator's greeting is none)."""
+        content = m.get("content")
         calls = tuple(self.read_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(m.get("tool_calls") or []))
         if not self.turns and not calls and not self.solo:
             return  # the orchestrator's greeting
@@ -288,10 +274,15 @@ class _ConversationReader(TurnLog):
             self.agent.open(c)
         self.accounting.append((m, "executor", where))
 
-    def _agent_result(self, m: Mapping[str, Any], content: str | None, where: str) -> None:
-        """The result of an agent's call, checked against the tools the agent has."""
+    def _tool_message(self, m: Mapping[str, Any], position: int, where: str) -> None:
+        """A call's result: the user's (half-duplex: while the user's calls await results, no agent's
+        do), else the agent's, checked against the tools the agent has."""
         call_id = m.get("id")
-        result = _recorded_result(m, content)
+        result = _recorded_result(m, m.get("content"))
+        if self.user:
+            if not isinstance(call_id, str) or self.user.answer(call_id, result) is None:
+                raise BadSimulation(f"result for unknown or already answered user call id {call_id!r}", where)
+            return
         if not isinstance(call_id, str) or (answered := self.agent.answer(call_id, result)) is None:
             raise BadSimulation(f"result for unknown or already answered call id {call_id!r}", where)
         name = answered.call.name or ""
@@ -307,15 +298,21 @@ class _ConversationReader(TurnLog):
                 f"tool {name!r} is not a {self.bench.domain.name} tool of {self.bench.domain.tau2_version}, yet its "
                 f"recorded result is a success: these results come from a different tau2 tool set", where)
 
-    def finish(self, termination: str) -> Conversation:
-        """The conversation read, checked for completeness against how it ended (``termination``)."""
-        if (self.agent or self.user) and termination in sem.NORMAL_TERMINATIONS:
+    handlers = {"system": MessageLoop.skip,  # tau2 writes none into a simulation; Inspect's store keeps the agent's
+                "user": _user_message, "assistant": _agent_message, "tool": _tool_message}
+
+    def end(self) -> None:
+        """The conversation read, checked for completeness against how it ended."""
+        if (self.agent or self.user) and self.termination in sem.NORMAL_TERMINATIONS:
             # A simulation that ended in an error may stop right after the agent's calls; those are
             # still its actions (scored like the rest). One that ended normally cannot.
             raise BadSimulation(f"truncated: tool call(s) {_unanswered(self.agent, self.user)} have no result")
-        if termination == "user_stop" and not self.stopped:
+        if self.termination == "user_stop" and not self.stopped:
             raise BadSimulation("truncated: termination_reason is user_stop but the conversation does not end "
                                 "with the user's stop message")
+
+    def conversation(self) -> Conversation:
+        """What the conversation read says: its turns with their results, and its accounting."""
         try:
             usage = tuple(u for m, role, where in self.accounting if (u := _usage(m, role, where)) is not None)
             accounting_error = None

@@ -54,7 +54,7 @@ import ast
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,15 +65,16 @@ from prefix_audit.plugin import (
     BadRecord,
     CallLedger,
     LogIssue,
+    MessageLoop,
     OpenCall,
     Recorded,
     RecordedResult,
     Rollout,
     Step,
     ToolCall,
-    TurnLog,
     chat_role,
     expect,
+    numbered,
     object_at,
     rollout_id_for,
     structured_call,
@@ -170,21 +171,25 @@ def _literal_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
 
 
-class _Reading(TurnLog):
-    """What a trajectory says, collected message by message by either strategy's reader."""
+class _Reading(MessageLoop):
+    """What a trajectory says, collected message by message: what v1's two dialects (tool-calling,
+    ReAct) share."""
+
+    error = BadEntry
 
     def __init__(self, domain: str) -> None:
         super().__init__()
         self.domain = domain
         self.stock = v1.V1_TOOLS[domain]
         self.errors: list[int] = []  # 1-based positions among the calls (their action depths)
-        self.unknown: list[int] = []
+        self.unknown_actions: list[int] = []  # calls v1 answered "Unknown action"
         self.calls = CallLedger()  # the calls and the replies the log recorded
         self.literal: dict[int, ToolCall] = {}  # call position (the ledger's) → its Python-literal reading
         self.extra_tools: list[str] = []
         self.stopped = False
         self.last_reply: str | None = None  # tool name of the reply the trajectory ends with
         self.roles: list[str] = []  # who wrote each message read so far, by position
+        self.respond_fallbacks: list[int] = []  # ReAct: the messages read as respond because they are not JSON
 
     def wrote(self, role: str) -> int:
         """Note the next message's author; returns its position."""
@@ -219,7 +224,7 @@ class _Reading(TurnLog):
             if name in self.stock:
                 raise BadEntry(f"{where}: {name!r} is a stock τ-bench v1 {self.domain} tool, yet the reply is "
                                f"{reply[:60]!r}: this run did not expose v1's stock tool set")
-            self.unknown.append(position + 1)
+            self.unknown_actions.append(position + 1)
             self.literal.pop(position, None)
         elif name not in self.stock:  # the run had a tool v1 lacks: a schema failure all the same
             self.extra_tools.append(name)
@@ -228,7 +233,7 @@ class _Reading(TurnLog):
             self.errors.append(position + 1)
             self.literal.pop(position, None)  # the Python-literal arguments did not run
 
-    def done(self, errored: bool, respond_fallbacks: Sequence[int] = ()) -> _Conversation:
+    def done(self, errored: bool) -> _Conversation:
         if self.stopped:
             termination = "user_stop"
         elif self.last_reply in v1.TERMINATE_TOOLS:
@@ -243,45 +248,46 @@ class _Reading(TurnLog):
                                                      f"not have, so replay calls them unknown"))
         # the calls with their replies, and the Python-literal reading of those whose reply shows they ran
         return _Conversation(self.calls.attach(self.turns, self.literal), tuple(self.user_turns),
-                             tuple(self.errors), tuple(self.unknown), termination, tuple(issues),
-                             tuple(p + 1 for p in sorted(self.literal)), tuple(respond_fallbacks), tuple(self.roles))
+                             tuple(self.errors), tuple(self.unknown_actions), termination, tuple(issues),
+                             tuple(p + 1 for p in sorted(self.literal)), tuple(self.respond_fallbacks),
+                             tuple(self.roles))
 
 
-def _conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
-    """A tool-calling agent's trajectory: OpenAI tool calls, ``role: tool`` replies."""
-    reading = _Reading(domain)  # some harnesses reuse call ids within a conversation
-    for k, m in enumerate(traj):
-        where = f"traj[{k}]"
-        if not isinstance(m, dict):
-            raise BadEntry("a message must be an object", where)
-        role = m.get("role")
-        if role in ("user", "assistant") and reading.calls:
-            raise BadEntry(f"tool call(s) {reading.calls.unanswered_ids()} have no reply", where)
-        reading.wrote(chat_role(role))
-        if role == "system":
-            continue
-        if role == "user":
-            reading.user(_text(m.get("content"), where), where)
-        elif role == "assistant":
-            content = _text(m.get("content"), where)
-            calls, literal = _calls(m, where)
-            opened = reading.step(calls, (content or None) if calls else content, where)
-            reading.literal |= {opened[i].position: call for i, call in literal.items()}
-        elif role == "tool":
-            if reading.stopped:
-                raise BadEntry("message after the user's stop message", where)
-            call_id = m.get("tool_call_id")
-            if not isinstance(call_id, str) or not reading.calls.waits(call_id):
-                raise BadEntry(f"reply to an unknown or already answered call id {call_id!r}", where)
-            text = _text(m.get("content"), where)
-            answered = reading.calls.answer(call_id)
-            assert answered is not None  # it waits (above)
-            reading.reply(answered, text, where)
-        else:
-            raise BadEntry(f"unknown role {role!r}", where)
-    if reading.calls:
-        raise BadEntry(f"truncated: tool call(s) {reading.calls.unanswered_ids()} have no reply")
-    return reading.done(errored)
+class _ToolCallingReading(_Reading):
+    """A tool-calling agent's trajectory: OpenAI tool calls, ``role: tool`` replies (some harnesses reuse
+    call ids within a conversation)."""
+
+    def before(self, kind: Any, m: Mapping[str, Any], where: str) -> None:
+        if kind in ("user", "assistant") and self.calls:
+            raise BadEntry(f"tool call(s) {self.calls.unanswered_ids()} have no reply", where)
+        self.wrote(chat_role(kind))
+
+    def _user_message(self, m: Mapping[str, Any], position: int, where: str) -> None:
+        self.user(_text(m.get("content"), where), where)
+
+    def _agent_message(self, m: Mapping[str, Any], position: int, where: str) -> None:
+        content = _text(m.get("content"), where)
+        calls, literal = _calls(m, where)
+        opened = self.step(calls, (content or None) if calls else content, where)
+        self.literal |= {opened[i].position: call for i, call in literal.items()}
+
+    def _tool_message(self, m: Mapping[str, Any], position: int, where: str) -> None:
+        if self.stopped:
+            raise BadEntry("message after the user's stop message", where)
+        call_id = m.get("tool_call_id")
+        if not isinstance(call_id, str) or not self.calls.waits(call_id):
+            raise BadEntry(f"reply to an unknown or already answered call id {call_id!r}", where)
+        text = _text(m.get("content"), where)
+        answered = self.calls.answer(call_id)
+        assert answered is not None  # it waits (above)
+        self.reply(answered, text, where)
+
+    handlers = {"system": MessageLoop.skip, "user": _user_message, "assistant": _agent_message,
+                "tool": _tool_message}
+
+    def end(self) -> None:
+        if self.calls:
+            raise BadEntry(f"truncated: tool call(s) {self.calls.unanswered_ids()} have no reply")
 
 
 class RespondText(str):
@@ -318,60 +324,55 @@ def react_action(content: str, call_id: str) -> ToolCall | str:
     return _named_call(name, arguments, call_id)
 
 
-def _react_conversation(traj: list[Any], domain: str, errored: bool) -> _Conversation:
+class _ReactReading(_Reading):
     """A ReAct (or Act) agent's trajectory: each assistant message one action (:func:`react_action`),
     each answered by a user message: ``API output: …`` after a tool action, the user's reply after
-    ``respond``."""
-    reading = _Reading(domain)  # the tool action whose API output comes next is the one call waiting
-    fallbacks: list[int] = []
-    for k, m in enumerate(traj):
-        where = f"traj[{k}]"
-        if not isinstance(m, dict):
-            raise BadEntry("a message must be an object", where)
-        role = m.get("role")
+    ``respond``. The tool action whose API output comes next is the one call waiting."""
+
+    def before(self, kind: Any, m: Mapping[str, Any], where: str) -> None:
         # a ReAct agent's tool output comes as a user message and is the tool's
-        reading.wrote("tool" if role == "user" and reading.calls else chat_role(role))
-        if role == "system":
-            continue
-        if role == "user":
-            _react_user_message(reading, _text(m.get("content"), where), k, where)
-        elif role == "assistant":
-            if reading.calls:
-                raise BadEntry(f"the call of traj[{k - 1}] has no API output", where)
-            if m.get("tool_calls"):
-                raise BadEntry("a tool-calling message in a ReAct trajectory", where)
-            content = _text(m.get("content"), where)
-            action = react_action(content, f"react_{k}")
-            if isinstance(action, str):
-                if isinstance(action, RespondText) and v1.REACT_ACTION_MARKER in content:
-                    fallbacks.append(k)
-                reading.step((), str(action), where)
-                continue
-            reading.step((action,), None, where)
+        self.wrote("tool" if kind == "user" and self.calls else chat_role(kind))
+
+    def _user_message(self, m: Mapping[str, Any], position: int, where: str) -> None:
+        """The API output of the action that awaits one, else what the user says."""
+        text = _text(m.get("content"), where)
+        if self.calls:
+            if not text.startswith(v1.REACT_OUTPUT_PREFIX):
+                raise BadEntry(f"traj[{position - 1}] reads as a call of {_awaited(self)!r}, yet this reply does "
+                               f"not start {v1.REACT_OUTPUT_PREFIX.strip()!r} as v1's ReAct agent writes tool output",
+                               where)
+            answered = self.calls.answer_oldest()
+            assert answered is not None  # one waits (above)
+            self.reply(answered, text[len(v1.REACT_OUTPUT_PREFIX):], where)
+        elif text.startswith(v1.REACT_OUTPUT_PREFIX):
+            raise BadEntry(f"{where}: tool output ({v1.REACT_OUTPUT_PREFIX.strip()!r}) that answers no action: "
+                           f"the message before it reads as none, so this cannot be read as v1 reads it")
         else:
-            raise BadEntry(f"{where}: role {role!r} in a ReAct trajectory (its messages are system, user and "
-                           f"assistant)")
-    if reading.calls:
-        raise BadEntry(f"truncated: the last action ({_awaited(reading)}) has no API output")
-    return reading.done(errored, fallbacks)
+            self.user(text, where)
 
+    def _agent_message(self, m: Mapping[str, Any], position: int, where: str) -> None:
+        if self.calls:
+            raise BadEntry(f"the call of traj[{position - 1}] has no API output", where)
+        if m.get("tool_calls"):
+            raise BadEntry("a tool-calling message in a ReAct trajectory", where)
+        content = _text(m.get("content"), where)
+        action = react_action(content, f"react_{position}")
+        if isinstance(action, str):
+            if isinstance(action, RespondText) and v1.REACT_ACTION_MARKER in content:
+                self.respond_fallbacks.append(position)
+            self.step((), str(action), where)
+            return
+        self.step((action,), None, where)
 
-def _react_user_message(reading: _Reading, text: str, k: int, where: str) -> None:
-    """A user message of a ReAct trajectory (the ``k``-th message): the API output of the action that
-    awaits one, else what the user says."""
-    if reading.calls:
-        if not text.startswith(v1.REACT_OUTPUT_PREFIX):
-            raise BadEntry(f"traj[{k - 1}] reads as a call of {_awaited(reading)!r}, yet this reply does not "
-                           f"start {v1.REACT_OUTPUT_PREFIX.strip()!r} as v1's ReAct agent writes tool output",
-                           where)
-        answered = reading.calls.answer_oldest()
-        assert answered is not None  # one waits (above)
-        reading.reply(answered, text[len(v1.REACT_OUTPUT_PREFIX):], where)
-    elif text.startswith(v1.REACT_OUTPUT_PREFIX):
-        raise BadEntry(f"{where}: tool output ({v1.REACT_OUTPUT_PREFIX.strip()!r}) that answers no action: "
-                       f"the message before it reads as none, so this cannot be read as v1 reads it")
-    else:
-        reading.user(text, where)
+    handlers = {"system": MessageLoop.skip, "user": _user_message, "assistant": _agent_message}
+
+    def unknown(self, kind: Any, m: Mapping[str, Any], where: str) -> None:
+        raise BadEntry(f"{where}: role {kind!r} in a ReAct trajectory (its messages are system, user and "
+                       f"assistant)")
+
+    def end(self) -> None:
+        if self.calls:
+            raise BadEntry(f"truncated: the last action ({_awaited(self)}) has no API output")
 
 
 def _awaited(reading: _Reading) -> str:
@@ -463,8 +464,9 @@ def rollout_from_entry(entry: Any, bench: TauV1Benchmark, model: str, method: st
     except TauDataError as exc:
         raise BadEntry(str(exc)) from None
     meta[EMBEDDED_KEY] = embedded.to_json()
-    read = _react_conversation if strategy == "react" else _conversation
-    convo = read(traj, domain, errored=error is not None)
+    reading = (_ReactReading if strategy == "react" else _ToolCallingReading)(domain)
+    reading.read(numbered(traj, "traj"))
+    convo = reading.done(errored=error is not None)
     meta |= _conversation_meta(convo, strategy)
     issues = list(convo.issues)
     vacuous = _vacuous(bench, task, reward_info)
