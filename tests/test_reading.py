@@ -78,6 +78,7 @@ def test_message_roles_name_who_wrote_each_message():
     messages = [{"role": "system"}, {"role": "user"}, {"role": "assistant"}, {"role": "tool"}, {"role": "x"}, "?"]
     assert message_roles(messages) == ("system", "user", "agent", "tool", "other", "other")
     assert message_roles([{"sender": "AGENT"}], {"AGENT": "agent"}, key="sender") == ("agent",)
+    assert message_roles([{"role": ["user"]}, {"role": {"a": 1}}]) == ("other", "other")
 
 
 class BadChat(BadRecord):
@@ -139,6 +140,7 @@ def test_the_message_loop_hands_each_message_to_its_kinds_handler_and_refuses_wh
     for messages, reason in (
             ([{"role": "user"}, "not an object"], "messages[1]: a message must be an object"),
             ([{"role": "critic", "content": "?"}], "messages[0]: unknown role 'critic'"),
+            ([{"role": ["user"]}], "messages[0]: unknown role ['user']"),
             ([{"role": "user", "content": "bye"}, {"role": "user"}], "messages[1]: message after the stop"),
             ([{"role": "tool", "id": "c9"}], "messages[0]: a reply to no call ('c9')"),
             ([{"role": "user"}, {"role": "assistant", "calls": [{"name": "f", "arguments": {}, "id": "c1"}]}],

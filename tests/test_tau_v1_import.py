@@ -532,6 +532,20 @@ def test_react_bad_entries_are_located_the_rest_imported(benches, tmp_path, reta
     assert "has no API output" in bad[1].reason and "after the user's stop" in bad[2].reason
 
 
+def test_a_role_that_is_no_string_is_an_unknown_role_where_it_stands(benches, tmp_path, retail_case):
+    """A list or an object where a message's role should be: that entry's located quarantine, in both
+    strategies' readings (it was a bare ``TypeError: unhashable type``)."""
+    react = _react_good(benches, retail_case)
+    tools = _good_traj(retail_case)
+    entries = [_entry(0, [tools[0], {"role": ["assistant"], "content": "hi"}, *tools[1:]], _gold(retail_case)),
+               _entry(1, [react[0], {"role": {"who": "user"}, "content": "x"}, *react[1:]], _gold(retail_case)),
+               _entry(2, tools, _gold(retail_case))]
+    rollouts, bad = _import(_write(tmp_path, entries), benches)
+    assert [r.task_id for r in rollouts] == ["2"] and [b.line for b in bad] == [1, 2]
+    assert "traj[2]: unknown role ['assistant']" in bad[0].reason and "TypeError" not in bad[0].reason
+    assert "traj[2]: role {'who': 'user'} in a ReAct trajectory" in bad[1].reason
+
+
 def test_each_entry_is_read_by_the_strategy_its_own_messages_show(benches, tmp_path, retail_case):
     """One entry that looks like ReAct never costs a tool-calling file (two real files were refused
     whole for it): each entry is read as its own messages show, and the file's reading says how many

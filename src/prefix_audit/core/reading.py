@@ -233,7 +233,10 @@ class MessageLoop(TurnLog):
                 raise self.error("a message must be an object", where)
             kind = self.kind(message)
             self.before(kind, message, where)
-            handler = self.handlers.get(kind)
+            try:
+                handler = self.handlers.get(kind)
+            except TypeError:  # a kind no dialect names: a list or an object where a role should be
+                handler = None
             if handler is None:
                 self.unknown(kind, message, where)
             else:
@@ -265,8 +268,12 @@ CHAT_ROLES: Mapping[str, str] = {"system": "system", "user": "user", "assistant"
 
 
 def chat_role(role: Any, roles: Mapping[str, str] = CHAT_ROLES) -> str:
-    """Who wrote a message with this role (``other`` for a role the log's format does not have)."""
-    return roles.get(role, "other")
+    """Who wrote a message with this role (``other`` for a role the log's format does not have, a list
+    or an object where a role should be included)."""
+    try:
+        return roles.get(role, "other")
+    except TypeError:  # unhashable: no role of any format
+        return "other"
 
 
 def message_roles(messages: Sequence[Any], roles: Mapping[str, str] = CHAT_ROLES, key: str = "role") -> tuple[str, ...]:
